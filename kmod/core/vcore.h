@@ -1,0 +1,430 @@
+/* SPDX-License-Identifier: GPL-2.0 OR MIT */
+/*
+ * vcore.h - public API of the vgpu filter core.
+ *
+ * The core decides, for one NVIDIA RM ioctl issued by a tenant ("slot"),
+ * whether it is forwarded to the real driver, forwarded with rewrites, or
+ * refused; after the real call it charges video memory from the driver's
+ * reply, records the objects the driver created, and rewrites the replies
+ * that would leak the real GPU's totals. Facts the rules rest on:
+ * shared/reference/nvidia-rm-abi.md (cited as "abi.md §N").
+ *
+ * Two hosts embed the core: vgpu.ko (kmod/) and libvgpu-shim.so (shim/).
+ * Each fills one const struct vcore_host_ops. The core includes no kernel or
+ * libc header (vcore_types.h), takes every lock through the host, and never
+ * touches user memory except through the host's copy ops.
+ *
+ * How a host serves one ioctl (every host, every file kind):
+ *
+ *	struct vcore_call *call;
+ *	enum vcore_verdict v = vcore_pre(file, req, arg, &ctx, &call);
+ *	int rc = 0;
+ *
+ *	if (v == VCORE_FORWARD || v == VCORE_FORWARD_REWRITTEN) {
+ *		// kernel host: translate vcore_call_fd(call, i) fields (abi.md
+ *		// §9.5), call the real driver with (req, arg), restore the fds.
+ *		rc = real_ioctl(req, arg);	// 0 or -errno
+ *	}
+ *	return vcore_post(call, rc);	// always, exactly once; frees call
+ *
+ * vcore_post() returns what the host returns to the application: rc
+ * unchanged for forwarded calls (or -VCORE_EFAULT if the core could not
+ * rewrite a reply), 0 for VCORE_REFUSE_STATUS, the negative errno for
+ * VCORE_REFUSE_ERRNO.
+ *
+ * Locking: each slot has one host-provided lock (ops->lock_create). The core
+ * takes it inside vcore_pre/vcore_post/vcore_file_close/vcore_slot_* for the
+ * object table, counters and TSG registry; it never holds it while calling
+ * copy_from_user/copy_to_user or across the host's real ioctl. The host's
+ * ledger does its own locking (it may be shared between processes). No core
+ * function may be called from atomic context: hosts may sleep in every op.
+ *
+ * TOCTOU (abi.md §9.5): vcore_pre copies the top-level argument and every
+ * nested buffer it needs into private memory and decides on that copy only.
+ * The real driver then reads the user's memory again, and another thread may
+ * change it in between. What the core does about it:
+ *   - memory quota: vcore_pre reserves the size the private copy asks for
+ *     (rounded as the driver rounds) in the ledger, atomically against the
+ *     quota; vcore_post re-reads the reply and settles the charge at
+ *     max(reserved, size the reply reports, rounded). A racing thread can
+ *     therefore never make the core charge less than the driver allocated,
+ *     as long as the reply itself is read before the app can overwrite it.
+ *   - what remains racy: (1) the app can rewrite the class or size between
+ *     the check and the driver's own read, so the driver allocates more than
+ *     was reserved; post then charges the larger size (the slot goes over
+ *     quota) and reports it through vcore_call_overquota(); (2) the app can
+ *     rewrite the reply before vcore_post reads it back.
+ *   - how a host closes it: either place the private image in memory the app
+ *     cannot race (the kernel host can vm_mmap a scratch area and relocate
+ *     the buffers listed by vcore_call_buffer(); the shim is in-process and
+ *     accepts the race), or act on vcore_call_overquota() after the call by
+ *     freeing the named object through the driver and reporting
+ *     NV_ERR_NO_MEMORY, which is what the driver would have said.
+ */
+#ifndef VCORE_H
+#define VCORE_H
+
+#include "vcore_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Host operations                                                     */
+/* ------------------------------------------------------------------ */
+
+/* Log levels (kernel host: pr_err..pr_debug, ratelimited). */
+enum vcore_log_level {
+	VCORE_LOG_ERR = 3,
+	VCORE_LOG_WARN = 4,
+	VCORE_LOG_INFO = 6,
+	VCORE_LOG_DEBUG = 7,
+};
+
+/*
+ * One const table per host. @priv is the host pointer given to
+ * vcore_slot_create(); @uctx is the per-call user context given in
+ * struct vcore_call_ctx (the kernel host passes NULL and copies against
+ * current->mm; the replay host passes its simulated address space).
+ * Every op is required unless marked optional.
+ */
+struct vcore_host_ops {
+	/* Return 0, or -VCORE_EFAULT when any byte is not accessible. */
+	int (*copy_from_user)(void *uctx, void *dst, vcore_uptr_t src,
+			      vcore_size_t n);
+	int (*copy_to_user)(void *uctx, vcore_uptr_t dst, const void *src,
+			    vcore_size_t n);
+	/*
+	 * Zeroed allocation of up to VCORE_MAX_ALLOC bytes (kernel:
+	 * kvzalloc(GFP_KERNEL)); NULL on failure. free(NULL) is a no-op.
+	 */
+	void *(*zalloc)(void *priv, vcore_size_t n);
+	void (*free)(void *priv, void *p);
+	/* A sleeping lock (kernel: a kmalloc'ed struct mutex). */
+	void *(*lock_create)(void *priv);
+	void (*lock_destroy)(void *priv, void *lock);
+	void (*lock)(void *lock);
+	void (*unlock)(void *lock);
+	/* One message, no trailing newline; the kernel host ratelimits. */
+	void (*log)(void *priv, enum vcore_log_level level, const char *msg);
+	/* Monotonic nanoseconds. */
+	vcore_u64 (*clock_ns)(void *priv);
+	/*
+	 * Optional: does @pid (as the driver reports it in GET_PIDS, i.e. the
+	 * driver's pid namespace) belong to this slot? NULL: the core uses the
+	 * pids that issued calls through this slot (vcore_call_ctx.pid).
+	 */
+	vcore_bool (*pid_in_slot)(void *priv, vcore_u32 pid);
+};
+
+/* The largest single allocation the core asks for (GET_PID_INFO params). */
+#define VCORE_MAX_ALLOC (64u * 1024u)
+
+/*
+ * Slot-wide memory accounting. In the kernel every process of a slot shares
+ * one struct vcore_slot, so the default in-core ledger is enough; in the shim
+ * each process runs its own core and the slot's processes share one ledger in
+ * shared memory. Every op must be atomic with respect to all users.
+ */
+struct vcore_ledger_ops {
+	/*
+	 * Add @bytes if @quota == 0 or charged + @bytes <= @quota; return 0.
+	 * Otherwise change nothing and return -VCORE_ENOSPC.
+	 */
+	int (*try_charge)(void *ledger, vcore_u64 bytes, vcore_u64 quota);
+	/* Add @bytes unconditionally (the driver already allocated them). */
+	void (*force_charge)(void *ledger, vcore_u64 bytes);
+	/* Subtract @bytes (never below zero). */
+	void (*uncharge)(void *ledger, vcore_u64 bytes);
+	/* Bytes charged now. */
+	vcore_u64 (*charged)(void *ledger);
+};
+
+struct vcore_ledger {
+	const struct vcore_ledger_ops *ops;
+	void *priv;
+};
+
+/* ------------------------------------------------------------------ */
+/* Slots                                                               */
+/* ------------------------------------------------------------------ */
+
+enum vcore_unknown_policy {
+	/* Refuse unknown escapes (-EINVAL), controls (NV_ERR_NOT_SUPPORTED),
+	 * classes (NV_ERR_INVALID_CLASS), as gVisor nvproxy does (abi.md §8). */
+	VCORE_UNKNOWN_STRICT = 0,
+	/* Forward them and count them by number. */
+	VCORE_UNKNOWN_PERMISSIVE = 1,
+};
+
+enum vcore_managed_policy {
+	/* REFUSE when a memory quota is set, ALLOW_UNCOUNTED otherwise. */
+	VCORE_MANAGED_DEFAULT = 0,
+	/* Refuse managed memory (mmap of /dev/nvidia-uvm): UVM allocates its
+	 * pages inside the kernel where no RM ioctl shows them (abi.md §7). */
+	VCORE_MANAGED_REFUSE = 1,
+	/* Allow it; it is not counted against the quota. */
+	VCORE_MANAGED_ALLOW_UNCOUNTED = 2,
+};
+
+#define VCORE_VERSION_MAX 64
+
+struct vcore_slot_config {
+	vcore_u32 id;			/* slot number, for log lines */
+	vcore_u64 mem_quota_bytes;	/* 0 = unlimited */
+	enum vcore_unknown_policy unknown_policy;
+	enum vcore_managed_policy managed_policy;
+	/* Use the newest known tables for a driver the core does not know. */
+	vcore_bool allow_unknown_driver_version;
+	/* The real driver's version, e.g. "580.159.04" (NUL-terminated):
+	 * /sys/module/nvidia/version, or CHECK_VERSION_STR cmd '2'. */
+	char driver_version[VCORE_VERSION_MAX];
+};
+
+struct vcore_slot;
+struct vcore_file;
+struct vcore_call;
+
+/*
+ * Create a slot. @ledger may be NULL (the core's own ledger). On failure
+ * returns NULL and, if @err is not NULL, stores -VCORE_ENOMEM, -VCORE_EINVAL
+ * (bad config) or -VCORE_EOPNOTSUPP (driver version not supported and not
+ * allowed; the message naming the version is also logged).
+ */
+struct vcore_slot *vcore_slot_create(const struct vcore_host_ops *ops,
+				     void *priv,
+				     const struct vcore_slot_config *cfg,
+				     const struct vcore_ledger *ledger,
+				     int *err);
+/* Destroy a slot; closes (vcore_file_close) any file still open. */
+void vcore_slot_destroy(struct vcore_slot *slot);
+/* Change quota/policies at run time (the version fields are ignored). A
+ * quota below what is charged refuses new allocations; nothing is freed. */
+int vcore_slot_update_config(struct vcore_slot *slot,
+			     const struct vcore_slot_config *cfg);
+
+/*
+ * Is this driver version supported? 1 = yes, 0 = no. Writes a one-line
+ * explanation into @msg (NUL-terminated, may be NULL). 580.x is one ABI
+ * (gVisor lists 580.65.06 .. 580.159.04 without layout change, abi.md §0).
+ */
+int vcore_driver_version_supported(const char *version, char *msg,
+				   vcore_size_t msg_len);
+
+/* Managed memory: may this slot mmap /dev/nvidia-uvm? 0 or -VCORE_EPERM.
+ * Counted as a denial when refused. */
+int vcore_uvm_mmap_allowed(struct vcore_slot *slot, vcore_u64 length);
+
+/* Per-slot counters (for genl stats, metrics and vgpu-trace replay). */
+#define VCORE_UNKNOWN_SLOTS 16
+struct vcore_unknown_list {
+	vcore_u32 n;		/* distinct numbers kept (<= VCORE_UNKNOWN_SLOTS) */
+	vcore_u32 dropped;	/* distinct numbers seen after the list filled */
+	vcore_u32 number[VCORE_UNKNOWN_SLOTS];	/* escape nr, cmd or class */
+	vcore_u32 count[VCORE_UNKNOWN_SLOTS];
+};
+
+struct vcore_stats {
+	vcore_u64 ioctls;		/* every vcore_pre */
+	vcore_u64 denied;		/* every refusal (quota, policy, malformed) */
+	vcore_u64 denied_quota;		/* NV_ERR_NO_MEMORY for the quota */
+	vcore_u64 malformed;		/* bad sizes, faults, bad XFER */
+	vcore_u64 views_rewritten;	/* replies rewritten (memory, pids) */
+	vcore_u64 charged_bytes;	/* ledger charge now */
+	vcore_u64 charged_peak_bytes;	/* highest charge after a settle */
+	vcore_u64 overquota_events;	/* driver allocated beyond the reservation */
+	vcore_u64 uvm_mmap_refused;
+	vcore_u32 objects;		/* live objects in the table */
+	vcore_u32 clients;
+	vcore_u32 tsgs;
+	vcore_u32 files;
+	struct vcore_unknown_list unknown_escapes;	/* nr (UVM: cmd word) */
+	struct vcore_unknown_list unknown_controls;	/* NVOS54 cmd */
+	struct vcore_unknown_list unknown_classes;	/* hClass */
+};
+
+void vcore_slot_get_stats(struct vcore_slot *slot, struct vcore_stats *out);
+
+/* ------------------------------------------------------------------ */
+/* Files                                                               */
+/* ------------------------------------------------------------------ */
+
+enum vcore_file_kind {
+	VCORE_FILE_CTL = 0,	/* /dev/nvidiactl */
+	VCORE_FILE_DEV = 1,	/* /dev/nvidiaN */
+	VCORE_FILE_UVM = 2,	/* /dev/nvidia-uvm */
+};
+
+/* NULL on allocation failure. @host_priv is returned by vcore_file_priv(). */
+struct vcore_file *vcore_file_open(struct vcore_slot *slot,
+				   enum vcore_file_kind kind, void *host_priv);
+/*
+ * The application closed the file (after the host released the real file).
+ * Frees, and refunds, every RM client the file owns, as the driver's
+ * rm_cleanup_file_private does (abi.md §9.1). @file is invalid afterwards.
+ */
+void vcore_file_close(struct vcore_file *file);
+void *vcore_file_priv(const struct vcore_file *file);
+enum vcore_file_kind vcore_file_kind(const struct vcore_file *file);
+
+/* ------------------------------------------------------------------ */
+/* Calls                                                               */
+/* ------------------------------------------------------------------ */
+
+enum vcore_verdict {
+	/* Forward (req, arg) unchanged, then vcore_post(call, rc). */
+	VCORE_FORWARD = 0,
+	/* The core rewrote input fields in the user's memory (listed by
+	 * vcore_call_buffer()); forward, then vcore_post restores them. */
+	VCORE_FORWARD_REWRITTEN = 1,
+	/* Refused as the driver refuses: the RM status is already written
+	 * into the user's struct; the host returns 0 without forwarding. */
+	VCORE_REFUSE_STATUS = 2,
+	/* Refused with an errno; vcore_post returns it (negative). */
+	VCORE_REFUSE_ERRNO = 3,
+};
+
+struct vcore_call_ctx {
+	void *uctx;		/* handed to copy_from_user/copy_to_user */
+	vcore_u32 pid;		/* tgid of the caller (driver's namespace) */
+	vcore_u32 tid;
+};
+
+/*
+ * Decide one ioctl. @req is the request word as issued (the core decodes
+ * _IOC_NR/_IOC_SIZE only, abi.md §1.3; UVM words are plain numbers, §7);
+ * @arg the user address of its argument. Always stores a call in *@callp
+ * (NULL only when the call state could not be allocated: then the verdict
+ * is VCORE_REFUSE_ERRNO and vcore_post(NULL, x) returns -VCORE_ENOMEM).
+ */
+enum vcore_verdict vcore_pre(struct vcore_file *file, vcore_u32 req,
+			     vcore_uptr_t arg, const struct vcore_call_ctx *ctx,
+			     struct vcore_call **callp);
+/*
+ * Finish one call: @rc is what the real ioctl returned (0 or -errno), or 0
+ * when the call was refused. Settles charges, records or frees objects,
+ * rewrites views. Returns what the host returns to the application. Frees
+ * @call.
+ */
+int vcore_post(struct vcore_call *call, int rc);
+
+/* Why the call was refused (static string, "" when forwarded). */
+const char *vcore_call_reason(const struct vcore_call *call);
+/* Effective escape nr after XFER unwrapping (UVM: the command number). */
+vcore_u32 vcore_call_nr(const struct vcore_call *call);
+/* RM_CONTROL cmd or RM_ALLOC hClass of this call, 0 if neither. */
+vcore_u32 vcore_call_cmd(const struct vcore_call *call);
+
+/*
+ * fd fields inside the call's parameters that the driver resolves with
+ * fget() in the caller's table (abi.md §9.3). A kernel host installs the
+ * paired real file on a temporary fd, writes it at @uaddr for the call, and
+ * restores @value afterwards (§9.5). @value < 0 means "no fd" (e.g. the
+ * NVOS02 wrapper fd = -1): leave it alone.
+ */
+enum vcore_fd_kind {
+	VCORE_FD_NV_CTL = 0,	/* must be a real /dev/nvidiactl */
+	VCORE_FD_NV_DEV = 1,	/* must be a real /dev/nvidiaN */
+	VCORE_FD_NV_ANY = 2,	/* ctl or dev (mmap context target) */
+	VCORE_FD_UVM = 3,	/* must be a real /dev/nvidia-uvm */
+	VCORE_FD_EXPORT = 4,	/* OS_UNIX export/import fd (a ctl-like fd
+				 * RM created; abi.md §9.3 item 1) */
+};
+
+struct vcore_fd_field {
+	vcore_uptr_t uaddr;	/* user address of the 4-byte int field */
+	vcore_s32 value;	/* the value in the private copy */
+	enum vcore_fd_kind kind;
+};
+
+unsigned int vcore_call_fd_count(const struct vcore_call *call);
+/* NULL when @i >= count. Valid until vcore_post. */
+const struct vcore_fd_field *vcore_call_fd(const struct vcore_call *call,
+					   unsigned int i);
+
+/*
+ * Buffers the call carries: index 0 is the top-level argument; the others
+ * are nested buffers, each named by the buffer holding its pointer
+ * (@parent, an index) and the pointer's offset there (@ptr_off). XFER
+ * payloads and the buffers under them are listed the same way (the payload
+ * is the buffer at parent 0, ptr_off 8). @copied is 1 when the core holds a
+ * private copy (@priv, @len bytes, the image the core decided on).
+ * Recorders (vgpu-trace record) use this list to know what to save.
+ */
+struct vcore_buf_info {
+	vcore_s32 parent;	/* -1 for the top-level argument */
+	vcore_u32 ptr_off;
+	vcore_uptr_t uaddr;
+	vcore_u32 len;
+	vcore_bool copied;
+	const void *priv;
+};
+
+unsigned int vcore_call_buffer_count(const struct vcore_call *call);
+int vcore_call_buffer(const struct vcore_call *call, unsigned int i,
+		      struct vcore_buf_info *out);
+
+/*
+ * After vcore_post's settle found the driver allocated more than the quota
+ * allowed (a TOCTOU race, see the top of this file): returns 1 and the
+ * object to free. The host may free it through the driver (RM_FREE on the
+ * same real ctl file) and then report NV_ERR_NO_MEMORY. Valid only from a
+ * overquota hook; see vcore_slot_set_overquota_hook().
+ */
+struct vcore_overquota {
+	vcore_u32 h_client;
+	vcore_u32 h_parent;
+	vcore_u32 h_object;
+	vcore_u64 bytes;
+};
+typedef void (*vcore_overquota_fn)(void *priv, struct vcore_file *file,
+				   const struct vcore_overquota *oq);
+/* Optional hook, called from vcore_post (slot lock not held). */
+void vcore_slot_set_overquota_hook(struct vcore_slot *slot,
+				   vcore_overquota_fn fn);
+
+/* ------------------------------------------------------------------ */
+/* TSG registry (for the time-slice scheduler, kmod/core/sched)        */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A TSG (KEPLER_CHANNEL_GROUP_A 0xa06c or a successor) the slot's clients
+ * allocated, with the engine type from NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS
+ * @12 (abi.md §6.3) and the number of channels (class 0x??6f) under it.
+ */
+struct vcore_tsg_info {
+	vcore_u32 h_client;
+	vcore_u32 h_device;	/* parent of the TSG */
+	vcore_u32 h_tsg;
+	vcore_u32 tsg_class;
+	vcore_u32 engine_type;	/* NV2080_ENGINE_TYPE_*: 1 = GR0 */
+	vcore_u32 n_channels;
+	vcore_u32 pid;		/* process that allocated it */
+	struct vcore_file *file;	/* ctl file owning the client */
+};
+
+struct vcore_channel_info {
+	vcore_u32 h_client;
+	vcore_u32 h_tsg;	/* 0 when allocated directly under a device */
+	vcore_u32 h_channel;
+	vcore_u32 channel_class;
+};
+
+/* Visitors run under the slot lock: they must not call back into the core
+ * and must not sleep long. A non-zero return stops the walk and is returned. */
+typedef int (*vcore_tsg_fn)(void *arg, const struct vcore_tsg_info *tsg);
+typedef int (*vcore_channel_fn)(void *arg,
+				const struct vcore_channel_info *ch);
+int vcore_slot_for_each_tsg(struct vcore_slot *slot, vcore_tsg_fn fn,
+			    void *arg);
+int vcore_slot_for_each_channel(struct vcore_slot *slot, vcore_channel_fn fn,
+				void *arg);
+/* Bumped on every TSG or channel added or removed (cheap change check). */
+vcore_u64 vcore_slot_tsg_generation(struct vcore_slot *slot);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VCORE_H */
