@@ -1,0 +1,62 @@
+# Runs inside the guest (busybox ash) from /init, with /payload as cwd. Runs every suite
+# in suites/<name>/ (tests/vm/README.md is the contract), one after the other:
+#   cwd = suites/<name> (its guest.sh, data files and built programs), ./mod -> /payload/mod
+#   env OUT (write result files there), KREL (uname -r), VMTEST_FAULT (harness self-test)
+#   exit 0 = pass, 77 = skipped (say why on stdout), anything else = fail
+# Per suite it records out/suites/<name>/{rc,log.txt,splat.txt,seconds}. A suite also fails if it
+# leaves a module loaded or if new kernel splat lines appear in dmesg while it runs.
+# After all suites: kmemleak scan where the kernel has it (the Debian kernels do not).
+set -o pipefail
+P=/payload
+SPLAT='BUG:|WARNING:|Oops|KASAN|UBSAN|general protection|possible recursive locking|circular locking|list_(add|del) corruption|inconsistent lock state|sleeping function called'
+export KREL=$(uname -r)
+VMTEST_FAULT=$(sed -n 's/.*vmtest\.fault=\([a-z]*\).*/\1/p' /proc/cmdline); export VMTEST_FAULT
+SUITE_TIMEOUT=$(sed -n 's/.*vmtest\.suite_timeout=\([0-9]*\).*/\1/p' /proc/cmdline); SUITE_TIMEOUT=${SUITE_TIMEOUT:-240}
+KML=/sys/kernel/debug/kmemleak
+if [ -w $KML ]; then
+  # Forget what boot itself left behind: only leaks made by the suites count.
+  echo scan > $KML; echo clear > $KML
+  echo "harness: kmemleak active"
+else
+  echo "harness: kmemleak not available in this kernel (no CONFIG_DEBUG_KMEMLEAK): leak check skipped"
+fi
+mods() { cut -d' ' -f1 /proc/modules | sort; }
+overall=0
+for d in $P/suites/*/; do
+  s=$(basename $d); o=$P/out/suites/$s; mkdir -p $o
+  mods > /tmp/mods.before; n0=$(dmesg | wc -l)
+  t0=$(cut -d' ' -f1 /proc/uptime)
+  echo "harness: suite $s: begin"
+  echo "vmtest: suite $s begin" > /dev/kmsg
+  ln -sfn $P/mod $d/mod
+  ( cd $d && OUT=$o timeout $SUITE_TIMEOUT sh ./guest.sh 2>&1; echo $? > $o/rc ) | tee $o/log.txt
+  rc=$(cat $o/rc 2>/dev/null || echo 1)
+  [ "$rc" = 143 ] && echo "harness: suite $s: killed after ${SUITE_TIMEOUT}s (vmtest.suite_timeout)" | tee -a $o/log.txt
+  echo "vmtest: suite $s end rc=$rc" > /dev/kmsg
+  mods > /tmp/mods.after
+  left=$(grep -vxFf /tmp/mods.before /tmp/mods.after | tr "\n" " ")
+  if [ -n "$left" ]; then
+    echo "harness: suite $s left modules loaded: $left(suites must rmmod what they load)" | tee -a $o/log.txt
+    [ "$rc" = 0 ] && rc=102
+    for m in $left; do rmmod $m || echo "harness: rmmod $m failed"; done
+  fi
+  dmesg | tail -n +$((n0 + 1)) | grep -E -A25 "$SPLAT" > $o/splat.txt
+  if [ -s $o/splat.txt ]; then
+    echo "harness: suite $s: kernel splat in dmesg:" | tee -a $o/log.txt; head -60 $o/splat.txt | tee -a $o/log.txt
+    [ "$rc" = 0 ] || [ "$rc" = 77 ] && rc=101
+  fi
+  echo "$rc" > $o/rc
+  echo "$t0 $(cut -d' ' -f1 /proc/uptime)" | awk '{printf "%.2f\n", $2 - $1}' > $o/seconds
+  echo "harness: suite $s: end rc=$rc"
+  [ "$rc" = 0 ] || [ "$rc" = 77 ] || overall=1
+done
+if [ -w $KML ]; then
+  # kmemleak reports only objects older than 5 s that no scan can reach.
+  sleep 5; echo scan > $KML; cat $KML > $P/out/kmemleak.txt
+  if [ -s $P/out/kmemleak.txt ]; then
+    echo "harness: kmemleak found leaks:"; head -80 $P/out/kmemleak.txt; overall=1
+  else
+    echo "harness: kmemleak: no leaks"
+  fi
+fi
+exit $overall
