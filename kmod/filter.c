@@ -1,0 +1,507 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The filter core's kernel host (kmod/core/vcore.h): the host ops table, the slot ledger,
+ * and the ioctl path, pre -> fd translation -> real ioctl -> restore -> post.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/fs.h>
+#include <linux/kernel_read_file.h>
+#include <linux/ktime.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/ratelimit.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
+#include <linux/vmalloc.h>
+
+#include "vgpu.h"
+#include "core/vcore.h"
+
+static char *driver_version;
+module_param(driver_version, charp, 0444);
+MODULE_PARM_DESC(driver_version,
+		 "Real driver version (default: read from version_file)");
+
+static char *version_file = "/sys/module/nvidia/version";
+module_param(version_file, charp, 0444);
+MODULE_PARM_DESC(version_file, "Where the real driver's version is read");
+
+static bool allow_unknown_driver;
+module_param(allow_unknown_driver, bool, 0444);
+MODULE_PARM_DESC(allow_unknown_driver,
+		 "Use the newest ABI tables for a driver version the core does not know");
+
+#define NV01_DEVICE_0 0x80
+#define NV_ESC_RM_ALLOC 0x2b
+#define UVM_REGISTER_GPU 37
+#define VGPU_MAX_FD_FIELDS 8
+
+/* The slot's memory ledger: one per slot, shared by all its processes. */
+struct vgpu_ledger {
+	spinlock_t lock; /* protects charged, peak */
+	u64 charged;
+	u64 peak;
+};
+
+struct vgpu_filter_slot {
+	struct vcore_slot *core;
+	struct vgpu_ledger ledger;
+	struct vgpu_slot *slot; /* back pointer, not a reference */
+	struct ratelimit_state event_rs;
+};
+
+struct vgpu_filter_file {
+	struct vcore_file *core;
+};
+
+/* ---- host ops -------------------------------------------------------- */
+
+/* vcore_u64 is the compiler's unsigned long; the kernel's u64 is unsigned long long. */
+static void __user *vgpu_uptr(vcore_uptr_t addr)
+{
+	return u64_to_user_ptr((u64)addr);
+}
+
+static int vgpu_host_copy_from_user(void *uctx, void *dst, vcore_uptr_t src,
+				    vcore_size_t n)
+{
+	return copy_from_user(dst, vgpu_uptr(src), n) ? -EFAULT : 0;
+}
+
+static int vgpu_host_copy_to_user(void *uctx, vcore_uptr_t dst,
+				  const void *src, vcore_size_t n)
+{
+	return copy_to_user(vgpu_uptr(dst), src, n) ? -EFAULT : 0;
+}
+
+static void *vgpu_host_zalloc(void *priv, vcore_size_t n)
+{
+	return kvzalloc(n, GFP_KERNEL);
+}
+
+static void vgpu_host_free(void *priv, void *p)
+{
+	kvfree(p);
+}
+
+/*
+ * One lock class for every slot's core lock: lockdep then checks the core's own order
+ * (it never nests two slots' locks).
+ */
+static void *vgpu_host_lock_create(void *priv)
+{
+	struct mutex *m = kmalloc(sizeof(*m), GFP_KERNEL);
+
+	if (m)
+		mutex_init(m);
+	return m;
+}
+
+static void vgpu_host_lock_destroy(void *priv, void *lock)
+{
+	if (lock)
+		mutex_destroy(lock);
+	kfree(lock);
+}
+
+static void vgpu_host_lock(void *lock)
+{
+	mutex_lock(lock);
+}
+
+static void vgpu_host_unlock(void *lock)
+{
+	mutex_unlock(lock);
+}
+
+/* One line naming slot, pid and comm; the core's message says what and why. */
+static void vgpu_host_log(void *priv, enum vcore_log_level level,
+			  const char *msg)
+{
+	struct vgpu_filter_slot *fs = priv;
+	u32 id = fs && fs->slot ? fs->slot->id : U32_MAX;
+
+	switch (level) {
+	case VCORE_LOG_ERR:
+		pr_err_ratelimited("slot %u pid %d (%s): %s\n", id,
+				   task_tgid_nr(current), current->comm, msg);
+		break;
+	case VCORE_LOG_WARN:
+		pr_warn_ratelimited("slot %u pid %d (%s): %s\n", id,
+				    task_tgid_nr(current), current->comm, msg);
+		break;
+	case VCORE_LOG_INFO:
+		pr_info_ratelimited("slot %u pid %d (%s): %s\n", id,
+				    task_tgid_nr(current), current->comm, msg);
+		break;
+	default:
+		pr_debug("slot %u pid %d (%s): %s\n", id, task_tgid_nr(current),
+			 current->comm, msg);
+		break;
+	}
+}
+
+static vcore_u64 vgpu_host_clock_ns(void *priv)
+{
+	return ktime_get_ns();
+}
+
+static const struct vcore_host_ops vgpu_host_ops = {
+	.copy_from_user = vgpu_host_copy_from_user,
+	.copy_to_user = vgpu_host_copy_to_user,
+	.zalloc = vgpu_host_zalloc,
+	.free = vgpu_host_free,
+	.lock_create = vgpu_host_lock_create,
+	.lock_destroy = vgpu_host_lock_destroy,
+	.lock = vgpu_host_lock,
+	.unlock = vgpu_host_unlock,
+	.log = vgpu_host_log,
+	.clock_ns = vgpu_host_clock_ns,
+};
+
+/* ---- ledger ---------------------------------------------------------- */
+
+static int vgpu_ledger_try_charge(void *priv, vcore_u64 bytes, vcore_u64 quota)
+{
+	struct vgpu_ledger *l = priv;
+	int err = 0;
+
+	spin_lock(&l->lock);
+	if (quota && (bytes > quota || l->charged > quota - bytes)) {
+		err = -ENOSPC;
+	} else {
+		l->charged += bytes;
+		l->peak = max(l->peak, l->charged);
+	}
+	spin_unlock(&l->lock);
+	return err;
+}
+
+static void vgpu_ledger_force_charge(void *priv, vcore_u64 bytes)
+{
+	struct vgpu_ledger *l = priv;
+
+	spin_lock(&l->lock);
+	l->charged += bytes;
+	l->peak = max(l->peak, l->charged);
+	spin_unlock(&l->lock);
+}
+
+static void vgpu_ledger_uncharge(void *priv, vcore_u64 bytes)
+{
+	struct vgpu_ledger *l = priv;
+
+	spin_lock(&l->lock);
+	l->charged -= min(l->charged, bytes);
+	spin_unlock(&l->lock);
+}
+
+static vcore_u64 vgpu_ledger_charged(void *priv)
+{
+	struct vgpu_ledger *l = priv;
+	u64 v;
+
+	spin_lock(&l->lock);
+	v = l->charged;
+	spin_unlock(&l->lock);
+	return v;
+}
+
+static const struct vcore_ledger_ops vgpu_ledger_ops = {
+	.try_charge = vgpu_ledger_try_charge,
+	.force_charge = vgpu_ledger_force_charge,
+	.uncharge = vgpu_ledger_uncharge,
+	.charged = vgpu_ledger_charged,
+};
+
+u64 vgpu_filter_charged(struct vgpu_slot *slot)
+{
+	return vgpu_ledger_charged(&slot->filter->ledger);
+}
+
+void vgpu_filter_stats(struct vgpu_slot *slot, struct vcore_stats *out)
+{
+	vcore_slot_get_stats(slot->filter->core, out);
+}
+
+u64 vgpu_filter_peak(struct vgpu_slot *slot)
+{
+	struct vgpu_ledger *l = &slot->filter->ledger;
+	u64 v;
+
+	spin_lock(&l->lock);
+	v = l->peak;
+	spin_unlock(&l->lock);
+	return v;
+}
+
+/* ---- slots and files ------------------------------------------------- */
+
+static char vgpu_version[VCORE_VERSION_MAX];
+
+/* The version the core's tables are chosen by: the parameter, else the driver's sysfs. */
+static void vgpu_read_driver_version(void)
+{
+	size_t fsize = 0;
+	void *buf = NULL;
+	ssize_t n;
+
+	if (driver_version && *driver_version) {
+		strscpy(vgpu_version, driver_version, sizeof(vgpu_version));
+		return;
+	}
+	n = kernel_read_file_from_path_initns(version_file, 0, &buf,
+					      VCORE_VERSION_MAX - 1, &fsize,
+					      READING_UNKNOWN);
+	if (n <= 0) {
+		vgpu_version[0] = '\0';
+		return;
+	}
+	n = min_t(ssize_t, n, VCORE_VERSION_MAX - 1);
+	memcpy(vgpu_version, buf, n);
+	vgpu_version[n] = '\0';
+	strim(vgpu_version);
+	vfree(buf);
+}
+
+static void vgpu_fill_config(struct vgpu_slot *slot,
+			     struct vcore_slot_config *cc)
+{
+	memset(cc, 0, sizeof(*cc));
+	cc->id = slot->id;
+	cc->mem_quota_bytes = slot->cfg.mem_quota;
+	cc->unknown_policy = slot->cfg.unknown_policy ==
+					     VGPU_UNKNOWN_ALLOW_LOG ?
+				     VCORE_UNKNOWN_PERMISSIVE :
+				     VCORE_UNKNOWN_STRICT;
+	switch (slot->cfg.managed_policy) {
+	case VGPU_MANAGED_REFUSE:
+		cc->managed_policy = VCORE_MANAGED_REFUSE;
+		break;
+	case VGPU_MANAGED_ALLOW_UNCOUNTED:
+		cc->managed_policy = VCORE_MANAGED_ALLOW_UNCOUNTED;
+		break;
+	default:
+		cc->managed_policy = VCORE_MANAGED_DEFAULT;
+		break;
+	}
+	cc->allow_unknown_driver_version = allow_unknown_driver;
+	strscpy(cc->driver_version, vgpu_version, sizeof(cc->driver_version));
+}
+
+int vgpu_filter_slot_new(struct vgpu_slot *slot)
+{
+	struct vgpu_filter_slot *fs;
+	struct vcore_slot_config cc;
+	struct vcore_ledger ledger;
+	int err = -ENOMEM;
+
+	fs = kzalloc(sizeof(*fs), GFP_KERNEL);
+	if (!fs)
+		return -ENOMEM;
+	spin_lock_init(&fs->ledger.lock);
+	fs->slot = slot;
+	ratelimit_state_init(&fs->event_rs, 5 * HZ, 20);
+	vgpu_read_driver_version();
+	vgpu_fill_config(slot, &cc);
+	ledger.ops = &vgpu_ledger_ops;
+	ledger.priv = &fs->ledger;
+	fs->core = vcore_slot_create(&vgpu_host_ops, fs, &cc, &ledger, &err);
+	if (!fs->core) {
+		pr_warn("slot %u: the filter core refused driver version '%s' (%d)\n",
+			slot->id, vgpu_version, err);
+		kfree(fs);
+		return err ? err : -ENOMEM;
+	}
+	slot->filter = fs;
+	return 0;
+}
+
+/* Caller holds slot->lock (the config it reads). */
+void vgpu_filter_slot_config(struct vgpu_slot *slot)
+{
+	struct vcore_slot_config cc;
+
+	lockdep_assert_held(&slot->lock);
+	vgpu_fill_config(slot, &cc);
+	if (vcore_slot_update_config(slot->filter->core, &cc))
+		pr_warn("slot %u: the filter core refused the new config\n",
+			slot->id);
+}
+
+void vgpu_filter_slot_free(struct vgpu_slot *slot)
+{
+	struct vgpu_filter_slot *fs = slot->filter;
+
+	if (!fs)
+		return;
+	vcore_slot_destroy(fs->core);
+	kfree(fs);
+	slot->filter = NULL;
+}
+
+int vgpu_filter_file_open(struct vgpu_file *vf)
+{
+	static const enum vcore_file_kind kinds[VGPU_NODE_KINDS] = {
+		[VGPU_NODE_CTL] = VCORE_FILE_CTL,
+		[VGPU_NODE_DEV] = VCORE_FILE_DEV,
+		[VGPU_NODE_UVM] = VCORE_FILE_UVM,
+	};
+	struct vgpu_filter_file *ff;
+
+	ff = kzalloc(sizeof(*ff), GFP_KERNEL);
+	if (!ff)
+		return -ENOMEM;
+	ff->core = vcore_file_open(vf->slot->filter->core, kinds[vf->kind], vf);
+	if (!ff->core) {
+		kfree(ff);
+		return -ENOMEM;
+	}
+	vf->filter = ff;
+	return 0;
+}
+
+void vgpu_filter_file_close(struct vgpu_file *vf)
+{
+	vcore_file_close(vf->filter->core);
+	kfree(vf->filter);
+	vf->filter = NULL;
+}
+
+int vgpu_filter_mmap(struct vgpu_file *vf, struct vm_area_struct *vma)
+{
+	int err;
+
+	if (vf->kind != VGPU_NODE_UVM)
+		return 0;
+	err = vcore_uvm_mmap_allowed(vf->slot->filter->core,
+				     vma->vm_end - vma->vm_start);
+	if (err) {
+		pr_warn_ratelimited("slot %u pid %d (%s): managed-memory mmap of %lu bytes refused by policy\n",
+				    vf->slot->id, task_tgid_nr(current),
+				    current->comm, vma->vm_end - vma->vm_start);
+		vgpu_event_refusal(vf->slot, VGPU_EVENT_REFUSED,
+				   vma->vm_end - vma->vm_start,
+				   vgpu_filter_charged(vf->slot),
+				   "managed memory refused by policy");
+	}
+	return err;
+}
+
+/* ---- the ioctl path -------------------------------------------------- */
+
+static bool vgpu_fd_kind_ok(enum vcore_fd_kind want, enum vgpu_node_kind have)
+{
+	switch (want) {
+	case VCORE_FD_NV_CTL:
+		return have == VGPU_NODE_CTL;
+	case VCORE_FD_NV_DEV:
+		return have == VGPU_NODE_DEV;
+	case VCORE_FD_UVM:
+		return have == VGPU_NODE_UVM;
+	case VCORE_FD_NV_ANY:
+	case VCORE_FD_EXPORT:
+	default:
+		return have == VGPU_NODE_CTL || have == VGPU_NODE_DEV;
+	}
+}
+
+/* @why is the core's static reason string, read before vcore_post freed the call. */
+static void vgpu_report_refusal(struct vgpu_file *vf, const char *why)
+{
+	struct vgpu_filter_slot *fs = vf->slot->filter;
+	bool quota = strstr(why, "quota") != NULL;
+
+	if (!__ratelimit(&fs->event_rs))
+		return;
+	vgpu_event_refusal(vf->slot,
+			   quota ? VGPU_EVENT_QUOTA_DENIED : VGPU_EVENT_REFUSED,
+			   0, vgpu_filter_charged(vf->slot), why);
+}
+
+long vgpu_filter_ioctl(struct vgpu_file *vf, unsigned int cmd,
+		       unsigned long arg)
+{
+	struct vgpu_fd_fix fix[VGPU_MAX_FD_FIELDS];
+	struct vcore_call_ctx ctx = {
+		.pid = task_tgid_nr(current),
+		.tid = task_pid_nr(current),
+	};
+	struct file *real = vf->real;
+	struct vcore_call *call;
+	enum vcore_verdict v;
+	unsigned int nfix = 0, i, n;
+	int witness = -1;
+	int rc = 0;
+
+	v = vcore_pre(vf->filter->core, cmd, (vcore_uptr_t)arg, &ctx, &call);
+	if (v != VCORE_FORWARD && v != VCORE_FORWARD_REWRITTEN) {
+		const char *why = call ? vcore_call_reason(call) : "no memory";
+
+		rc = vcore_post(call, 0);
+		vgpu_report_refusal(vf, why);
+		return rc;
+	}
+
+	/* §9.5: fd numbers inside the params become real files for the call. */
+	n = vcore_call_fd_count(call);
+	for (i = 0; i < n && !rc; i++) {
+		const struct vcore_fd_field *f = vcore_call_fd(call, i);
+
+		if (f->value < 0)
+			continue;
+		if (nfix == ARRAY_SIZE(fix)) {
+			rc = -E2BIG;
+			break;
+		}
+		rc = vgpu_fd_translate(vf, &fix[nfix],
+				       vgpu_uptr(f->uaddr), f->value);
+		if (!rc && fix[nfix].tmp >= 0 &&
+		    !vgpu_fd_kind_ok(f->kind, fix[nfix].kind)) {
+			vgpu_fd_restore(&fix[nfix]);
+			rc = -EINVAL;
+		} else if (!rc) {
+			nfix++;
+		}
+	}
+	if (rc) {
+		vgpu_stat_inc(vf->slot, VGPU_STAT_FD_REFUSED);
+		pr_warn_ratelimited("slot %u pid %d (%s): escape 0x%x cmd/class 0x%x: fd field refused (%d): not a file of this slot of the right kind\n",
+				    vf->slot->id, task_tgid_nr(current),
+				    current->comm, vcore_call_nr(call),
+				    vcore_call_cmd(call), rc);
+		goto out_restore;
+	}
+
+	/* §9.3 item 2: the driver looks for a real /dev/nvidiaN in our fd table. */
+	if ((vf->kind == VGPU_NODE_CTL && vcore_call_nr(call) == NV_ESC_RM_ALLOC &&
+	     vcore_call_cmd(call) == NV01_DEVICE_0) ||
+	    (vf->kind == VGPU_NODE_UVM &&
+	     vcore_call_nr(call) == UVM_REGISTER_GPU)) {
+		rc = vgpu_install_gpu_witness(vf, &witness);
+		if (rc)
+			goto out_restore;
+	}
+
+	rc = real->f_op->unlocked_ioctl(real, cmd, arg);
+
+	vgpu_remove_gpu_witness(witness);
+out_restore:
+	while (nfix)
+		vgpu_fd_restore(&fix[--nfix]);
+	return vcore_post(call, rc);
+}
+
+int vgpu_filter_init(void)
+{
+	return 0;
+}
+
+void vgpu_filter_exit(void)
+{
+}

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The proxy nodes' file operations. Every proxy file holds exactly one real file of the
+ * node it stands for (reference/nvidia-rm-abi.md §9.2: clients are bound to the real ctl
+ * file; §9.4: one mmap context per file), opened with the caller's flags and credentials.
+ * Calls are forwarded synchronously in the caller's task (§9.5): RM reads current's mm,
+ * fd table and credentials.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/cred.h>
+#include <linux/file.h>
+#include <linux/fs.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/poll.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+
+#include "vgpu.h"
+
+static int vgpu_fops_open(struct inode *inode, struct file *file)
+{
+	unsigned int minor = iminor(inode);
+	enum vgpu_node_kind kind = minor % VGPU_MINORS_PER_SLOT;
+	struct vgpu_slot *slot;
+	struct vgpu_file *vf;
+	struct path real;
+	int err;
+
+	if (kind >= VGPU_NODE_KINDS)
+		return -ENODEV;
+	vf = kzalloc(sizeof(*vf), GFP_KERNEL);
+	if (!vf)
+		return -ENOMEM;
+
+	/*
+	 * The slot reference and the open_files count are taken under
+	 * vgpu_slots_lock so that vgpu_slot_destroy sees either this open or no
+	 * slot at all. Pairs with vgpu_slot_put in vgpu_fops_release.
+	 */
+	mutex_lock(&vgpu_slots_lock);
+	slot = vgpu_slot_lookup_locked(minor / VGPU_MINORS_PER_SLOT);
+	if (!slot || slot->state != VGPU_SLOT_STATE_ACTIVE ||
+	    !slot->real[kind].dentry) {
+		mutex_unlock(&vgpu_slots_lock);
+		err = -ENODEV;
+		goto out_free;
+	}
+	vgpu_slot_get(slot);
+	real = slot->real[kind];
+	path_get(&real); /* pairs with path_put below, after dentry_open */
+	vgpu_slot_attach(slot, task_tgid_nr(current));
+	mutex_unlock(&vgpu_slots_lock);
+
+	vf->slot = slot;
+	vf->kind = kind;
+	vf->tgid = task_tgid_nr(current);
+	/*
+	 * §9.6: dentry_open on the path resolved in the init namespace, with the
+	 * caller's flags (O_NONBLOCK defers the driver's open) and credentials.
+	 */
+	vf->real = dentry_open(&real, file->f_flags, current_cred());
+	path_put(&real);
+	if (IS_ERR(vf->real)) {
+		err = PTR_ERR(vf->real);
+		pr_warn_ratelimited("slot %u pid %d (%s): opening the real %s failed: %d\n",
+				    slot->id, vf->tgid, current->comm,
+				    kind == VGPU_NODE_CTL ? "control node" :
+				    kind == VGPU_NODE_DEV ? "GPU node" :
+							    "UVM node",
+				    err);
+		goto out_detach;
+	}
+	err = vgpu_filter_file_open(vf);
+	if (err)
+		goto out_fput;
+	vgpu_stat_inc(slot, VGPU_STAT_OPENS);
+	file->private_data = vf;
+	return 0;
+
+out_fput:
+	fput(vf->real);
+out_detach:
+	vgpu_slot_detach(slot, vf->tgid);
+	vgpu_slot_put(slot);
+out_free:
+	kfree(vf);
+	return err;
+}
+
+/*
+ * Frees exactly what the real close frees (§9.1): the filter forgets this file's objects
+ * (refunding their charges), then the last reference to the real file goes, and
+ * nvidia_close frees every RM client bound to it. A VMA may still hold the real file
+ * (vgpu_fops_mmap); the driver then frees at munmap, as it would without the proxy.
+ */
+static int vgpu_fops_release(struct inode *inode, struct file *file)
+{
+	struct vgpu_file *vf = file->private_data;
+	struct vgpu_slot *slot = vf->slot;
+
+	vgpu_filter_file_close(vf);
+	fput(vf->real);
+	vgpu_slot_detach(slot, vf->tgid);
+	vgpu_slot_put(slot); /* from vgpu_fops_open */
+	kfree(vf);
+	return 0;
+}
+
+static bool vgpu_revoked(struct vgpu_file *vf)
+{
+	return READ_ONCE(vf->slot->state) != VGPU_SLOT_STATE_ACTIVE;
+}
+
+static long vgpu_fops_ioctl(struct file *file, unsigned int cmd,
+			    unsigned long arg)
+{
+	struct vgpu_file *vf = file->private_data;
+
+	if (vgpu_revoked(vf))
+		return -ENODEV;
+	if (!vf->real->f_op->unlocked_ioctl)
+		return -ENOTTY;
+	return vgpu_filter_ioctl(vf, cmd, arg);
+}
+
+/*
+ * §9.4: every nv_vm_ops callback reads vma->vm_file's private data, and revocation
+ * reaches only VMAs linked into the real file's mapping, so the VMA must belong to the
+ * real file before the real mmap runs. As in dma_buf_mmap(): check the range, then
+ * vma_set_file() (takes a reference on the real file and drops the one on ours, so no
+ * manual fput), keep vm_pgoff and the length, then call the driver. On failure the core
+ * mm fputs whatever vma->vm_file is by then.
+ */
+static int vgpu_fops_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	struct vgpu_file *vf = file->private_data;
+	struct file *real = vf->real;
+	int err;
+
+	if (vgpu_revoked(vf))
+		return -ENODEV;
+	if (!real->f_op->mmap)
+		return -ENODEV;
+	if (vma->vm_pgoff + vma_pages(vma) < vma->vm_pgoff)
+		return -EOVERFLOW;
+	err = vgpu_filter_mmap(vf, vma);
+	if (err)
+		return err;
+	vma_set_file(vma, real);
+	err = real->f_op->mmap(real, vma);
+	if (!err)
+		vgpu_stat_inc(vf->slot, VGPU_STAT_MMAPS);
+	return err;
+}
+
+/* §9.5: forward; never poll the real file for our own purposes (edge-triggered events). */
+static __poll_t vgpu_fops_poll(struct file *file, poll_table *wait)
+{
+	struct vgpu_file *vf = file->private_data;
+
+	if (vgpu_revoked(vf))
+		return EPOLLERR | EPOLLHUP;
+	if (!vf->real->f_op->poll)
+		return DEFAULT_POLLMASK;
+	return vf->real->f_op->poll(vf->real, wait);
+}
+
+const struct file_operations vgpu_fops = {
+	.owner = THIS_MODULE,
+	.open = vgpu_fops_open,
+	.release = vgpu_fops_release,
+	.unlocked_ioctl = vgpu_fops_ioctl,
+	/* nvidia_fops uses one function for both (nv.c:235-245); so do we. */
+	.compat_ioctl = vgpu_fops_ioctl,
+	.mmap = vgpu_fops_mmap,
+	.poll = vgpu_fops_poll,
+	.llseek = noop_llseek,
+};

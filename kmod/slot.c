@@ -1,0 +1,418 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Slots: one tenant's view of one GPU. A slot owns its nodes (one chrdev region for the
+ * module, VGPU_MINORS_PER_SLOT minors per slot), its configuration, its process list and
+ * its counters. Lifetime follows wireguard's peer.c: the table holds one reference, every
+ * open file one more; destroy unlinks (table, nodes) and drops the table's reference; the
+ * last put frees.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/cdev.h>
+#include <linux/device.h>
+#include <linux/idr.h>
+#include <linux/namei.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+#include <linux/version.h>
+
+#include "vgpu.h"
+
+/* All protected by vgpu_slots_lock (main.c). */
+static DEFINE_IDR(vgpu_slots);
+static u32 vgpu_generation = 1;
+static u32 vgpu_nslots;
+
+static struct cdev vgpu_cdev;
+static struct class *vgpu_class;
+
+static const char *const vgpu_node_fmt[VGPU_NODE_KINDS] = {
+	[VGPU_NODE_CTL] = "vgpuctl%u",
+	[VGPU_NODE_DEV] = "vgpu%u",
+	[VGPU_NODE_UVM] = "vgpu-uvm%u",
+};
+
+const char *vgpu_node_name_fmt(enum vgpu_node_kind kind)
+{
+	return vgpu_node_fmt[kind];
+}
+
+/*
+ * Nodes are 0666 like the driver's own: who may open them is decided by which container
+ * gets them (the device plugin), not by the mode. Never major 195 (§9.3): the chrdev
+ * region is dynamic.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
+static char *vgpu_devnode(const struct device *dev, umode_t *mode)
+#else
+static char *vgpu_devnode(struct device *dev, umode_t *mode)
+#endif
+{
+	if (mode)
+		*mode = 0666;
+	return NULL;
+}
+
+u32 vgpu_slots_generation(void)
+{
+	return READ_ONCE(vgpu_generation);
+}
+
+u32 vgpu_slots_count(void)
+{
+	return READ_ONCE(vgpu_nslots);
+}
+
+static void vgpu_slot_bump(void)
+{
+	lockdep_assert_held(&vgpu_slots_lock);
+	/* Never 0: cb->seq == 0 disables the dump consistency check. */
+	WRITE_ONCE(vgpu_generation, vgpu_generation + 1 ?: 1);
+}
+
+void vgpu_slot_get(struct vgpu_slot *slot)
+{
+	kref_get(&slot->ref);
+}
+
+static void vgpu_slot_release(struct kref *ref)
+{
+	struct vgpu_slot *slot = container_of(ref, struct vgpu_slot, ref);
+	struct vgpu_proc *p, *tmp;
+	int k;
+
+	/* Unlinked by vgpu_slot_destroy already; nothing can find it any more. */
+	if (slot->state == VGPU_SLOT_STATE_DYING)
+		vgpu_event_proc(slot, VGPU_EVENT_SLOT_GONE, 0, NULL);
+	vgpu_filter_slot_free(slot);
+	for (k = 0; k < VGPU_NODE_KINDS; k++)
+		if (slot->real[k].dentry)
+			path_put(&slot->real[k]);
+	list_for_each_entry_safe(p, tmp, &slot->procs, node)
+		kfree(p);
+	mutex_destroy(&slot->lock);
+	kfree(slot);
+}
+
+/* Accepts NULL, like wg_peer_put. */
+void vgpu_slot_put(struct vgpu_slot *slot)
+{
+	if (slot)
+		kref_put(&slot->ref, vgpu_slot_release);
+}
+
+/* No reference taken: the caller holds vgpu_slots_lock while it uses the slot. */
+struct vgpu_slot *vgpu_slot_lookup_locked(u32 id)
+{
+	lockdep_assert_held(&vgpu_slots_lock);
+	return idr_find(&vgpu_slots, id);
+}
+
+/* Returns the slot with a reference (pairs with vgpu_slot_put by the caller). */
+struct vgpu_slot *vgpu_slot_lookup(u32 id)
+{
+	struct vgpu_slot *slot;
+
+	mutex_lock(&vgpu_slots_lock);
+	slot = idr_find(&vgpu_slots, id);
+	if (slot)
+		vgpu_slot_get(slot);
+	mutex_unlock(&vgpu_slots_lock);
+	return slot;
+}
+
+/* The first slot with id >= *id, referenced (pairs with vgpu_slot_put); *id is set to its id. */
+struct vgpu_slot *vgpu_slot_next(u32 *id)
+{
+	struct vgpu_slot *slot;
+	int next = *id;
+
+	mutex_lock(&vgpu_slots_lock);
+	slot = idr_get_next(&vgpu_slots, &next);
+	if (slot) {
+		vgpu_slot_get(slot);
+		*id = next;
+	}
+	mutex_unlock(&vgpu_slots_lock);
+	return slot;
+}
+
+static int vgpu_slot_resolve(struct vgpu_slot *slot)
+{
+	char *name;
+	int err;
+
+	lockdep_assert_held(&vgpu_slots_lock);
+	err = vgpu_bind_locked();
+	if (err)
+		return err;
+	err = vgpu_real_ctl_path(&slot->real[VGPU_NODE_CTL]) ? -ENODEV : 0;
+	if (err)
+		return err;
+	name = kasprintf(GFP_KERNEL, vgpu_real_dev_fmt(), slot->gpu);
+	if (!name)
+		return -ENOMEM;
+	err = vgpu_resolve_real("GPU node", name, &slot->real[VGPU_NODE_DEV]);
+	kfree(name);
+	if (err)
+		return err;
+	if (slot->flags & VGPU_SLOT_F_UVM)
+		err = vgpu_resolve_real("UVM node", vgpu_real_uvm_name(),
+					&slot->real[VGPU_NODE_UVM]);
+	return err;
+}
+
+static void vgpu_slot_unlink_nodes(struct vgpu_slot *slot)
+{
+	int k;
+
+	for (k = 0; k < VGPU_NODE_KINDS; k++) {
+		if (!slot->nodes[k])
+			continue;
+		device_destroy(vgpu_class, slot->nodes[k]->devt);
+		slot->nodes[k] = NULL;
+	}
+}
+
+static int vgpu_slot_link_nodes(struct vgpu_slot *slot)
+{
+	int k;
+
+	for (k = 0; k < VGPU_NODE_KINDS; k++) {
+		dev_t devt = MKDEV(MAJOR(vgpu_devt),
+				   slot->id * VGPU_MINORS_PER_SLOT + k);
+		struct device *d;
+
+		if (!slot->real[k].dentry)
+			continue;
+		d = device_create(vgpu_class, NULL, devt, slot,
+				  vgpu_node_fmt[k], slot->id);
+		if (IS_ERR(d)) {
+			vgpu_slot_unlink_nodes(slot);
+			return PTR_ERR(d);
+		}
+		slot->nodes[k] = d;
+	}
+	return 0;
+}
+
+int vgpu_slot_create(u32 gpu, u32 flags, const struct vgpu_slot_config *cfg,
+		     u32 *id)
+{
+	struct vgpu_slot *slot;
+	int err;
+
+	slot = kzalloc(sizeof(*slot), GFP_KERNEL);
+	if (!slot)
+		return -ENOMEM;
+	kref_init(&slot->ref); /* the table's reference, dropped by destroy */
+	mutex_init(&slot->lock);
+	INIT_LIST_HEAD(&slot->procs);
+	slot->gpu = gpu;
+	slot->flags = flags;
+	slot->cfg = *cfg;
+	slot->state = VGPU_SLOT_STATE_ACTIVE;
+
+	mutex_lock(&vgpu_slots_lock);
+	err = idr_alloc(&vgpu_slots, NULL, 0, VGPU_MAX_SLOTS, GFP_KERNEL);
+	if (err < 0)
+		goto out_unlock;
+	slot->id = err;
+	err = vgpu_slot_resolve(slot);
+	if (err)
+		goto out_remove_id;
+	err = vgpu_filter_slot_new(slot);
+	if (err)
+		goto out_remove_id;
+	err = vgpu_slot_link_nodes(slot);
+	if (err)
+		goto out_remove_id;
+	/* Published last: opens find it only with nodes and filter state in place. */
+	idr_replace(&vgpu_slots, slot, slot->id);
+	vgpu_nslots++;
+	vgpu_slot_bump();
+	*id = slot->id;
+	mutex_unlock(&vgpu_slots_lock);
+	pr_info("slot %u created: gpu %u, quota %llu bytes, share %u%%, name '%s'\n",
+		slot->id, gpu, cfg->mem_quota, cfg->compute_share, cfg->name);
+	return 0;
+
+out_remove_id:
+	idr_remove(&vgpu_slots, slot->id);
+out_unlock:
+	mutex_unlock(&vgpu_slots_lock);
+	vgpu_slot_put(slot); /* frees filter state and paths taken so far */
+	return err == -ENOSPC ? -ENOSPC : err;
+}
+
+int vgpu_slot_update(u32 id, const struct vgpu_slot_config *cfg, u32 mask)
+{
+	struct vgpu_slot *slot;
+
+	mutex_lock(&vgpu_slots_lock);
+	slot = idr_find(&vgpu_slots, id);
+	if (!slot) {
+		mutex_unlock(&vgpu_slots_lock);
+		return -ENOENT;
+	}
+	mutex_lock(&slot->lock);
+	if (mask & VGPU_CFG_NAME)
+		strscpy(slot->cfg.name, cfg->name, sizeof(slot->cfg.name));
+	if (mask & VGPU_CFG_QUOTA)
+		slot->cfg.mem_quota = cfg->mem_quota;
+	if (mask & VGPU_CFG_SHARE)
+		slot->cfg.compute_share = cfg->compute_share;
+	if (mask & VGPU_CFG_MANAGED)
+		slot->cfg.managed_policy = cfg->managed_policy;
+	if (mask & VGPU_CFG_UNKNOWN)
+		slot->cfg.unknown_policy = cfg->unknown_policy;
+	vgpu_filter_slot_config(slot);
+	mutex_unlock(&slot->lock);
+	vgpu_slot_bump();
+	mutex_unlock(&vgpu_slots_lock);
+	return 0;
+}
+
+int vgpu_slot_destroy(u32 id, u32 flags)
+{
+	struct vgpu_slot *slot;
+	unsigned int open;
+
+	mutex_lock(&vgpu_slots_lock);
+	slot = idr_find(&vgpu_slots, id);
+	if (!slot) {
+		mutex_unlock(&vgpu_slots_lock);
+		return -ENOENT;
+	}
+	/*
+	 * Opens take vgpu_slots_lock before they count themselves in open_files
+	 * (vgpu_fops_open), so the count cannot grow behind this check.
+	 */
+	mutex_lock(&slot->lock);
+	open = slot->open_files;
+	if (open && !(flags & VGPU_DEL_F_DEFER)) {
+		mutex_unlock(&slot->lock);
+		mutex_unlock(&vgpu_slots_lock);
+		return -EBUSY;
+	}
+	slot->state = VGPU_SLOT_STATE_DYING;
+	mutex_unlock(&slot->lock);
+	idr_remove(&vgpu_slots, id);
+	vgpu_nslots--;
+	vgpu_slot_bump();
+	/* Nodes go before the table lock drops: the minor may be reused at once. */
+	vgpu_slot_unlink_nodes(slot);
+	mutex_unlock(&vgpu_slots_lock);
+	pr_info("slot %u destroyed%s\n", id,
+		open ? " (deferred: files still open, revoked)" : "");
+	vgpu_slot_put(slot); /* the table's reference, from vgpu_slot_create */
+	return 0;
+}
+
+/* Counts a process's files in the slot; the first one is an attach. */
+void vgpu_slot_attach(struct vgpu_slot *slot, pid_t tgid)
+{
+	struct vgpu_proc *p, *found = NULL;
+
+	mutex_lock(&slot->lock);
+	slot->open_files++;
+	list_for_each_entry(p, &slot->procs, node) {
+		if (p->tgid == tgid) {
+			found = p;
+			break;
+		}
+	}
+	if (!found) {
+		/* A failed allocation only loses the attach event and the PID view. */
+		found = kzalloc(sizeof(*found), GFP_KERNEL);
+		if (found) {
+			found->tgid = tgid;
+			list_add_tail(&found->node, &slot->procs);
+		}
+	}
+	if (found)
+		found->files++;
+	mutex_unlock(&slot->lock);
+	if (found && found->files == 1) {
+		vgpu_stat_inc(slot, VGPU_STAT_ATTACHES);
+		vgpu_event_proc(slot, VGPU_EVENT_ATTACH, tgid, current->comm);
+	}
+}
+
+void vgpu_slot_detach(struct vgpu_slot *slot, pid_t tgid)
+{
+	struct vgpu_proc *p, *gone = NULL;
+
+	mutex_lock(&slot->lock);
+	slot->open_files--;
+	list_for_each_entry(p, &slot->procs, node) {
+		if (p->tgid == tgid) {
+			if (--p->files == 0) {
+				list_del(&p->node);
+				gone = p;
+			}
+			break;
+		}
+	}
+	mutex_unlock(&slot->lock);
+	if (gone) {
+		vgpu_event_proc(slot, VGPU_EVENT_EXIT, tgid, NULL);
+		kfree(gone);
+	}
+}
+
+int vgpu_slots_init(void)
+{
+	int err;
+
+	err = alloc_chrdev_region(&vgpu_devt, 0, VGPU_MINORS, "vgpu");
+	if (err)
+		return err;
+	cdev_init(&vgpu_cdev, &vgpu_fops);
+	vgpu_cdev.owner = THIS_MODULE;
+	err = cdev_add(&vgpu_cdev, vgpu_devt, VGPU_MINORS);
+	if (err)
+		goto err_region;
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 4, 0)
+	vgpu_class = class_create("vgpu");
+#else
+	vgpu_class = class_create(THIS_MODULE, "vgpu");
+#endif
+	if (IS_ERR(vgpu_class)) {
+		err = PTR_ERR(vgpu_class);
+		goto err_cdev;
+	}
+	vgpu_class->devnode = vgpu_devnode;
+	vgpu_class->dev_groups = vgpu_node_groups;
+	return 0;
+
+err_cdev:
+	cdev_del(&vgpu_cdev);
+err_region:
+	unregister_chrdev_region(vgpu_devt, VGPU_MINORS);
+	return err;
+}
+
+/*
+ * Module exit: no file is open (each holds a module reference through the cdev's owner),
+ * and netlink is gone, so every remaining slot holds only the table's reference.
+ */
+void vgpu_slots_exit(void)
+{
+	struct vgpu_slot *slot;
+	int id;
+
+	mutex_lock(&vgpu_slots_lock);
+	idr_for_each_entry(&vgpu_slots, slot, id) {
+		idr_remove(&vgpu_slots, id);
+		vgpu_slot_unlink_nodes(slot);
+		WARN_ON(kref_read(&slot->ref) != 1);
+		vgpu_slot_put(slot);
+	}
+	vgpu_nslots = 0;
+	mutex_unlock(&vgpu_slots_lock);
+	idr_destroy(&vgpu_slots);
+	class_destroy(vgpu_class);
+	cdev_del(&vgpu_cdev);
+	unregister_chrdev_region(vgpu_devt, VGPU_MINORS);
+}

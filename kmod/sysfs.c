@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Per-slot configuration and counters under /sys/class/vgpu/<node>/, read-only (changes
+ * go through netlink, admin-only). Every node of a slot shows the same slot. The device
+ * is destroyed before the slot can be freed (vgpu_slot_destroy), and sysfs drains active
+ * readers on removal, so drvdata is valid in every show().
+ */
+#include <linux/device.h>
+#include <linux/slab.h>
+#include <linux/sysfs.h>
+
+#include "vgpu.h"
+#include "core/vcore.h"
+
+static struct vgpu_slot *vgpu_dev_slot(struct device *dev)
+{
+	return dev_get_drvdata(dev);
+}
+
+static ssize_t slot_id_show(struct device *dev, struct device_attribute *attr,
+			    char *buf)
+{
+	return sysfs_emit(buf, "%u\n", vgpu_dev_slot(dev)->id);
+}
+static DEVICE_ATTR_RO(slot_id);
+
+static ssize_t gpu_show(struct device *dev, struct device_attribute *attr,
+			char *buf)
+{
+	return sysfs_emit(buf, "%u\n", vgpu_dev_slot(dev)->gpu);
+}
+static DEVICE_ATTR_RO(gpu);
+
+#define VGPU_CFG_ATTR(field, fmt)                                            \
+	static ssize_t field##_show(struct device *dev,                     \
+				    struct device_attribute *attr, char *buf) \
+	{                                                                    \
+		struct vgpu_slot *slot = vgpu_dev_slot(dev);                 \
+		ssize_t n;                                                   \
+                                                                             \
+		mutex_lock(&slot->lock);                                     \
+		n = sysfs_emit(buf, fmt "\n", slot->cfg.field);              \
+		mutex_unlock(&slot->lock);                                   \
+		return n;                                                    \
+	}                                                                    \
+	static DEVICE_ATTR_RO(field)
+
+VGPU_CFG_ATTR(name, "%s");
+VGPU_CFG_ATTR(mem_quota, "%llu");
+VGPU_CFG_ATTR(compute_share, "%u");
+VGPU_CFG_ATTR(managed_policy, "%u");
+VGPU_CFG_ATTR(unknown_policy, "%u");
+
+static ssize_t open_files_show(struct device *dev,
+			       struct device_attribute *attr, char *buf)
+{
+	struct vgpu_slot *slot = vgpu_dev_slot(dev);
+	ssize_t n;
+
+	mutex_lock(&slot->lock);
+	n = sysfs_emit(buf, "%u\n", slot->open_files);
+	mutex_unlock(&slot->lock);
+	return n;
+}
+static DEVICE_ATTR_RO(open_files);
+
+static ssize_t pids_show(struct device *dev, struct device_attribute *attr,
+			 char *buf)
+{
+	struct vgpu_slot *slot = vgpu_dev_slot(dev);
+	struct vgpu_proc *p;
+	ssize_t n = 0;
+
+	mutex_lock(&slot->lock);
+	list_for_each_entry(p, &slot->procs, node)
+		n += sysfs_emit_at(buf, n, "%d\n", p->tgid);
+	mutex_unlock(&slot->lock);
+	return n;
+}
+static DEVICE_ATTR_RO(pids);
+
+static struct attribute *vgpu_slot_attrs[] = {
+	&dev_attr_slot_id.attr,
+	&dev_attr_gpu.attr,
+	&dev_attr_name.attr,
+	&dev_attr_mem_quota.attr,
+	&dev_attr_compute_share.attr,
+	&dev_attr_managed_policy.attr,
+	&dev_attr_unknown_policy.attr,
+	&dev_attr_open_files.attr,
+	&dev_attr_pids.attr,
+	NULL,
+};
+
+static const struct attribute_group vgpu_slot_group = {
+	.attrs = vgpu_slot_attrs,
+};
+
+/* stats/: the same counters as VGPU_A_SLOT_STATS, one value per file. */
+static ssize_t mem_charged_show(struct device *dev,
+				struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%llu\n", vgpu_filter_charged(vgpu_dev_slot(dev)));
+}
+static DEVICE_ATTR_RO(mem_charged);
+
+static ssize_t mem_peak_show(struct device *dev, struct device_attribute *attr,
+			     char *buf)
+{
+	return sysfs_emit(buf, "%llu\n", vgpu_filter_peak(vgpu_dev_slot(dev)));
+}
+static DEVICE_ATTR_RO(mem_peak);
+
+#define VGPU_CORE_STAT_ATTR(field)                                           \
+	static ssize_t field##_show(struct device *dev,                     \
+				    struct device_attribute *attr, char *buf) \
+	{                                                                    \
+		struct vcore_stats *cs = kzalloc(sizeof(*cs), GFP_KERNEL);   \
+		ssize_t n;                                                   \
+                                                                             \
+		if (!cs)                                                     \
+			return -ENOMEM;                                      \
+		vgpu_filter_stats(vgpu_dev_slot(dev), cs);                   \
+		n = sysfs_emit(buf, "%llu\n", (unsigned long long)cs->field); \
+		kfree(cs);                                                   \
+		return n;                                                    \
+	}                                                                    \
+	static DEVICE_ATTR_RO(field)
+
+VGPU_CORE_STAT_ATTR(ioctls);
+VGPU_CORE_STAT_ATTR(denied);
+VGPU_CORE_STAT_ATTR(denied_quota);
+VGPU_CORE_STAT_ATTR(malformed);
+VGPU_CORE_STAT_ATTR(views_rewritten);
+VGPU_CORE_STAT_ATTR(overquota_events);
+VGPU_CORE_STAT_ATTR(uvm_mmap_refused);
+VGPU_CORE_STAT_ATTR(objects);
+VGPU_CORE_STAT_ATTR(clients);
+VGPU_CORE_STAT_ATTR(tsgs);
+
+#define VGPU_HOST_STAT_ATTR(field, stat)                                     \
+	static ssize_t field##_show(struct device *dev,                     \
+				    struct device_attribute *attr, char *buf) \
+	{                                                                    \
+		return sysfs_emit(buf, "%lld\n",                             \
+				  atomic64_read(&vgpu_dev_slot(dev)->stats[stat])); \
+	}                                                                    \
+	static DEVICE_ATTR_RO(field)
+
+VGPU_HOST_STAT_ATTR(fd_refused, VGPU_STAT_FD_REFUSED);
+VGPU_HOST_STAT_ATTR(opens, VGPU_STAT_OPENS);
+VGPU_HOST_STAT_ATTR(mmaps, VGPU_STAT_MMAPS);
+VGPU_HOST_STAT_ATTR(attaches, VGPU_STAT_ATTACHES);
+
+static struct attribute *vgpu_stats_attrs[] = {
+	&dev_attr_mem_charged.attr,
+	&dev_attr_mem_peak.attr,
+	&dev_attr_ioctls.attr,
+	&dev_attr_denied.attr,
+	&dev_attr_denied_quota.attr,
+	&dev_attr_malformed.attr,
+	&dev_attr_views_rewritten.attr,
+	&dev_attr_overquota_events.attr,
+	&dev_attr_uvm_mmap_refused.attr,
+	&dev_attr_objects.attr,
+	&dev_attr_clients.attr,
+	&dev_attr_tsgs.attr,
+	&dev_attr_fd_refused.attr,
+	&dev_attr_opens.attr,
+	&dev_attr_mmaps.attr,
+	&dev_attr_attaches.attr,
+	NULL,
+};
+
+static const struct attribute_group vgpu_stats_group = {
+	.name = "stats",
+	.attrs = vgpu_stats_attrs,
+};
+
+const struct attribute_group *vgpu_node_groups[] = {
+	&vgpu_slot_group,
+	&vgpu_stats_group,
+	NULL,
+};

@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * vgpu.ko internals: slots, proxy files, the real driver binding.
+ *
+ * Lock order (outer first): vgpu_slots_lock -> slot->lock -> the core's slot lock.
+ * Nothing here is taken while a real ioctl runs, except the core's own locks, which the
+ * core takes and drops inside pre/post.
+ */
+#ifndef VGPU_KMOD_VGPU_H
+#define VGPU_KMOD_VGPU_H
+
+#include <linux/atomic.h>
+#include <linux/device.h>
+#include <linux/fs.h>
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/path.h>
+#include <linux/types.h>
+
+#include "../uapi/vgpu_genl.h"
+
+/* Each slot owns VGPU_MINORS_PER_SLOT minors: id * VGPU_MINORS_PER_SLOT + kind. */
+enum vgpu_node_kind {
+	VGPU_NODE_CTL,
+	VGPU_NODE_DEV,
+	VGPU_NODE_UVM,
+	VGPU_NODE_KINDS
+};
+#define VGPU_MINORS_PER_SLOT 4
+#define VGPU_MINORS (VGPU_MAX_SLOTS * VGPU_MINORS_PER_SLOT)
+
+struct vgpu_filter_slot;
+struct vgpu_filter_file;
+
+/* A process that holds files of a slot (for attach/exit events and GET_PIDS views). */
+struct vgpu_proc {
+	struct list_head node;
+	pid_t tgid;
+	unsigned int files;
+};
+
+struct vgpu_slot_config {
+	char name[VGPU_SLOT_NAME_LEN];
+	u64 mem_quota;
+	u32 compute_share;
+	u32 managed_policy;
+	u32 unknown_policy;
+};
+
+struct vgpu_slot {
+	/*
+	 * One reference for the slot table (dropped by destroy) and one per open proxy
+	 * file (vgpu_fops_open/vgpu_fops_release). Release unlinks nothing: destroy
+	 * already removed the slot from the table and its nodes.
+	 */
+	struct kref ref;
+	u32 id;
+	u32 gpu;
+	u32 flags;
+	/* Real nodes, resolved at creation in the creator's (init) namespace. */
+	struct path real[VGPU_NODE_KINDS];
+	struct device *nodes[VGPU_NODE_KINDS];
+
+	/* lock protects: cfg, state, procs, open_files. */
+	struct mutex lock;
+	struct vgpu_slot_config cfg;
+	enum vgpu_slot_state state;
+	struct list_head procs;
+	unsigned int open_files;
+
+	atomic64_t stats[__VGPU_STAT_MAX];
+	struct vgpu_filter_slot *filter;
+};
+
+/* Per proxy file: exactly one real file, opened with the caller's flags and credentials. */
+struct vgpu_file {
+	struct vgpu_slot *slot; /* holds a slot reference */
+	enum vgpu_node_kind kind;
+	struct file *real;
+	pid_t tgid; /* opener, for attach/exit accounting */
+	struct vgpu_filter_file *filter;
+};
+
+/* main.c: module parameters and the real driver binding. */
+extern struct mutex vgpu_slots_lock;
+extern dev_t vgpu_devt;
+int vgpu_real_ctl_path(struct path *out);
+int vgpu_resolve_real(const char *what, const char *name, struct path *out);
+int vgpu_bind_locked(void);
+bool vgpu_bound(void);
+const char *vgpu_real_ctl_name(void);
+const char *vgpu_real_dev_fmt(void);
+const char *vgpu_real_uvm_name(void);
+
+/* slot.c */
+int vgpu_slots_init(void);
+void vgpu_slots_exit(void);
+int vgpu_slot_create(u32 gpu, u32 flags, const struct vgpu_slot_config *cfg,
+		     u32 *id);
+int vgpu_slot_update(u32 id, const struct vgpu_slot_config *cfg, u32 mask);
+int vgpu_slot_destroy(u32 id, u32 flags);
+struct vgpu_slot *vgpu_slot_lookup(u32 id);
+struct vgpu_slot *vgpu_slot_lookup_locked(u32 id);
+struct vgpu_slot *vgpu_slot_next(u32 *id);
+void vgpu_slot_get(struct vgpu_slot *slot);
+void vgpu_slot_put(struct vgpu_slot *slot);
+u32 vgpu_slots_generation(void);
+u32 vgpu_slots_count(void);
+void vgpu_slot_attach(struct vgpu_slot *slot, pid_t tgid);
+void vgpu_slot_detach(struct vgpu_slot *slot, pid_t tgid);
+const char *vgpu_node_name_fmt(enum vgpu_node_kind kind);
+
+/* Which config fields vgpu_slot_update replaces. */
+#define VGPU_CFG_NAME	 BIT(0)
+#define VGPU_CFG_QUOTA	 BIT(1)
+#define VGPU_CFG_SHARE	 BIT(2)
+#define VGPU_CFG_MANAGED BIT(3)
+#define VGPU_CFG_UNKNOWN BIT(4)
+
+static inline void vgpu_stat_inc(struct vgpu_slot *slot, enum vgpu_stat_attr s)
+{
+	atomic64_inc(&slot->stats[s]);
+}
+
+/* fops.c */
+extern const struct file_operations vgpu_fops;
+
+/* fwd.c: forwarding helpers. */
+struct vgpu_fd_fix {
+	u32 __user *uaddr; /* where the fd number lives in user memory */
+	int orig; /* the number the caller wrote */
+	int tmp; /* the temporary real fd installed, or -1 */
+	enum vgpu_node_kind kind; /* of the proxy file it named */
+};
+int vgpu_fd_translate(struct vgpu_file *vf, struct vgpu_fd_fix *fix,
+		      u32 __user *uaddr, int fd);
+void vgpu_fd_restore(struct vgpu_fd_fix *fix);
+int vgpu_install_gpu_witness(struct vgpu_file *vf, int *tmp);
+void vgpu_remove_gpu_witness(int tmp);
+
+/* genl.c */
+int vgpu_genl_init(void);
+void vgpu_genl_exit(void);
+void vgpu_event_proc(struct vgpu_slot *slot, u32 type, pid_t pid,
+		     const char *comm);
+void vgpu_event_refusal(struct vgpu_slot *slot, u32 type, u64 size,
+			u64 charged, const char *detail);
+
+/* sysfs.c */
+extern const struct attribute_group *vgpu_node_groups[];
+
+/* filter.c: the filter core's host (kmod/core, vcore.h). */
+int vgpu_filter_init(void);
+void vgpu_filter_exit(void);
+int vgpu_filter_slot_new(struct vgpu_slot *slot);
+void vgpu_filter_slot_config(struct vgpu_slot *slot);
+void vgpu_filter_slot_free(struct vgpu_slot *slot);
+int vgpu_filter_file_open(struct vgpu_file *vf);
+void vgpu_filter_file_close(struct vgpu_file *vf);
+long vgpu_filter_ioctl(struct vgpu_file *vf, unsigned int cmd,
+		       unsigned long arg);
+int vgpu_filter_mmap(struct vgpu_file *vf, struct vm_area_struct *vma);
+u64 vgpu_filter_charged(struct vgpu_slot *slot);
+u64 vgpu_filter_peak(struct vgpu_slot *slot);
+struct vcore_stats;
+void vgpu_filter_stats(struct vgpu_slot *slot, struct vcore_stats *out);
+
+#endif /* VGPU_KMOD_VGPU_H */
