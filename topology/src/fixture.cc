@@ -1,5 +1,5 @@
-// Fixture JSON <-> Fixture. nlohmann-json (Debian nlohmann-json3-dev) does the parsing; its
-// exceptions stay inside this file and come out as Status.
+// Fixture JSON -> Fixture. nlohmann-json (Debian nlohmann-json3-dev) does the parsing; its
+// exceptions stay inside this file and come out as Status. Writing is in fixture_write.cc.
 #include "vgpu/topology/fixture.h"
 
 #include <fstream>
@@ -7,6 +7,8 @@
 #include <utility>
 
 #include <nlohmann/json.hpp>
+
+#include "vgpu/topology/discovery.h"
 
 namespace vgpu::topology {
 namespace {
@@ -83,9 +85,6 @@ Result<Gpu> ParseGpu(const json& entry, size_t position) {
       gpu.nvlinks.push_back(std::move(*peer));
     }
   }
-  if (gpu.memory_bytes == 0) {
-    return FieldError(where, "memory_bytes", "must be positive");
-  }
   return gpu;
 }
 
@@ -149,37 +148,28 @@ Result<Topology> LoadFixture(const std::string& path) {
   return topology;
 }
 
-std::string FixtureToJson(const Fixture& fixture) {
-  json root = json::object();
-  root["format"] = kFixtureFormat;
-  root["machine"] = fixture.machine;
-  root["source"] = fixture.source;
-  json gpus = json::array();
-  for (const Gpu& gpu : fixture.gpus) {
-    json entry = json::object();
-    entry["index"] = gpu.index;
-    entry["uuid"] = gpu.uuid;
-    entry["name"] = gpu.name;
-    entry["memory_bytes"] = gpu.memory_bytes;
-    entry["numa_node"] = gpu.numa_node;
-    entry["pci_bus_id"] = gpu.pci_bus_id;
-    entry["cpu_affinity"] = gpu.cpu_affinity;
-    entry["pci_root"] = gpu.pci_root;
-    entry["pci_path"] = gpu.pci_path;
-    json links = json::array();
-    for (const NvLinkPeer& peer : gpu.nvlinks) {
-      links.push_back({{"remote", peer.remote_pci_bus_id},
-                       {"kind", peer.kind == NvLinkPeer::Kind::kSwitch ? "switch" : "gpu"},
-                       {"links", peer.links}});
+namespace {
+
+class FixtureSource final : public GpuSource {
+ public:
+  explicit FixtureSource(std::string path) : path_(std::move(path)) {}
+  std::string_view Name() const override { return "fixture"; }
+  Result<std::vector<Gpu>> Discover() const override {
+    Result<Fixture> fixture = ReadFixture(path_);
+    if (!fixture.ok()) {
+      return fixture.status();
     }
-    entry["nvlinks"] = std::move(links);
-    gpus.push_back(std::move(entry));
+    return std::move(fixture->gpus);
   }
-  root["gpus"] = std::move(gpus);
-  if (!fixture.nvidia_smi_topo.empty()) {
-    root["nvidia_smi_topo"] = fixture.nvidia_smi_topo;
-  }
-  return root.dump(2) + "\n";
+
+ private:
+  std::string path_;
+};
+
+}  // namespace
+
+std::unique_ptr<GpuSource> MakeFixtureSource(std::string path) {
+  return std::make_unique<FixtureSource>(std::move(path));
 }
 
 }  // namespace vgpu::topology

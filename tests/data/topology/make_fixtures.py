@@ -60,7 +60,8 @@ def dgx_h100():
 
 def pcie_8gpu_nvlink_pairs():
     # 8 x H100 NVL (PCIe) in a 2-socket server, NVLink bridges (3 per pair, NV12) joining cards
-    # 0-1, 2-3, 4-5, 6-7. Socket 0: one root port feeding a cascade of PCIe switches (a top switch
+    # 0-1, 2-3 and 4-5; cards 6-7 have no bridge (as in a partly bridged or repaired machine), so
+    # their best link is the shared switch, PIX. Socket 0: one root port feeding a cascade of PCIe switches (a top switch
     # with two leaf switches of two GPUs each): PIX inside a leaf, PXB across leaves.
     # Socket 1: two switches on two root complexes of the same NUMA node: PIX inside, NODE across.
     name, mib = "NVIDIA H100 NVL", 95830
@@ -79,11 +80,11 @@ def pcie_8gpu_nvlink_pairs():
         gpu(6, "0000:c3:00.0", "pci0000:c0", ["0000:c0:01.0", "0000:c1:00.0", "0000:c2:00.0"], 1, c1, name, mib),
         gpu(7, "0000:c4:00.0", "pci0000:c0", ["0000:c0:01.0", "0000:c1:00.0", "0000:c2:04.0"], 1, c1, name, mib),
     ]
-    for a, b in ((0, 1), (2, 3), (4, 5), (6, 7)):
+    for a, b in ((0, 1), (2, 3), (4, 5)):
         gpus[a]["nvlinks"] = [{"remote": gpus[b]["pci_bus_id"], "kind": "gpu", "links": 12}]
         gpus[b]["nvlinks"] = [{"remote": gpus[a]["pci_bus_id"], "kind": "gpu", "links": 12}]
     write("pcie-8gpu-2socket-nvlink-pairs.json", "pcie-8gpu-nvlink-pairs",
-          "hand-written: 2-socket PCIe server, switch cascade on socket 0, NVLink bridge pairs",
+          "hand-written: 2-socket PCIe server, switch cascade on socket 0, NVLink bridges on 3 pairs",
           gpus)
 
 

@@ -11,6 +11,7 @@
 //                 "nvlinks": [ { "remote": "0000:05:00.0", "kind": "switch", "links": 5 } ] } ],
 //     "nvidia_smi_topo": "..."               // optional: `nvidia-smi topo -m` seen at record time
 //   }
+// memory_bytes is required; 0 means unknown (a sysfs-only recording).
 #pragma once
 
 #include <string>

@@ -1,0 +1,54 @@
+#!/bin/bash
+# GPU-machine hook (issue 7): builds the topology recorder with g++ alone (no CMake project, no
+# nlohmann-json needed) and records this machine as a fixture for tests/data/topology/.
+# usage: tests/gpu/extra.d/topology.sh OUTDIR
+# Writes OUTDIR/topology/{topology-h200.json, nvidia-smi-topo.txt, vgpu-topo.txt, sysfs.txt,
+# build.log}. Exits 0 when the fixture was written. Runs in well under 60 s (8 small files).
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../../.." && pwd)
+outdir=${1:?usage: topology.sh OUTDIR}/topology
+mkdir -p "$outdir"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$root"
+
+CXX=${CXX:-g++}
+srcs=(topology/src/topology.cc topology/src/fixture_write.cc topology/src/sysfs_source.cc
+      topology/src/nvml_source.cc topology/src/discovery.cc topology/src/matrix.cc
+      daemon/common/status.cc topology/tools/topo_command.cc topology/tools/vgpu_topo_main.cc)
+flags=(-std=c++20 -O2 -Wall -Wextra -Itopology/include -Idaemon/common/include -Itopology/tools
+       -DVGPU_TOPO_NO_FIXTURE_READ)
+pids=()
+for src in "${srcs[@]}"; do
+  timeout 50 "$CXX" "${flags[@]}" -c "$src" -o "$work/$(basename "$src" .cc).o" >>"$outdir/build.log" 2>&1 &
+  pids+=($!)
+done
+for pid in "${pids[@]}"; do wait "$pid" || { echo "topology: compile failed (or timed out)"; cat "$outdir/build.log"; exit 1; }; done
+timeout 20 "$CXX" -o "$work/vgpu-topo" "$work"/*.o -ldl >>"$outdir/build.log" 2>&1 \
+  || { echo "topology: link failed"; cat "$outdir/build.log"; exit 1; }
+echo "topology: built vgpu-topo"
+
+if command -v nvidia-smi >/dev/null; then
+  timeout 20 nvidia-smi topo -m >"$outdir/nvidia-smi-topo.txt" 2>&1 || echo "topology: nvidia-smi topo -m failed"
+fi
+# Where the kernel puts each NVIDIA function in the PCI tree (for checking the recorded path).
+for dev in /sys/bus/pci/devices/*; do
+  [[ "$(cat "$dev/vendor" 2>/dev/null)" == 0x10de ]] || continue
+  echo "$(basename "$dev") class=$(cat "$dev/class") numa=$(cat "$dev/numa_node" 2>/dev/null)" \
+       "cpus=$(cat "$dev/local_cpulist" 2>/dev/null) path=$(readlink -f "$dev")"
+done >"$outdir/sysfs.txt"
+
+smi_args=()
+[[ -s "$outdir/nvidia-smi-topo.txt" ]] && smi_args=(--nvidia-smi-topo "$outdir/nvidia-smi-topo.txt")
+gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+timeout 20 "$work/vgpu-topo" --gpus --record "$outdir/topology-h200.json" \
+  --machine "nvidia-h200 device machine, ${gpus} GPU(s), host $(hostname)" "${smi_args[@]}" \
+  >"$outdir/vgpu-topo.txt" 2>&1
+rc=$?
+cat "$outdir/vgpu-topo.txt"
+[[ -s "$outdir/nvidia-smi-topo.txt" ]] && { echo "--- nvidia-smi topo -m"; cat "$outdir/nvidia-smi-topo.txt"; }
+if [[ $rc -ne 0 || ! -s "$outdir/topology-h200.json" ]]; then
+  echo "topology: recording failed (rc=$rc)"
+  exit 1
+fi
+echo "topology: fixture at $outdir/topology-h200.json"

@@ -1,0 +1,190 @@
+#include "topo_command.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include "vgpu/topology/discovery.h"
+#include "vgpu/topology/fixture.h"
+#include "vgpu/topology/matrix.h"
+
+namespace vgpu::topology {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: topo [--fixture FILE] [--record FILE [--machine NAME] [--nvidia-smi-topo FILE]]\n"
+    "            [--sysfs DIR] [--nvml LIBRARY] [--gpus]\n"
+    "  (no flags)             discover this machine (NVML + sysfs) and print its link matrix\n"
+    "  --fixture FILE         print the matrix of a recorded machine instead\n"
+    "  --record FILE          write this machine as a fixture (vgpu-topology/1 JSON)\n"
+    "  --machine NAME         machine name stored in the fixture (default: hostname)\n"
+    "  --nvidia-smi-topo FILE store this `nvidia-smi topo -m` output in the fixture\n"
+    "  --sysfs DIR            sysfs root (default /sys)\n"
+    "  --nvml LIBRARY         NVML library to dlopen (default libnvidia-ml.so.1)\n"
+    "  --gpus                 also list the GPUs (index, bus id, memory, UUID, name)\n";
+
+struct Options {
+  std::string fixture;
+  std::string record;
+  std::string machine;
+  std::string nvidia_smi_topo;
+  std::string sysfs = "/sys";
+  std::string nvml = "libnvidia-ml.so.1";
+  bool list_gpus = false;
+};
+
+int Usage(const std::string& problem) {
+  std::cerr << "topo: " << problem << "\n" << kUsage;
+  return 2;
+}
+
+bool ReadFile(const std::string& path, std::string& out) {
+  std::ifstream in(path);
+  if (!in) {
+    return false;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  out = text.str();
+  return true;
+}
+
+std::string FirstLine(const std::string& path) {
+  std::string line;
+  std::ifstream in(path);
+  std::getline(in, line);
+  return line;
+}
+
+std::string Describe(const std::string& machine) {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  std::time_t now = std::time(nullptr);
+  char date[32] = {};
+  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  std::string driver = FirstLine("/proc/driver/nvidia/version");
+  return "recorded by vgpu topo --record on " + (machine.empty() ? std::string(host) : machine) +
+         " at " + date + (driver.empty() ? "" : "; driver: " + driver);
+}
+
+void ListGpus(const Topology& topology) {
+  for (const Gpu& gpu : topology.gpus()) {
+    std::printf("GPU%d\t%s\t%llu MiB\t%s\t%s\n", gpu.index, gpu.pci_bus_id.c_str(),
+                static_cast<unsigned long long>(gpu.memory_bytes >> 20),
+                gpu.uuid.empty() ? "-" : gpu.uuid.c_str(),
+                gpu.name.empty() ? "-" : gpu.name.c_str());
+  }
+}
+
+int Run(const Options& options) {
+  Fixture fixture;
+  if (!options.fixture.empty()) {
+#ifdef VGPU_TOPO_NO_FIXTURE_READ
+    std::cerr << "topo: --fixture is not built into this binary (no JSON reader)\n";
+    return 1;
+#else
+    Result<Fixture> read = ReadFixture(options.fixture);
+    if (!read.ok()) {
+      std::cerr << "topo: " << read.status().ToString() << "\n";
+      return 1;
+    }
+    fixture = std::move(*read);
+#endif
+  } else {
+    std::unique_ptr<GpuSource> nvml = MakeNvmlSource(options.nvml);
+    std::unique_ptr<GpuSource> sysfs = MakeSysfsSource(options.sysfs);
+    Result<Discovered> found = DiscoverGpus(*nvml, *sysfs);
+    if (!found.ok()) {
+      std::cerr << "topo: " << found.status().ToString() << "\n";
+      return 1;
+    }
+    for (const std::string& note : found->notes) {
+      std::cerr << "topo: " << note << "\n";
+    }
+    fixture.gpus = std::move(found->gpus);
+    fixture.machine = options.machine;
+    fixture.source = Describe(options.machine);
+  }
+  if (!options.nvidia_smi_topo.empty() &&
+      !ReadFile(options.nvidia_smi_topo, fixture.nvidia_smi_topo)) {
+    std::cerr << "topo: cannot read " << options.nvidia_smi_topo << "\n";
+    return 1;
+  }
+  Fixture to_record = fixture;  // Topology::Create takes the GPUs
+  Result<Topology> topology = Topology::Create(std::move(fixture.gpus));
+  if (!topology.ok()) {
+    std::cerr << "topo: " << topology.status().ToString() << "\n";
+    return 1;
+  }
+  if (!options.record.empty()) {
+    std::ofstream out(options.record);
+    out << FixtureToJson(to_record);
+    if (!out.flush()) {
+      std::cerr << "topo: cannot write " << options.record << "\n";
+      return 1;
+    }
+    std::fprintf(stderr, "topo: recorded %d GPU(s) to %s\n", topology->size(),
+                 options.record.c_str());
+  }
+  if (topology->size() == 0) {
+    std::printf("no NVIDIA GPUs found\n");
+    return 0;
+  }
+  std::fputs(FormatTopoMatrix(*topology).c_str(), stdout);
+  if (options.list_gpus) {
+    std::printf("\n");
+    ListGpus(*topology);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int RunTopoCommand(int argc, char** argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i];
+    auto value = [&](std::string& out) {
+      if (i + 1 >= argc) {
+        return false;
+      }
+      out = argv[++i];
+      return true;
+    };
+    bool ok = true;
+    if (flag == "-h" || flag == "--help") {
+      std::cout << kUsage;
+      return 0;
+    } else if (flag == "--fixture") {
+      ok = value(options.fixture);
+    } else if (flag == "--record") {
+      ok = value(options.record);
+    } else if (flag == "--machine") {
+      ok = value(options.machine);
+    } else if (flag == "--nvidia-smi-topo") {
+      ok = value(options.nvidia_smi_topo);
+    } else if (flag == "--sysfs") {
+      ok = value(options.sysfs);
+    } else if (flag == "--nvml") {
+      ok = value(options.nvml);
+    } else if (flag == "--gpus") {
+      options.list_gpus = true;
+    } else {
+      return Usage("unknown flag " + flag);
+    }
+    if (!ok) {
+      return Usage(flag + " needs a value");
+    }
+  }
+  if (!options.fixture.empty() && !options.record.empty()) {
+    return Usage("--fixture and --record exclude each other");
+  }
+  return Run(options);
+}
+
+}  // namespace vgpu::topology
