@@ -1,0 +1,76 @@
+/*
+ * vshim_hooks.h - what libvgpu-shim.so offers the compute-share thread (shim/compute).
+ *
+ * The compute part is linked into libvgpu-shim.so. The shim calls vshim_compute_start() once,
+ * after the slot configuration is loaded and the filter core's slot exists, if that symbol is
+ * linked in (it is weak here), and vshim_compute_stop() at process exit and in a fork child
+ * before it re-initializes. From then on the compute part may:
+ *   - get TSG and channel lifecycle callbacks (after the driver created or freed the object,
+ *     outside every shim lock; the callback runs in the thread that issued the ioctl and must
+ *     not block),
+ *   - find the ctl fd that owns an RM client (the only file through which RM accepts controls
+ *     on that client's TSGs, nvidia-rm-abi.md §9.2),
+ *   - issue RM controls on it that bypass the filter (the shim's own traffic, never charged or
+ *     refused), and
+ *   - read the core's slot (TSG registry: vcore_slot_for_each_tsg, kmod/core/vcore.h).
+ * All functions are thread-safe. C linkage, so C and C++ both use them.
+ */
+#ifndef VSHIM_HOOKS_H
+#define VSHIM_HOOKS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct vcore_slot;
+
+enum vshim_obj_event {
+  VSHIM_TSG_CREATED = 1,     /* class 0xa06c and successors */
+  VSHIM_TSG_FREED = 2,       /* explicit RM_FREE of the TSG (not client teardown) */
+  VSHIM_CHANNEL_CREATED = 3, /* class 0x??6f */
+  VSHIM_CHANNEL_FREED = 4,
+  VSHIM_CLIENT_GONE = 5,     /* the ctl file owning h_client closed, or RM_FREE of the client */
+};
+
+struct vshim_obj_info {
+  enum vshim_obj_event event;
+  uint32_t h_client;
+  uint32_t h_parent; /* device for a TSG, TSG for a channel */
+  uint32_t h_object;
+  uint32_t h_class;
+  uint32_t engine_type; /* TSG: NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS.engineType; else 0 */
+  int ctl_fd;           /* the ctl fd the call came through */
+};
+
+typedef void (*vshim_obj_hook_fn)(void* arg, const struct vshim_obj_info* info);
+
+/* Install (fn != NULL) or remove (fn == NULL) the single object hook. Returns 0. */
+int vshim_set_obj_hook(vshim_obj_hook_fn fn, void* arg);
+
+/* The open ctl fd through which h_client was allocated, or -1. */
+int vshim_ctl_fd_for_client(uint32_t h_client);
+
+/*
+ * RM_CONTROL (NVOS54) on h_client's ctl fd, bypassing the filter. Returns the ioctl's result
+ * (0 or -errno) and stores the RM status in *status (may be NULL).
+ */
+int vshim_rm_control(uint32_t h_client, uint32_t h_object, uint32_t cmd, void* params,
+                     uint32_t params_size, uint32_t* status);
+
+/* The core's slot of this process (NULL before the first NVIDIA open). */
+struct vcore_slot* vshim_core_slot(void);
+
+/* Slot configuration values not known to the shim (config-file keys), or NULL. */
+const char* vshim_config_get(const char* key);
+
+/* Provided by shim/compute when linked in (weak references here). */
+void vshim_compute_start(void) __attribute__((weak));
+void vshim_compute_stop(void) __attribute__((weak));
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VSHIM_HOOKS_H */

@@ -1,0 +1,342 @@
+#include "ledger.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+
+namespace vgpu::shim {
+namespace {
+
+uint64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+constexpr uint64_t kReapIntervalNs = 1000000000ull;
+
+}  // namespace
+
+std::optional<uint64_t> ProcStartTime(pid_t pid) {
+  char path[48];
+  snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return std::nullopt;
+  }
+  char buf[1024];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) {
+    return std::nullopt;
+  }
+  buf[n] = '\0';
+  // comm (field 2) may hold spaces and parentheses: fields resume after the last ')'.
+  char* p = strrchr(buf, ')');
+  if (p == nullptr || p[1] != ' ') {
+    return std::nullopt;
+  }
+  p += 2;
+  char state = *p;
+  if (state == 'Z' || state == 'X' || state == 'x') {
+    return std::nullopt;  // exited: its driver files are closed already
+  }
+  // p is at field 3; field 22 is 19 fields further.
+  for (int field = 3; field < 22; ++field) {
+    p = strchr(p, ' ');
+    if (p == nullptr) {
+      return std::nullopt;
+    }
+    ++p;
+  }
+  return strtoull(p, nullptr, 10);
+}
+
+std::unique_ptr<SharedLedger> SharedLedger::Open(const std::string& path, std::string* err,
+                                                 ProcStartFn start_fn) {
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    *err = "cannot open ledger " + path + ": " + strerror(errno);
+    return nullptr;
+  }
+  // Initialization is serialized with flock: the first process to find no magic sets up the
+  // mutex; everyone else waits for it. (The robust mutex cannot protect its own creation.)
+  if (flock(fd, LOCK_EX) != 0) {
+    *err = "cannot lock ledger " + path + ": " + strerror(errno);
+    close(fd);
+    return nullptr;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || (static_cast<size_t>(st.st_size) < sizeof(LedgerFile) &&
+                              ftruncate(fd, sizeof(LedgerFile)) != 0)) {
+    *err = "cannot size ledger " + path + ": " + strerror(errno);
+    close(fd);
+    return nullptr;
+  }
+  void* p = mmap(nullptr, sizeof(LedgerFile), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    *err = "cannot map ledger " + path + ": " + strerror(errno);
+    close(fd);
+    return nullptr;
+  }
+  auto* file = static_cast<LedgerFile*>(p);
+  if (file->magic != LedgerFile::kMagic) {
+    memset(file, 0, sizeof *file);
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
+    pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
+    pthread_mutex_init(&file->mu, &attr);
+    pthread_mutexattr_destroy(&attr);
+    file->version = LedgerFile::kVersion;
+    file->max_entries = LedgerFile::kMaxEntries;
+    __atomic_store_n(&file->magic, LedgerFile::kMagic, __ATOMIC_RELEASE);
+  } else if (file->version != LedgerFile::kVersion) {
+    *err = "ledger " + path + " has version " + std::to_string(file->version) + ", want " +
+           std::to_string(LedgerFile::kVersion);
+    munmap(p, sizeof(LedgerFile));
+    close(fd);
+    return nullptr;
+  }
+  flock(fd, LOCK_UN);
+  close(fd);  // the mapping keeps the file
+  return std::unique_ptr<SharedLedger>(new SharedLedger(path, file, start_fn));
+}
+
+SharedLedger::~SharedLedger() { munmap(file_, sizeof(LedgerFile)); }
+
+void SharedLedger::Lock() {
+  int rc = pthread_mutex_lock(&file_->mu);
+  if (rc == EOWNERDEAD) {
+    // The holder died mid-update; every field write is a single store, so state is whole.
+    pthread_mutex_consistent(&file_->mu);
+  }
+}
+
+void SharedLedger::Unlock() { pthread_mutex_unlock(&file_->mu); }
+
+LedgerEntry* SharedLedger::Self() {
+  if (forked_.exchange(false, std::memory_order_relaxed)) {
+    AttachLocked(getpid());
+  }
+  if (self_index_ < 0) {
+    return nullptr;
+  }
+  LedgerEntry* e = &file_->entries[self_index_];
+  if (e->in_use && e->pid == static_cast<uint32_t>(self_pid_) && e->start_time == self_start_) {
+    return e;
+  }
+  // Reaped by someone who thought we were dead (should not happen while we live): re-add.
+  for (uint32_t i = 0; i < LedgerFile::kMaxEntries; ++i) {
+    if (!file_->entries[i].in_use) {
+      file_->entries[i] = {static_cast<uint32_t>(self_pid_), 1, self_start_, 0, 0};
+      self_index_ = static_cast<int>(i);
+      return &file_->entries[i];
+    }
+  }
+  self_index_ = -1;
+  return nullptr;
+}
+
+bool SharedLedger::Attach(pid_t pid) {
+  Lock();
+  bool ok = AttachLocked(pid == 0 ? getpid() : pid);
+  Unlock();
+  return ok;
+}
+
+bool SharedLedger::AttachLocked(pid_t pid) {
+  auto start = start_fn_(pid);
+  self_pid_ = pid;
+  self_start_ = start.value_or(0);
+  int free_index = -1;
+  self_index_ = -1;
+  for (uint32_t i = 0; i < LedgerFile::kMaxEntries; ++i) {
+    LedgerEntry& e = file_->entries[i];
+    if (!e.in_use) {
+      if (free_index < 0) {
+        free_index = static_cast<int>(i);
+      }
+      continue;
+    }
+    if (e.pid == static_cast<uint32_t>(pid)) {
+      if (e.start_time == self_start_) {
+        e.charged = 0;  // our image before exec
+        self_index_ = static_cast<int>(i);
+      } else {
+        e.in_use = 0;  // an earlier process with our pid: dead
+        ++file_->reaped;
+        if (free_index < 0) {
+          free_index = static_cast<int>(i);
+        }
+      }
+    }
+  }
+  if (self_index_ < 0 && free_index < 0) {
+    ReapLocked();
+    for (uint32_t i = 0; i < LedgerFile::kMaxEntries; ++i) {
+      if (!file_->entries[i].in_use) {
+        free_index = static_cast<int>(i);
+        break;
+      }
+    }
+  }
+  if (self_index_ < 0 && free_index >= 0) {
+    file_->entries[free_index] = {static_cast<uint32_t>(pid), 1, self_start_, 0, 0};
+    self_index_ = free_index;
+  }
+  return self_index_ >= 0;
+}
+
+void SharedLedger::Detach() {
+  Lock();
+  if (LedgerEntry* e = Self()) {
+    e->in_use = 0;
+    e->charged = 0;
+  }
+  self_index_ = -1;
+  Unlock();
+}
+
+uint64_t SharedLedger::TotalLocked() {
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < LedgerFile::kMaxEntries; ++i) {
+    if (file_->entries[i].in_use) {
+      total += file_->entries[i].charged;
+    }
+  }
+  return total;
+}
+
+int SharedLedger::ReapLocked() {
+  int n = 0;
+  for (uint32_t i = 0; i < LedgerFile::kMaxEntries; ++i) {
+    LedgerEntry& e = file_->entries[i];
+    if (!e.in_use || static_cast<int>(i) == self_index_) {
+      continue;
+    }
+    auto start = start_fn_(static_cast<pid_t>(e.pid));
+    if (!start || *start != e.start_time) {
+      e.in_use = 0;
+      e.charged = 0;
+      ++n;
+    }
+  }
+  file_->reaped += static_cast<uint64_t>(n);
+  file_->last_reap_ns = NowNs();
+  return n;
+}
+
+void SharedLedger::MaybeReapLocked() {
+  if (NowNs() - file_->last_reap_ns >= kReapIntervalNs) {
+    ReapLocked();
+  }
+}
+
+int SharedLedger::TryCharge(uint64_t bytes, uint64_t quota) {
+  Lock();
+  LedgerEntry* self = Self();
+  if (self == nullptr) {
+    Unlock();
+    return -ENOSPC;
+  }
+  uint64_t total = TotalLocked();
+  if (quota != 0 && (total + bytes > quota || total + bytes < total)) {
+    if (ReapLocked() > 0) {
+      total = TotalLocked();
+    }
+    if (total + bytes > quota || total + bytes < total) {
+      Unlock();
+      return -ENOSPC;
+    }
+  }
+  self->charged += bytes;
+  if (self->charged > self->peak) {
+    self->peak = self->charged;
+  }
+  if (total + bytes > file_->peak) {
+    file_->peak = total + bytes;
+  }
+  Unlock();
+  return 0;
+}
+
+void SharedLedger::ForceCharge(uint64_t bytes) {
+  Lock();
+  if (LedgerEntry* self = Self()) {
+    self->charged += bytes;
+    if (self->charged > self->peak) {
+      self->peak = self->charged;
+    }
+    uint64_t total = TotalLocked();
+    if (total > file_->peak) {
+      file_->peak = total;
+    }
+  }
+  Unlock();
+}
+
+void SharedLedger::Uncharge(uint64_t bytes) {
+  Lock();
+  if (LedgerEntry* self = Self()) {
+    self->charged = self->charged > bytes ? self->charged - bytes : 0;
+  }
+  Unlock();
+}
+
+uint64_t SharedLedger::Charged() {
+  Lock();
+  MaybeReapLocked();
+  uint64_t total = TotalLocked();
+  Unlock();
+  return total;
+}
+
+uint64_t SharedLedger::ChargedBy(pid_t pid) {
+  Lock();
+  uint64_t v = 0;
+  for (uint32_t i = 0; i < LedgerFile::kMaxEntries; ++i) {
+    const LedgerEntry& e = file_->entries[i];
+    if (e.in_use && e.pid == static_cast<uint32_t>(pid)) {
+      v = e.charged;
+    }
+  }
+  Unlock();
+  return v;
+}
+
+bool SharedLedger::IsMember(pid_t pid) {
+  Lock();
+  MaybeReapLocked();
+  bool found = false;
+  for (uint32_t i = 0; i < LedgerFile::kMaxEntries && !found; ++i) {
+    const LedgerEntry& e = file_->entries[i];
+    found = e.in_use && e.pid == static_cast<uint32_t>(pid);
+  }
+  Unlock();
+  return found;
+}
+
+uint64_t SharedLedger::Peak() {
+  Lock();
+  uint64_t v = file_->peak;
+  Unlock();
+  return v;
+}
+
+int SharedLedger::Reap() {
+  Lock();
+  int n = ReapLocked();
+  Unlock();
+  return n;
+}
+
+
+}  // namespace vgpu::shim

@@ -1,0 +1,107 @@
+// A slot's memory charges, shared by every process of the slot (a container may run a launcher
+// plus workers, each with its own copy of the shim and the filter core).
+//
+// The ledger is a small file beside the slot's config, mapped MAP_SHARED by each process: one
+// entry per process, keyed by (pid, start time), holding the bytes that process's RM objects
+// are charged. The slot's charge is the sum. A process that dies without cleaning up (SIGKILL,
+// OOM kill) leaves its entry behind; since the driver freed its memory when its files closed,
+// its entry is reaped as soon as /proc shows the pid gone, a zombie, or reused by a process
+// with another start time. Reaping runs before any refusal and at most once a second otherwise.
+//
+// Crash safety: entries are updated under a process-shared robust mutex; if a holder dies the
+// next locker marks the mutex consistent and carries on (every update is a single aligned
+// 64-bit store, so no entry is ever half-written).
+#pragma once
+
+#include <pthread.h>
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace vgpu::shim {
+
+// Start time of `pid` (field 22 of /proc/PID/stat, clock ticks since boot), or nullopt when
+// the process does not exist or is a zombie. Injectable for tests.
+using ProcStartFn = std::optional<uint64_t> (*)(pid_t pid);
+std::optional<uint64_t> ProcStartTime(pid_t pid);
+
+struct LedgerEntry {
+  uint32_t pid;
+  uint32_t in_use;
+  uint64_t start_time;
+  uint64_t charged;
+  uint64_t peak;
+};
+
+struct LedgerFile {
+  static constexpr uint64_t kMagic = 0x31524447444c4756ull;  // "VGLDGDR1"
+  static constexpr uint32_t kVersion = 1;
+  static constexpr uint32_t kMaxEntries = 1024;
+  uint64_t magic;
+  uint32_t version;
+  uint32_t max_entries;
+  pthread_mutex_t mu;  // robust, process-shared; guards everything below
+  uint64_t last_reap_ns;
+  uint64_t reaped;
+  uint64_t peak;  // highest slot total seen
+  LedgerEntry entries[kMaxEntries];
+};
+
+class SharedLedger {
+ public:
+  // Opens (creating if needed) the ledger at `path`. nullptr and *err on failure.
+  static std::unique_ptr<SharedLedger> Open(const std::string& path, std::string* err,
+                                            ProcStartFn start_fn = ProcStartTime);
+  ~SharedLedger();
+  SharedLedger(const SharedLedger&) = delete;
+  SharedLedger& operator=(const SharedLedger&) = delete;
+
+  // Makes this process (`pid`, default getpid()) a member. An existing entry with the same pid
+  // and start time belongs to this process's image before exec: its objects went with the
+  // files exec closed (libcuda opens them O_CLOEXEC), so its charge is reset. false when the
+  // table is full.
+  bool Attach(pid_t pid = 0);
+  // Removes this process's entry (clean exit). Its charge leaves the slot.
+  void Detach();
+
+  // Adds `bytes` to this process if quota == 0 or slot total + bytes <= quota; else -ENOSPC.
+  int TryCharge(uint64_t bytes, uint64_t quota);
+  void ForceCharge(uint64_t bytes);
+  void Uncharge(uint64_t bytes);
+  uint64_t Charged();                      // slot total
+  uint64_t ChargedBy(pid_t pid);           // one member's charge (0 if absent)
+  bool IsMember(pid_t pid);                // a live member of the slot
+  uint64_t Peak();
+  // Removes entries of dead processes now; returns how many.
+  int Reap();
+  // In a fork child (async-signal-safe, takes no lock): the child joins as a new member with
+  // nothing charged at its next ledger operation.
+  void MarkForked() { forked_.store(true, std::memory_order_relaxed); }
+
+  const std::string& path() const { return path_; }
+
+ private:
+  SharedLedger(std::string path, LedgerFile* file, ProcStartFn start_fn)
+      : path_(std::move(path)), file_(file), start_fn_(start_fn) {}
+  void Lock();
+  void Unlock();
+  LedgerEntry* Self();  // lock held; nullptr if not attached
+  bool AttachLocked(pid_t pid);
+  uint64_t TotalLocked();
+  int ReapLocked();
+  void MaybeReapLocked();
+
+  std::string path_;
+  LedgerFile* file_;
+  ProcStartFn start_fn_;
+  pid_t self_pid_ = 0;
+  uint64_t self_start_ = 0;
+  int self_index_ = -1;
+  std::atomic<bool> forked_{false};
+};
+
+}  // namespace vgpu::shim

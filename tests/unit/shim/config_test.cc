@@ -1,0 +1,134 @@
+#include "shim/preload/config.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <string>
+
+namespace vgpu::shim {
+namespace {
+
+TEST(ParseBytes, AcceptsPlainAndBinarySuffixes) {
+  EXPECT_EQ(ParseBytes("0"), 0u);
+  EXPECT_EQ(ParseBytes("4096"), 4096u);
+  EXPECT_EQ(ParseBytes("4G"), 4ull << 30);
+  EXPECT_EQ(ParseBytes("4GiB"), 4ull << 30);
+  EXPECT_EQ(ParseBytes("512M"), 512ull << 20);
+  EXPECT_EQ(ParseBytes("1T"), 1ull << 40);
+  EXPECT_EQ(ParseBytes(" 8k "), 8192u);
+}
+
+TEST(ParseBytes, RefusesGarbageAndOverflow) {
+  EXPECT_FALSE(ParseBytes(""));
+  EXPECT_FALSE(ParseBytes("G"));
+  EXPECT_FALSE(ParseBytes("1.5G"));
+  EXPECT_FALSE(ParseBytes("-1"));
+  EXPECT_FALSE(ParseBytes("4X"));
+  EXPECT_FALSE(ParseBytes("99999999999999999999"));
+  EXPECT_FALSE(ParseBytes("17179869184T"));  // 2^34 TiB overflows 64 bits
+}
+
+TEST(ParseConfigText, ReadsKeysCommentsAndExtras) {
+  SlotConfig cfg;
+  std::string err = ParseConfigText(cfg,
+                                    "# slot 7\n"
+                                    "memory_quota = 4G\n"
+                                    "managed=allow-uncounted  # trailing comment\n"
+                                    "policy = permissive\n"
+                                    "slot_id = 7\n"
+                                    "log = debug\n"
+                                    "core_percent = 30\n"
+                                    "\n");
+  ASSERT_EQ(err, "");
+  EXPECT_EQ(cfg.memory_quota, 4ull << 30);
+  EXPECT_EQ(cfg.managed, ManagedPolicy::kAllowUncounted);
+  EXPECT_EQ(cfg.unknown, UnknownPolicy::kPermissive);
+  EXPECT_EQ(cfg.slot_id, 7u);
+  EXPECT_EQ(cfg.log, LogLevel::kDebug);
+  EXPECT_EQ(cfg.extra.at("core_percent"), "30");
+}
+
+TEST(ParseConfigText, ErrorsNameTheLineAndKey) {
+  SlotConfig cfg;
+  EXPECT_EQ(ParseConfigText(cfg, "memory_quota = 4G\nmanaged = sometimes\n"),
+            "line 2: bad value 'sometimes' for managed (want refuse|allow-uncounted)");
+  EXPECT_EQ(ParseConfigText(cfg, "just words\n"), "line 1: expected key = value");
+  EXPECT_EQ(ParseConfigText(cfg, "ledger = relative/path\n"),
+            "line 1: bad value 'relative/path' for ledger (want an absolute path)");
+  EXPECT_EQ(ParseConfigText(cfg, " = 3\n"), "line 1: empty key");
+}
+
+std::map<std::string, std::string>* fake_env;
+const char* FakeGetenv(const char* name) {
+  auto it = fake_env->find(name);
+  return it == fake_env->end() ? nullptr : it->second.c_str();
+}
+
+class LoadSlotConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/vshim-config-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    fake_env = &env_;
+  }
+  void TearDown() override {
+    std::string cmd = "rm -rf " + dir_;
+    ASSERT_EQ(system(cmd.c_str()), 0);
+  }
+  std::string Write(const std::string& text) {
+    std::string path = dir_ + "/slot.conf";
+    std::ofstream(path) << text;
+    return path;
+  }
+  std::string dir_;
+  std::map<std::string, std::string> env_;
+};
+
+TEST_F(LoadSlotConfigTest, NothingConfiguredMeansUnlimitedAndNoLedger) {
+  SlotConfig cfg;
+  ASSERT_EQ(LoadSlotConfig(cfg, FakeGetenv), "");
+  EXPECT_EQ(cfg.memory_quota, 0u);
+  EXPECT_EQ(cfg.ledger_path, "");
+  EXPECT_EQ(cfg.unknown, UnknownPolicy::kStrict);
+}
+
+TEST_F(LoadSlotConfigTest, FileGivesLedgerBesideItAndEnvOverrides) {
+  env_["VGPU_CONFIG"] = Write("memory_quota = 8G\npolicy = permissive\n");
+  env_["VGPU_MEMORY_QUOTA"] = "4G";
+  env_["VGPU_MANAGED"] = "refuse";
+  SlotConfig cfg;
+  ASSERT_EQ(LoadSlotConfig(cfg, FakeGetenv), "");
+  EXPECT_EQ(cfg.memory_quota, 4ull << 30);
+  EXPECT_EQ(cfg.unknown, UnknownPolicy::kPermissive);
+  EXPECT_EQ(cfg.managed, ManagedPolicy::kRefuse);
+  EXPECT_EQ(cfg.ledger_path, dir_ + "/ledger");
+}
+
+TEST_F(LoadSlotConfigTest, BadEnvValueNamesTheVariable) {
+  env_["VGPU_POLICY"] = "lenient";
+  SlotConfig cfg;
+  EXPECT_EQ(LoadSlotConfig(cfg, FakeGetenv),
+            "VGPU_POLICY: bad value 'lenient' for policy (want strict|permissive)");
+}
+
+TEST_F(LoadSlotConfigTest, MissingFileIsAnError) {
+  env_["VGPU_CONFIG"] = dir_ + "/absent.conf";
+  SlotConfig cfg;
+  std::string err = LoadSlotConfig(cfg, FakeGetenv);
+  EXPECT_NE(err.find("cannot read VGPU_CONFIG=" + dir_ + "/absent.conf"), std::string::npos) << err;
+}
+
+TEST_F(LoadSlotConfigTest, BadFileLineIsAnErrorNamingTheFile) {
+  env_["VGPU_CONFIG"] = Write("memory_quota = lots\n");
+  SlotConfig cfg;
+  std::string err = LoadSlotConfig(cfg, FakeGetenv);
+  EXPECT_EQ(err, dir_ + "/slot.conf: line 1: bad value 'lots' for memory_quota (want bytes, "
+                        "optionally with K/M/G/T)");
+}
+
+}  // namespace
+}  // namespace vgpu::shim
