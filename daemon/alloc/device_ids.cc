@@ -1,0 +1,105 @@
+#include "vgpu/alloc/device_ids.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace vgpu::alloc {
+namespace {
+
+bool ParseU32(std::string_view s, uint32_t& out) {
+  if (s.empty() || (s.size() > 1 && s[0] == '0')) {
+    return false;
+  }
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+}  // namespace
+
+std::string_view ResourceKindName(ResourceKind kind) {
+  switch (kind) {
+    case ResourceKind::kCore:
+      return "vcuda-core";
+    case ResourceKind::kMemory:
+      return "vcuda-memory";
+    case ResourceKind::kWholeGpu:
+      return "vcuda-gpu";
+  }
+  return "unknown";
+}
+
+std::string FormatDeviceId(const DeviceId& id) {
+  if (id.kind == ResourceKind::kWholeGpu) {
+    return "vcuda-gpu" + std::to_string(id.gpu);
+  }
+  return std::string(ResourceKindName(id.kind)) + "-gpu" + std::to_string(id.gpu) + "-" +
+         std::to_string(id.unit);
+}
+
+Result<DeviceId> ParseDeviceId(std::string_view text, ResourceKind expected) {
+  auto bad = [&](std::string_view why) {
+    return InvalidArgumentError("device ID '" + std::string(text) + "' is not a " +
+                                std::string(ResourceKindName(expected)) + " ID: " +
+                                std::string(why));
+  };
+  DeviceId id{expected, 0, 0};
+  if (expected == ResourceKind::kWholeGpu) {
+    constexpr std::string_view prefix = "vcuda-gpu";
+    if (!text.starts_with(prefix) || !ParseU32(text.substr(prefix.size()), id.gpu)) {
+      return bad("expected vcuda-gpu<N>");
+    }
+    return id;
+  }
+  std::string prefix = std::string(ResourceKindName(expected)) + "-gpu";
+  if (!text.starts_with(prefix)) {
+    return bad("expected " + prefix + "<N>-<unit>");
+  }
+  std::string_view rest = text.substr(prefix.size());
+  size_t dash = rest.find('-');
+  if (dash == std::string_view::npos || !ParseU32(rest.substr(0, dash), id.gpu) ||
+      !ParseU32(rest.substr(dash + 1), id.unit)) {
+    return bad("expected " + prefix + "<N>-<unit>");
+  }
+  return id;
+}
+
+Result<IdSet> ParseIdSet(const std::vector<std::string>& ids, ResourceKind kind) {
+  if (ids.empty()) {
+    return InvalidArgumentError(std::string("no ") + std::string(ResourceKindName(kind)) +
+                                " device IDs in the request");
+  }
+  IdSet set{kind, 0, {}};
+  std::string first;
+  for (const std::string& text : ids) {
+    auto id = ParseDeviceId(text, kind);
+    if (!id.ok()) {
+      return id.status();
+    }
+    if (first.empty()) {
+      first = text;
+      set.gpu = id->gpu;
+    } else if (id->gpu != set.gpu) {
+      return InvalidArgumentError(std::string(ResourceKindName(kind)) + " IDs span GPUs: " +
+                                  first + " is on gpu" + std::to_string(set.gpu) + " but " +
+                                  text + " is on gpu" + std::to_string(id->gpu) +
+                                  "; one container gets one GPU's share");
+    }
+    set.units.push_back(id->unit);
+  }
+  std::sort(set.units.begin(), set.units.end());
+  auto dup = std::adjacent_find(set.units.begin(), set.units.end());
+  if (dup != set.units.end()) {
+    return InvalidArgumentError("device ID " + FormatDeviceId({kind, set.gpu, *dup}) +
+                                " appears twice in one request");
+  }
+  return set;
+}
+
+std::string SlotKey(uint32_t gpu, const std::vector<uint32_t>& units) {
+  return "g" + std::to_string(gpu) + "-m" + std::to_string(units.empty() ? 0 : units.front()) +
+         "-n" + std::to_string(units.size());
+}
+
+std::string WholeGpuSlotKey(uint32_t gpu) { return "g" + std::to_string(gpu) + "-whole"; }
+
+}  // namespace vgpu::alloc

@@ -1,0 +1,33 @@
+// The GPUs the manager shares, as the allocator needs them. They come from topology/: NVML over
+// sysfs discovery on a real node, or a recorded machine (topology fixture, "vgpu-topology/1")
+// for tests and the demo.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "vgpu/status.h"
+
+namespace vgpu::alloc {
+
+struct GpuInfo {
+  uint32_t index = 0;  // topology index; also the minor of /dev/nvidiaN on the node
+  std::string uuid;
+  uint64_t memory_bytes = 0;
+  int numa = -1;  // -1: unknown / no NUMA preference
+  std::string pci_bus_id;
+};
+
+struct Inventory {
+  std::vector<GpuInfo> gpus;
+  std::vector<std::string> notes;  // discovery's degraded modes, one log line each
+  std::string source;              // "fixture <path>" | "nvml+sysfs"
+};
+
+// A recorded machine (topology/include/vgpu/topology/fixture.h format).
+Result<Inventory> LoadGpuFixture(const std::string& path);
+// NVML merged over sysfs (topology/include/vgpu/topology/discovery.h).
+Result<Inventory> DiscoverNodeGpus();
+
+}  // namespace vgpu::alloc

@@ -1,0 +1,167 @@
+#include "vgpu/checkpoint/checkpoint.h"
+
+#include <zlib.h>
+
+#include <cerrno>
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "vgpu/slots/shim_backend.h"
+
+namespace vgpu::checkpoint {
+namespace {
+
+using nlohmann::json;
+constexpr std::string_view kFormat = "vgpu-manager-checkpoint";
+constexpr int kVersion = 1;
+
+uint32_t Crc32(std::string_view data) {
+  return static_cast<uint32_t>(
+      ::crc32(0L, reinterpret_cast<const Bytef*>(data.data()), static_cast<uInt>(data.size())));
+}
+
+json ToJson(const slots::SlotRecord& r) {
+  const slots::SlotConfig& c = r.config;
+  return json{{"id", c.id},
+              {"name", c.name},
+              {"gpu", c.gpu},
+              {"gpu_uuid", c.gpu_uuid},
+              {"memory_quota_bytes", c.memory_quota_bytes},
+              {"compute_share_percent", c.compute_share_percent},
+              {"managed_policy", slots::ManagedPolicyName(c.managed_policy)},
+              {"unknown_policy", slots::UnknownPolicyName(c.unknown_policy)},
+              {"exclusive", c.exclusive},
+              {"memory_ids", r.memory_ids},
+              {"core_ids", r.core_ids},
+              {"gpu_ids", r.gpu_ids},
+              {"pod_namespace", r.pod_namespace},
+              {"pod_name", r.pod_name},
+              {"container", r.container},
+              {"linked", r.linked},
+              {"manual", r.manual}};
+}
+
+Result<slots::SlotRecord> FromJson(const json& j) {
+  slots::SlotRecord r;
+  try {
+    slots::SlotConfig& c = r.config;
+    c.id = j.at("id").get<uint32_t>();
+    c.name = j.at("name").get<std::string>();
+    c.gpu = j.at("gpu").get<uint32_t>();
+    c.gpu_uuid = j.at("gpu_uuid").get<std::string>();
+    c.memory_quota_bytes = j.at("memory_quota_bytes").get<uint64_t>();
+    c.compute_share_percent = j.at("compute_share_percent").get<uint32_t>();
+    auto managed = slots::ParseManagedPolicy(j.at("managed_policy").get<std::string>());
+    auto unknown = slots::ParseUnknownPolicy(j.at("unknown_policy").get<std::string>());
+    if (!managed.ok()) {
+      return managed.status();
+    }
+    if (!unknown.ok()) {
+      return unknown.status();
+    }
+    c.managed_policy = *managed;
+    c.unknown_policy = *unknown;
+    c.exclusive = j.at("exclusive").get<bool>();
+    r.memory_ids = j.at("memory_ids").get<std::vector<std::string>>();
+    r.core_ids = j.at("core_ids").get<std::vector<std::string>>();
+    r.gpu_ids = j.at("gpu_ids").get<std::vector<std::string>>();
+    r.pod_namespace = j.at("pod_namespace").get<std::string>();
+    r.pod_name = j.at("pod_name").get<std::string>();
+    r.container = j.at("container").get<std::string>();
+    r.linked = j.at("linked").get<bool>();
+    r.manual = j.at("manual").get<bool>();
+  } catch (const json::exception& e) {  // exceptions stay inside the parser
+    return DataLossError(std::string("slot record: ") + e.what());
+  }
+  return r;
+}
+
+}  // namespace
+
+std::string Serialize(const std::vector<slots::SlotRecord>& records) {
+  json payload{{"slots", json::array()}};
+  for (const auto& r : records) {
+    payload["slots"].push_back(ToJson(r));
+  }
+  std::string dumped = payload.dump();
+  json doc{{"format", kFormat}, {"version", kVersion}, {"payload", payload},
+           {"crc32", Crc32(dumped)}};
+  return doc.dump(1) + "\n";
+}
+
+Result<std::vector<slots::SlotRecord>> Deserialize(std::string_view text) {
+  json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return DataLossError("not JSON");
+  }
+  if (doc.value("format", "") != kFormat) {
+    return DataLossError("format is not " + std::string(kFormat));
+  }
+  if (!doc.contains("version") || doc["version"] != kVersion) {
+    return DataLossError("unsupported version");
+  }
+  if (!doc.contains("payload") || !doc.contains("crc32") || !doc["crc32"].is_number_unsigned()) {
+    return DataLossError("payload or crc32 missing");
+  }
+  uint32_t want = doc["crc32"].get<uint32_t>();
+  uint32_t got = Crc32(doc["payload"].dump());
+  if (want != got) {
+    return DataLossError("crc32 mismatch: file says " + std::to_string(want) + ", payload has " +
+                         std::to_string(got));
+  }
+  const json& list = doc["payload"]["slots"];
+  if (!list.is_array()) {
+    return DataLossError("payload.slots is not an array");
+  }
+  std::vector<slots::SlotRecord> out;
+  for (const auto& j : list) {
+    auto r = FromJson(j);
+    if (!r.ok()) {
+      return r.status();
+    }
+    out.push_back(std::move(*r));
+  }
+  return out;
+}
+
+Status CheckpointStore::Save(const std::vector<slots::SlotRecord>& records) const {
+  return slots::WriteFileAtomically(path_, Serialize(records)).Annotate("checkpoint");
+}
+
+Result<LoadResult> CheckpointStore::Load() const {
+  LoadResult out;
+  std::ifstream in(path_, std::ios::binary);
+  if (!in) {
+    if (errno == ENOENT || !std::filesystem::exists(path_)) {
+      return out;
+    }
+    return ErrnoError("checkpoint: open " + path_.string(), errno);
+  }
+  out.found = true;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  auto records = Deserialize(ss.str());
+  if (records.ok()) {
+    out.records = std::move(*records);
+    return out;
+  }
+  // Keep the evidence; the caller rebuilds from live slots and the pod-resources API.
+  out.corrupt_reason = records.status().message();
+  auto secs = std::chrono::duration_cast<std::chrono::seconds>(
+                  std::chrono::system_clock::now().time_since_epoch())
+                  .count();
+  std::filesystem::path aside = path_;
+  aside += ".corrupt-" + std::to_string(secs);
+  std::error_code ec;
+  std::filesystem::rename(path_, aside, ec);
+  if (ec) {
+    return InternalError("checkpoint " + path_.string() + " is corrupt (" + out.corrupt_reason +
+                         ") and cannot be moved aside: " + ec.message());
+  }
+  out.kept_aside = aside;
+  return out;
+}
+
+}  // namespace vgpu::checkpoint

@@ -1,0 +1,42 @@
+// Shim backend: a slot is a directory <root>/<id>/ holding the config file that
+// libvgpu-shim.so reads (slot_config_file.h). The directory is the slot: it survives a manager
+// restart, so List() is how the manager reattaches.
+#pragma once
+
+#include <filesystem>
+#include <mutex>
+#include <string>
+
+#include "vgpu/slots/slot.h"
+
+namespace vgpu::slots {
+
+struct ShimBackendOptions {
+  std::filesystem::path root;     // <virtual-manager-path>/slots
+  std::string shim_library_host;  // host path of libvgpu-shim.so; empty = not mounted
+  std::string shim_library_container = "/usr/local/vgpu/libvgpu-shim.so";
+};
+
+class ShimSlotBackend final : public SlotBackend {
+ public:
+  explicit ShimSlotBackend(ShimBackendOptions options);
+  std::string_view Kind() const override { return "shim"; }
+  Result<uint32_t> Create(const SlotConfig& config) override;
+  Status Update(const SlotConfig& config) override;
+  Status Destroy(uint32_t id) override;
+  Result<std::vector<SlotConfig>> List() override;
+  ContainerEdits Edits(const SlotConfig& config) const override;
+
+  std::filesystem::path SlotDir(uint32_t id) const;
+
+ private:
+  Status WriteConfig(const SlotConfig& config);
+  ShimBackendOptions options_;
+  std::mutex mu_;  // serializes id choice and directory creation
+};
+
+// Writes `data` to `path` atomically: temp file in the same directory, fsync, rename, fsync of
+// the directory. Shared by the shim backend and the checkpoint.
+Status WriteFileAtomically(const std::filesystem::path& path, std::string_view data);
+
+}  // namespace vgpu::slots

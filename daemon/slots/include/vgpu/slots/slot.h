@@ -1,0 +1,78 @@
+// A slot is one tenant's view of one GPU: a memory quota, a compute share and two policies,
+// enforced either by vgpu.ko (kmod backend, uapi/vgpu_genl.h) or by libvgpu-shim.so reading the
+// slot's config directory (shim backend, slot_config_file.h). SlotBackend hides which.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vgpu/status.h"
+
+namespace vgpu::slots {
+
+// Mirrors enum vgpu_managed_policy (uapi/vgpu_genl.h): managed memory never reaches RM, so a
+// quota cannot count it; the slot refuses it or allows it uncounted, explicitly.
+enum class ManagedPolicy { kRefuse, kAllowUncounted };
+// Mirrors enum vgpu_unknown_policy: an escape/control/class the ABI table does not know.
+enum class UnknownPolicy { kRefuse, kAllowLog };
+
+std::string_view ManagedPolicyName(ManagedPolicy p);  // "refuse" | "allow-uncounted"
+std::string_view UnknownPolicyName(UnknownPolicy p);  // "refuse" | "allow-log"
+Result<ManagedPolicy> ParseManagedPolicy(std::string_view s);
+Result<UnknownPolicy> ParseUnknownPolicy(std::string_view s);
+
+// What a backend enforces for one slot.
+struct SlotConfig {
+  uint32_t id = 0;       // assigned by the backend at creation (kmod: the module's slot id)
+  std::string name;      // identity key derived from the memory IDs, e.g. "g0-m17-n8"
+  uint32_t gpu = 0;      // minor of the real /dev/nvidiaN
+  std::string gpu_uuid;  // informational, for env and logs
+  uint64_t memory_quota_bytes = 0;
+  uint32_t compute_share_percent = 100;  // 1..100
+  ManagedPolicy managed_policy = ManagedPolicy::kRefuse;
+  UnknownPolicy unknown_policy = UnknownPolicy::kRefuse;
+  bool exclusive = false;  // whole-GPU slot
+
+  bool operator==(const SlotConfig&) const = default;
+};
+
+struct DeviceNode {
+  std::string host_path;
+  std::string container_path;
+  std::string permissions = "rw";
+  bool operator==(const DeviceNode&) const = default;
+};
+
+struct BindMount {
+  std::string host_path;
+  std::string container_path;
+  bool read_only = true;
+  bool operator==(const BindMount&) const = default;
+};
+
+// How a container reaches its slot: device nodes, mounts, environment.
+struct ContainerEdits {
+  std::vector<DeviceNode> devices;
+  std::vector<BindMount> mounts;
+  std::map<std::string, std::string> envs;
+};
+
+class SlotBackend {
+ public:
+  virtual ~SlotBackend() = default;
+  virtual std::string_view Kind() const = 0;  // "kmod" | "shim" | "fake"
+  // Creates the slot described by `config` (its id is ignored) and returns the new slot's id.
+  virtual Result<uint32_t> Create(const SlotConfig& config) = 0;
+  // Replaces quota, share and policies of slot `config.id`.
+  virtual Status Update(const SlotConfig& config) = 0;
+  // Destroys slot `id`. A slot with processes still attached fails with kUnavailable.
+  virtual Status Destroy(uint32_t id) = 0;
+  // Every live slot, in id order.
+  virtual Result<std::vector<SlotConfig>> List() = 0;
+  virtual ContainerEdits Edits(const SlotConfig& config) const = 0;
+};
+
+}  // namespace vgpu::slots
