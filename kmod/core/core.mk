@@ -1,0 +1,11 @@
+# SPDX-License-Identifier: GPL-2.0
+# Kbuild fragment: the filter core's objects, relative to kmod/, appended to vgpu.ko by
+# kmod/Kbuild (-include $(src)/core/core.mk). Keep in step with core/CMakeLists.txt.
+vgpu-y += core/fmt.o core/slot.o core/objects.o core/dispatch.o \
+	  core/rm_alloc.o core/rm_control.o core/views.o core/tables_580.o
+
+# The share controller (kmod/core/sched, the compute engineer's) when present.
+ifneq ($(wildcard $(src)/core/sched/sched.mk),)
+include $(src)/core/sched/sched.mk
+vgpu-y += $(vcore-sched-y)
+endif

@@ -1,0 +1,554 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * dispatch.c - the ioctl entry points: decode (nr, size) the way
+ * nvidia_ioctl does (nv.c:2375-2783, abi.md §1.3), unwrap
+ * NV_ESC_IOCTL_XFER_CMD, look the escape up in the version's table, run its
+ * handler on a private copy, and after the real call run the post step.
+ */
+#include "vcore_internal.h"
+#include "abi/nv_escape.h"
+#include "abi/nvstatus.h"
+#include "abi/uvm.h"
+
+/* ---- little-endian field access on private copies ---- */
+
+vcore_u32 vcore_rd32(const void *p, vcore_u32 off)
+{
+	vcore_u32 v;
+
+	vcore_memcpy(&v, (const vcore_u8 *)p + off, sizeof(v));
+	return v;
+}
+
+vcore_u64 vcore_rd64(const void *p, vcore_u32 off)
+{
+	vcore_u64 v;
+
+	vcore_memcpy(&v, (const vcore_u8 *)p + off, sizeof(v));
+	return v;
+}
+
+void vcore_wr32(void *p, vcore_u32 off, vcore_u32 v)
+{
+	vcore_memcpy((vcore_u8 *)p + off, &v, sizeof(v));
+}
+
+void vcore_wr64(void *p, vcore_u32 off, vcore_u64 v)
+{
+	vcore_memcpy((vcore_u8 *)p + off, &v, sizeof(v));
+}
+
+int vcore_user_read(struct vcore_call *call, void *dst, vcore_uptr_t src,
+		    vcore_size_t n)
+{
+	if (!n)
+		return 0;
+	if (src + n < src)
+		return -VCORE_EFAULT;
+	return call->slot->ops->copy_from_user(call->ctx.uctx, dst, src, n) ?
+		       -VCORE_EFAULT :
+		       0;
+}
+
+int vcore_user_write(struct vcore_call *call, vcore_uptr_t dst,
+		     const void *src, vcore_size_t n)
+{
+	if (!n)
+		return 0;
+	if (dst + n < dst)
+		return -VCORE_EFAULT;
+	return call->slot->ops->copy_to_user(call->ctx.uctx, dst, src, n) ?
+		       -VCORE_EFAULT :
+		       0;
+}
+
+int vcore_reply_u32(struct vcore_call *call, vcore_u32 off, vcore_u32 *out)
+{
+	return vcore_user_read(call, out, call->arg + off, sizeof(*out));
+}
+
+/* ---- buffers and fd fields ---- */
+
+int vcore_copy_arg(struct vcore_call *call)
+{
+	void *buf;
+
+	if (call->argbuf)
+		return 0;
+	if (call->size <= VCORE_INLINE_ARG) {
+		buf = call->inline_arg;
+	} else {
+		buf = call->slot->ops->zalloc(call->slot->priv, call->size);
+		if (!buf)
+			return -VCORE_ENOMEM;
+		call->owned[call->argidx] = buf;
+	}
+	if (vcore_user_read(call, buf, call->arg, call->size))
+		return -VCORE_EFAULT;
+	call->argbuf = buf;
+	call->bufs[call->argidx].copied = 1;
+	call->bufs[call->argidx].priv = buf;
+	return 0;
+}
+
+int vcore_add_buf(struct vcore_call *call, int parent, vcore_u32 ptr_off,
+		  vcore_uptr_t uaddr, vcore_u32 len, vcore_bool copy)
+{
+	struct vcore_buf_info *b;
+	unsigned int i = call->n_bufs;
+	void *priv;
+
+	if (i >= VCORE_CALL_MAX_BUFS)
+		return -VCORE_E2BIG;
+	if (copy && len > VCORE_MAX_ALLOC)
+		return -VCORE_E2BIG;
+	b = &call->bufs[i];
+	b->parent = parent;
+	b->ptr_off = ptr_off;
+	b->uaddr = uaddr;
+	b->len = len;
+	b->copied = 0;
+	b->priv = VCORE_NULL;
+	call->n_bufs++;
+	if (!copy || !len)
+		return (int)i;
+	priv = call->slot->ops->zalloc(call->slot->priv, len);
+	if (!priv)
+		return -VCORE_ENOMEM;
+	call->owned[i] = priv;
+	if (vcore_user_read(call, priv, uaddr, len))
+		return -VCORE_EFAULT;
+	b->copied = 1;
+	b->priv = priv;
+	return (int)i;
+}
+
+int vcore_copy_buf(struct vcore_call *call, unsigned int i)
+{
+	struct vcore_buf_info *b = &call->bufs[i];
+	void *priv;
+
+	if (b->copied)
+		return 0;
+	if (b->len > VCORE_MAX_ALLOC)
+		return -VCORE_E2BIG;
+	priv = call->slot->ops->zalloc(call->slot->priv, b->len ? b->len : 1);
+	if (!priv)
+		return -VCORE_ENOMEM;
+	call->owned[i] = priv;
+	if (vcore_user_read(call, priv, b->uaddr, b->len))
+		return -VCORE_EFAULT;
+	b->copied = 1;
+	b->priv = priv;
+	return 0;
+}
+
+void vcore_add_fd(struct vcore_call *call, vcore_uptr_t uaddr, vcore_s32 value,
+		  enum vcore_fd_kind kind)
+{
+	struct vcore_fd_field *f;
+
+	if (call->n_fds >= VCORE_CALL_MAX_FDS)
+		return;
+	f = &call->fds[call->n_fds++];
+	f->uaddr = uaddr;
+	f->value = value;
+	f->kind = kind;
+}
+
+/* ---- refusals ---- */
+
+static void log_refusal(struct vcore_call *call)
+{
+	vcore_logf(call->slot, VCORE_LOG_INFO,
+		   "pid %u: refused nr 0x%x size %u cmd/class 0x%x: %s (%s %d)",
+		   call->ctx.pid, call->nr, call->size, call->cmd,
+		   call->reason,
+		   call->verdict == VCORE_REFUSE_STATUS ? "status" : "errno",
+		   call->verdict == VCORE_REFUSE_STATUS ? (int)call->rm_status :
+							  call->err);
+}
+
+enum vcore_verdict vcore_refuse_errno(struct vcore_call *call, int err,
+				      const char *reason)
+{
+	call->verdict = VCORE_REFUSE_ERRNO;
+	call->err = err;
+	call->reason = reason;
+	return call->verdict;
+}
+
+/*
+ * Refuse the way RM refuses: status in the struct, ioctl returns 0
+ * (abi.md §4.3). The status goes to the effective argument (the XFER
+ * payload when wrapped), or into the control's own struct.
+ */
+enum vcore_verdict vcore_refuse_status(struct vcore_call *call,
+				       vcore_u32 status, const char *reason)
+{
+	const struct vcore_esc_row *row = call->esc;
+
+	if (!row || (row->flags & VCORE_ESC_NO_STATUS) ||
+	    vcore_user_write(call, call->arg + call->status_off, &status,
+			     sizeof(status)))
+		return vcore_refuse_errno(call, -VCORE_EFAULT, reason);
+	call->verdict = VCORE_REFUSE_STATUS;
+	call->rm_status = status;
+	call->reason = reason;
+	return call->verdict;
+}
+
+enum vcore_verdict vcore_policy_unknown(struct vcore_call *call,
+					struct vcore_unknown_list *list,
+					vcore_u32 number, int strict_errno,
+					vcore_u32 strict_status,
+					const char *what)
+{
+	enum vcore_unknown_policy policy;
+
+	vcore_lock(call->slot);
+	vcore_count_unknown_locked(list, number);
+	policy = call->slot->cfg.unknown_policy;
+	vcore_unlock(call->slot);
+	if (policy == VCORE_UNKNOWN_PERMISSIVE) {
+		vcore_logf(call->slot, VCORE_LOG_DEBUG,
+			   "pid %u: forwarding unknown %s 0x%x (permissive)",
+			   call->ctx.pid, what, number);
+		return VCORE_FORWARD;
+	}
+	if (strict_errno)
+		return vcore_refuse_errno(call, strict_errno, what);
+	return vcore_refuse_status(call, strict_status, what);
+}
+
+/* ---- generic escape handlers ---- */
+
+/* Size-checked pass: most escapes need nothing but the size check. */
+enum vcore_verdict vcore_esc_pass(struct vcore_call *call)
+{
+	(void)call;
+	return VCORE_FORWARD;
+}
+
+/* CONFIG_GET/SET, EXPORT/IMPORT_OBJECT_TO_FD and friends: RmIoctl has no
+ * case for them in 580 (abi.md §2), so the driver fails them anyway. */
+enum vcore_verdict vcore_esc_no_driver_handler(struct vcore_call *call)
+{
+	return vcore_refuse_errno(call, -VCORE_EINVAL,
+				  "escape has no handler in the 580 driver");
+}
+
+/* Registry writes, lockless diagnostics, NUMA status: root-only, and
+ * node-wide in effect, so never from a tenant. */
+enum vcore_verdict vcore_esc_privileged(struct vcore_call *call)
+{
+	return vcore_refuse_errno(call, -VCORE_EPERM,
+				  "node-wide privileged escape");
+}
+
+/* NV_ESC_REGISTER_FD: ctl_fd is fget()-ed as a real ctl (escape.c:876). */
+enum vcore_verdict vcore_esc_register_fd(struct vcore_call *call)
+{
+	vcore_add_fd(call, call->arg, (vcore_s32)vcore_rd32(call->argbuf, 0),
+		     VCORE_FD_NV_CTL);
+	return VCORE_FORWARD;
+}
+
+/* NV_ESC_RM_MAP_MEMORY: the wrapper fd gets the mmap context
+ * (nv-usermap.c:45, abi.md §9.3). */
+enum vcore_verdict vcore_esc_map_memory(struct vcore_call *call)
+{
+	vcore_add_fd(call, call->arg + 48,
+		     (vcore_s32)vcore_rd32(call->argbuf, 48), VCORE_FD_NV_ANY);
+	return VCORE_FORWARD;
+}
+
+/* NV_ESC_RM_GET_EVENT_DATA: the kernel writes a 16-byte event at pEvent. */
+enum vcore_verdict vcore_esc_get_event_data(struct vcore_call *call)
+{
+	vcore_uptr_t p = vcore_rd64(call->argbuf, 0);
+
+	if (p)
+		vcore_add_buf(call, (int)call->argidx, 0, p, NV_UNIX_EVENT_SIZE,
+			      0);
+	return VCORE_FORWARD;
+}
+
+/* NV_ESC_RM_IDLE_CHANNELS: three nested handle arrays of numChannels. */
+enum vcore_verdict vcore_esc_idle_channels(struct vcore_call *call)
+{
+	vcore_u32 n = vcore_rd32(call->argbuf, 12), i;
+
+	if (n > 4096)
+		return vcore_refuse_status(call, NV_ERR_INVALID_ARGUMENT,
+					   "IDLE_CHANNELS count too large");
+	for (i = 0; i < 3; i++) {
+		vcore_uptr_t p = vcore_rd64(call->argbuf, 16 + 8 * i);
+
+		if (p && n)
+			vcore_add_buf(call, (int)call->argidx, 16 + 8 * i, p,
+				      n * 4, 0);
+	}
+	return VCORE_FORWARD;
+}
+
+/* ---- UVM ---- */
+
+static enum vcore_verdict uvm_pre(struct vcore_call *call)
+{
+	const struct vcore_uvm_row *row;
+
+	call->nr = call->req;
+	call->size = 0;
+	row = vcore_abi_uvm(call->slot->abi, call->req);
+	if (!row)
+		return vcore_policy_unknown(call,
+					    &call->slot->stats.unknown_escapes,
+					    call->req, -VCORE_EINVAL, 0,
+					    "unknown nvidia-uvm ioctl");
+	call->size = row->size;
+	vcore_add_buf(call, -1, 0, call->arg, row->size, 0);
+	if (call->req == UVM_MM_INITIALIZE) {
+		UVM_MM_INITIALIZE_PARAMS p;
+
+		if (vcore_user_read(call, &p, call->arg, sizeof(p)))
+			return vcore_refuse_errno(call, -VCORE_EFAULT,
+						  "UVM_MM_INITIALIZE unreadable");
+		vcore_add_fd(call, call->arg, p.uvmFd, VCORE_FD_UVM);
+	}
+	return VCORE_FORWARD;
+}
+
+/* ---- the entry points ---- */
+
+static vcore_bool size_ok(const struct vcore_esc_row *row, vcore_u32 size)
+{
+	if (row->flags & VCORE_ESC_SIZE_MULTIPLE)
+		return size && row->size && size % row->size == 0;
+	return size == row->size || (row->alt_size && size == row->alt_size);
+}
+
+/* NV_ESC_IOCTL_XFER_CMD: nv.c:2406-2430 swaps in cmd/size/ptr once. */
+static enum vcore_verdict unwrap_xfer(struct vcore_call *call)
+{
+	nv_ioctl_xfer_t x;
+
+	if (call->size != sizeof(x))
+		return vcore_refuse_errno(call, -VCORE_EINVAL,
+					  "XFER with outer size != 16");
+	if (vcore_user_read(call, &x, call->arg, sizeof(x)))
+		return vcore_refuse_errno(call, -VCORE_EFAULT,
+					  "XFER header unreadable");
+	if (x.size > NV_ABSOLUTE_MAX_IOCTL_SIZE)
+		return vcore_refuse_errno(call, -VCORE_EINVAL,
+					  "XFER payload over 16384 bytes");
+	if (x.cmd > 0xff || x.cmd == NV_ESC_IOCTL_XFER_CMD)
+		return vcore_refuse_errno(call, -VCORE_EINVAL,
+					  "XFER inside XFER or bad inner cmd");
+	call->xfer = 1;
+	call->nr = x.cmd;
+	call->size = x.size;
+	call->arg = x.ptr;
+	/* The payload is buffer 1: its pointer sits at offset 8 of the
+	 * 16-byte header (buffer 0). */
+	call->bufs[0].len = sizeof(x);
+	if (vcore_add_buf(call, 0, 8, x.ptr, x.size, 0) != 1)
+		return vcore_refuse_errno(call, -VCORE_EFAULT, "XFER");
+	/* From here on "the argument" is the payload. */
+	call->argidx = 1;
+	return VCORE_FORWARD;
+}
+
+enum vcore_verdict vcore_pre(struct vcore_file *file, vcore_u32 req,
+			     vcore_uptr_t arg, const struct vcore_call_ctx *ctx,
+			     struct vcore_call **callp)
+{
+	struct vcore_slot *slot = file->slot;
+	const struct vcore_esc_row *row;
+	struct vcore_call *call;
+	enum vcore_verdict v;
+	int err;
+
+	call = slot->ops->zalloc(slot->priv, sizeof(*call));
+	*callp = call;
+	if (!call)
+		return VCORE_REFUSE_ERRNO;
+	call->slot = slot;
+	call->file = file;
+	if (ctx)
+		call->ctx = *ctx;
+	call->req = req;
+	call->arg = arg;
+	call->params_buf = -1;
+	call->verdict = VCORE_FORWARD;
+	call->reason = "";
+
+	vcore_lock(slot);
+	slot->stats.ioctls++;
+	vcore_note_pid_locked(slot, call->ctx.pid);
+	vcore_unlock(slot);
+
+	if (file->kind == VCORE_FILE_UVM) {
+		v = uvm_pre(call);
+		goto out;
+	}
+	call->nr = VCORE_IOC_NR(req);
+	call->size = VCORE_IOC_SIZE(req);
+	vcore_add_buf(call, -1, 0, arg, call->size, 0);
+	if (call->nr == NV_ESC_IOCTL_XFER_CMD) {
+		v = unwrap_xfer(call);
+		if (v != VCORE_FORWARD)
+			goto malformed;
+	}
+	row = vcore_abi_esc(slot->abi, call->nr);
+	if (!row) {
+		v = vcore_policy_unknown(call, &slot->stats.unknown_escapes,
+					 call->nr, -VCORE_EINVAL, 0,
+					 "unknown escape");
+		goto out;
+	}
+	call->esc = row;
+	call->status_off = row->status_off;
+	if (!size_ok(row, call->size)) {
+		/* RmIoctl checks dataSize per escape: -EINVAL. */
+		v = vcore_refuse_errno(call, -VCORE_EINVAL,
+				       "wrong size for escape");
+		goto malformed;
+	}
+	if (row->pre != vcore_esc_pass &&
+	    row->pre != vcore_esc_no_driver_handler &&
+	    row->pre != vcore_esc_privileged) {
+		err = vcore_copy_arg(call);
+		if (err) {
+			v = vcore_refuse_errno(call, err,
+					       "argument unreadable");
+			goto malformed;
+		}
+	}
+	v = row->pre(call);
+	goto out;
+
+malformed:
+	vcore_lock(slot);
+	slot->stats.malformed++;
+	vcore_unlock(slot);
+out:
+	call->verdict = v;
+	if (v == VCORE_REFUSE_STATUS || v == VCORE_REFUSE_ERRNO) {
+		vcore_lock(slot);
+		slot->stats.denied++;
+		vcore_unlock(slot);
+		log_refusal(call);
+	}
+	return v;
+}
+
+static void call_free(struct vcore_call *call)
+{
+	struct vcore_slot *slot = call->slot;
+	unsigned int i;
+
+	for (i = 0; i < VCORE_CALL_MAX_BUFS; i++)
+		slot->ops->free(slot->priv, call->owned[i]);
+	slot->ops->free(slot->priv, call->new_obj);
+	slot->ops->free(slot->priv, call);
+}
+
+/* Undo what pre reserved when the call did not reach a successful post. */
+static void call_unwind(struct vcore_call *call)
+{
+	if (call->reserved) {
+		vcore_lock(call->slot);
+		vcore_charge_refund(call->slot, call->reserved);
+		vcore_unlock(call->slot);
+		call->reserved = 0;
+	}
+}
+
+int vcore_post(struct vcore_call *call, int rc)
+{
+	int ret;
+
+	if (!call)
+		return -VCORE_ENOMEM;
+	switch (call->verdict) {
+	case VCORE_REFUSE_STATUS:
+		ret = 0;
+		goto unwind;
+	case VCORE_REFUSE_ERRNO:
+		ret = call->err ? call->err : -VCORE_EINVAL;
+		goto unwind;
+	default:
+		break;
+	}
+	ret = rc;
+	if (rc)
+		goto unwind;
+	switch (call->post) {
+	case VCORE_POST_ALLOC:
+		ret = vcore_post_alloc(call);
+		break;
+	case VCORE_POST_FREE:
+		ret = vcore_post_free(call);
+		break;
+	case VCORE_POST_DUP:
+		ret = vcore_post_dup(call);
+		break;
+	case VCORE_POST_VHC_INFO:
+		ret = vcore_post_vhc_info(call);
+		break;
+	case VCORE_POST_CTRL:
+		ret = call->ctrl_post ? call->ctrl_post(call) : 0;
+		break;
+	default:
+		break;
+	}
+unwind:
+	call_unwind(call);
+	call_free(call);
+	return ret;
+}
+
+/* ---- accessors ---- */
+
+const char *vcore_call_reason(const struct vcore_call *call)
+{
+	return call ? call->reason : "out of memory";
+}
+
+vcore_u32 vcore_call_nr(const struct vcore_call *call)
+{
+	return call ? call->nr : 0;
+}
+
+vcore_u32 vcore_call_cmd(const struct vcore_call *call)
+{
+	return call ? call->cmd : 0;
+}
+
+unsigned int vcore_call_fd_count(const struct vcore_call *call)
+{
+	return call ? call->n_fds : 0;
+}
+
+const struct vcore_fd_field *vcore_call_fd(const struct vcore_call *call,
+					   unsigned int i)
+{
+	if (!call || i >= call->n_fds)
+		return VCORE_NULL;
+	return &call->fds[i];
+}
+
+unsigned int vcore_call_buffer_count(const struct vcore_call *call)
+{
+	return call ? call->n_bufs : 0;
+}
+
+int vcore_call_buffer(const struct vcore_call *call, unsigned int i,
+		      struct vcore_buf_info *out)
+{
+	if (!call || i >= call->n_bufs)
+		return -VCORE_ENOENT;
+	*out = call->bufs[i];
+	return 0;
+}

@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * objects.c - the per-slot RM object table: (client, handle) -> class,
+ * parent, charge. Freeing an object frees its subtree, as RM does
+ * (NVOS00 frees "all children", abi.md §3; gVisor keeps the same tree in
+ * nvproxy/object.go). Every function here runs under slot->lock.
+ */
+#include "vcore_internal.h"
+#include "abi/classes.h"
+
+static vcore_u32 bucket_of(vcore_u32 h_client, vcore_u32 h_object)
+{
+	vcore_u32 h = h_client * 0x9e3779b1u ^ h_object * 0x85ebca6bu;
+
+	return (h ^ (h >> 15)) & (VCORE_OBJ_BUCKETS - 1);
+}
+
+struct vcore_obj *vcore_obj_find_locked(struct vcore_slot *slot,
+					vcore_u32 h_client, vcore_u32 h_object)
+{
+	struct vcore_obj *o = slot->buckets[bucket_of(h_client, h_object)];
+
+	for (; o; o = o->hnext)
+		if (o->h_client == h_client && o->h_object == h_object)
+			return o;
+	return VCORE_NULL;
+}
+
+static vcore_bool is_channel(vcore_u32 cls)
+{
+	return (cls & 0xffu) == 0x6f && cls >= 0xa06f;
+}
+
+static vcore_bool is_tsg(vcore_u32 cls)
+{
+	return cls == KEPLER_CHANNEL_GROUP_A;
+}
+
+static void hash_unlink(struct vcore_slot *slot, struct vcore_obj *obj)
+{
+	struct vcore_obj **pp =
+		&slot->buckets[bucket_of(obj->h_client, obj->h_object)];
+
+	for (; *pp; pp = &(*pp)->hnext) {
+		if (*pp == obj) {
+			*pp = obj->hnext;
+			return;
+		}
+	}
+}
+
+static void tree_unlink(struct vcore_obj *obj)
+{
+	struct vcore_obj **pp;
+
+	if (!obj->parent)
+		return;
+	for (pp = &obj->parent->child; *pp; pp = &(*pp)->sibling) {
+		if (*pp == obj) {
+			*pp = obj->sibling;
+			break;
+		}
+	}
+	obj->parent = VCORE_NULL;
+	obj->sibling = VCORE_NULL;
+}
+
+/*
+ * A freed object whose memory is still referenced by a dup keeps the
+ * memory alive in RM: hand the charge to one surviving dup instead of
+ * refunding it.
+ */
+static vcore_bool pass_charge_to_dup(struct vcore_slot *slot,
+				     struct vcore_obj *obj)
+{
+	vcore_u32 b;
+
+	if (!slot->n_dups)
+		return 0;
+	for (b = 0; b < VCORE_OBJ_BUCKETS; b++) {
+		struct vcore_obj *o;
+
+		for (o = slot->buckets[b]; o; o = o->hnext) {
+			if (o->dup_src == obj) {
+				o->charged += obj->charged;
+				obj->charged = 0;
+				return 1;
+			}
+		}
+	}
+	return 0;
+}
+
+static void clear_dup_links(struct vcore_slot *slot, struct vcore_obj *obj)
+{
+	vcore_u32 b;
+
+	if (!slot->n_dups)
+		return;
+	for (b = 0; b < VCORE_OBJ_BUCKETS; b++) {
+		struct vcore_obj *o;
+
+		for (o = slot->buckets[b]; o; o = o->hnext) {
+			if (o->dup_src == obj) {
+				o->dup_src = VCORE_NULL;
+				slot->n_dups--;
+			}
+		}
+	}
+}
+
+static void release_one(struct vcore_slot *slot, struct vcore_obj *obj)
+{
+	if (obj->charged && !pass_charge_to_dup(slot, obj))
+		vcore_charge_refund(slot, obj->charged);
+	clear_dup_links(slot, obj);
+	if (obj->dup_src) {
+		obj->dup_src = VCORE_NULL;
+		slot->n_dups--;
+	}
+	if (is_tsg(obj->cls)) {
+		slot->stats.tsgs--;
+		slot->tsg_gen++;
+	}
+	if (is_channel(obj->cls)) {
+		if (obj->parent && is_tsg(obj->parent->cls) &&
+		    obj->parent->n_channels)
+			obj->parent->n_channels--;
+		slot->tsg_gen++;
+	}
+	if (!obj->parent)
+		slot->stats.clients--;
+	slot->stats.objects--;
+	hash_unlink(slot, obj);
+	tree_unlink(obj);
+	slot->ops->free(slot->priv, obj);
+}
+
+/* Iterative post-order walk: the tree depth is attacker-controlled. */
+void vcore_obj_free_tree_locked(struct vcore_slot *slot, struct vcore_obj *obj)
+{
+	struct vcore_obj *cur = obj;
+
+	for (;;) {
+		struct vcore_obj *parent;
+
+		while (cur->child)
+			cur = cur->child;
+		if (cur == obj)
+			break;
+		parent = cur->parent;
+		release_one(slot, cur);
+		cur = parent;
+	}
+	release_one(slot, obj);
+}
+
+void vcore_obj_insert_locked(struct vcore_slot *slot, struct vcore_obj *obj,
+			     vcore_u32 h_parent)
+{
+	struct vcore_obj *old, *parent = VCORE_NULL;
+	vcore_u32 b;
+
+	old = vcore_obj_find_locked(slot, obj->h_client, obj->h_object);
+	if (old) {
+		/* The stale tree may hold the dup source: drop the link
+		 * rather than keep a pointer into freed memory. */
+		obj->dup_src = VCORE_NULL;
+		vcore_obj_free_tree_locked(slot, old);
+	}
+	if (obj->h_object != obj->h_client) {
+		parent = vcore_obj_find_locked(slot, obj->h_client, h_parent);
+		if (!parent)
+			parent = vcore_obj_find_locked(slot, obj->h_client,
+						       obj->h_client);
+	}
+	obj->parent = parent;
+	if (parent) {
+		obj->sibling = parent->child;
+		parent->child = obj;
+	} else {
+		slot->stats.clients++;
+	}
+	b = bucket_of(obj->h_client, obj->h_object);
+	obj->hnext = slot->buckets[b];
+	slot->buckets[b] = obj;
+	slot->stats.objects++;
+	if (obj->dup_src)
+		slot->n_dups++;
+	if (is_tsg(obj->cls)) {
+		slot->stats.tsgs++;
+		slot->tsg_gen++;
+	}
+	if (is_channel(obj->cls)) {
+		if (parent && is_tsg(parent->cls))
+			parent->n_channels++;
+		slot->tsg_gen++;
+	}
+}
+
+void vcore_obj_free_file_clients_locked(struct vcore_slot *slot,
+					struct vcore_file *file)
+{
+	vcore_u32 b;
+
+	for (b = 0; b < VCORE_OBJ_BUCKETS; b++) {
+		struct vcore_obj *o = slot->buckets[b];
+
+		while (o) {
+			if (!o->parent && o->owner == file) {
+				vcore_obj_free_tree_locked(slot, o);
+				o = slot->buckets[b];	/* chain changed */
+				continue;
+			}
+			o = o->hnext;
+		}
+	}
+}
+
+void vcore_obj_free_all_locked(struct vcore_slot *slot)
+{
+	vcore_u32 b;
+
+	for (b = 0; b < VCORE_OBJ_BUCKETS; b++) {
+		while (slot->buckets[b]) {
+			struct vcore_obj *o = slot->buckets[b];
+
+			while (o->parent)
+				o = o->parent;
+			vcore_obj_free_tree_locked(slot, o);
+		}
+	}
+}
+
+/* ---- TSG registry ---- */
+
+int vcore_slot_for_each_tsg(struct vcore_slot *slot, vcore_tsg_fn fn,
+			    void *arg)
+{
+	int ret = 0;
+	vcore_u32 b;
+
+	vcore_lock(slot);
+	for (b = 0; b < VCORE_OBJ_BUCKETS && !ret; b++) {
+		struct vcore_obj *o;
+
+		for (o = slot->buckets[b]; o && !ret; o = o->hnext) {
+			struct vcore_tsg_info info;
+			struct vcore_obj *client = o;
+
+			if (!is_tsg(o->cls))
+				continue;
+			while (client->parent)
+				client = client->parent;
+			info.h_client = o->h_client;
+			info.h_device = o->parent ? o->parent->h_object : 0;
+			info.h_tsg = o->h_object;
+			info.tsg_class = o->cls;
+			info.engine_type = o->engine_type;
+			info.n_channels = o->n_channels;
+			info.pid = o->pid;
+			info.file = client->owner;
+			ret = fn(arg, &info);
+		}
+	}
+	vcore_unlock(slot);
+	return ret;
+}
+
+int vcore_slot_for_each_channel(struct vcore_slot *slot, vcore_channel_fn fn,
+				void *arg)
+{
+	int ret = 0;
+	vcore_u32 b;
+
+	vcore_lock(slot);
+	for (b = 0; b < VCORE_OBJ_BUCKETS && !ret; b++) {
+		struct vcore_obj *o;
+
+		for (o = slot->buckets[b]; o && !ret; o = o->hnext) {
+			struct vcore_channel_info info;
+
+			if (!is_channel(o->cls))
+				continue;
+			info.h_client = o->h_client;
+			info.h_tsg = o->parent && is_tsg(o->parent->cls) ?
+					     o->parent->h_object :
+					     0;
+			info.h_channel = o->h_object;
+			info.channel_class = o->cls;
+			ret = fn(arg, &info);
+		}
+	}
+	vcore_unlock(slot);
+	return ret;
+}
+
+vcore_u64 vcore_slot_tsg_generation(struct vcore_slot *slot)
+{
+	vcore_u64 gen;
+
+	vcore_lock(slot);
+	gen = slot->tsg_gen;
+	vcore_unlock(slot);
+	return gen;
+}

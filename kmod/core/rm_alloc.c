@@ -1,0 +1,520 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * rm_alloc.c - escapes that create, free or share RM objects, and the
+ * video-memory charge.
+ *
+ * Charging (abi.md §4, memory-quota-h200.md): pre reserves the size the
+ * private copy asks for, rounded up to the page size its attr selects,
+ * atomically against the quota (refusal = NV_ERR_NO_MEMORY in the struct,
+ * ioctl 0, exactly what RM does). Post settles at max(reserved, size the
+ * driver reports back), so racing threads cannot shrink the charge below
+ * what the driver allocated (see vcore.h, TOCTOU).
+ */
+#include "vcore_internal.h"
+#include "abi/classes.h"
+#include "abi/nvstatus.h"
+#include "abi/nv_escape.h"
+
+#define SZ_4K 0x1000ull
+#define SZ_64K 0x10000ull
+#define SZ_2M 0x200000ull
+#define SZ_512M 0x20000000ull
+
+static vcore_u64 round_up(vcore_u64 v, vcore_u64 align)
+{
+	vcore_u64 r = (v + align - 1) & ~(align - 1);
+
+	return r < v ? ~(align - 1) : r;	/* saturate on overflow */
+}
+
+/* RM aligns to the page size attr/attr2 select (nvos.h:1061-1090); the
+ * default is at least 4 KiB. */
+static vcore_u64 page_align_of(vcore_u32 attr, vcore_u32 attr2)
+{
+	switch (NVOS32_ATTR_PAGE_SIZE(attr)) {
+	case NVOS32_ATTR_PAGE_SIZE_BIG:
+		return SZ_64K;
+	case NVOS32_ATTR_PAGE_SIZE_HUGE:
+		return NVOS32_ATTR2_PAGE_SIZE_HUGE(attr2) == 2 ? SZ_512M :
+								 SZ_2M;
+	default:
+		return SZ_4K;
+	}
+}
+
+static enum vcore_verdict prealloc_obj(struct vcore_call *call)
+{
+	struct vcore_slot *slot = call->slot;
+	vcore_u32 n;
+
+	vcore_lock(slot);
+	n = slot->stats.objects;
+	vcore_unlock(slot);
+	if (n >= VCORE_MAX_OBJECTS)
+		return vcore_refuse_status(call, NV_ERR_INSUFFICIENT_RESOURCES,
+					   "object table full");
+	call->new_obj = slot->ops->zalloc(slot->priv, sizeof(*call->new_obj));
+	if (!call->new_obj)
+		return vcore_refuse_errno(call, -VCORE_ENOMEM,
+					  "no memory for the object record");
+	call->new_obj->pid = call->ctx.pid;
+	call->post = VCORE_POST_ALLOC;
+	return VCORE_FORWARD;
+}
+
+/* Reserve @bytes of vidmem; refuse as RM does when over quota. */
+static enum vcore_verdict reserve(struct vcore_call *call, vcore_u64 bytes,
+				  vcore_u64 align)
+{
+	call->page_align = (vcore_u32)(align > 0xffffffffu ? 0 : align);
+	if (!bytes)
+		return VCORE_FORWARD;
+	if (vcore_charge_try(call->slot, bytes)) {
+		vcore_lock(call->slot);
+		call->slot->stats.denied_quota++;
+		vcore_unlock(call->slot);
+		return vcore_refuse_status(call, NV_ERR_NO_MEMORY,
+					   "video memory quota exceeded");
+	}
+	call->reserved = bytes;
+	return VCORE_FORWARD;
+}
+
+/*
+ * The class decides what an allocation means. @params is the private copy
+ * of the class params (NULL when the escape has none), @psize its length.
+ */
+static enum vcore_verdict alloc_by_class(struct vcore_call *call,
+					 vcore_u32 cls, const vcore_u8 *params,
+					 vcore_u32 psize)
+{
+	const struct vcore_class_row *row = vcore_abi_class(call->slot->abi, cls);
+	enum vcore_verdict v;
+
+	call->cmd = cls;
+	if (!row) {
+		v = vcore_policy_unknown(call,
+					 &call->slot->stats.unknown_classes, cls,
+					 0, NV_ERR_INVALID_CLASS,
+					 "unknown class");
+		if (v != VCORE_FORWARD)
+			return v;
+		v = prealloc_obj(call);
+		if (v == VCORE_FORWARD)
+			call->new_obj->cls = cls;
+		return v;
+	}
+	v = prealloc_obj(call);
+	if (v != VCORE_FORWARD)
+		return v;
+	call->new_obj->cls = cls;
+	switch (row->kind) {
+	case VCORE_CLS_VIDMEM: {
+		vcore_u32 flags, attr, attr2;
+		vcore_u64 align;
+
+		if (!params || psize < sizeof(NV_MEMORY_ALLOCATION_PARAMS))
+			return vcore_slot_has_quota(call->slot) ?
+				       vcore_refuse_status(call,
+							   NV_ERR_INVALID_ARGUMENT,
+							   "vidmem alloc without params") :
+				       VCORE_FORWARD;
+		flags = vcore_rd32(params, 8);
+		attr = vcore_rd32(params, 24);
+		attr2 = vcore_rd32(params, 28);
+		/* VIRTUAL-flagged allocs reserve address space only. */
+		if (flags & NVOS32_ALLOC_FLAGS_VIRTUAL)
+			return VCORE_FORWARD;
+		align = page_align_of(attr, attr2);
+		call->reply_size_off = 64;
+		return reserve(call, round_up(vcore_rd64(params, 64), align),
+			       align);
+	}
+	case VCORE_CLS_FABRIC:
+		if (!params || psize < NV00F8_ALLOCATION_PARAMETERS_SIZE)
+			return vcore_slot_has_quota(call->slot) ?
+				       vcore_refuse_status(call,
+							   NV_ERR_INVALID_ARGUMENT,
+							   "fabric alloc without params") :
+				       VCORE_FORWARD;
+		call->reply_size_off = NV00F8_ALLOC_SIZE_OFF;
+		return reserve(call,
+			       round_up(vcore_rd64(params,
+						   NV00F8_ALLOC_SIZE_OFF),
+					SZ_2M),
+			       SZ_2M);
+	case VCORE_CLS_QUOTA_REFUSED:
+		if (vcore_slot_has_quota(call->slot))
+			return vcore_refuse_status(call, NV_ERR_NOT_SUPPORTED,
+						   "memory class not countable under a quota");
+		return VCORE_FORWARD;
+	case VCORE_CLS_TSG:
+		if (params && psize >= sizeof(NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS))
+			call->new_obj->engine_type = vcore_rd32(params, 12);
+		return VCORE_FORWARD;
+	default:
+		return VCORE_FORWARD;
+	}
+}
+
+/* NV_ESC_RM_ALLOC: NVOS21 (32 B) or NVOS64 (48 B, escape.c:381-430). */
+enum vcore_verdict vcore_esc_rm_alloc(struct vcore_call *call)
+{
+	const struct vcore_class_row *row;
+	vcore_u32 cls = vcore_rd32(call->argbuf, 12);
+	vcore_uptr_t p = vcore_rd64(call->argbuf, 16);
+	const vcore_u8 *params = VCORE_NULL;
+	vcore_u32 psize = 0;
+	int i;
+
+	call->h_parent = vcore_rd32(call->argbuf, 4);
+	if (call->size == sizeof(NVOS21_PARAMETERS))
+		call->status_off = VCORE_OFF(NVOS21_PARAMETERS, status);
+	/* RM sizes the params by class and ignores paramsSize
+	 * (alloc_free.c:110-145): so do we. */
+	row = vcore_abi_class(call->slot->abi, cls);
+	if (row && row->params_size && p) {
+		vcore_bool need = row->kind == VCORE_CLS_VIDMEM ||
+				  row->kind == VCORE_CLS_FABRIC ||
+				  row->kind == VCORE_CLS_TSG;
+
+		i = vcore_add_buf(call, (int)call->argidx, 16, p,
+				  row->params_size, need);
+		if (i < 0)
+			return vcore_refuse_errno(call, i == -VCORE_ENOMEM ?
+							       -VCORE_ENOMEM :
+							       -VCORE_EFAULT,
+						  "alloc params unreadable");
+		call->params_buf = i;
+		params = call->bufs[i].priv;
+		psize = call->bufs[i].copied ? row->params_size : 0;
+	}
+	if (call->size == sizeof(NVOS64_PARAMETERS)) {
+		vcore_uptr_t r = vcore_rd64(call->argbuf, 24);
+
+		if (r)
+			vcore_add_buf(call, (int)call->argidx, 24, r,
+				      RS_ACCESS_MASK_SIZE, 0);
+	}
+	return alloc_by_class(call, cls, params, psize);
+}
+
+/* NV_ESC_RM_ALLOC_OBJECT (NVOS05): an alloc without params. */
+enum vcore_verdict vcore_esc_rm_alloc_object(struct vcore_call *call)
+{
+	vcore_u32 cls = vcore_rd32(call->argbuf, 12);
+	const struct vcore_class_row *row = vcore_abi_class(call->slot->abi, cls);
+
+	call->h_parent = vcore_rd32(call->argbuf, 4);
+	if (row && (row->kind == VCORE_CLS_VIDMEM ||
+		    row->kind == VCORE_CLS_FABRIC) &&
+	    vcore_slot_has_quota(call->slot)) {
+		call->cmd = cls;
+		return vcore_refuse_status(call, NV_ERR_NOT_SUPPORTED,
+					   "memory through ALLOC_OBJECT is not countable");
+	}
+	return alloc_by_class(call, cls, VCORE_NULL, 0);
+}
+
+/*
+ * NV_ESC_RM_ALLOC_MEMORY (NVOS02 + fd). libcuda: class 0x71 to pin host
+ * pages (abi.md §4.2). Class 0x40 here is the legacy heap query, whose
+ * `limit` the view rewrites; 0x3e with a mapping uses the wrapper fd.
+ */
+enum vcore_verdict vcore_esc_rm_alloc_memory(struct vcore_call *call)
+{
+	vcore_u32 cls = vcore_rd32(call->argbuf, 12);
+	enum vcore_verdict v;
+
+	call->h_parent = vcore_rd32(call->argbuf, 4);
+	vcore_add_fd(call, call->arg + 48,
+		     (vcore_s32)vcore_rd32(call->argbuf, 48), VCORE_FD_NV_ANY);
+	switch (cls) {
+	case NV01_MEMORY_LOCAL_USER:
+	case NV01_MEMORY_SYSTEM:
+	case NV01_MEMORY_SYSTEM_OS_DESCRIPTOR:
+	case NV01_MEMORY_SYSTEM_DYNAMIC:
+		break;
+	default:
+		return vcore_policy_unknown(call,
+					    &call->slot->stats.unknown_classes,
+					    cls, 0, NV_ERR_INVALID_CLASS,
+					    "unknown ALLOC_MEMORY class");
+	}
+	call->cmd = cls;
+	v = prealloc_obj(call);
+	if (v == VCORE_FORWARD)
+		call->new_obj->cls = cls;
+	return v;
+}
+
+/*
+ * NV_ESC_RM_VID_HEAP_CONTROL (NVOS32). The alloc functions become an
+ * internal RM_ALLOC of 0x40/0x3e/0x50a0 that never passes the proxy
+ * (rmapi_deprecated_vidheapctrl.c:116-212), so they are charged here.
+ */
+enum vcore_verdict vcore_esc_vid_heap_control(struct vcore_call *call)
+{
+	const vcore_u8 *a = call->argbuf;
+	vcore_u32 fn = vcore_rd32(a, 8), flags, attr, size_off;
+	vcore_u64 align;
+	enum vcore_verdict v;
+
+	call->cmd = fn;
+	switch (fn) {
+	case NVOS32_FUNCTION_INFO:
+		call->post = VCORE_POST_VHC_INFO;
+		return VCORE_FORWARD;
+	case NVOS32_FUNCTION_FREE:
+		call->free_client = vcore_rd32(a, 0);
+		call->free_object = vcore_rd32(a, NVOS32_FREE_HMEMORY_OFF);
+		call->post = VCORE_POST_FREE;
+		return VCORE_FORWARD;
+	case NVOS32_FUNCTION_ALLOC_SIZE:
+	case NVOS32_FUNCTION_ALLOC_TILED_PITCH_HEIGHT:
+		size_off = NVOS32_ALLOCSIZE_SIZE_OFF;
+		break;
+	case NVOS32_FUNCTION_ALLOC_SIZE_RANGE:
+		size_off = NVOS32_SIZERANGE_SIZE_OFF;
+		break;
+	default:
+		return VCORE_FORWARD;
+	}
+	call->h_parent = vcore_rd32(a, 4);
+	v = prealloc_obj(call);
+	if (v != VCORE_FORWARD)
+		return v;
+	call->reply_handle_from_buf = 1;
+	flags = vcore_rd32(a, NVOS32_ALLOCSIZE_FLAGS_OFF);
+	attr = vcore_rd32(a, NVOS32_ALLOCSIZE_ATTR_OFF);
+	if (flags & NVOS32_ALLOC_FLAGS_VIRTUAL) {
+		call->new_obj->cls = NV50_MEMORY_VIRTUAL;
+		return VCORE_FORWARD;
+	}
+	if (NVOS32_ATTR_LOCATION(attr) == NVOS32_ATTR_LOCATION_PCI) {
+		call->new_obj->cls = NV01_MEMORY_SYSTEM;
+		return VCORE_FORWARD;
+	}
+	/* VIDMEM or ANY: RM may place it in vidmem; charge it. */
+	call->new_obj->cls = NV01_MEMORY_LOCAL_USER;
+	call->reply_size_off = size_off;
+	align = page_align_of(attr, vcore_rd32(a, NVOS32_ALLOCSIZE_ATTR2_OFF));
+	return reserve(call, round_up(vcore_rd64(a, size_off), align), align);
+}
+
+/* NV_ESC_RM_FREE (NVOS00): a client free when hObjectOld == hRoot. */
+enum vcore_verdict vcore_esc_rm_free(struct vcore_call *call)
+{
+	call->free_client = vcore_rd32(call->argbuf, 0);
+	call->free_object = vcore_rd32(call->argbuf, 8);
+	call->post = VCORE_POST_FREE;
+	return VCORE_FORWARD;
+}
+
+/* NV_ESC_RM_DUP_OBJECT (NVOS55): memory of a client outside this slot
+ * cannot be charged to it, so under a quota such dups are refused. */
+enum vcore_verdict vcore_esc_rm_dup_object(struct vcore_call *call)
+{
+	vcore_u32 src_client = vcore_rd32(call->argbuf, 12);
+	vcore_bool known;
+	enum vcore_verdict v;
+
+	vcore_lock(call->slot);
+	known = vcore_obj_find_locked(call->slot, src_client, src_client) !=
+		VCORE_NULL;
+	vcore_unlock(call->slot);
+	if (!known && vcore_slot_has_quota(call->slot))
+		return vcore_refuse_status(call,
+					   NV_ERR_INSUFFICIENT_PERMISSIONS,
+					   "dup from a client outside this slot");
+	call->h_parent = vcore_rd32(call->argbuf, 4);
+	v = prealloc_obj(call);
+	if (v != VCORE_FORWARD)
+		return v;
+	call->post = VCORE_POST_DUP;
+	return VCORE_FORWARD;
+}
+
+/* NV_ESC_RM_SHARE (NVOS57): only objects this slot owns. */
+enum vcore_verdict vcore_esc_rm_share(struct vcore_call *call)
+{
+	vcore_u32 c = vcore_rd32(call->argbuf, 0), o = vcore_rd32(call->argbuf, 4);
+	vcore_bool known;
+
+	vcore_lock(call->slot);
+	known = vcore_obj_find_locked(call->slot, c, o) != VCORE_NULL;
+	vcore_unlock(call->slot);
+	if (!known && vcore_slot_has_quota(call->slot))
+		return vcore_refuse_status(call,
+					   NV_ERR_INSUFFICIENT_PERMISSIONS,
+					   "share of an object outside this slot");
+	return VCORE_FORWARD;
+}
+
+/* ---- post steps ---- */
+
+static int reply_status(struct vcore_call *call, vcore_u32 *status)
+{
+	return vcore_reply_u32(call, call->status_off, status);
+}
+
+static void report_overquota(struct vcore_call *call,
+			     const struct vcore_overquota *oq)
+{
+	vcore_overquota_fn fn = call->slot->overquota_fn;
+
+	vcore_logf(call->slot, VCORE_LOG_WARN,
+		   "pid %u: driver allocated %llu bytes for 0x%x/0x%x beyond the quota (parameters changed during the call)",
+		   call->ctx.pid, (unsigned long long)oq->bytes, oq->h_client,
+		   oq->h_object);
+	if (fn)
+		fn(call->slot->priv, call->file, oq);
+}
+
+/*
+ * An object under a client this table never saw (a recording that starts
+ * mid-way, or a table that was full): record the client, owned by this
+ * file, so that a later client free or file close still finds the subtree.
+ * Without memory for it the object becomes its own root, owned by the file.
+ */
+static void add_implicit_client_locked(struct vcore_call *call,
+				       vcore_u32 h_client)
+{
+	struct vcore_slot *slot = call->slot;
+	struct vcore_obj *c = slot->ops->zalloc(slot->priv, sizeof(*c));
+
+	if (!c) {
+		call->new_obj->owner = call->file;
+		return;
+	}
+	c->h_client = h_client;
+	c->h_object = h_client;
+	c->cls = NV01_ROOT_CLIENT;
+	c->pid = call->ctx.pid;
+	c->owner = call->file;
+	vcore_obj_insert_locked(slot, c, 0);
+}
+
+int vcore_post_alloc(struct vcore_call *call)
+{
+	struct vcore_slot *slot = call->slot;
+	struct vcore_obj *obj = call->new_obj;
+	vcore_u32 status = 0, h_root, h_new = 0;
+	vcore_u64 charge = call->reserved, reply = 0;
+	struct vcore_overquota oq;
+	vcore_bool over = 0;
+
+	if (reply_status(call, &status) || status != NV_OK)
+		return 0;	/* nothing was created; unwind refunds */
+	h_root = vcore_rd32(call->argbuf, 0);
+	if (call->reply_handle_from_buf) {
+		h_new = vcore_rd32(call->argbuf, NVOS32_ALLOCSIZE_HMEMORY_OFF);
+		if (!h_new)
+			vcore_reply_u32(call, NVOS32_ALLOCSIZE_HMEMORY_OFF,
+					&h_new);
+	} else {
+		/* hObjectNew is in/out: 0 asks RM to pick (abi.md §3). */
+		h_new = vcore_rd32(call->argbuf, 8);
+		if (!h_new)
+			vcore_reply_u32(call, 8, &h_new);
+	}
+	if (!h_new)
+		return 0;
+	if (call->reply_size_off) {
+		vcore_uptr_t at;
+
+		if (call->params_buf >= 0)
+			at = call->bufs[call->params_buf].uaddr;
+		else
+			at = call->arg;
+		if (!vcore_user_read(call, &reply, at + call->reply_size_off,
+				     sizeof(reply)) &&
+		    call->page_align)
+			reply = round_up(reply, call->page_align);
+		if (reply > charge)
+			charge = reply;
+	}
+	/* Root classes: the new handle is the client itself. */
+	if (obj->cls == NV01_ROOT || obj->cls == NV01_ROOT_NON_PRIV ||
+	    obj->cls == NV01_ROOT_CLIENT) {
+		obj->h_client = h_new;
+		obj->owner = call->file;
+	} else {
+		obj->h_client = h_root;
+		/* The client's owner file is where its objects die. */
+	}
+	obj->h_object = h_new;
+	vcore_lock(slot);
+	if (charge > call->reserved) {
+		vcore_charge_force(slot, charge - call->reserved);
+		if (vcore_slot_has_quota(slot) &&
+		    vcore_charged(slot) > slot->cfg.mem_quota_bytes) {
+			slot->stats.overquota_events++;
+			over = 1;
+		}
+	}
+	obj->charged = charge;
+	call->reserved = 0;	/* now owned by the object */
+	if (obj->h_object != obj->h_client &&
+	    !vcore_obj_find_locked(slot, obj->h_client, obj->h_client))
+		add_implicit_client_locked(call, obj->h_client);
+	vcore_obj_insert_locked(slot, obj, call->h_parent);
+	call->new_obj = VCORE_NULL;
+	oq.h_client = obj->h_client;
+	oq.h_parent = call->h_parent;
+	oq.h_object = obj->h_object;
+	oq.bytes = obj->charged;
+	vcore_note_peak_locked(slot);
+	vcore_unlock(slot);
+	if (over)
+		report_overquota(call, &oq);
+	if (call->nr == NV_ESC_RM_ALLOC_MEMORY &&
+	    call->cmd == NV01_MEMORY_LOCAL_USER)
+		return vcore_view_heap_query(call);
+	return 0;
+}
+
+int vcore_post_free(struct vcore_call *call)
+{
+	struct vcore_slot *slot = call->slot;
+	struct vcore_obj *obj;
+	vcore_u32 status = 0;
+
+	if (reply_status(call, &status) || status != NV_OK)
+		return 0;
+	vcore_lock(slot);
+	obj = vcore_obj_find_locked(slot, call->free_client,
+				    call->free_object);
+	if (obj)	/* unknown handles: nothing to refund */
+		vcore_obj_free_tree_locked(slot, obj);
+	vcore_note_peak_locked(slot);
+	vcore_unlock(slot);
+	return 0;
+}
+
+int vcore_post_dup(struct vcore_call *call)
+{
+	struct vcore_slot *slot = call->slot;
+	struct vcore_obj *obj = call->new_obj, *src;
+	vcore_u32 status = 0, h_new = vcore_rd32(call->argbuf, 8);
+
+	if (reply_status(call, &status) || status != NV_OK)
+		return 0;
+	if (!h_new && vcore_reply_u32(call, 8, &h_new))
+		return 0;
+	if (!h_new)
+		return 0;
+	obj->h_client = vcore_rd32(call->argbuf, 0);
+	obj->h_object = h_new;
+	vcore_lock(slot);
+	src = vcore_obj_find_locked(slot, vcore_rd32(call->argbuf, 12),
+				    vcore_rd32(call->argbuf, 16));
+	if (src) {
+		obj->cls = src->cls;
+		obj->dup_src = src;
+	}
+	vcore_obj_insert_locked(slot, obj, call->h_parent);
+	call->new_obj = VCORE_NULL;
+	vcore_unlock(slot);
+	return 0;
+}

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * rm_control.c - NV_ESC_RM_CONTROL (NVOS54): dispatch on cmd, the
+ * size-checked pass handler most rows use, and the controls that carry fds
+ * or feed the TSG registry. Views (memory, pids) are in views.c.
+ */
+#include "vcore_internal.h"
+#include "abi/ctrl.h"
+#include "abi/classes.h"
+#include "abi/nvstatus.h"
+
+/* Take a private copy of the control's params (buffer index or -errno). */
+static int copy_params(struct vcore_call *call)
+{
+	int err;
+
+	if (call->params_buf < 0)
+		return -VCORE_EFAULT;	/* NULL params or size 0 */
+	err = vcore_copy_buf(call, (unsigned int)call->params_buf);
+	return err ? err : call->params_buf;
+}
+
+static enum vcore_verdict params_fault(struct vcore_call *call, int err)
+{
+	/* RM reports an unreadable params pointer as a status, but the
+	 * core cannot decide on what it cannot read: refuse the call. */
+	return vcore_refuse_errno(call, err == -VCORE_ENOMEM ? -VCORE_ENOMEM :
+							       -VCORE_EFAULT,
+				  "control params unreadable");
+}
+
+enum vcore_verdict vcore_esc_rm_control(struct vcore_call *call)
+{
+	const struct vcore_ctrl_row *row;
+	vcore_u32 cmd = vcore_rd32(call->argbuf, 8);
+	vcore_u32 size = vcore_rd32(call->argbuf, 24);
+	vcore_uptr_t p = vcore_rd64(call->argbuf, 16);
+
+	call->cmd = cmd;
+	if (size > RMAPI_PARAM_COPY_MAX_PARAMS_SIZE)
+		return vcore_refuse_status(call, NV_ERR_INVALID_ARGUMENT,
+					   "control params over 1 MiB");
+	if (p && size) {
+		int i = vcore_add_buf(call, (int)call->argidx, 16, p, size, 0);
+
+		if (i >= 0)
+			call->params_buf = i;	/* listed, copied on demand */
+	}
+	row = vcore_abi_ctrl(call->slot->abi, cmd);
+	if (!row) {
+		/* Legacy GSS controls go to GSP as opaque bytes, and
+		 * NV2081_BINAPI is a binary API: gVisor passes both
+		 * (frontend.go:891-907). */
+		if ((cmd & RM_GSS_LEGACY_MASK) || (cmd >> 16) == NV2081_BINAPI)
+			return VCORE_FORWARD;
+		return vcore_policy_unknown(call,
+					    &call->slot->stats.unknown_controls,
+					    cmd, 0, NV_ERR_NOT_SUPPORTED,
+					    "unknown control");
+	}
+	/* paramsSize must equal the registered size (control.c:453-461). */
+	if ((row->flags & VCORE_CTRL_ANY_SIZE) ? size > row->size :
+						  size != row->size)
+		return vcore_refuse_status(call, NV_ERR_INVALID_ARGUMENT,
+					   "wrong paramsSize for control");
+	return row->pre ? row->pre(call) : VCORE_FORWARD;
+}
+
+/* ---- fd-carrying controls (abi.md §9.3, §9.5) ---- */
+
+static enum vcore_verdict fd_at(struct vcore_call *call, vcore_u32 off,
+				enum vcore_fd_kind kind)
+{
+	int i = copy_params(call);
+	const vcore_u8 *prm;
+
+	if (i < 0)
+		return params_fault(call, i);
+	if (call->bufs[i].len < off + 4)
+		return VCORE_FORWARD;
+	prm = call->bufs[i].priv;
+	vcore_add_fd(call, call->bufs[i].uaddr + off,
+		     (vcore_s32)vcore_rd32(prm, off), kind);
+	return VCORE_FORWARD;
+}
+
+/* IMPORT_OBJECT(S)_FROM_FD, GET_EXPORT_OBJECT_INFO, EXPORT_OBJECTS_TO_FD:
+ * the fd is the first field. */
+enum vcore_verdict vcore_ctrl_unix_fd_at0(struct vcore_call *call)
+{
+	return fd_at(call, 0, VCORE_FD_EXPORT);
+}
+
+enum vcore_verdict vcore_ctrl_unix_export_object_to_fd(struct vcore_call *call)
+{
+	return fd_at(call, NV0000_CTRL_OS_UNIX_EXPORT_OBJECT_TO_FD_FD_OFF,
+		     VCORE_FD_EXPORT);
+}
+
+enum vcore_verdict vcore_ctrl_unix_create_export_fd(struct vcore_call *call)
+{
+	return fd_at(call, NV0000_CTRL_OS_UNIX_CREATE_EXPORT_OBJECT_FD_FD_OFF,
+		     VCORE_FD_EXPORT);
+}
+
+/* NV00FD ATTACH_GPU.devDescriptor must be a real /dev/nvidiaN
+ * (escape.c:75-131). */
+enum vcore_verdict vcore_ctrl_attach_gpu(struct vcore_call *call)
+{
+	return fd_at(call, NV00FD_CTRL_ATTACH_GPU_DEV_DESCRIPTOR_OFF,
+		     VCORE_FD_NV_DEV);
+}
+
+enum vcore_verdict vcore_ctrl_export_mem(struct vcore_call *call)
+{
+	return fd_at(call, NV00E0_CTRL_EXPORT_MEM_DEV_DESCRIPTOR_OFF,
+		     VCORE_FD_NV_DEV);
+}
+
+/* ---- TSG controls ---- */
+
+static int tsg_timeslice_post(struct vcore_call *call)
+{
+	struct vcore_obj *tsg;
+	vcore_u32 status = 1;
+
+	if (vcore_reply_u32(call, 28, &status) || status != NV_OK)
+		return 0;
+	vcore_lock(call->slot);
+	tsg = vcore_obj_find_locked(call->slot, vcore_rd32(call->argbuf, 0),
+				    vcore_rd32(call->argbuf, 4));
+	if (tsg)
+		tsg->app_timeslice_us =
+			vcore_rd64(call->bufs[call->params_buf].priv, 0);
+	call->slot->tsg_gen++;
+	vcore_unlock(call->slot);
+	return 0;
+}
+
+/* NVA06C SET_TIMESLICE: libcuda sets 2048 us itself (abi.md §6.1); the
+ * scheduler needs to know what the app asked for. */
+enum vcore_verdict vcore_ctrl_tsg_set_timeslice(struct vcore_call *call)
+{
+	int i = copy_params(call);
+
+	if (i < 0)
+		return params_fault(call, i);
+	call->post = VCORE_POST_CTRL;
+	call->ctrl_post = tsg_timeslice_post;
+	return VCORE_FORWARD;
+}

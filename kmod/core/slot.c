@@ -1,0 +1,422 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * slot.c - slots (tenants), their files, counters, the default ledger and
+ * the driver-version gate.
+ */
+#include "vcore_internal.h"
+
+void vcore_lock(struct vcore_slot *slot)
+{
+	slot->ops->lock(slot->lock);
+}
+
+void vcore_unlock(struct vcore_slot *slot)
+{
+	slot->ops->unlock(slot->lock);
+}
+
+void vcore_logf(struct vcore_slot *slot, enum vcore_log_level level,
+		const char *fmt, ...)
+{
+	char msg[256];
+	__builtin_va_list ap;
+	int n;
+
+	n = vcore_snprintf(msg, sizeof(msg), "slot %u: ", slot->cfg.id);
+	__builtin_va_start(ap, fmt);
+	vcore_vsnprintf(msg + n, sizeof(msg) - (vcore_size_t)n, fmt, ap);
+	__builtin_va_end(ap);
+	slot->ops->log(slot->priv, level, msg);
+}
+
+/* ---- the default in-core ledger (kernel: one slot, one ledger) ---- */
+
+static int own_try_charge(void *ledger, vcore_u64 bytes, vcore_u64 quota)
+{
+	vcore_u64 *charged = ledger;
+
+	/* Called under the slot lock (vcore_charge_try). */
+	if (quota && (bytes > quota || *charged > quota - bytes))
+		return -VCORE_ENOSPC;
+	*charged += bytes;
+	return 0;
+}
+
+static void own_force_charge(void *ledger, vcore_u64 bytes)
+{
+	*(vcore_u64 *)ledger += bytes;
+}
+
+static void own_uncharge(void *ledger, vcore_u64 bytes)
+{
+	vcore_u64 *charged = ledger;
+
+	*charged = *charged > bytes ? *charged - bytes : 0;
+}
+
+static vcore_u64 own_charged(void *ledger)
+{
+	return *(vcore_u64 *)ledger;
+}
+
+static const struct vcore_ledger_ops own_ledger_ops = {
+	.try_charge = own_try_charge,
+	.force_charge = own_force_charge,
+	.uncharge = own_uncharge,
+	.charged = own_charged,
+};
+
+/* Ledger calls are made under the slot lock so the in-core ledger needs no
+ * lock of its own; a host ledger must still be atomic across processes. */
+void vcore_note_peak_locked(struct vcore_slot *slot)
+{
+	vcore_u64 now = slot->ledger.ops->charged(slot->ledger.priv);
+
+	slot->stats.charged_bytes = now;
+	if (now > slot->stats.charged_peak_bytes)
+		slot->stats.charged_peak_bytes = now;
+}
+
+int vcore_charge_try(struct vcore_slot *slot, vcore_u64 bytes)
+{
+	int err;
+
+	vcore_lock(slot);
+	err = slot->ledger.ops->try_charge(slot->ledger.priv, bytes,
+					   slot->cfg.mem_quota_bytes);
+	slot->stats.charged_bytes =
+		slot->ledger.ops->charged(slot->ledger.priv);
+	vcore_unlock(slot);
+	return err;
+}
+
+void vcore_charge_force(struct vcore_slot *slot, vcore_u64 bytes)
+{
+	slot->ledger.ops->force_charge(slot->ledger.priv, bytes);
+}
+
+void vcore_charge_refund(struct vcore_slot *slot, vcore_u64 bytes)
+{
+	if (bytes)
+		slot->ledger.ops->uncharge(slot->ledger.priv, bytes);
+	slot->stats.charged_bytes =
+		slot->ledger.ops->charged(slot->ledger.priv);
+}
+
+vcore_u64 vcore_charged(struct vcore_slot *slot)
+{
+	return slot->ledger.ops->charged(slot->ledger.priv);
+}
+
+vcore_bool vcore_slot_has_quota(const struct vcore_slot *slot)
+{
+	return slot->cfg.mem_quota_bytes != 0;
+}
+
+/* ---- counters ---- */
+
+void vcore_count_unknown_locked(struct vcore_unknown_list *list,
+				vcore_u32 number)
+{
+	vcore_u32 i;
+
+	for (i = 0; i < list->n; i++) {
+		if (list->number[i] == number) {
+			list->count[i]++;
+			return;
+		}
+	}
+	if (list->n < VCORE_UNKNOWN_SLOTS) {
+		list->number[list->n] = number;
+		list->count[list->n] = 1;
+		list->n++;
+		return;
+	}
+	list->dropped++;
+}
+
+void vcore_note_pid_locked(struct vcore_slot *slot, vcore_u32 pid)
+{
+	vcore_u32 i;
+
+	if (!pid)
+		return;
+	for (i = 0; i < slot->n_pids; i++)
+		if (slot->pids[i] == pid)
+			return;
+	if (slot->n_pids < VCORE_PID_SET)
+		slot->pids[slot->n_pids++] = pid;
+	else	/* keep the newest: a full set forgets the oldest pid */
+		slot->pids[pid % VCORE_PID_SET] = pid;
+}
+
+vcore_bool vcore_pid_in_slot(struct vcore_slot *slot, vcore_u32 pid)
+{
+	vcore_bool in = 0;
+	vcore_u32 i;
+
+	if (slot->ops->pid_in_slot)
+		return slot->ops->pid_in_slot(slot->priv, pid);
+	vcore_lock(slot);
+	for (i = 0; i < slot->n_pids; i++)
+		if (slot->pids[i] == pid)
+			in = 1;
+	vcore_unlock(slot);
+	return in;
+}
+
+void vcore_slot_get_stats(struct vcore_slot *slot, struct vcore_stats *out)
+{
+	vcore_lock(slot);
+	vcore_note_peak_locked(slot);
+	*out = slot->stats;
+	vcore_unlock(slot);
+}
+
+/* ---- driver version gate ---- */
+
+static vcore_u32 version_major(const char *v)
+{
+	vcore_u32 major = 0, digits = 0;
+
+	while (*v >= '0' && *v <= '9' && digits < 6) {
+		major = major * 10 + (vcore_u32)(*v++ - '0');
+		digits++;
+	}
+	if (!digits || *v != '.')
+		return 0;
+	return major;
+}
+
+const struct vcore_abi *vcore_abi_for_version(const char *version)
+{
+	/* One table set per branch: within 580, gVisor lists 580.65.06 ..
+	 * 580.173.02 with no layout change after 580.65.06 (abi.md §0). */
+	if (version_major(version) == 580)
+		return &vcore_abi_580;
+	return VCORE_NULL;
+}
+
+int vcore_driver_version_supported(const char *version, char *msg,
+				   vcore_size_t msg_len)
+{
+	vcore_size_t n = version ? vcore_strnlen(version, VCORE_VERSION_MAX) : 0;
+	int ok = n && n < VCORE_VERSION_MAX && vcore_abi_for_version(version);
+
+	if (msg && msg_len) {
+		if (ok)
+			vcore_snprintf(msg, msg_len,
+				       "driver %s uses the %s ABI tables",
+				       version, vcore_abi_for_version(version)->name);
+		else
+			vcore_snprintf(msg, msg_len,
+				       "driver version '%s' is not supported (known: 580.x); set allow-unknown-driver-version to use the 580 tables anyway",
+				       n < VCORE_VERSION_MAX && version ? version : "?");
+	}
+	return ok;
+}
+
+/* ---- slots ---- */
+
+static int config_valid(const struct vcore_slot_config *cfg)
+{
+	if (cfg->unknown_policy != VCORE_UNKNOWN_STRICT &&
+	    cfg->unknown_policy != VCORE_UNKNOWN_PERMISSIVE)
+		return 0;
+	if (cfg->managed_policy != VCORE_MANAGED_DEFAULT &&
+	    cfg->managed_policy != VCORE_MANAGED_REFUSE &&
+	    cfg->managed_policy != VCORE_MANAGED_ALLOW_UNCOUNTED)
+		return 0;
+	return vcore_strnlen(cfg->driver_version, VCORE_VERSION_MAX) <
+	       VCORE_VERSION_MAX;
+}
+
+static int ops_valid(const struct vcore_host_ops *ops)
+{
+	return ops && ops->copy_from_user && ops->copy_to_user && ops->zalloc &&
+	       ops->free && ops->lock_create && ops->lock_destroy && ops->lock &&
+	       ops->unlock && ops->log && ops->clock_ns;
+}
+
+static int ledger_valid(const struct vcore_ledger *l)
+{
+	return l->ops && l->ops->try_charge && l->ops->force_charge &&
+	       l->ops->uncharge && l->ops->charged;
+}
+
+struct vcore_slot *vcore_slot_create(const struct vcore_host_ops *ops,
+				     void *priv,
+				     const struct vcore_slot_config *cfg,
+				     const struct vcore_ledger *ledger, int *err)
+{
+	const struct vcore_abi *abi;
+	struct vcore_slot *slot;
+	char msg[192];
+	int e = -VCORE_EINVAL;
+
+	if (!ops_valid(ops) || !cfg || !config_valid(cfg) ||
+	    (ledger && !ledger_valid(ledger)))
+		goto fail;
+	abi = vcore_abi_for_version(cfg->driver_version);
+	if (!abi) {
+		vcore_driver_version_supported(cfg->driver_version, msg,
+					       sizeof(msg));
+		if (!cfg->allow_unknown_driver_version) {
+			ops->log(priv, VCORE_LOG_ERR, msg);
+			e = -VCORE_EOPNOTSUPP;
+			goto fail;
+		}
+		ops->log(priv, VCORE_LOG_WARN, msg);
+		abi = &vcore_abi_580;
+	}
+	e = -VCORE_ENOMEM;
+	slot = ops->zalloc(priv, sizeof(*slot));
+	if (!slot)
+		goto fail;
+	slot->lock = ops->lock_create(priv);
+	if (!slot->lock)
+		goto err_free;
+	slot->ops = ops;
+	slot->priv = priv;
+	slot->cfg = *cfg;
+	slot->abi = abi;
+	if (ledger) {
+		slot->ledger = *ledger;
+	} else {
+		slot->ledger.ops = &own_ledger_ops;
+		slot->ledger.priv = &slot->own_ledger_charged;
+	}
+	slot->stats.charged_bytes = slot->ledger.ops->charged(slot->ledger.priv);
+	return slot;
+
+err_free:
+	ops->free(priv, slot);
+fail:
+	if (err)
+		*err = e;
+	return VCORE_NULL;
+}
+
+int vcore_slot_update_config(struct vcore_slot *slot,
+			     const struct vcore_slot_config *cfg)
+{
+	if (!config_valid(cfg))
+		return -VCORE_EINVAL;
+	vcore_lock(slot);
+	slot->cfg.id = cfg->id;
+	slot->cfg.mem_quota_bytes = cfg->mem_quota_bytes;
+	slot->cfg.unknown_policy = cfg->unknown_policy;
+	slot->cfg.managed_policy = cfg->managed_policy;
+	vcore_unlock(slot);
+	return 0;
+}
+
+void vcore_slot_set_overquota_hook(struct vcore_slot *slot,
+				   vcore_overquota_fn fn)
+{
+	vcore_lock(slot);
+	slot->overquota_fn = fn;
+	vcore_unlock(slot);
+}
+
+void vcore_slot_destroy(struct vcore_slot *slot)
+{
+	const struct vcore_host_ops *ops;
+	void *priv;
+
+	if (!slot)
+		return;
+	ops = slot->ops;
+	priv = slot->priv;
+	while (slot->files)
+		vcore_file_close(slot->files);
+	vcore_lock(slot);
+	vcore_obj_free_all_locked(slot);
+	vcore_unlock(slot);
+	ops->lock_destroy(priv, slot->lock);
+	ops->free(priv, slot);
+}
+
+/* ---- files ---- */
+
+struct vcore_file *vcore_file_open(struct vcore_slot *slot,
+				   enum vcore_file_kind kind, void *host_priv)
+{
+	struct vcore_file *file;
+
+	if (kind != VCORE_FILE_CTL && kind != VCORE_FILE_DEV &&
+	    kind != VCORE_FILE_UVM)
+		return VCORE_NULL;
+	file = slot->ops->zalloc(slot->priv, sizeof(*file));
+	if (!file)
+		return VCORE_NULL;
+	file->slot = slot;
+	file->kind = kind;
+	file->host_priv = host_priv;
+	vcore_lock(slot);
+	file->next = slot->files;
+	if (slot->files)
+		slot->files->prev = file;
+	slot->files = file;
+	slot->stats.files++;
+	vcore_unlock(slot);
+	return file;
+}
+
+void vcore_file_close(struct vcore_file *file)
+{
+	struct vcore_slot *slot;
+
+	if (!file)
+		return;
+	slot = file->slot;
+	vcore_lock(slot);
+	/* rm_cleanup_file_private frees every client of this file
+	 * (osapi.c:2858-2920, abi.md §9.1). */
+	vcore_obj_free_file_clients_locked(slot, file);
+	if (file->prev)
+		file->prev->next = file->next;
+	else
+		slot->files = file->next;
+	if (file->next)
+		file->next->prev = file->prev;
+	slot->stats.files--;
+	vcore_note_peak_locked(slot);
+	vcore_unlock(slot);
+	slot->ops->free(slot->priv, file);
+}
+
+void *vcore_file_priv(const struct vcore_file *file)
+{
+	return file->host_priv;
+}
+
+enum vcore_file_kind vcore_file_kind(const struct vcore_file *file)
+{
+	return file->kind;
+}
+
+/* ---- managed memory ---- */
+
+int vcore_uvm_mmap_allowed(struct vcore_slot *slot, vcore_u64 length)
+{
+	enum vcore_managed_policy p;
+	int ret = 0;
+
+	vcore_lock(slot);
+	p = slot->cfg.managed_policy;
+	if (p == VCORE_MANAGED_DEFAULT)
+		p = vcore_slot_has_quota(slot) ? VCORE_MANAGED_REFUSE :
+						 VCORE_MANAGED_ALLOW_UNCOUNTED;
+	if (p == VCORE_MANAGED_REFUSE) {
+		slot->stats.uvm_mmap_refused++;
+		slot->stats.denied++;
+		ret = -VCORE_EPERM;
+	}
+	vcore_unlock(slot);
+	if (ret)
+		vcore_logf(slot, VCORE_LOG_INFO,
+			   "refused managed memory (mmap of nvidia-uvm, %llu bytes): policy refuse",
+			   (unsigned long long)length);
+	return ret;
+}

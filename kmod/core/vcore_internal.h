@@ -1,0 +1,335 @@
+/* SPDX-License-Identifier: GPL-2.0 OR MIT */
+/*
+ * vcore_internal.h - state shared by the core's files. Not for hosts.
+ *
+ * Lock: slot->lock (host lock) protects everything reachable from the slot:
+ * the object table, the file list, counters, the pid set and the TSG
+ * generation. It is never held across a host copy op or the real ioctl.
+ * Helpers whose name ends in _locked require it (vcore_assert_locked).
+ */
+#ifndef VCORE_INTERNAL_H
+#define VCORE_INTERNAL_H
+
+#include "vcore.h"
+#include "abi/nvos.h"
+
+#define VCORE_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---------------------------------------------------------------- */
+/* ABI tables (tables_580.c): parent + delta per driver branch        */
+/* ---------------------------------------------------------------- */
+
+struct vcore_call;
+
+/* Pre handlers decide; they return a verdict and may set call->post. */
+typedef enum vcore_verdict (*vcore_pre_fn)(struct vcore_call *call);
+
+/* Escape row flags */
+#define VCORE_ESC_SIZE_MULTIPLE 0x1	/* size is a non-zero multiple */
+#define VCORE_ESC_REMOVED 0x2		/* delta: not in this version */
+#define VCORE_ESC_NO_STATUS 0x4		/* struct has no RM status field */
+
+struct vcore_esc_row {
+	vcore_u32 nr;
+	vcore_u32 size;		/* exact size, or the element size */
+	vcore_u32 alt_size;	/* a second accepted size (NVOS21 vs 64) */
+	vcore_u32 status_off;	/* where an RM status is written */
+	vcore_u32 flags;
+	vcore_pre_fn pre;
+	const char *name;
+};
+
+/* Control row flags */
+#define VCORE_CTRL_ANY_SIZE 0x1		/* size field: maximum, not exact */
+#define VCORE_CTRL_REMOVED 0x2
+
+struct vcore_ctrl_row {
+	vcore_u32 cmd;
+	vcore_u32 size;
+	vcore_u32 flags;
+	vcore_pre_fn pre;	/* NULL: the size-checked pass handler */
+	const char *name;
+};
+
+/* What the core does with objects of a class. */
+enum vcore_class_kind {
+	VCORE_CLS_PASS = 0,	/* track, no behaviour */
+	VCORE_CLS_ROOT,		/* an RM client */
+	VCORE_CLS_VIDMEM,	/* physical vidmem, NV_MEMORY_ALLOCATION_PARAMS */
+	VCORE_CLS_FABRIC,	/* physical vidmem, NV00F8 allocSize */
+	VCORE_CLS_UNCHARGED_MEM,	/* sysmem, VA, OS descriptors */
+	VCORE_CLS_QUOTA_REFUSED,	/* refused when a memory quota is set */
+	VCORE_CLS_TSG,
+	VCORE_CLS_CHANNEL,
+	VCORE_CLS_REMOVED,	/* delta: not in this version */
+};
+
+struct vcore_class_row {
+	vcore_u32 cls;
+	vcore_u32 params_size;	/* 0: no params, or not read */
+	enum vcore_class_kind kind;
+	const char *name;
+};
+
+struct vcore_uvm_row {
+	vcore_u32 cmd;
+	vcore_u32 size;		/* params size, 0 if the core never reads */
+	const char *name;
+};
+
+struct vcore_abi {
+	const char *name;	/* "580" */
+	const struct vcore_abi *parent;
+	const struct vcore_esc_row *esc;
+	vcore_size_t n_esc;
+	const struct vcore_ctrl_row *ctrl;
+	vcore_size_t n_ctrl;
+	const struct vcore_class_row *cls;
+	vcore_size_t n_cls;
+	const struct vcore_uvm_row *uvm;
+	vcore_size_t n_uvm;
+};
+
+/* Lookups walk the delta chain; a REMOVED row ends the search (NULL). */
+const struct vcore_esc_row *vcore_abi_esc(const struct vcore_abi *abi,
+					  vcore_u32 nr);
+const struct vcore_ctrl_row *vcore_abi_ctrl(const struct vcore_abi *abi,
+					    vcore_u32 cmd);
+const struct vcore_class_row *vcore_abi_class(const struct vcore_abi *abi,
+					      vcore_u32 cls);
+const struct vcore_uvm_row *vcore_abi_uvm(const struct vcore_abi *abi,
+					  vcore_u32 cmd);
+/* The ABI for a driver version string, or NULL. */
+const struct vcore_abi *vcore_abi_for_version(const char *version);
+extern const struct vcore_abi vcore_abi_580;
+
+/* ---------------------------------------------------------------- */
+/* Objects                                                            */
+/* ---------------------------------------------------------------- */
+
+#define VCORE_OBJ_BUCKETS 1024
+#define VCORE_MAX_OBJECTS 65536	/* per slot; beyond it allocs are refused */
+#define VCORE_PID_SET 64
+
+struct vcore_obj {
+	vcore_u32 h_client;
+	vcore_u32 h_object;	/* == h_client for the client itself */
+	vcore_u32 cls;
+	vcore_u32 pid;
+	vcore_u64 charged;	/* bytes charged in the ledger for this */
+	struct vcore_obj *hnext;	/* hash chain */
+	struct vcore_obj *parent;	/* NULL for clients */
+	struct vcore_obj *child;	/* first child */
+	struct vcore_obj *sibling;	/* next child of parent */
+	struct vcore_obj *dup_src;	/* object this one was duped from */
+	struct vcore_file *owner;	/* clients: the ctl file */
+	/* TSG registry */
+	vcore_u32 engine_type;
+	vcore_u32 n_channels;
+	vcore_u64 app_timeslice_us;	/* last SET_TIMESLICE by the app */
+};
+
+struct vcore_file {
+	struct vcore_slot *slot;
+	enum vcore_file_kind kind;
+	void *host_priv;
+	struct vcore_file *next;
+	struct vcore_file *prev;
+};
+
+struct vcore_slot {
+	const struct vcore_host_ops *ops;
+	void *priv;
+	void *lock;
+	struct vcore_slot_config cfg;
+	const struct vcore_abi *abi;
+	struct vcore_ledger ledger;
+	vcore_u64 own_ledger_charged;	/* the default ledger's state */
+	vcore_overquota_fn overquota_fn;
+
+	struct vcore_obj *buckets[VCORE_OBJ_BUCKETS];
+	struct vcore_file *files;
+	struct vcore_stats stats;
+	vcore_u32 pids[VCORE_PID_SET];
+	vcore_u32 n_pids;
+	vcore_u64 tsg_gen;
+	vcore_u32 n_dups;		/* objects with dup_src set */
+};
+
+/* objects.c (all _locked) */
+struct vcore_obj *vcore_obj_find_locked(struct vcore_slot *slot,
+					vcore_u32 h_client, vcore_u32 h_object);
+/* Link @obj (zeroed by the caller, keys set) under its parent; the parent
+ * is (h_client, h_parent), or the client when not tracked. An existing
+ * object with the same key is freed first (stale: the driver reused it). */
+void vcore_obj_insert_locked(struct vcore_slot *slot, struct vcore_obj *obj,
+			     vcore_u32 h_parent);
+/* Free @obj and its subtree, refunding their charges. */
+void vcore_obj_free_tree_locked(struct vcore_slot *slot, struct vcore_obj *obj);
+void vcore_obj_free_file_clients_locked(struct vcore_slot *slot,
+					struct vcore_file *file);
+void vcore_obj_free_all_locked(struct vcore_slot *slot);
+
+/* slot.c */
+void vcore_lock(struct vcore_slot *slot);
+void vcore_unlock(struct vcore_slot *slot);
+void vcore_logf(struct vcore_slot *slot, enum vcore_log_level level,
+		const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void vcore_count_unknown_locked(struct vcore_unknown_list *list,
+				vcore_u32 number);
+void vcore_note_pid_locked(struct vcore_slot *slot, vcore_u32 pid);
+vcore_bool vcore_pid_in_slot(struct vcore_slot *slot, vcore_u32 pid);
+/* Ledger wrappers that keep charged/peak counters current. */
+int vcore_charge_try(struct vcore_slot *slot, vcore_u64 bytes);
+void vcore_charge_force(struct vcore_slot *slot, vcore_u64 bytes);
+void vcore_charge_refund(struct vcore_slot *slot, vcore_u64 bytes);
+vcore_u64 vcore_charged(struct vcore_slot *slot);
+void vcore_note_peak_locked(struct vcore_slot *slot);
+vcore_bool vcore_slot_has_quota(const struct vcore_slot *slot);
+
+/* fmt.c: a tiny vsnprintf (%s %c %d %u %x %llu %lld %llx %p-free) */
+int vcore_vsnprintf(char *buf, vcore_size_t len, const char *fmt,
+		    __builtin_va_list ap);
+int vcore_snprintf(char *buf, vcore_size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+vcore_size_t vcore_strnlen(const char *s, vcore_size_t max);
+int vcore_strncmp(const char *a, const char *b, vcore_size_t n);
+
+#define vcore_memcpy __builtin_memcpy
+#define vcore_memset __builtin_memset
+#define vcore_memcmp __builtin_memcmp
+
+/* ---------------------------------------------------------------- */
+/* Calls                                                              */
+/* ---------------------------------------------------------------- */
+
+#define VCORE_CALL_MAX_BUFS 8
+#define VCORE_CALL_MAX_FDS 4
+#define VCORE_INLINE_ARG 256
+
+enum vcore_post_kind {
+	VCORE_POST_NONE = 0,
+	VCORE_POST_ALLOC,	/* RM_ALLOC, ALLOC_OBJECT, ALLOC_MEMORY, VHC */
+	VCORE_POST_FREE,	/* RM_FREE, NVOS32 FREE */
+	VCORE_POST_DUP,
+	VCORE_POST_CTRL,	/* a control with a reply step */
+	VCORE_POST_VHC_INFO,	/* NVOS32 INFO view */
+};
+
+typedef int (*vcore_ctrl_post_fn)(struct vcore_call *call);
+
+struct vcore_call {
+	struct vcore_slot *slot;
+	struct vcore_file *file;
+	struct vcore_call_ctx ctx;
+	enum vcore_verdict verdict;
+	int err;			/* REFUSE_ERRNO: negative errno */
+	vcore_u32 rm_status;		/* REFUSE_STATUS: what was written */
+	const char *reason;
+
+	vcore_u32 req;			/* as issued */
+	vcore_u32 nr;			/* effective (after XFER) */
+	vcore_u32 size;			/* effective */
+	vcore_u32 cmd;			/* control cmd or class */
+	vcore_bool xfer;
+	const struct vcore_esc_row *esc;
+	vcore_u32 status_off;		/* RM status in the argument */
+
+	/* Effective top-level argument: its address and private copy. */
+	vcore_uptr_t arg;
+	unsigned int argidx;		/* bufs index of it: 0, or 1 (XFER) */
+	vcore_u8 *argbuf;		/* NULL when not copied */
+	vcore_u8 inline_arg[VCORE_INLINE_ARG];
+
+	struct vcore_buf_info bufs[VCORE_CALL_MAX_BUFS];
+	void *owned[VCORE_CALL_MAX_BUFS];	/* private copies to free */
+	unsigned int n_bufs;
+	struct vcore_fd_field fds[VCORE_CALL_MAX_FDS];
+	unsigned int n_fds;
+
+	/* Post step */
+	enum vcore_post_kind post;
+	vcore_ctrl_post_fn ctrl_post;
+	struct vcore_obj *new_obj;	/* preallocated record */
+	vcore_u32 h_parent;
+	vcore_u64 reserved;		/* ledger bytes reserved in pre */
+	vcore_u32 page_align;		/* rounding for the settle */
+	int params_buf;			/* bufs index of class/ctrl params */
+	vcore_u32 reply_size_off;	/* offset of the size in the reply */
+	vcore_u32 reply_size_buf;	/* bufs index holding it */
+	vcore_bool reply_handle_from_buf; /* NVOS32: hMemory in top-level */
+	vcore_u32 free_client, free_object;
+	int list_buf;			/* FB_GET_INFO v1: the nested list */
+};
+
+/* dispatch.c helpers for handlers */
+enum vcore_verdict vcore_refuse_errno(struct vcore_call *call, int err,
+				      const char *reason);
+enum vcore_verdict vcore_refuse_status(struct vcore_call *call,
+				       vcore_u32 status, const char *reason);
+enum vcore_verdict vcore_policy_unknown(struct vcore_call *call,
+					struct vcore_unknown_list *list,
+					vcore_u32 number, int strict_errno,
+					vcore_u32 strict_status,
+					const char *what);
+/* Copy the top-level argument (call->size bytes) into call->argbuf. */
+int vcore_copy_arg(struct vcore_call *call);
+/* Add a nested buffer; @copy: also take a private copy. Returns its index
+ * or a negative errno (-VCORE_EFAULT when the copy faults). */
+int vcore_add_buf(struct vcore_call *call, int parent, vcore_u32 ptr_off,
+		  vcore_uptr_t uaddr, vcore_u32 len, vcore_bool copy);
+/* Take the private copy of an already listed buffer. */
+int vcore_copy_buf(struct vcore_call *call, unsigned int i);
+void vcore_add_fd(struct vcore_call *call, vcore_uptr_t uaddr, vcore_s32 value,
+		  enum vcore_fd_kind kind);
+vcore_u32 vcore_rd32(const void *p, vcore_u32 off);
+vcore_u64 vcore_rd64(const void *p, vcore_u32 off);
+void vcore_wr32(void *p, vcore_u32 off, vcore_u32 v);
+void vcore_wr64(void *p, vcore_u32 off, vcore_u64 v);
+/* Read the driver's reply status (u32 at @off of the top-level). */
+int vcore_reply_u32(struct vcore_call *call, vcore_u32 off, vcore_u32 *out);
+int vcore_user_read(struct vcore_call *call, void *dst, vcore_uptr_t src,
+		    vcore_size_t n);
+int vcore_user_write(struct vcore_call *call, vcore_uptr_t dst,
+		     const void *src, vcore_size_t n);
+
+/* Escape handlers (rm_alloc.c, rm_control.c, esc.c). */
+enum vcore_verdict vcore_esc_pass(struct vcore_call *call);
+enum vcore_verdict vcore_esc_no_driver_handler(struct vcore_call *call);
+enum vcore_verdict vcore_esc_privileged(struct vcore_call *call);
+enum vcore_verdict vcore_esc_register_fd(struct vcore_call *call);
+enum vcore_verdict vcore_esc_map_memory(struct vcore_call *call);
+enum vcore_verdict vcore_esc_get_event_data(struct vcore_call *call);
+enum vcore_verdict vcore_esc_idle_channels(struct vcore_call *call);
+enum vcore_verdict vcore_esc_rm_alloc(struct vcore_call *call);
+enum vcore_verdict vcore_esc_rm_alloc_object(struct vcore_call *call);
+enum vcore_verdict vcore_esc_rm_alloc_memory(struct vcore_call *call);
+enum vcore_verdict vcore_esc_rm_free(struct vcore_call *call);
+enum vcore_verdict vcore_esc_rm_dup_object(struct vcore_call *call);
+enum vcore_verdict vcore_esc_rm_share(struct vcore_call *call);
+enum vcore_verdict vcore_esc_vid_heap_control(struct vcore_call *call);
+enum vcore_verdict vcore_esc_rm_control(struct vcore_call *call);
+int vcore_post_alloc(struct vcore_call *call);
+int vcore_post_free(struct vcore_call *call);
+int vcore_post_dup(struct vcore_call *call);
+int vcore_post_vhc_info(struct vcore_call *call);
+
+/* Control handlers (rm_control.c, views.c) */
+enum vcore_verdict vcore_ctrl_fb_get_info_v2(struct vcore_call *call);
+enum vcore_verdict vcore_ctrl_fb_get_info(struct vcore_call *call);
+enum vcore_verdict vcore_ctrl_get_pids(struct vcore_call *call);
+enum vcore_verdict vcore_ctrl_get_pid_info(struct vcore_call *call);
+enum vcore_verdict vcore_ctrl_unix_fd_at0(struct vcore_call *call);
+enum vcore_verdict vcore_ctrl_unix_export_object_to_fd(struct vcore_call *call);
+enum vcore_verdict vcore_ctrl_unix_create_export_fd(struct vcore_call *call);
+enum vcore_verdict vcore_ctrl_attach_gpu(struct vcore_call *call);
+enum vcore_verdict vcore_ctrl_export_mem(struct vcore_call *call);
+enum vcore_verdict vcore_ctrl_tsg_set_timeslice(struct vcore_call *call);
+
+/* views.c: memory figures the views show */
+vcore_u64 vcore_view_total_bytes(struct vcore_slot *slot);
+vcore_u64 vcore_view_free_bytes(struct vcore_slot *slot);
+void vcore_count_view(struct vcore_slot *slot);
+int vcore_view_heap_query(struct vcore_call *call);
+
+#endif /* VCORE_INTERNAL_H */

@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * views.c - replies rewritten so a slot sees its own GPU: total = quota,
+ * free = quota - charged (the whole slot's charge), and only its own
+ * processes (abi.md §5, memory-quota-h200.md).
+ *
+ * Consumers and what they compute (abi.md §5.2):
+ *   cuMemGetInfo   total = (HEAP_SIZE + FB_TAX) KiB, free = HEAP_FREE
+ *   nvidia-smi     total = TOTAL_RAM_SIZE, used = HEAP_SIZE - HEAP_FREE,
+ *                  reserved = TOTAL_RAM_SIZE - HEAP_SIZE
+ *   NVML v1/v2     the same indices
+ * So HEAP_SIZE = TOTAL_RAM_SIZE = USABLE_RAM_SIZE = RAM_SIZE = quota,
+ * FB_TAX = 0, HEAP_FREE = LARGEST_FREE_REGION = quota - charged: every
+ * formula then yields total = quota, used = charged, reserved = 0.
+ */
+#include "vcore_internal.h"
+#include "abi/ctrl.h"
+#include "abi/nv_escape.h"
+#include "abi/nvstatus.h"
+
+vcore_u64 vcore_view_total_bytes(struct vcore_slot *slot)
+{
+	return slot->cfg.mem_quota_bytes;
+}
+
+vcore_u64 vcore_view_free_bytes(struct vcore_slot *slot)
+{
+	vcore_u64 q = slot->cfg.mem_quota_bytes, c = vcore_charged(slot);
+
+	return c < q ? q - c : 0;
+}
+
+void vcore_count_view(struct vcore_slot *slot)
+{
+	vcore_lock(slot);
+	slot->stats.views_rewritten++;
+	vcore_unlock(slot);
+}
+
+static vcore_u32 kib(vcore_u64 bytes)
+{
+	vcore_u64 k = bytes >> 10;
+
+	return k > 0xffffffffull ? 0xffffffffu : (vcore_u32)k;
+}
+
+/* Rewrite one {index, data} list in place; returns 1 if anything changed. */
+static int rewrite_fb_list(struct vcore_slot *slot, NVXXXX_CTRL_XXX_INFO *l,
+			   vcore_u32 n)
+{
+	vcore_u32 total, free_kib, i, v;
+	int changed = 0;
+
+	vcore_lock(slot);
+	total = kib(vcore_view_total_bytes(slot));
+	free_kib = kib(vcore_view_free_bytes(slot));
+	vcore_unlock(slot);
+	for (i = 0; i < n; i++) {
+		switch (l[i].index) {
+		case NV2080_CTRL_FB_INFO_INDEX_RAM_SIZE:
+		case NV2080_CTRL_FB_INFO_INDEX_TOTAL_RAM_SIZE:
+		case NV2080_CTRL_FB_INFO_INDEX_HEAP_SIZE:
+		case NV2080_CTRL_FB_INFO_INDEX_MAPPABLE_HEAP_SIZE:
+		case NV2080_CTRL_FB_INFO_INDEX_USABLE_RAM_SIZE:
+			v = total;
+			break;
+		case NV2080_CTRL_FB_INFO_INDEX_HEAP_FREE:
+		case NV2080_CTRL_FB_INFO_INDEX_LARGEST_FREE_REGION_SIZE_KB:
+			v = free_kib;
+			break;
+		case NV2080_CTRL_FB_INFO_INDEX_FB_TAX_SIZE_KB:
+		case NV2080_CTRL_FB_INFO_INDEX_HEAP_OFFLINE_SIZE:
+			v = 0;
+			break;
+		default:
+			continue;
+		}
+		if (l[i].data != v) {
+			l[i].data = v;
+			changed = 1;
+		}
+	}
+	return changed;
+}
+
+/* Read the reply list at @uaddr (n entries), rewrite it, write it back. */
+static int rewrite_fb_reply(struct vcore_call *call, vcore_uptr_t uaddr,
+			    vcore_u32 n)
+{
+	NVXXXX_CTRL_XXX_INFO l[NV2080_CTRL_FB_INFO_MAX_LIST_SIZE];
+	vcore_size_t len = (vcore_size_t)n * sizeof(l[0]);
+
+	if (vcore_user_read(call, l, uaddr, len))
+		return -VCORE_EFAULT;
+	if (!rewrite_fb_list(call->slot, l, n))
+		return 0;
+	if (vcore_user_write(call, uaddr, l, len))
+		return -VCORE_EFAULT;
+	vcore_count_view(call->slot);
+	return 0;
+}
+
+static int ctrl_ok(struct vcore_call *call)
+{
+	vcore_u32 status = 1;
+
+	return !vcore_reply_u32(call, 28, &status) && status == NV_OK;
+}
+
+static int fb_v2_post(struct vcore_call *call)
+{
+	const vcore_u8 *prm = call->bufs[call->params_buf].priv;
+	vcore_u32 n = vcore_rd32(prm, 0);
+
+	if (!ctrl_ok(call))
+		return 0;
+	if (n > NV2080_CTRL_FB_INFO_MAX_LIST_SIZE)
+		n = NV2080_CTRL_FB_INFO_MAX_LIST_SIZE;
+	/* The list as the private copy sized it: RM answers in place. */
+	return rewrite_fb_reply(call, call->bufs[call->params_buf].uaddr + 4,
+				n);
+}
+
+/* NV2080_CTRL_CMD_FB_GET_INFO_V2 (0x20801303, 1028 B). */
+enum vcore_verdict vcore_ctrl_fb_get_info_v2(struct vcore_call *call)
+{
+	int err;
+
+	if (!vcore_slot_has_quota(call->slot))
+		return VCORE_FORWARD;
+	if (call->params_buf < 0)
+		return vcore_refuse_status(call, NV_ERR_INVALID_ARGUMENT,
+					   "FB_GET_INFO_V2 without params");
+	err = vcore_copy_buf(call, (unsigned int)call->params_buf);
+	if (err)
+		return vcore_refuse_errno(call, err, "FB_GET_INFO_V2 params unreadable");
+	call->post = VCORE_POST_CTRL;
+	call->ctrl_post = fb_v2_post;
+	return VCORE_FORWARD;
+}
+
+static int fb_v1_post(struct vcore_call *call)
+{
+	const struct vcore_buf_info *list = &call->bufs[call->list_buf];
+
+	if (!ctrl_ok(call))
+		return 0;
+	return rewrite_fb_reply(call, list->uaddr,
+				list->len / sizeof(NVXXXX_CTRL_XXX_INFO));
+}
+
+/*
+ * NV2080_CTRL_CMD_FB_GET_INFO (0x20801301, deprecated): 16-B params with a
+ * pointer to a user list (rmapi_deprecated_control.c:791-798).
+ */
+enum vcore_verdict vcore_ctrl_fb_get_info(struct vcore_call *call)
+{
+	const vcore_u8 *prm;
+	vcore_u32 n;
+	vcore_uptr_t list;
+	int err;
+
+	if (call->params_buf < 0)
+		return vcore_refuse_status(call, NV_ERR_INVALID_ARGUMENT,
+					   "FB_GET_INFO without params");
+	err = vcore_copy_buf(call, (unsigned int)call->params_buf);
+	if (err)
+		return vcore_refuse_errno(call, err, "FB_GET_INFO params unreadable");
+	prm = call->bufs[call->params_buf].priv;
+	n = vcore_rd32(prm, 0);
+	list = vcore_rd64(prm, 8);
+	if (n > NV2080_CTRL_FB_INFO_MAX_LIST_SIZE)
+		return vcore_refuse_status(call, NV_ERR_INVALID_ARGUMENT,
+					   "FB_GET_INFO list too long");
+	if (!n || !list)
+		return VCORE_FORWARD;
+	err = vcore_add_buf(call, call->params_buf, 8, list,
+			    n * (vcore_u32)sizeof(NVXXXX_CTRL_XXX_INFO), 0);
+	if (err < 0)
+		return vcore_refuse_errno(call, -VCORE_EFAULT, "FB_GET_INFO");
+	call->list_buf = err;
+	if (!vcore_slot_has_quota(call->slot))
+		return VCORE_FORWARD;
+	call->post = VCORE_POST_CTRL;
+	call->ctrl_post = fb_v1_post;
+	return VCORE_FORWARD;
+}
+
+/* NVOS32 FUNCTION_INFO: total = (HEAP_SIZE + FB_TAX) << 10 @24, free =
+ * HEAP_FREE << 10 @32 (rmapi_deprecated_vidheapctrl.c:342-389). */
+int vcore_post_vhc_info(struct vcore_call *call)
+{
+	vcore_u64 v[2];
+	vcore_u32 status = 1;
+
+	if (!vcore_slot_has_quota(call->slot))
+		return 0;
+	if (vcore_reply_u32(call, 20, &status) || status != NV_OK)
+		return 0;
+	vcore_lock(call->slot);
+	v[0] = vcore_view_total_bytes(call->slot);
+	v[1] = vcore_view_free_bytes(call->slot);
+	vcore_unlock(call->slot);
+	if (vcore_user_write(call, call->arg + 24, v, sizeof(v)))
+		return -VCORE_EFAULT;
+	vcore_count_view(call->slot);
+	return 0;
+}
+
+/* Legacy heap query: RM_ALLOC_MEMORY of class 0x40 returns
+ * limit = heap - 1 (rmapi_deprecated_allocmemory.c:305-333). */
+int vcore_view_heap_query(struct vcore_call *call)
+{
+	vcore_u64 limit;
+
+	if (!vcore_slot_has_quota(call->slot))
+		return 0;
+	limit = call->slot->cfg.mem_quota_bytes - 1;
+	if (vcore_user_write(call, call->arg + 32, &limit, sizeof(limit)))
+		return -VCORE_EFAULT;
+	vcore_count_view(call->slot);
+	return 0;
+}
+
+/* ---- processes ---- */
+
+static int get_pids_post(struct vcore_call *call)
+{
+	struct vcore_buf_info *b = &call->bufs[call->params_buf];
+	NV2080_CTRL_GPU_GET_PIDS_PARAMS *r;
+	vcore_u32 i, n, kept = 0;
+	int ret = 0;
+
+	if (!ctrl_ok(call))
+		return 0;
+	/* Reuse the private buffer for the reply: the decision was made. */
+	r = (NV2080_CTRL_GPU_GET_PIDS_PARAMS *)b->priv;
+	if (vcore_user_read(call, r, b->uaddr, sizeof(*r)))
+		return -VCORE_EFAULT;
+	n = r->pidTblCount;
+	if (n > NV2080_CTRL_GPU_GET_PIDS_MAX_COUNT)
+		n = NV2080_CTRL_GPU_GET_PIDS_MAX_COUNT;
+	for (i = 0; i < n; i++)
+		if (vcore_pid_in_slot(call->slot, r->pidTbl[i]))
+			r->pidTbl[kept++] = r->pidTbl[i];
+	if (kept == r->pidTblCount)
+		return 0;
+	for (i = kept; i < n; i++)
+		r->pidTbl[i] = 0;
+	r->pidTblCount = kept;
+	if (vcore_user_write(call, b->uaddr, r, sizeof(*r)))
+		ret = -VCORE_EFAULT;
+	else
+		vcore_count_view(call->slot);
+	return ret;
+}
+
+/* NV2080_CTRL_CMD_GPU_GET_PIDS (0x2080018d, 3812 B): only this slot's. */
+enum vcore_verdict vcore_ctrl_get_pids(struct vcore_call *call)
+{
+	int err;
+
+	if (call->params_buf < 0)
+		return vcore_refuse_status(call, NV_ERR_INVALID_ARGUMENT,
+					   "GET_PIDS without params");
+	err = vcore_copy_buf(call, (unsigned int)call->params_buf);
+	if (err)
+		return vcore_refuse_errno(call, err, "GET_PIDS params unreadable");
+	call->post = VCORE_POST_CTRL;
+	call->ctrl_post = get_pids_post;
+	return VCORE_FORWARD;
+}
+
+static int get_pid_info_post(struct vcore_call *call)
+{
+	struct vcore_buf_info *b = &call->bufs[call->params_buf];
+	NV2080_CTRL_GPU_GET_PID_INFO_PARAMS *r;
+	vcore_u32 i, n;
+	int changed = 0;
+
+	if (!ctrl_ok(call))
+		return 0;
+	r = (NV2080_CTRL_GPU_GET_PID_INFO_PARAMS *)b->priv;
+	if (vcore_user_read(call, r, b->uaddr, sizeof(*r)))
+		return -VCORE_EFAULT;
+	n = r->pidInfoListCount;
+	if (n > NV2080_CTRL_GPU_GET_PID_INFO_MAX_COUNT)
+		n = NV2080_CTRL_GPU_GET_PID_INFO_MAX_COUNT;
+	for (i = 0; i < n; i++) {
+		NV2080_CTRL_GPU_PID_INFO *e = &r->pidInfoList[i];
+
+		if (vcore_pid_in_slot(call->slot, e->pid))
+			continue;
+		/* Another tenant's process: report it as not found. */
+		vcore_memset(e->data, 0, sizeof(e->data));
+		e->result = NV_ERR_OBJECT_NOT_FOUND;
+		changed = 1;
+	}
+	if (!changed)
+		return 0;
+	if (vcore_user_write(call, b->uaddr, r, sizeof(*r)))
+		return -VCORE_EFAULT;
+	vcore_count_view(call->slot);
+	return 0;
+}
+
+/* NV2080_CTRL_CMD_GPU_GET_PID_INFO (0x2080018e, 14408 B). */
+enum vcore_verdict vcore_ctrl_get_pid_info(struct vcore_call *call)
+{
+	int err;
+
+	if (call->params_buf < 0)
+		return vcore_refuse_status(call, NV_ERR_INVALID_ARGUMENT,
+					   "GET_PID_INFO without params");
+	err = vcore_copy_buf(call, (unsigned int)call->params_buf);
+	if (err)
+		return vcore_refuse_errno(call, err,
+					  "GET_PID_INFO params unreadable");
+	call->post = VCORE_POST_CTRL;
+	call->ctrl_post = get_pid_info_post;
+	return VCORE_FORWARD;
+}
