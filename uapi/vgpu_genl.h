@@ -9,8 +9,8 @@
  * network namespace (a slot is a node resource, not a container's). Every mutating command
  * needs CAP_SYS_ADMIN in the initial user namespace (GENL_ADMIN_PERM); reads and the event
  * group are open to everyone. Every request is validated strictly against one policy: an
- * unknown attribute, a wrong length, or an unknown bit in a flags word fails the request with
- * -EINVAL (or -EOPNOTSUPP for unknown flag bits) and an extended-ack message naming it.
+ * unknown attribute, a wrong length, a value out of range or an unknown bit in a flags word
+ * fails the request with -EINVAL and an extended-ack message naming the attribute.
  *
  * A *slot* is one tenant's view of one GPU. It owns character devices
  *   /dev/vgpuctl<ID>  standing in for /dev/nvidiactl,

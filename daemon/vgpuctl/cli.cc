@@ -1,0 +1,251 @@
+#include "cli.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdio>
+#include <sstream>
+
+namespace vgpu::ctl {
+
+Result<ParsedArgs> ParseArgs(std::string_view command, std::span<const std::string> args,
+                             std::span<const FlagSpec> known) {
+  ParsedArgs out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.size() < 2 || a.compare(0, 2, "--") != 0) {
+      out.positional.push_back(a);
+      continue;
+    }
+    std::string name = a;
+    std::string value;
+    bool inline_value = false;
+    if (auto eq = a.find('='); eq != std::string::npos) {
+      name = a.substr(0, eq);
+      value = a.substr(eq + 1);
+      inline_value = true;
+    }
+    auto spec =
+        std::find_if(known.begin(), known.end(), [&](const FlagSpec& f) { return f.name == name; });
+    if (spec == known.end()) {
+      return InvalidArgumentError("'" + std::string(command) + "' has no flag " + name);
+    }
+    if (spec->takes_value && !inline_value) {
+      if (i + 1 >= args.size()) return InvalidArgumentError(name + ": needs a value");
+      value = args[++i];
+    } else if (!spec->takes_value && inline_value) {
+      return InvalidArgumentError(name + ": takes no value");
+    }
+    out.flags[name] = value;
+  }
+  return out;
+}
+
+Result<uint64_t> ParseSize(std::string_view flag, std::string_view text) {
+  uint64_t n = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || p == text.data()) {
+    return InvalidArgumentError(std::string(flag) + ": '" + std::string(text) +
+                                "' is not a size (e.g. 4Gi, 512Mi, 1G, 1048576)");
+  }
+  std::string_view unit(p, text.data() + text.size() - p);
+  static const std::pair<std::string_view, uint64_t> kUnits[] = {{"", 1},
+                                                                 {"B", 1},
+                                                                 {"Ki", 1ull << 10},
+                                                                 {"Mi", 1ull << 20},
+                                                                 {"Gi", 1ull << 30},
+                                                                 {"Ti", 1ull << 40},
+                                                                 {"K", 1000ull},
+                                                                 {"M", 1000000ull},
+                                                                 {"G", 1000000000ull},
+                                                                 {"T", 1000000000000ull}};
+  for (const auto& [u, mul] : kUnits) {
+    if (unit == u) {
+      if (n && mul > UINT64_MAX / n)
+        return InvalidArgumentError(std::string(flag) + ": size overflows");
+      return n * mul;
+    }
+  }
+  return InvalidArgumentError(std::string(flag) + ": unknown unit '" + std::string(unit) +
+                              "' (use Ki, Mi, Gi, Ti, K, M, G, T)");
+}
+
+Result<uint32_t> ParseU32(std::string_view flag, std::string_view text, uint32_t min,
+                          uint32_t max) {
+  uint32_t n = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || p != text.data() + text.size() || n < min || n > max) {
+    return InvalidArgumentError(std::string(flag) + ": '" + std::string(text) +
+                                "' is not a number in " + std::to_string(min) + ".." +
+                                std::to_string(max));
+  }
+  return n;
+}
+
+Result<kmod::SlotConfig> ParseSlotConfig(const ParsedArgs& args) {
+  kmod::SlotConfig cfg;
+  if (auto it = args.flags.find("--name"); it != args.flags.end()) {
+    if (it->second.size() >= VGPU_SLOT_NAME_LEN) {
+      return InvalidArgumentError("--name: longer than " + std::to_string(VGPU_SLOT_NAME_LEN - 1));
+    }
+    cfg.name = it->second;
+  }
+  if (auto it = args.flags.find("--memory"); it != args.flags.end()) {
+    auto n = ParseSize("--memory", it->second);
+    if (!n.ok()) return n.status();
+    cfg.mem_quota = *n;
+  }
+  if (auto it = args.flags.find("--share"); it != args.flags.end()) {
+    auto n = ParseU32("--share", it->second, 1, 100);
+    if (!n.ok()) return n.status();
+    cfg.compute_share = *n;
+  }
+  if (auto it = args.flags.find("--managed"); it != args.flags.end()) {
+    if (it->second == "refuse")
+      cfg.managed = kmod::ManagedPolicy::kRefuse;
+    else if (it->second == "allow-uncounted")
+      cfg.managed = kmod::ManagedPolicy::kAllowUncounted;
+    else
+      return InvalidArgumentError("--managed: '" + it->second +
+                                  "' (use refuse or allow-uncounted)");
+  }
+  if (auto it = args.flags.find("--unknown"); it != args.flags.end()) {
+    if (it->second == "refuse")
+      cfg.unknown = kmod::UnknownPolicy::kRefuse;
+    else if (it->second == "allow-log")
+      cfg.unknown = kmod::UnknownPolicy::kAllowLog;
+    else
+      return InvalidArgumentError("--unknown: '" + it->second + "' (use refuse or allow-log)");
+  }
+  return cfg;
+}
+
+std::string FormatBytes(uint64_t bytes) {
+  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), u ? "%.1f %s" : "%.0f %s", v, kUnits[u]);
+  return buf;
+}
+
+nlohmann::json SlotToJson(const kmod::SlotInfo& s) {
+  nlohmann::json stats = nlohmann::json::object();
+  for (int i = 1; i < __VGPU_STAT_MAX; ++i) {
+    if (!kmod::StatName(i).empty()) stats[std::string(kmod::StatName(i))] = s.stats[i];
+  }
+  nlohmann::json nodes = nlohmann::json::object();
+  if (!s.node_ctl.empty()) nodes["ctl"] = "/dev/" + s.node_ctl;
+  if (!s.node_dev.empty()) nodes["dev"] = "/dev/" + s.node_dev;
+  if (!s.node_uvm.empty()) nodes["uvm"] = "/dev/" + s.node_uvm;
+  return {{"id", s.id},
+          {"gpu", s.gpu},
+          {"name", s.name},
+          {"mem_quota", s.mem_quota},
+          {"compute_share", s.compute_share},
+          {"managed_policy", kmod::ManagedPolicyName(s.managed_policy)},
+          {"unknown_policy", kmod::UnknownPolicyName(s.unknown_policy)},
+          {"uvm", (s.flags & VGPU_SLOT_F_UVM) != 0},
+          {"state", kmod::SlotStateName(s.state)},
+          {"open_files", s.open_files},
+          {"pids", s.pids},
+          {"nodes", nodes},
+          {"stats", stats}};
+}
+
+nlohmann::json EventToJson(const kmod::Event& e) {
+  nlohmann::json j = {{"event", kmod::EventName(e.type)}, {"slot", e.slot}};
+  if (e.pid) j["pid"] = e.pid;
+  if (!e.comm.empty()) j["comm"] = e.comm;
+  if (e.size) j["size"] = e.size;
+  if (e.type == VGPU_EVENT_QUOTA_DENIED || e.type == VGPU_EVENT_REFUSED) {
+    j["charged"] = e.charged;
+    j["quota"] = e.quota;
+  }
+  if (!e.detail.empty()) j["detail"] = e.detail;
+  return j;
+}
+
+namespace {
+std::string QuotaText(uint64_t q) { return q ? FormatBytes(q) : "unlimited"; }
+
+std::string JoinPids(const std::vector<uint32_t>& pids) {
+  std::string out;
+  for (uint32_t p : pids) out += (out.empty() ? "" : ",") + std::to_string(p);
+  return out.empty() ? "-" : out;
+}
+}  // namespace
+
+std::string SlotTable(const std::vector<kmod::SlotInfo>& slots) {
+  std::vector<std::vector<std::string>> rows = {{"ID", "GPU", "NAME", "QUOTA", "CHARGED", "PEAK",
+                                                 "DENIED", "SHARE", "MANAGED", "STATE", "FILES",
+                                                 "PIDS", "CTL"}};
+  for (const auto& s : slots) {
+    rows.push_back({std::to_string(s.id), std::to_string(s.gpu), s.name.empty() ? "-" : s.name,
+                    QuotaText(s.mem_quota), FormatBytes(s.stats[VGPU_STAT_MEM_CHARGED]),
+                    FormatBytes(s.stats[VGPU_STAT_MEM_PEAK]),
+                    std::to_string(s.stats[VGPU_STAT_MEM_DENIALS]),
+                    std::to_string(s.compute_share) + "%",
+                    std::string(kmod::ManagedPolicyName(s.managed_policy)),
+                    std::string(kmod::SlotStateName(s.state)), std::to_string(s.open_files),
+                    JoinPids(s.pids), s.node_ctl.empty() ? "-" : "/dev/" + s.node_ctl});
+  }
+  std::vector<size_t> width(rows[0].size(), 0);
+  for (const auto& r : rows) {
+    for (size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
+  }
+  std::ostringstream out;
+  for (const auto& r : rows) {
+    for (size_t c = 0; c < r.size(); ++c) {
+      out << r[c];
+      if (c + 1 < r.size()) out << std::string(width[c] - r[c].size() + 2, ' ');
+    }
+    out << '\n';
+  }
+  return out.str();
+}
+
+std::string SlotDetail(const kmod::SlotInfo& s) {
+  std::ostringstream out;
+  out << "slot " << s.id << " (" << (s.name.empty() ? "unnamed" : s.name) << ")\n"
+      << "  gpu             " << s.gpu << '\n'
+      << "  state           " << kmod::SlotStateName(s.state) << '\n'
+      << "  memory quota    " << QuotaText(s.mem_quota) << '\n'
+      << "  compute share   " << s.compute_share << "%\n"
+      << "  managed memory  " << kmod::ManagedPolicyName(s.managed_policy) << '\n'
+      << "  unknown ioctls  " << kmod::UnknownPolicyName(s.unknown_policy) << '\n'
+      << "  nodes           " << (s.node_ctl.empty() ? "" : "/dev/" + s.node_ctl) << ' '
+      << (s.node_dev.empty() ? "" : "/dev/" + s.node_dev) << ' '
+      << (s.node_uvm.empty() ? "" : "/dev/" + s.node_uvm) << '\n'
+      << "  open files      " << s.open_files << '\n'
+      << "  pids            " << JoinPids(s.pids) << '\n'
+      << "  counters\n";
+  for (int i = 1; i < __VGPU_STAT_MAX; ++i) {
+    std::string_view n = kmod::StatName(i);
+    if (n.empty()) continue;
+    out << "    " << n << std::string(18 - std::min<size_t>(n.size(), 17), ' ') << s.stats[i];
+    if (i == VGPU_STAT_MEM_CHARGED || i == VGPU_STAT_MEM_PEAK)
+      out << " (" << FormatBytes(s.stats[i]) << ")";
+    out << '\n';
+  }
+  return out.str();
+}
+
+std::string EventLine(const kmod::Event& e) {
+  std::ostringstream out;
+  out << "event=" << kmod::EventName(e.type) << " slot=" << e.slot;
+  if (e.pid) out << " pid=" << e.pid;
+  if (!e.comm.empty()) out << " comm=" << e.comm;
+  if (e.size) out << " size=" << e.size;
+  if (e.type == VGPU_EVENT_QUOTA_DENIED || e.type == VGPU_EVENT_REFUSED) {
+    out << " charged=" << e.charged << " quota=" << e.quota;
+  }
+  if (!e.detail.empty()) out << " detail=\"" << e.detail << '"';
+  return out.str();
+}
+
+}  // namespace vgpu::ctl
