@@ -102,7 +102,22 @@ std::string ApplyConfigKey(SlotConfig& cfg, const std::string& key, const std::s
   auto bad = [&](const char* want) {
     return "bad value '" + value + "' for " + key + " (want " + want + ")";
   };
-  if (key == "memory_quota") {
+  // Keys as vgpu-manager writes them (daemon/slots/slot_config_file.cc) are aliases.
+  if (key == "memory_quota_bytes") {
+    auto v = ParseU64(value);
+    if (!v) {
+      return bad("a number of bytes");
+    }
+    cfg.memory_quota = *v;
+  } else if (key == "managed_policy") {
+    return ApplyConfigKey(cfg, "managed", value);
+  } else if (key == "unknown_policy") {
+    return ApplyConfigKey(cfg, "policy", value);
+  } else if (key == "version") {
+    if (value != "1") {
+      return "unsupported config version '" + value + "' (this shim reads version 1)";
+    }
+  } else if (key == "memory_quota") {
     auto v = ParseBytes(value);
     if (!v) {
       return bad("bytes, optionally with K/M/G/T");
@@ -119,12 +134,12 @@ std::string ApplyConfigKey(SlotConfig& cfg, const std::string& key, const std::s
       return bad("refuse|allow-uncounted");
     }
   } else if (key == "policy") {
-    if (value == "strict") {
+    if (value == "strict" || value == "refuse") {
       cfg.unknown = UnknownPolicy::kStrict;
-    } else if (value == "permissive") {
+    } else if (value == "permissive" || value == "allow-log") {
       cfg.unknown = UnknownPolicy::kPermissive;
     } else {
-      return bad("strict|permissive");
+      return bad("strict|permissive (or refuse|allow-log)");
     }
   } else if (key == "ledger") {
     if (!value.empty() && value[0] != '/') {

@@ -16,6 +16,9 @@
 //   log                  / VGPU_LOG                   error | warn | info | debug (default warn)
 //   slot_id              / VGPU_SLOT_ID               number used in log lines
 //   allow_unknown_driver / VGPU_ALLOW_UNKNOWN_DRIVER  0 | 1
+// vgpu-manager's own key names (daemon/slots/slot_config_file.cc) are read too:
+//   version (must be 1), memory_quota_bytes, managed_policy, unknown_policy (refuse = strict,
+//   allow-log = permissive).
 // Other keys in the file are kept (`extra`) for the compute-share thread (shim/compute).
 #pragma once
 

@@ -51,6 +51,33 @@ TEST(ParseConfigText, ReadsKeysCommentsAndExtras) {
   EXPECT_EQ(cfg.extra.at("core_percent"), "30");
 }
 
+// The file vgpu-manager writes (daemon/slots/slot_config_file.cc FormatSlotConfigFile).
+TEST(ParseConfigText, ReadsTheManagersFormat) {
+  SlotConfig cfg;
+  std::string err = ParseConfigText(cfg,
+                                    "# vgpu slot config, written by vgpu-manager\n"
+                                    "version=1\n"
+                                    "slot_id=3\n"
+                                    "slot_name=g0-m17-n8\n"
+                                    "gpu_index=0\n"
+                                    "gpu_uuid=GPU-abc\n"
+                                    "memory_quota_bytes=4294967296\n"
+                                    "compute_share_percent=30\n"
+                                    "managed_policy=refuse\n"
+                                    "unknown_policy=allow-log\n"
+                                    "exclusive=0\n");
+  ASSERT_EQ(err, "");
+  EXPECT_EQ(cfg.slot_id, 3u);
+  EXPECT_EQ(cfg.memory_quota, 4ull << 30);
+  EXPECT_EQ(cfg.managed, ManagedPolicy::kRefuse);
+  EXPECT_EQ(cfg.unknown, UnknownPolicy::kPermissive);
+  EXPECT_EQ(cfg.extra.at("compute_share_percent"), "30");
+  EXPECT_EQ(cfg.extra.at("gpu_uuid"), "GPU-abc");
+  SlotConfig other;
+  EXPECT_EQ(ParseConfigText(other, "version=2\n"),
+            "line 1: unsupported config version '2' (this shim reads version 1)");
+}
+
 TEST(ParseConfigText, ErrorsNameTheLineAndKey) {
   SlotConfig cfg;
   EXPECT_EQ(ParseConfigText(cfg, "memory_quota = 4G\nmanaged = sometimes\n"),
@@ -112,7 +139,8 @@ TEST_F(LoadSlotConfigTest, BadEnvValueNamesTheVariable) {
   env_["VGPU_POLICY"] = "lenient";
   SlotConfig cfg;
   EXPECT_EQ(LoadSlotConfig(cfg, FakeGetenv),
-            "VGPU_POLICY: bad value 'lenient' for policy (want strict|permissive)");
+            "VGPU_POLICY: bad value 'lenient' for policy (want strict|permissive (or "
+            "refuse|allow-log))");
 }
 
 TEST_F(LoadSlotConfigTest, MissingFileIsAnError) {
