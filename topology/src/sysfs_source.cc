@@ -162,16 +162,14 @@ std::string CanonicalBusId(std::string_view bus_id) {
   std::string id(bus_id);
   std::transform(id.begin(), id.end(), id.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  // NVML prints an 8-digit domain ("00000000:18:00.0"); sysfs a 4-digit one. Keep 4 digits when
-  // the extra ones are zeros.
+  // NVML prints an 8-digit domain ("00000000:18:00.0"); sysfs at least 4 digits.
   size_t colon = id.find(':');
   if (colon != std::string::npos && colon > 4) {
     std::string domain = id.substr(0, colon);
     size_t first = domain.find_first_not_of('0');
     std::string digits = first == std::string::npos ? "" : domain.substr(first);
-    if (digits.size() <= 4) {
-      id = std::string(4 - digits.size(), '0') + digits + id.substr(colon);
-    }
+    // Domains past 0xffff (Intel VMD: "10000:e0:00.0") print unpadded in sysfs.
+    id = std::string(digits.size() < 4 ? 4 - digits.size() : 0, '0') + digits + id.substr(colon);
   }
   return id;
 }
