@@ -94,8 +94,16 @@ ShimState* Init(int ctl_fd_hint) {
   }
   cc.allow_unknown_driver_version = st->cfg.allow_unknown_driver;
   std::string version = ReadDriverVersion();
-  if (version.empty()) {
+  if (version.empty() && ctl_fd_hint >= 0) {
     version = QueryDriverVersion(ctl_fd_hint);
+  }
+  if (version.empty()) {  // first NVIDIA open was not the ctl node: ask one of our own
+    std::string ctl_path = std::string(DevDir()) + "/nvidiactl";
+    int fd = real::OpenAt(AT_FDCWD, ctl_path.c_str(), O_RDWR | O_CLOEXEC, 0);
+    if (fd >= 0) {
+      version = QueryDriverVersion(fd);
+      real::Close(fd);
+    }
   }
   snprintf(cc.driver_version, sizeof cc.driver_version, "%s", version.c_str());
   vcore_ledger ledger{LedgerOps(), st->ledger.get()};

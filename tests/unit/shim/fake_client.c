@@ -1,0 +1,129 @@
+// Drives the fake driver through libvgpu-shim.so the way libcuda would (raw RM structs).
+// usage: fake_client quota [MAX_ALLOCS] | hold N | managed | pids
+//   quota: client+device+subdevice, 2 MiB class-0x40 allocations until refused (or MAX),
+//          FB_GET_INFO_V2 view, free 3, view again.
+//   hold N: N allocations, print READY, sleep until killed.
+//   managed: mmap 2 MiB of nvidia-uvm.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+typedef struct {
+  uint32_t h_root, h_parent, h_new, h_class;
+  uint64_t params, rights;
+  uint32_t params_size, flags, status, pad;
+} Nvos64;
+typedef struct {
+  uint32_t h_client, h_object, cmd, flags;
+  uint64_t params;
+  uint32_t params_size, status;
+} Nvos54;
+typedef struct {
+  uint32_t h_root, h_parent, h_old, status;
+} Nvos00;
+
+static int ctl = -1;
+static uint32_t client = 0;
+#define DEVICE 0x5c000001u
+#define SUBDEVICE 0x5c000002u
+#define MEM0 0x5c001000u
+
+static uint32_t Alloc(uint32_t parent, uint32_t handle, uint32_t cls, void* params) {
+  Nvos64 a = {client, parent, handle, cls, (uint64_t)(uintptr_t)params, 0, 0, 0, 0, 0};
+  if (ioctl(ctl, 0xC030462Bul, &a) != 0) {
+    printf("ioctl alloc errno=%d\n", errno);
+    return 0xffff;
+  }
+  if (cls == 0x41 && a.status == 0) client = a.h_new;
+  return a.status;
+}
+
+static uint32_t FreeObj(uint32_t parent, uint32_t handle) {
+  Nvos00 f = {client, parent, handle, 0};
+  if (ioctl(ctl, 0xC0104629ul, &f) != 0) return 0xffff;
+  return f.status;
+}
+
+static void View(const char* when) {
+  uint8_t p[1028];
+  memset(p, 0, sizeof p);
+  uint32_t idx[3] = {0x09, 0x16, 0x10};
+  uint32_t n = 3;
+  memcpy(p, &n, 4);
+  for (int i = 0; i < 3; i++) memcpy(p + 4 + 8 * i, &idx[i], 4);
+  Nvos54 c = {client, SUBDEVICE, 0x20801303u, 0, (uint64_t)(uintptr_t)p, sizeof p, 0};
+  int rc = ioctl(ctl, 0xC020462Aul, &c);
+  uint32_t heap, freek;
+  memcpy(&heap, p + 8, 4);
+  memcpy(&freek, p + 16, 4);
+  printf("VIEW %s rc=%d status=0x%x total=%llu free=%llu\n", when, rc, c.status,
+         (unsigned long long)heap << 10, (unsigned long long)freek << 10);
+}
+
+static int Setup(void) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/nvidiactl", getenv("VGPU_DEV_DIR"));
+  ctl = open(path, O_RDWR | O_CLOEXEC);
+  if (ctl < 0) {
+    printf("OPEN fail errno=%d\n", errno);
+    return -1;
+  }
+  uint8_t client_params[120] = {0};
+  uint8_t dev_params[56] = {0};
+  uint32_t sub_params = 0;
+  if (Alloc(0, 0, 0x41, client_params) || Alloc(client, DEVICE, 0x80, dev_params) ||
+      Alloc(DEVICE, SUBDEVICE, 0x2080, &sub_params)) {
+    printf("SETUP fail\n");
+    return -1;
+  }
+  return 0;
+}
+
+static int AllocMem(int max) {
+  int n = 0;
+  uint32_t status = 0;
+  for (; n < max; n++) {
+    uint8_t mp[128] = {0};
+    uint64_t size = 2u << 20;
+    memcpy(mp + 64, &size, 8);
+    status = Alloc(DEVICE, MEM0 + n, 0x40, mp);
+    if (status != 0) break;
+  }
+  printf("ALLOCS n=%d last_status=0x%x\n", n, status);
+  return n;
+}
+
+int main(int argc, char** argv) {
+  const char* mode = argc > 1 ? argv[1] : "quota";
+  setvbuf(stdout, NULL, _IONBF, 0);
+  if (strcmp(mode, "managed") == 0) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/nvidia-uvm", getenv("VGPU_DEV_DIR"));
+    int uvm = open(path, O_RDWR | O_CLOEXEC);
+    void* p = mmap(NULL, 2u << 20, PROT_READ | PROT_WRITE, MAP_SHARED, uvm, 0);
+    printf("MANAGED %s errno=%d\n", p == MAP_FAILED ? "fail" : "ok", p == MAP_FAILED ? errno : 0);
+    return 0;
+  }
+  if (Setup() != 0) return 1;
+  if (strcmp(mode, "hold") == 0) {
+    AllocMem(argc > 2 ? atoi(argv[2]) : 1);
+    printf("READY\n");
+    for (;;) pause();
+  }
+  int max = argc > 2 ? atoi(argv[2]) : 100000;
+  View("before");
+  int n = AllocMem(max);
+  View("full");
+  for (int i = 0; i < 3 && i < n; i++) FreeObj(DEVICE, MEM0 + i);
+  View("freed3");
+  FreeObj(client, client);  // client teardown refunds the rest
+  printf("DONE\n");
+  return 0;
+}

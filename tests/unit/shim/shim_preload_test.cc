@@ -1,0 +1,121 @@
+// End to end through the real interposition: fake_client issues raw RM ioctls; libvgpu-shim.so
+// runs the filter core on them; libvshim-fakenv.so (preloaded after the shim) plays the driver.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+class ShimPreloadTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/vshim-e2e-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    for (const char* node : {"nvidiactl", "nvidia0", "nvidia-uvm"}) {
+      std::ofstream(dir_ + "/" + node) << "";
+    }
+  }
+  void TearDown() override {
+    std::string cmd = "rm -rf " + dir_;
+    ASSERT_EQ(system(cmd.c_str()), 0);
+  }
+  std::string Env(const std::string& extra) {
+    return "env -u VGPU_CONFIG -u VGPU_MEMORY_QUOTA VGPU_DEV_DIR=" + dir_ +
+           " LD_PRELOAD=" VSHIM_LIB ":" VSHIM_FAKENV " " + extra + " ";
+  }
+  // Runs fake_client; stdout and stderr land in out_/err_.
+  int Run(const std::string& env, const std::string& args) {
+    std::string cmd = Env(env) + VSHIM_CLIENT " " + args + " >" + dir_ + "/out 2>" + dir_ + "/err";
+    int st = system(cmd.c_str());
+    out_ = ReadFile(dir_ + "/out");
+    err_ = ReadFile(dir_ + "/err");
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  }
+  std::string dir_, out_, err_;
+};
+
+TEST_F(ShimPreloadTest, QuotaRefusesLikeTheDriverAndViewsShowTheSlot) {
+  ASSERT_EQ(Run("VGPU_MEMORY_QUOTA=64M", "quota"), 0) << out_ << err_;
+  // 64 MiB / 2 MiB: the 33rd allocation is refused with NV_ERR_NO_MEMORY, ioctl rc 0.
+  EXPECT_NE(out_.find("ALLOCS n=32 last_status=0x51"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("VIEW before rc=0 status=0x0 total=67108864 free=67108864"),
+            std::string::npos) << out_;
+  EXPECT_NE(out_.find("VIEW full rc=0 status=0x0 total=67108864 free=0"), std::string::npos)
+      << out_;
+  EXPECT_NE(out_.find("VIEW freed3 rc=0 status=0x0 total=67108864 free=6291456"),
+            std::string::npos) << out_;
+  // One diagnostic line for the first refusal, naming quota, charged and request.
+  EXPECT_NE(err_.find("quota 67108864, charged 67108864, request 2097152"), std::string::npos)
+      << err_;
+  EXPECT_EQ(err_.find('\n'), err_.size() - 1) << "more than one line: " << err_;
+}
+
+TEST_F(ShimPreloadTest, NoQuotaPassesThroughToTheDriversLimit) {
+  ASSERT_EQ(Run("", "quota 40"), 0) << out_ << err_;
+  EXPECT_NE(out_.find("ALLOCS n=40 last_status=0x0"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("VIEW before rc=0 status=0x0 total=17179869184 free=17179869184"),
+            std::string::npos) << out_;
+  EXPECT_EQ(err_, "");
+}
+
+TEST_F(ShimPreloadTest, ManagedMemoryFollowsThePolicy) {
+  ASSERT_EQ(Run("VGPU_MEMORY_QUOTA=64M", "managed"), 0) << err_;
+  EXPECT_NE(out_.find("MANAGED fail errno=12"), std::string::npos) << out_ << err_;
+  EXPECT_NE(err_.find("managed-memory mmap"), std::string::npos) << err_;
+  ASSERT_EQ(Run("VGPU_MEMORY_QUOTA=64M VGPU_MANAGED=allow-uncounted", "managed"), 0) << err_;
+  EXPECT_NE(out_.find("MANAGED ok"), std::string::npos) << out_ << err_;
+}
+
+TEST_F(ShimPreloadTest, BadConfigRefusesTheDeviceWithAClearError) {
+  Run("VGPU_MEMORY_QUOTA=lots", "quota");
+  EXPECT_NE(out_.find("OPEN fail errno=13"), std::string::npos) << out_;
+  EXPECT_NE(err_.find("VGPU_MEMORY_QUOTA: bad value 'lots'"), std::string::npos) << err_;
+}
+
+TEST_F(ShimPreloadTest, TwoProcessesShareOneQuotaAndAKilledOneReturnsItsMemory) {
+  std::ofstream(dir_ + "/slot.conf") << "memory_quota = 64M\n";
+  std::string env = "VGPU_CONFIG=" + dir_ + "/slot.conf";
+  // Holder: 20 x 2 MiB, then sleeps.
+  std::string cmd = Env(env) + VSHIM_CLIENT " hold 20 >" + dir_ + "/hold.out 2>&1 & echo $!";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  int holder = 0;
+  ASSERT_EQ(fscanf(p, "%d", &holder), 1);
+  pclose(p);
+  for (int i = 0; i < 500 && ReadFile(dir_ + "/hold.out").find("READY") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_NE(ReadFile(dir_ + "/hold.out").find("ALLOCS n=20"), std::string::npos)
+      << ReadFile(dir_ + "/hold.out");
+  ASSERT_EQ(Run(env, "quota"), 0) << out_ << err_;
+  EXPECT_NE(out_.find("ALLOCS n=12 last_status=0x51"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("VIEW before rc=0 status=0x0 total=67108864 free=25165824"),
+            std::string::npos) << out_;
+  ASSERT_EQ(kill(holder, SIGKILL), 0);
+  for (int i = 0; i < 500 && kill(holder, 0) == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(Run(env, "quota"), 0) << out_ << err_;
+  EXPECT_NE(out_.find("ALLOCS n=32 last_status=0x51"), std::string::npos) << out_;
+}
+
+}  // namespace
