@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * nvsim: a simulated NVIDIA driver for the test guest (tests/vm/nvsim/README.md).
+ *
+ * Locking (two locks, always taken in this order):
+ *   nvsim_rm_lock (mutex)  - every RM client and object, vidmem accounting, each file's
+ *                            REGISTER_FD link and mmap context pointer. Like RM's global API
+ *                            lock, one RM call runs at a time; user copies happen outside it
+ *                            where the params are private copies, inside it only for nested
+ *                            control params (the lock is a mutex, faults may sleep).
+ *   gpu->sched.lock (spin) - the GPU-time model of one GPU (nvsim_sched.c); taken under
+ *                            nvsim_rm_lock or alone (debugfs, runtime queries).
+ *   ctx->lock (mutex)      - the pages of one mmap context (fault path only).
+ */
+#ifndef NVSIM_H
+#define NVSIM_H
+
+#include <linux/fs.h>
+#include <linux/ktime.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/sched.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
+#include <linux/xarray.h>
+
+#include "nvsim_abi.h"
+#include "nvsim_rmops.h"
+
+#define NVSIM_MAX_GPUS 8
+
+struct nvsim_tsg;
+
+/* The simulated GPU time of one GPU: round-robin over runnable TSGs by timeslice. */
+struct nvsim_sched {
+	spinlock_t lock;
+	struct list_head tsgs;     /* nvsim_tsg.node */
+	struct nvsim_tsg *cur;     /* TSG on the GPU, NULL when idle */
+	u64 slice_left_ns;         /* of cur's current timeslice */
+	ktime_t last;              /* model advanced up to here */
+	u64 busy_ns;
+	u64 idle_ns;
+};
+
+struct nvsim_tsg {
+	struct list_head node;
+	u32 hclient;
+	u32 htsg;
+	pid_t pid;
+	u32 engine_type;
+	u64 timeslice_us;
+	bool scheduled;            /* GPFIFO_SCHEDULE(bEnable) */
+	unsigned int channels;
+	unsigned int disabled_channels;
+	u64 consumed_ns;
+	u32 preemptions;
+};
+
+struct nvsim_gpu {
+	unsigned int minor;
+	u64 heap_bytes;            /* allocatable video memory (HEAP_SIZE) */
+	u64 reserved_bytes;        /* TOTAL_RAM_SIZE - HEAP_SIZE */
+	u64 used_bytes;            /* nvsim_rm_lock */
+	struct nvsim_sched sched;
+	struct dentry *debugfs;
+};
+
+/* One mmap context per file (reference §9.4), created by RM_MAP_MEMORY / RM_ALLOC_MEMORY. */
+struct nvsim_mmap_ctx {
+	u64 size;                  /* page aligned; mmap must map exactly this */
+	u32 hclient;
+	u32 hmemory;
+	struct mutex lock;
+	struct xarray pages;       /* page index -> struct page, allocated on fault */
+};
+
+/* file->private_data of every nvsim node. */
+struct nvsim_file {
+	struct file *filp;
+	struct nvsim_gpu *gpu;     /* NULL: the ctl node */
+	struct file *ctl_filp;     /* REGISTER_FD target, reference held until release */
+	struct nvsim_mmap_ctx *mmap_ctx;
+};
+
+struct nvsim_client {
+	struct list_head node;     /* nvsim_clients */
+	u32 handle;
+	const void *owner;         /* clientOSInfo: the creating ctl nvsim_file (strict validation) */
+	pid_t pid;
+	char comm[TASK_COMM_LEN];
+	struct xarray objects;     /* handle -> nvsim_obj */
+	struct list_head children; /* objects whose parent is the client */
+	u32 next_handle;
+	unsigned int nobjects;
+};
+
+struct nvsim_obj {
+	u32 handle;
+	u32 hclass;
+	struct nvsim_client *client;
+	struct nvsim_obj *parent;  /* NULL: child of the client */
+	struct list_head children;
+	struct list_head sibling;
+	struct nvsim_gpu *gpu;     /* set for NV01_DEVICE_0 and everything below it */
+	u64 vidmem;                /* bytes charged to gpu (class 0x40) */
+	struct nvsim_tsg *tsg;     /* KEPLER_CHANNEL_GROUP_A */
+	bool channel_disabled;     /* channels: FIFO_DISABLE_CHANNELS */
+};
+
+extern struct mutex nvsim_rm_lock;
+extern struct nvsim_gpu nvsim_gpus[NVSIM_MAX_GPUS];
+extern unsigned int nvsim_num_gpus;
+extern const struct file_operations nvsim_fops;
+
+/* Where the params of one RM call live: the caller's user memory, or kernel memory
+ * (the in-kernel entry point, nvsim_rmops.h). */
+struct nvsim_caller {
+	const void *os_info;       /* ctl nvsim_file the call acts for; NULL = kernel (no checks) */
+	bool kernel;
+};
+
+int nvsim_copy_in(const struct nvsim_caller *c, void *dst, u64 src, size_t n);
+int nvsim_copy_out(const struct nvsim_caller *c, u64 dst, const void *src, size_t n);
+
+/* nvsim_rm.c: RM calls on normalized params; each sets the struct's status. */
+void nvsim_rm_alloc(const struct nvsim_caller *c, struct nvos64 *p);
+void nvsim_rm_free(const struct nvsim_caller *c, struct nvos00 *p);
+void nvsim_rm_control(const struct nvsim_caller *c, struct nvos54 *p);
+void nvsim_rm_vid_heap(const struct nvsim_caller *c, struct nvos32 *p);
+void nvsim_rm_map_memory(const struct nvsim_caller *c, struct nvos33_with_fd *p);
+void nvsim_rm_unmap_memory(const struct nvsim_caller *c, struct nvos34 *p);
+void nvsim_rm_alloc_memory(const struct nvsim_caller *c, struct nvos02_with_fd *p);
+void nvsim_rm_free_file_clients(const void *os_info);
+u32 nvsim_rm_check_client(const struct nvsim_caller *c, u32 hclient);
+
+/* nvsim_main.c: fd lookups (reference §9.3). */
+struct nvsim_file *nvsim_fget_rm_file(int fd, bool want_ctl, struct file **filp, u32 *status);
+
+/* nvsim_sched.c */
+void nvsim_sched_init(struct nvsim_gpu *gpu);
+struct nvsim_tsg *nvsim_sched_tsg_create(struct nvsim_gpu *gpu, u32 hclient, u32 htsg,
+					 pid_t pid, u32 engine_type);
+void nvsim_sched_tsg_destroy(struct nvsim_gpu *gpu, struct nvsim_tsg *tsg);
+void nvsim_sched_set_timeslice(struct nvsim_gpu *gpu, struct nvsim_tsg *tsg, u64 us);
+void nvsim_sched_set_scheduled(struct nvsim_gpu *gpu, struct nvsim_tsg *tsg, bool on);
+void nvsim_sched_channels(struct nvsim_gpu *gpu, struct nvsim_tsg *tsg, int add, int disabled);
+void nvsim_sched_preempt(struct nvsim_gpu *gpu, struct nvsim_tsg *tsg);
+void nvsim_sched_runtime(struct nvsim_gpu *gpu, struct nvsim_tsg *tsg,
+			 struct nvsim_tsg_runtime_params *out);
+int nvsim_debugfs_init(void);
+void nvsim_debugfs_exit(void);
+
+#endif /* NVSIM_H */

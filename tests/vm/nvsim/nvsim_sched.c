@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nvsim GPU-time model: what a compute controller acting on TSGs (reference §6) can observe.
+ *
+ * Each GPU runs its runnable TSGs round-robin, each for its timeslice, like a hardware runlist.
+ * A TSG is runnable when GPFIFO_SCHEDULE enabled it and it has at least one channel that
+ * FIFO_DISABLE_CHANNELS has not disabled; a runnable TSG is assumed to always have work (a
+ * saturating tenant). Timeslices are rounded down to the preemption granularity (at least one
+ * granule). PREEMPT ends the TSG's current slice at once. With all TSGs saturating, each gets a
+ * share proportional to its timeslice, which is what SET_TIMESLICE-based control relies on.
+ *
+ * The model advances with the monotonic clock: every event (state change, query) first
+ * accounts the time since the previous one under the old state, so the result is the same as a
+ * periodic tick with infinitely fine resolution, without a timer. Consumed time per TSG is read
+ * with NVSIM_CTRL_CMD_TSG_GET_RUNTIME or /sys/kernel/debug/nvsim/gpuN.
+ *
+ * Locking: gpu->sched.lock (spinlock, irqsave not needed: process context only).
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/debugfs.h>
+#include <linux/module.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+
+#include "nvsim.h"
+
+static unsigned int preempt_granularity_us = 100;
+module_param(preempt_granularity_us, uint, 0444);
+MODULE_PARM_DESC(preempt_granularity_us, "GPU time is handed out in multiples of this (µs)");
+static unsigned int default_timeslice_us = 1024;
+module_param(default_timeslice_us, uint, 0444);
+MODULE_PARM_DESC(default_timeslice_us, "timeslice of a new TSG (µs)");
+
+static struct dentry *nvsim_debugfs_root;
+
+static bool nvsim_tsg_runnable(const struct nvsim_tsg *t)
+{
+	return t->scheduled && t->channels > t->disabled_channels;
+}
+
+static u64 nvsim_tsg_slice_ns(const struct nvsim_tsg *t)
+{
+	u64 g = max(preempt_granularity_us, 1U);
+	u64 us = max(rounddown(t->timeslice_us, g), g);
+
+	return us * NSEC_PER_USEC;
+}
+
+/* The next runnable TSG after t in runlist order, t itself last (t NULL: from the start). */
+static struct nvsim_tsg *nvsim_next_runnable(struct nvsim_sched *s, struct nvsim_tsg *t)
+{
+	struct list_head *start = t ? &t->node : &s->tsgs, *pos = start;
+	struct nvsim_tsg *cand;
+
+	do {
+		pos = pos->next;
+		if (pos == &s->tsgs)
+			continue;
+		cand = list_entry(pos, struct nvsim_tsg, node);
+		if (nvsim_tsg_runnable(cand))
+			return cand;
+	} while (pos != start);
+	return NULL;
+}
+
+static void nvsim_switch_to(struct nvsim_sched *s, struct nvsim_tsg *t)
+{
+	s->cur = t;
+	s->slice_left_ns = t ? nvsim_tsg_slice_ns(t) : 0;
+}
+
+/* Account the time since s->last. Caller holds s->lock. */
+static void nvsim_advance(struct nvsim_sched *s)
+{
+	ktime_t now = ktime_get();
+	u64 dt = ktime_to_ns(ktime_sub(now, s->last));
+	struct nvsim_tsg *t;
+
+	s->last = now;
+	while (dt) {
+		u64 take;
+
+		if (!s->cur || !nvsim_tsg_runnable(s->cur))
+			nvsim_switch_to(s, nvsim_next_runnable(s, s->cur));
+		if (!s->cur) {
+			s->idle_ns += dt;
+			return;
+		}
+		/* At a slice start with more than a full round to hand out: whole rounds at once. */
+		if (s->slice_left_ns == nvsim_tsg_slice_ns(s->cur)) {
+			u64 round = 0, rounds;
+
+			list_for_each_entry(t, &s->tsgs, node)
+				if (nvsim_tsg_runnable(t))
+					round += nvsim_tsg_slice_ns(t);
+			rounds = dt / round;
+			if (rounds) {
+				list_for_each_entry(t, &s->tsgs, node)
+					if (nvsim_tsg_runnable(t))
+						t->consumed_ns += rounds * nvsim_tsg_slice_ns(t);
+				s->busy_ns += rounds * round;
+				dt -= rounds * round;
+				continue;
+			}
+		}
+		take = min(dt, s->slice_left_ns);
+		s->cur->consumed_ns += take;
+		s->busy_ns += take;
+		s->slice_left_ns -= take;
+		dt -= take;
+		if (!s->slice_left_ns)
+			nvsim_switch_to(s, nvsim_next_runnable(s, s->cur));
+	}
+}
+
+void nvsim_sched_init(struct nvsim_gpu *gpu)
+{
+	spin_lock_init(&gpu->sched.lock);
+	INIT_LIST_HEAD(&gpu->sched.tsgs);
+	gpu->sched.cur = NULL;
+	gpu->sched.last = ktime_get();
+}
+
+struct nvsim_tsg *nvsim_sched_tsg_create(struct nvsim_gpu *gpu, u32 hclient, u32 htsg, pid_t pid,
+					 u32 engine_type)
+{
+	struct nvsim_tsg *t = kzalloc(sizeof(*t), GFP_KERNEL);
+
+	if (!t)
+		return NULL;
+	t->hclient = hclient;
+	t->htsg = htsg;
+	t->pid = pid;
+	t->engine_type = engine_type;
+	t->timeslice_us = default_timeslice_us;
+	spin_lock(&gpu->sched.lock);
+	nvsim_advance(&gpu->sched);
+	list_add_tail(&t->node, &gpu->sched.tsgs);
+	spin_unlock(&gpu->sched.lock);
+	return t;
+}
+
+void nvsim_sched_tsg_destroy(struct nvsim_gpu *gpu, struct nvsim_tsg *t)
+{
+	struct nvsim_sched *s = &gpu->sched;
+
+	spin_lock(&s->lock);
+	nvsim_advance(s);
+	if (s->cur == t) {
+		/* Hand the GPU to the next TSG before t leaves the list. */
+		t->scheduled = false;
+		nvsim_switch_to(s, nvsim_next_runnable(s, t));
+	}
+	list_del(&t->node);
+	spin_unlock(&s->lock);
+	kfree(t);
+}
+
+void nvsim_sched_set_timeslice(struct nvsim_gpu *gpu, struct nvsim_tsg *t, u64 us)
+{
+	struct nvsim_sched *s = &gpu->sched;
+
+	spin_lock(&s->lock);
+	nvsim_advance(s);
+	t->timeslice_us = us;
+	/* Takes effect immediately and may force the TSG off the GPU (§6.2). */
+	if (s->cur == t && s->slice_left_ns > nvsim_tsg_slice_ns(t))
+		s->slice_left_ns = nvsim_tsg_slice_ns(t);
+	spin_unlock(&s->lock);
+}
+
+void nvsim_sched_set_scheduled(struct nvsim_gpu *gpu, struct nvsim_tsg *t, bool on)
+{
+	spin_lock(&gpu->sched.lock);
+	nvsim_advance(&gpu->sched);
+	t->scheduled = on;
+	spin_unlock(&gpu->sched.lock);
+}
+
+void nvsim_sched_channels(struct nvsim_gpu *gpu, struct nvsim_tsg *t, int add, int disabled)
+{
+	spin_lock(&gpu->sched.lock);
+	nvsim_advance(&gpu->sched);
+	t->channels += add;
+	t->disabled_channels += disabled;
+	spin_unlock(&gpu->sched.lock);
+}
+
+void nvsim_sched_preempt(struct nvsim_gpu *gpu, struct nvsim_tsg *t)
+{
+	struct nvsim_sched *s = &gpu->sched;
+
+	spin_lock(&s->lock);
+	nvsim_advance(s);
+	if (s->cur == t) {
+		t->preemptions++;
+		nvsim_switch_to(s, nvsim_next_runnable(s, t));
+	}
+	spin_unlock(&s->lock);
+}
+
+void nvsim_sched_runtime(struct nvsim_gpu *gpu, struct nvsim_tsg *t, struct nvsim_tsg_runtime_params *out)
+{
+	spin_lock(&gpu->sched.lock);
+	nvsim_advance(&gpu->sched);
+	out->consumedNs = t->consumed_ns;
+	out->timesliceUs = nvsim_tsg_slice_ns(t) / NSEC_PER_USEC;
+	out->runnable = nvsim_tsg_runnable(t);
+	out->preemptions = t->preemptions;
+	out->gpuBusyNs = gpu->sched.busy_ns;
+	spin_unlock(&gpu->sched.lock);
+}
+
+/* /sys/kernel/debug/nvsim/gpuN: one line per TSG, plus the GPU's busy and idle time. */
+static int nvsim_gpu_show(struct seq_file *m, void *unused)
+{
+	struct nvsim_gpu *gpu = m->private;
+	struct nvsim_sched *s = &gpu->sched;
+	struct nvsim_tsg *t;
+
+	mutex_lock(&nvsim_rm_lock);
+	seq_printf(m, "vidmem_heap_bytes %llu used_bytes %llu\n", gpu->heap_bytes, gpu->used_bytes);
+	spin_lock(&s->lock);
+	nvsim_advance(s);
+	seq_printf(m, "busy_ns %llu idle_ns %llu\n", s->busy_ns, s->idle_ns);
+	seq_puts(m, "pid hclient htsg engine timeslice_us runnable consumed_ns preemptions\n");
+	list_for_each_entry(t, &s->tsgs, node)
+		seq_printf(m, "%d 0x%x 0x%x %u %llu %d %llu %u\n", t->pid, t->hclient, t->htsg,
+			   t->engine_type, nvsim_tsg_slice_ns(t) / NSEC_PER_USEC,
+			   nvsim_tsg_runnable(t), t->consumed_ns, t->preemptions);
+	spin_unlock(&s->lock);
+	mutex_unlock(&nvsim_rm_lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(nvsim_gpu);
+
+int nvsim_debugfs_init(void)
+{
+	char name[16];
+	unsigned int i;
+
+	/* debugfs is optional: errors are ignored by design of the debugfs API. */
+	nvsim_debugfs_root = debugfs_create_dir("nvsim", NULL);
+	for (i = 0; i < nvsim_num_gpus; i++) {
+		snprintf(name, sizeof(name), "gpu%u", i);
+		debugfs_create_file(name, 0444, nvsim_debugfs_root, &nvsim_gpus[i], &nvsim_gpu_fops);
+	}
+	return 0;
+}
+
+void nvsim_debugfs_exit(void)
+{
+	debugfs_remove_recursive(nvsim_debugfs_root);
+}
