@@ -311,10 +311,9 @@ static enum vcore_verdict uvm_pre(struct vcore_call *call)
 	if (call->req == UVM_MM_INITIALIZE) {
 		UVM_MM_INITIALIZE_PARAMS p;
 
-		if (vcore_user_read(call, &p, call->arg, sizeof(p)))
-			return vcore_refuse_errno(call, -VCORE_EFAULT,
-						  "UVM_MM_INITIALIZE unreadable");
-		vcore_add_fd(call, call->arg, p.uvmFd, VCORE_FD_UVM);
+		/* Unreadable: the driver faults too, nothing to translate. */
+		if (!vcore_user_read(call, &p, call->arg, sizeof(p)))
+			vcore_add_fd(call, call->arg, p.uvmFd, VCORE_FD_UVM);
 	}
 	return VCORE_FORWARD;
 }

@@ -82,8 +82,10 @@ struct vcore_abi {
 	const struct vcore_abi *parent;
 	const struct vcore_esc_row *esc;
 	vcore_size_t n_esc;
-	const struct vcore_ctrl_row *ctrl;
+	const struct vcore_ctrl_row *ctrl;	/* controls with behaviour */
 	vcore_size_t n_ctrl;
+	const struct vcore_ctrl_row *ctrl_pass;	/* plain pass-through */
+	vcore_size_t n_ctrl_pass;
 	const struct vcore_class_row *cls;
 	vcore_size_t n_cls;
 	const struct vcore_uvm_row *uvm;
