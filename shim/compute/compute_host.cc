@@ -1,0 +1,445 @@
+#include "shim/compute/compute_host.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <iterator>
+
+#include "shim/compute/perfmon.h"
+
+extern "C" {
+#include "sched/vcore_sched_ctrl.h"
+}
+
+namespace vgpu::shim::compute {
+namespace {
+
+// NV0000_CTRL_CMD_CLIENT_GET_CHILD_HANDLE (ctrl0000client.h): finds the subdevice (class 0x2080)
+// libcuda allocated under the device. A second subdevice of the same instance cannot be
+// allocated (subdeviceConstruct: NV_ERR_INSUFFICIENT_RESOURCES), so we look up libcuda's.
+constexpr uint32_t kCtrlClientGetChildHandle = 0x00000d05;
+constexpr uint32_t kClassSubdevice = 0x2080;
+constexpr uint32_t kEngineGr = 1;  // NV2080_ENGINE_TYPE_GRAPHICS: the compute TSG
+constexpr uint64_t kMaxSleepNs = 5'000'000;
+constexpr uint64_t kReapplyNs = 1'000'000'000;
+
+void SleepUntil(uint64_t deadline_ns) {
+  timespec ts;
+  ts.tv_sec = static_cast<time_t>(deadline_ns / 1'000'000'000);
+  ts.tv_nsec = static_cast<long>(deadline_ns % 1'000'000'000);
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+  }
+}
+
+}  // namespace
+
+uint64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+ComputeHost::ComputeHost(const ComputeConfig& cfg, RmControlFn rm, void* rm_ctx)
+    : cfg_(cfg), rm_(rm), rm_ctx_(rm_ctx) {
+  vcore_sched_params p;
+  vcore_sched_params_default(&p);
+  p.weight_window_ns = cfg_.weight_window_ns;
+  vcore_sched_init(&sched_, &p);
+  Set(cfg_.share, cfg_.mode);
+  perfmon_buf_.resize(kPerfmonParamsSize);
+}
+
+ComputeHost::~ComputeHost() { Stop(); }
+
+void ComputeHost::Set(uint32_t share, uint32_t mode) {
+  std::lock_guard<std::mutex> lock(ctl_mu_);
+  vcore_sched_action a[2];
+  vcore_sched_slot_remove(&sched_, kForeign, a);
+  int n = vcore_sched_slot_set(&sched_, kSlot, share, mode, a);
+  if (n == -VCS_ENOENT) {
+    n = vcore_sched_slot_add(&sched_, kSlot, share, mode);
+  }
+  if (n > 0) {
+    Execute(a, n);
+  }
+  if (mode == VCORE_SCHED_MODE_WEIGHT && share < 100) {
+    const uint32_t foreign = cfg_.foreign_share != 0 ? cfg_.foreign_share : 100 - share;
+    vcore_sched_slot_add(&sched_, kForeign, foreign, VCORE_SCHED_MODE_FOREIGN);
+  }
+  cfg_.share = share;
+  cfg_.mode = mode;
+}
+
+void ComputeHost::OnTsg(uint32_t h_client, uint32_t h_device, uint32_t h_tsg,
+                        uint32_t engine_type) {
+  std::lock_guard<std::mutex> lock(objs_mu_);
+  tsgs_[{h_client, h_tsg}] = Tsg{h_device, engine_type};
+  generation_++;
+}
+
+void ComputeHost::OnTsgFreed(uint32_t h_client, uint32_t h_tsg) {
+  std::lock_guard<std::mutex> lock(objs_mu_);
+  tsgs_.erase({h_client, h_tsg});
+  for (auto it = channels_.lower_bound({h_client, 0});
+       it != channels_.end() && it->first.first == h_client;) {
+    it = it->second.h_tsg == h_tsg ? channels_.erase(it) : std::next(it);
+  }
+  generation_++;
+}
+
+void ComputeHost::OnChannel(uint32_t h_client, uint32_t h_tsg, uint32_t h_channel) {
+  std::lock_guard<std::mutex> lock(objs_mu_);
+  channels_[{h_client, h_channel}] = Channel{h_tsg};
+  generation_++;
+}
+
+void ComputeHost::OnChannelFreed(uint32_t h_client, uint32_t h_channel) {
+  std::lock_guard<std::mutex> lock(objs_mu_);
+  channels_.erase({h_client, h_channel});
+  generation_++;
+}
+
+void ComputeHost::OnClientGone(uint32_t h_client) {
+  std::lock_guard<std::mutex> lock(objs_mu_);
+  for (auto* m : {&tsgs_}) {
+    for (auto it = m->lower_bound({h_client, 0}); it != m->end() && it->first.first == h_client;) {
+      it = m->erase(it);
+    }
+  }
+  for (auto it = channels_.lower_bound({h_client, 0});
+       it != channels_.end() && it->first.first == h_client;) {
+    it = channels_.erase(it);
+  }
+  generation_++;
+}
+
+void ComputeHost::OnSubdevice(uint32_t h_client, uint32_t h_device, uint32_t h_subdevice) {
+  std::lock_guard<std::mutex> lock(ctl_mu_);
+  subdevices_[{h_client, h_device}] = h_subdevice;
+}
+
+std::vector<ComputeHost::ClientObjs> ComputeHost::Snapshot() {
+  std::vector<ClientObjs> out;
+  std::lock_guard<std::mutex> lock(objs_mu_);
+  for (const auto& [key, tsg] : tsgs_) {
+    if (tsg.engine_type != kEngineGr) {
+      continue;  // copy-engine TSGs are DMA, not compute: left alone
+    }
+    if (out.empty() || out.back().h_client != key.first) {
+      out.push_back({key.first, tsg.h_device, {}, {}});
+    }
+    out.back().tsgs.push_back(key.second);
+  }
+  for (const auto& [key, ch] : channels_) {
+    for (auto& c : out) {
+      if (c.h_client != key.first) {
+        continue;
+      }
+      for (uint32_t t : c.tsgs) {
+        if (t == ch.h_tsg) {
+          c.channels.push_back(key.second);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+bool ComputeHost::Control(uint32_t h_client, uint32_t h_object, uint32_t cmd, void* p,
+                          uint32_t size) {
+  uint32_t status = 0;
+  const int rc = rm_(rm_ctx_, h_client, h_object, cmd, p, size, &status);
+  counters_.controls++;
+  if (rc != 0 || status != 0) {
+    counters_.control_errors++;
+    counters_.last_bad_status = rc != 0 ? static_cast<uint32_t>(-rc) | 0x80000000u : status;
+    counters_.last_bad_cmd = cmd;
+    return false;
+  }
+  return true;
+}
+
+uint32_t ComputeHost::Subdevice(uint32_t h_client, uint32_t h_device) {
+  auto it = subdevices_.find({h_client, h_device});
+  if (it != subdevices_.end()) {
+    return it->second;
+  }
+  // NV0000_CTRL_CMD_CLIENT_GET_CHILD_HANDLE_PARAMS: hParent@0 classId@4 hObject@8 (out).
+  uint32_t p[3] = {h_device, kClassSubdevice, 0};
+  const uint32_t h = Control(h_client, h_client, kCtrlClientGetChildHandle, p, sizeof p) ? p[2] : 0;
+  subdevices_[{h_client, h_device}] = h;
+  return h;
+}
+
+void ComputeHost::Gate(bool off) {
+  for (const ClientObjs& c : Snapshot()) {
+    const uint32_t sub = Subdevice(c.h_client, c.h_device);
+    if (sub == 0 || c.channels.empty()) {
+      continue;
+    }
+    for (size_t i = 0; i < c.channels.size();
+         i += VCS_NV2080_CTRL_FIFO_DISABLE_CHANNELS_MAX_ENTRIES) {
+      const size_t n = std::min<size_t>(VCS_NV2080_CTRL_FIFO_DISABLE_CHANNELS_MAX_ENTRIES,
+                                        c.channels.size() - i);
+      vcs_disable_channels_params p;
+      vcore_sched_fill_disable(&p, c.h_client, c.channels.data() + i, static_cast<uint32_t>(n),
+                               off ? 1 : 0);
+      Control(c.h_client, sub, VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, &p, sizeof p);
+    }
+    if (off) {
+      // Disable without PREEMPT stalled the process on the H200 (compute-control-h200.md).
+      for (uint32_t tsg : c.tsgs) {
+        vcs_preempt_params p;
+        vcore_sched_fill_preempt(&p);
+        Control(c.h_client, tsg, VCS_NVA06C_CTRL_CMD_PREEMPT, &p, sizeof p);
+      }
+    }
+  }
+  gated_ = off;
+  last_gate_change_ns_ = MonotonicNs();
+}
+
+void ComputeHost::SetTimeslice(uint64_t us) {
+  for (const ClientObjs& c : Snapshot()) {
+    for (uint32_t tsg : c.tsgs) {
+      vcs_timeslice_params p;
+      vcore_sched_fill_timeslice(&p, us);
+      Control(c.h_client, tsg, VCS_NVA06C_CTRL_CMD_SET_TIMESLICE, &p, sizeof p);
+    }
+  }
+  timeslice_us_ = us;
+}
+
+void ComputeHost::Execute(const vcore_sched_action* a, int n) {
+  for (int i = 0; i < n; i++) {
+    switch (a[i].kind) {
+      case VCORE_SCHED_ACT_GATE_OFF:
+        Gate(true);
+        break;
+      case VCORE_SCHED_ACT_GATE_ON:
+        Gate(false);
+        break;
+      case VCORE_SCHED_ACT_TIMESLICE:
+        SetTimeslice(a[i].timeslice_us);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+// New TSGs or channels take the current state; libcuda's own SET_TIMESLICE(2048) at the end of
+// context setup (nvidia-rm-abi.md §6.1) is overridden again by the periodic re-apply.
+void ComputeHost::Reapply() {
+  uint64_t gen;
+  {
+    std::lock_guard<std::mutex> lock(objs_mu_);
+    gen = generation_;
+  }
+  const uint64_t now = MonotonicNs();
+  const bool changed = gen != applied_generation_;
+  if (!changed && now - last_reapply_ns_ < kReapplyNs) {
+    return;
+  }
+  applied_generation_ = gen;
+  last_reapply_ns_ = now;
+  if (gated_ && changed) {
+    Gate(true);
+  }
+  if (timeslice_us_ != 0) {
+    SetTimeslice(timeslice_us_);
+  }
+}
+
+void ComputeHost::Measure(uint64_t now, std::vector<vcore_sched_report>* reports) {
+  if (now < next_measure_ns_) {
+    return;
+  }
+  next_measure_ns_ = now + cfg_.measure_ns;
+  const std::vector<ClientObjs> objs = Snapshot();
+  if (objs.empty()) {
+    return;
+  }
+  const uint32_t sub = Subdevice(objs[0].h_client, objs[0].h_device);
+  if (sub == 0) {
+    counters_.measure_errors++;
+    return;
+  }
+  if (perfmon_client_ != objs[0].h_client) {
+    perfmon_client_ = objs[0].h_client;
+    perfmon_last_ts_ = 0;  // re-prime on a new client
+  }
+  PerfmonPrepare(perfmon_buf_.data());
+  PerfmonDelta d;
+  if (!Control(objs[0].h_client, sub, kCtrlPerfmonSamplesV2, perfmon_buf_.data(),
+               kPerfmonParamsSize) ||
+      !PerfmonConsume(perfmon_buf_.data(), static_cast<uint32_t>(getpid()), &perfmon_last_ts_,
+                      &d)) {
+    counters_.measure_errors++;
+    return;
+  }
+  if (!perfmon_logged_ && cfg_.log_fd >= 0 && d.period_ns != 0) {
+    // Once: what the samples look like on this GPU (period, util, who they name).
+    perfmon_logged_ = true;
+    const auto* b = perfmon_buf_.data();
+    uint32_t tracker, count;
+    memcpy(&count, b + 8, 4);
+    memcpy(&tracker, b + 12, 4);
+    dprintf(cfg_.log_fd, "perfmon: pid=%d count=%u tracker=%u period_ns=%llu\n", getpid(), count,
+            tracker, static_cast<unsigned long long>(d.period_ns));
+    for (uint32_t k = 1; k <= 6 && k <= kPerfmonSampleCount; k++) {
+      const uint8_t* s =
+          b + 16 + ((tracker + kPerfmonSampleCount - k) % kPerfmonSampleCount) * kPerfmonSampleSize;
+      uint64_t ts;
+      uint32_t util, proc;
+      memcpy(&ts, s, 8);
+      memcpy(&util, s + kSampleGrOffset, 4);
+      memcpy(&proc, s + kSampleGrOffset + 8, 4);
+      dprintf(cfg_.log_fd, "perfmon:   ts=%llu gr.util=%u gr.procId=%u\n",
+              static_cast<unsigned long long>(ts), util, proc);
+    }
+  }
+  counters_.samples += d.samples;
+  counters_.sample_period_ns = d.period_ns;
+  if (d.samples == 0) {
+    return;
+  }
+  reports->push_back({kSlot, 0, d.own_busy_ns, d.span_ns});
+  reports->push_back({kForeign, 0, d.other_busy_ns, d.span_ns});
+}
+
+void ComputeHost::Loop() {
+  vcore_sched_action acts[VCORE_SCHED_MAX_ACTIONS];
+  std::vector<vcore_sched_report> reports;
+  while (running_.load(std::memory_order_acquire)) {
+    uint64_t next = 0;
+    {
+      std::lock_guard<std::mutex> lock(ctl_mu_);
+      const uint64_t now = MonotonicNs();
+      heartbeat_ns_.store(now, std::memory_order_release);
+      reports.clear();
+      Measure(now, &reports);
+      const int n =
+          vcore_sched_tick(&sched_, now, reports.data(), static_cast<uint32_t>(reports.size()),
+                           acts, VCORE_SCHED_MAX_ACTIONS, &next);
+      Execute(acts, n);
+      Reapply();
+      counters_.ticks++;
+      if (cfg_.log_fd >= 0 && now - last_log_ns_ >= 1'000'000'000) {
+        last_log_ns_ = now;
+        vcore_sched_slot_stats st{};
+        vcore_sched_get_stats(&sched_, kSlot, &st);
+        dprintf(cfg_.log_fd,
+                "t=%.3f share=%u mode=%u share1s=%u share10s=%u duty=%u debt_ms=%.1f "
+                "overshoot_ms=%.1f throttled_ms=%.1f ts_us=%u gates=%llu controls=%llu "
+                "errors=%llu bad_cmd=%#x bad_status=%#x samples=%llu period_us=%llu "
+                "measure_errors=%llu\n",
+                now / 1e9, st.share, st.mode, st.share_1s_pm, st.share_10s_pm, st.duty_pm,
+                st.debt_ns / 1e6, st.overshoot_ns / 1e6, st.throttled_ns / 1e6, st.timeslice_us,
+                static_cast<unsigned long long>(st.gate_actions),
+                static_cast<unsigned long long>(counters_.controls),
+                static_cast<unsigned long long>(counters_.control_errors), counters_.last_bad_cmd,
+                counters_.last_bad_status, static_cast<unsigned long long>(counters_.samples),
+                static_cast<unsigned long long>(counters_.sample_period_ns / 1000),
+                static_cast<unsigned long long>(counters_.measure_errors));
+      }
+      const uint64_t cap = now + kMaxSleepNs;
+      if (next > cap || next == 0) {
+        next = cap;
+      }
+      if (next_measure_ns_ < next) {
+        next = next_measure_ns_;
+      }
+    }
+    SleepUntil(next);
+  }
+}
+
+void* ComputeHost::ThreadMain(void* self) {
+  static_cast<ComputeHost*>(self)->Loop();
+  return nullptr;
+}
+
+// Re-enables the channels if the control thread stops ticking while they are disabled. It
+// bypasses ctl_mu_ (the stuck thread may hold it): RM serializes controls itself.
+void* ComputeHost::WatchdogMain(void* self) {
+  auto* h = static_cast<ComputeHost*>(self);
+  while (h->running_.load(std::memory_order_acquire)) {
+    SleepUntil(MonotonicNs() + 50'000'000);  // short: Stop() joins this thread at process exit
+    const uint64_t beat = h->heartbeat_ns_.load(std::memory_order_acquire);
+    if (beat != 0 && MonotonicNs() - beat > kWatchdogNs) {
+      for (const ClientObjs& c : h->Snapshot()) {
+        uint32_t sub = 0;
+        {
+          std::unique_lock<std::mutex> lock(h->ctl_mu_, std::try_to_lock);
+          if (lock.owns_lock()) {
+            auto it = h->subdevices_.find({c.h_client, c.h_device});
+            sub = it != h->subdevices_.end() ? it->second : 0;
+          }
+        }
+        for (size_t i = 0; sub != 0 && i < c.channels.size(); i += 64) {
+          const size_t n = std::min<size_t>(64, c.channels.size() - i);
+          vcs_disable_channels_params p;
+          vcore_sched_fill_disable(&p, c.h_client, c.channels.data() + i, static_cast<uint32_t>(n),
+                                   0);
+          uint32_t status;
+          h->rm_(h->rm_ctx_, c.h_client, sub, VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, &p,
+                 sizeof p, &status);
+        }
+      }
+    }
+  }
+  return nullptr;
+}
+
+bool ComputeHost::Start() {
+  if (started_) {
+    return true;
+  }
+  running_.store(true, std::memory_order_release);
+  if (pthread_create(&thread_, nullptr, ThreadMain, this) != 0) {
+    running_.store(false);
+    return false;
+  }
+  if (pthread_create(&watchdog_, nullptr, WatchdogMain, this) != 0) {
+    running_.store(false);
+    pthread_join(thread_, nullptr);
+    return false;
+  }
+  started_ = true;
+  return true;
+}
+
+void ComputeHost::Stop() {
+  if (started_) {
+    running_.store(false, std::memory_order_release);
+    pthread_join(thread_, nullptr);
+    pthread_join(watchdog_, nullptr);
+    started_ = false;
+  }
+  std::lock_guard<std::mutex> lock(ctl_mu_);
+  vcore_sched_action acts[VCORE_SCHED_MAX_ACTIONS];
+  const int n = vcore_sched_release_all(&sched_, acts, VCORE_SCHED_MAX_ACTIONS);
+  Execute(acts, n);
+  if (gated_) {
+    Gate(false);  // belt and braces: whatever the controller thought, channels end enabled
+  }
+}
+
+vcore_sched_slot_stats ComputeHost::Stats() {
+  std::lock_guard<std::mutex> lock(ctl_mu_);
+  vcore_sched_slot_stats st{};
+  vcore_sched_get_stats(&sched_, kSlot, &st);
+  return st;
+}
+
+ComputeCounters ComputeHost::Counters() {
+  std::lock_guard<std::mutex> lock(ctl_mu_);
+  return counters_;
+}
+
+}  // namespace vgpu::shim::compute

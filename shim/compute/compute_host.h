@@ -1,0 +1,153 @@
+// The shim host of the compute share controller (kmod/core/sched): a control thread inside the
+// tenant's process that measures the process's GPU time and drives the process's own TSGs and
+// channels through the process's own ctl fd (the only file RM accepts controls on for those
+// clients, nvidia-rm-abi.md §9.2).
+//
+// The object source (which TSGs and channels exist) and the way controls are issued are
+// injected: libvgpu-shim.so wires them to vshim_hooks.h (compute_shim.cc); the GPU measurement
+// preload in tests/gpu/compute wires them to its own ioctl interposer; unit tests to a fake RM.
+//
+// No stalls (issue 9): the gate is the only state that can leave a tenant stuck, and
+//  - Stop() (process exit through the shim's destructor, fork child re-init) joins the thread and
+//    then gates every channel back on;
+//  - a TSG or channel that appears while the slot is gated off is disabled by the next tick;
+//  - process death (crash, SIGKILL, exec): the kernel closes the ctl fd and RM frees the client
+//    with its TSGs and channels, so nothing remains to re-enable;
+//  - the control thread cannot die alone (no exceptions, no exits); if an RM control blocks
+//    (PREEMPT waits for the TSG to leave the GPU, at most 1 s by RM's own bound) the gate stays as
+//    it was for that long. A watchdog that re-enables after kWatchdogNs without a tick covers a
+//    thread that stops making progress for any other reason.
+#pragma once
+
+#include <pthread.h>
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <vector>
+
+extern "C" {
+#include "sched/vcore_sched.h"
+}
+
+namespace vgpu::shim::compute {
+
+// Issues one RM control (NVOS54) on h_client's ctl fd. Returns 0 or -errno; *status = RM status.
+using RmControlFn = int (*)(void* ctx, uint32_t h_client, uint32_t h_object, uint32_t cmd,
+                            void* params, uint32_t params_size, uint32_t* status);
+
+struct ComputeConfig {
+  uint32_t share = 100;                       // 1..100
+  uint32_t mode = VCORE_SCHED_MODE_CAP;       // VCORE_SCHED_MODE_CAP or _WEIGHT
+  uint32_t foreign_share = 0;                 // weight: the rest of the GPU; 0 = 100 - share
+  uint64_t measure_ns = 100'000'000;          // perfmon poll interval
+  uint64_t weight_window_ns = 4'000'000'000;  // long: per-process samples are noisy (perfmon.h)
+  int log_fd = -1;                            // one line per second of counters, if >= 0
+};
+
+struct ComputeCounters {
+  uint64_t ticks = 0;
+  uint64_t controls = 0;        // RM controls issued
+  uint64_t control_errors = 0;  // ioctl error or RM status != 0
+  uint64_t measure_errors = 0;
+  uint64_t samples = 0;  // perfmon samples consumed
+  uint64_t sample_period_ns = 0;
+  uint32_t last_bad_status = 0;
+  uint32_t last_bad_cmd = 0;
+};
+
+class ComputeHost {
+ public:
+  ComputeHost(const ComputeConfig& cfg, RmControlFn rm, void* rm_ctx);
+  ~ComputeHost();
+  ComputeHost(const ComputeHost&) = delete;
+  ComputeHost& operator=(const ComputeHost&) = delete;
+
+  // Object lifecycle (from the shim's hooks; cheap, never blocks on RM).
+  void OnTsg(uint32_t h_client, uint32_t h_device, uint32_t h_tsg, uint32_t engine_type);
+  void OnTsgFreed(uint32_t h_client, uint32_t h_tsg);
+  void OnChannel(uint32_t h_client, uint32_t h_tsg, uint32_t h_channel);
+  void OnChannelFreed(uint32_t h_client, uint32_t h_channel);
+  void OnClientGone(uint32_t h_client);
+  // A subdevice (class 0x2080) the process allocated; saves the GET_CHILD_HANDLE lookup.
+  void OnSubdevice(uint32_t h_client, uint32_t h_device, uint32_t h_subdevice);
+
+  // Starts the control thread. Returns false if it could not (then nothing is ever gated).
+  bool Start();
+  // Stops the thread and gates everything back on. Idempotent.
+  void Stop();
+  // Changes share/mode at run time (the GPU benchmark's schedule uses it).
+  void Set(uint32_t share, uint32_t mode);
+
+  vcore_sched_slot_stats Stats();
+  ComputeCounters Counters();
+
+  static constexpr uint32_t kSlot = 1;     // this process's slot in its own controller
+  static constexpr uint32_t kForeign = 2;  // the rest of the GPU (weight mode)
+  static constexpr uint64_t kWatchdogNs = 500'000'000;
+
+ private:
+  struct Tsg {
+    uint32_t h_device;
+    uint32_t engine_type;
+  };
+  struct Channel {
+    uint32_t h_tsg;
+  };
+  using Key = std::pair<uint32_t, uint32_t>;  // (client, handle)
+
+  static void* ThreadMain(void* self);
+  static void* WatchdogMain(void* self);
+  void Loop();
+  void Measure(uint64_t now, std::vector<vcore_sched_report>* reports);
+  void Execute(const vcore_sched_action* a, int n);
+  void Gate(bool off);
+  void SetTimeslice(uint64_t us);
+  void Reapply();
+  uint32_t Subdevice(uint32_t h_client, uint32_t h_device);
+  bool Control(uint32_t h_client, uint32_t h_object, uint32_t cmd, void* p, uint32_t size);
+  // GR TSGs and their channels, grouped by client, copied under the lock.
+  struct ClientObjs {
+    uint32_t h_client;
+    uint32_t h_device;
+    std::vector<uint32_t> tsgs;
+    std::vector<uint32_t> channels;
+  };
+  std::vector<ClientObjs> Snapshot();
+
+  ComputeConfig cfg_;
+  RmControlFn rm_;
+  void* rm_ctx_;
+
+  std::mutex objs_mu_;  // guards tsgs_, channels_, generation_
+  std::map<Key, Tsg> tsgs_;
+  std::map<Key, Channel> channels_;
+  uint64_t generation_ = 0;
+
+  std::mutex ctl_mu_;  // guards sched_, gated_, subdevices_, perfmon state, counters_, RM calls
+  vcore_sched sched_{};
+  bool gated_ = false;
+  uint64_t timeslice_us_ = 0;
+  uint64_t applied_generation_ = 0;
+  std::map<Key, uint32_t> subdevices_;  // (client, device) -> subdevice handle (0: none)
+  std::vector<uint8_t> perfmon_buf_;
+  uint64_t perfmon_last_ts_ = 0;
+  uint32_t perfmon_client_ = 0;
+  uint64_t next_measure_ns_ = 0;
+  uint64_t last_gate_change_ns_ = 0;
+  uint64_t last_log_ns_ = 0;
+  uint64_t last_reapply_ns_ = 0;
+  bool perfmon_logged_ = false;
+  ComputeCounters counters_;
+
+  std::atomic<bool> running_{false};
+  std::atomic<uint64_t> heartbeat_ns_{0};
+  pthread_t thread_{};
+  pthread_t watchdog_{};
+  bool started_ = false;
+};
+
+uint64_t MonotonicNs();
+
+}  // namespace vgpu::shim::compute

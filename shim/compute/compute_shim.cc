@@ -1,0 +1,121 @@
+// libvgpu-shim.so's compute share: wires ComputeHost to the shim's hooks (vshim_hooks.h).
+//
+// Configuration (slot config file keys, overridden by the environment):
+//   compute_share          / VGPU_COMPUTE_SHARE          1..100 (absent or 100 cap: no thread)
+//   compute_mode           / VGPU_COMPUTE_MODE           cap | weight (default cap)
+//   compute_foreign_share  / VGPU_COMPUTE_FOREIGN_SHARE  weight: the other tenants' total share
+//                                                        (default 100 - compute_share)
+//   compute_log            / VGPU_COMPUTE_LOG            file for one counters line per second
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "shim/compute/compute_host.h"
+#include "shim/include/vshim_hooks.h"
+
+namespace vgpu::shim::compute {
+namespace {
+
+std::mutex mu;  // guards host, host_pid
+ComputeHost* host = nullptr;
+pid_t host_pid = 0;
+
+const char* Setting(const char* key, const char* env) {
+  const char* v = getenv(env);
+  return v != nullptr ? v : vshim_config_get(key);
+}
+
+int RmControl(void*, uint32_t h_client, uint32_t h_object, uint32_t cmd, void* params,
+              uint32_t size, uint32_t* status) {
+  return vshim_rm_control(h_client, h_object, cmd, params, size, status);
+}
+
+void OnObject(void* arg, const vshim_obj_info* i) {
+  auto* h = static_cast<ComputeHost*>(arg);
+  switch (i->event) {
+    case VSHIM_TSG_CREATED:
+      h->OnTsg(i->h_client, i->h_parent, i->h_object, i->engine_type);
+      break;
+    case VSHIM_TSG_FREED:
+      h->OnTsgFreed(i->h_client, i->h_object);
+      break;
+    case VSHIM_CHANNEL_CREATED:
+      h->OnChannel(i->h_client, i->h_parent, i->h_object);
+      break;
+    case VSHIM_CHANNEL_FREED:
+      h->OnChannelFreed(i->h_client, i->h_object);
+      break;
+    case VSHIM_CLIENT_GONE:
+      h->OnClientGone(i->h_client);
+      break;
+  }
+}
+
+// Parses compute settings; false when no controller is needed (no share, or an uncapped cap).
+bool ParseConfig(ComputeConfig* cfg) {
+  const char* share = Setting("compute_share", "VGPU_COMPUTE_SHARE");
+  if (share == nullptr) {
+    return false;
+  }
+  char* end = nullptr;
+  const long s = strtol(share, &end, 10);
+  if (end == share || *end != '\0' || s < 1 || s > 100) {
+    return false;
+  }
+  cfg->share = static_cast<uint32_t>(s);
+  const char* mode = Setting("compute_mode", "VGPU_COMPUTE_MODE");
+  cfg->mode = mode != nullptr && strcmp(mode, "weight") == 0 ? VCORE_SCHED_MODE_WEIGHT
+                                                             : VCORE_SCHED_MODE_CAP;
+  if (const char* f = Setting("compute_foreign_share", "VGPU_COMPUTE_FOREIGN_SHARE")) {
+    const long v = strtol(f, nullptr, 10);
+    cfg->foreign_share = v >= 1 && v <= 100 ? static_cast<uint32_t>(v) : 0;
+  }
+  if (const char* log = Setting("compute_log", "VGPU_COMPUTE_LOG")) {
+    cfg->log_fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  }
+  // A cap of 100 % is no cap, and a lone weight of 100 has nothing to weigh: no thread, no
+  // control, no measurement (the uncapped-overhead target is met by doing nothing).
+  return cfg->share < 100;
+}
+
+}  // namespace
+}  // namespace vgpu::shim::compute
+
+namespace vc = vgpu::shim::compute;
+
+extern "C" __attribute__((visibility("default"))) void vshim_compute_start(void) {
+  std::lock_guard<std::mutex> lock(vc::mu);
+  if (vc::host != nullptr) {
+    return;
+  }
+  vc::ComputeConfig cfg;
+  if (!vc::ParseConfig(&cfg)) {
+    return;
+  }
+  vc::host = new vc::ComputeHost(cfg, vc::RmControl, nullptr);
+  vc::host_pid = getpid();
+  vshim_set_obj_hook(vc::OnObject, vc::host);
+  if (!vc::host->Start()) {
+    vshim_set_obj_hook(nullptr, nullptr);
+  }
+}
+
+extern "C" __attribute__((visibility("default"))) void vshim_compute_stop(void) {
+  std::lock_guard<std::mutex> lock(vc::mu);
+  if (vc::host == nullptr) {
+    return;
+  }
+  vshim_set_obj_hook(nullptr, nullptr);
+  if (vc::host_pid != getpid()) {
+    // Fork child: the threads stayed in the parent, which still drives the TSGs (they belong to
+    // the parent's clients). Forget the copy without joining threads that do not exist here.
+    vc::host = nullptr;
+    return;
+  }
+  vc::host->Stop();
+  delete vc::host;
+  vc::host = nullptr;
+}

@@ -1,0 +1,54 @@
+#!/bin/bash
+# The compute-share acceptance run on a GPU machine (shim host, issue 9). Writes to $OUT (or
+# build/gpu-compute/out): results.jsonl (one record per benchmark phase), controller logs, and
+# prints the summary table (analyze.py) last.
+#   usage: tests/gpu/compute/run.sh [quick]
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../../.." && pwd)
+here=$root/tests/gpu/compute
+out=${OUT:-$root/build/gpu-compute/out}
+mkdir -p "$out"
+cd "$root"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+"$here/build.sh" || exit 1
+lib=$root/build/gpu-compute/libvgpu-compute-preload.so
+res=$out/results.jsonl
+: > "$res"
+logs=$out/controller.log
+: > "$logs"
+export PYTHONUNBUFFERED=1
+tmp=$(mktemp -d)
+
+# One tenant under the preload, phases switched through the control file.
+tenant() {  # tag workload phases [extra bench args...]
+  local tag=$1 wl=$2 phases=$3
+  shift 3
+  VGPU_COMPUTE_CTL_FILE=$tmp/$tag.ctl VGPU_COMPUTE_LOG=$tmp/$tag.log LD_PRELOAD=$lib \
+    python3 "$here/bench.py" --workload "$wl" --phases "$phases" --tag "$tag" "$@" >>"$res"
+  local rc=$?
+  { echo "== $tag (rc=$rc)"; cat "$tmp/$tag.log" 2>/dev/null; } >>"$logs"
+}
+
+caps="100:cap:5,10:cap:5,30:cap:5,50:cap:5,70:cap:5,90:cap:5,100:cap:4"
+[[ "${1:-}" == quick ]] && caps="100:cap:3,30:cap:4,70:cap:4"
+
+# Uncapped overhead: the same loop with no preload at all, then with the preload at share 100.
+python3 "$here/bench.py" --workload matmul --phases "100:cap:6" --tag bare >>"$res"
+tenant matmul matmul "$caps"
+tenant graph graph "$caps"
+tenant spin spin "100:cap:4,30:cap:20" --spin-ms 1000
+
+# Two tenants, weight 30/70, both saturating; B stops after 10 s, A runs 4 s more.
+start=$(python3 -c 'import time; print(time.monotonic() + 25)')
+VGPU_COMPUTE_SHARE=30 VGPU_COMPUTE_MODE=weight VGPU_COMPUTE_LOG=$tmp/wA.log LD_PRELOAD=$lib \
+  python3 "$here/bench.py" --workload matmul --phases "30:weight:14" --tag weightA \
+  --start-at "$start" >>"$res" &
+a=$!
+VGPU_COMPUTE_SHARE=70 VGPU_COMPUTE_MODE=weight VGPU_COMPUTE_LOG=$tmp/wB.log LD_PRELOAD=$lib \
+  python3 "$here/bench.py" --workload matmul --phases "70:weight:10" --tag weightB \
+  --start-at "$start" >>"$res" &
+b=$!
+wait $a $b
+{ echo "== weightA"; cat "$tmp/wA.log"; echo "== weightB"; cat "$tmp/wB.log"; } >>"$logs" 2>/dev/null
+
+python3 "$here/analyze.py" "$res" | tee "$out/summary.txt"

@@ -1,0 +1,267 @@
+// The shim host (shim/compute/ComputeHost) against a fake RM: which controls it issues, on which
+// objects, with which parameters; that its perfmon measurement closes the loop; that Stop()
+// leaves every channel enabled. Real threads and real time, so tolerances are wide.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "shim/compute/compute_host.h"
+#include "shim/compute/perfmon.h"
+
+extern "C" {
+#include "sched/vcore_sched_ctrl.h"
+}
+
+namespace vgpu::shim::compute {
+namespace {
+
+constexpr uint32_t kClient = 0xc1d00001, kDevice = 0x5c000001, kSub = 0x5c000002;
+constexpr uint32_t kGrTsg = 0x5c000010, kCopyTsg = 0x5c000020;
+
+// A saturating tenant on a fake GPU: busy whenever its channels are enabled; perfmon samples
+// every 10 ms name this process.
+class FakeRm {
+ public:
+  struct Call {
+    uint32_t client, object, cmd;
+    std::vector<uint8_t> params;
+  };
+
+  static int Control(void* ctx, uint32_t c, uint32_t o, uint32_t cmd, void* p, uint32_t size,
+                     uint32_t* status) {
+    return static_cast<FakeRm*>(ctx)->Do(c, o, cmd, p, size, status);
+  }
+
+  int Do(uint32_t c, uint32_t o, uint32_t cmd, void* p, uint32_t size, uint32_t* status) {
+    std::lock_guard<std::mutex> lock(mu);
+    Advance();
+    *status = 0;
+    calls.push_back({c, o, cmd, {static_cast<uint8_t*>(p), static_cast<uint8_t*>(p) + size}});
+    if (cmd == 0xd05) {  // GET_CHILD_HANDLE
+      uint32_t* q = static_cast<uint32_t*>(p);
+      EXPECT_EQ(q[0], kDevice);
+      EXPECT_EQ(q[1], 0x2080u);
+      q[2] = kSub;
+    } else if (cmd == VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS) {
+      EXPECT_EQ(size, 536u);
+      EXPECT_EQ(o, kSub);
+      enabled = static_cast<uint8_t*>(p)[0] == 0;
+    } else if (cmd == kCtrlPerfmonSamplesV2) {
+      EXPECT_EQ(size, kPerfmonParamsSize);
+      Fill(static_cast<uint8_t*>(p));
+    }
+    return 0;
+  }
+
+  // Closes 10 ms samples up to now.
+  void Advance() {
+    const uint64_t now = MonotonicNs();
+    if (last == 0) {
+      last = sample_start = now;
+      return;
+    }
+    if (enabled) {
+      busy_in_sample += now - last;
+      busy_total += now - last;
+    }
+    last = now;
+    while (now - sample_start >= 10'000'000) {
+      sample_start += 10'000'000;
+      samples.push_back({sample_start, static_cast<uint32_t>(std::min<uint64_t>(
+                                           10000, busy_in_sample * 10000 / 10'000'000))});
+      busy_in_sample = 0;
+    }
+  }
+
+  void Fill(uint8_t* b) {
+    PerfmonPrepare(b);
+    const uint32_t n = std::min<size_t>(samples.size(), kPerfmonSampleCount);
+    const uint32_t count = n, tracker = n % kPerfmonSampleCount;
+    memcpy(b + 8, &count, 4);
+    memcpy(b + 12, &tracker, 4);
+    for (uint32_t i = 0; i < n; i++) {
+      const auto& s = samples[samples.size() - n + i];
+      uint8_t* e = b + 16 + static_cast<size_t>(i) * kPerfmonSampleSize;
+      memcpy(e, &s.first, 8);
+      memcpy(e + kSampleGrOffset, &s.second, 4);
+      const uint32_t pid = static_cast<uint32_t>(getpid());
+      memcpy(e + kSampleGrOffset + 8, &pid, 4);
+    }
+    if (samples.size() > kPerfmonSampleCount - 1) {
+      samples.erase(samples.begin(), samples.end() - (kPerfmonSampleCount - 1));
+    }
+  }
+
+  std::mutex mu;
+  std::vector<Call> calls;
+  bool enabled = true;
+  uint64_t last = 0, sample_start = 0, busy_in_sample = 0, busy_total = 0;
+  std::vector<std::pair<uint64_t, uint32_t>> samples;
+};
+
+void AddObjects(ComputeHost& h) {
+  h.OnTsg(kClient, kDevice, kGrTsg, 1);
+  h.OnTsg(kClient, kDevice, kCopyTsg, 11);
+  for (uint32_t i = 0; i < 8; i++) {
+    h.OnChannel(kClient, kGrTsg, 0x5c000100 + i);
+  }
+  for (uint32_t i = 0; i < 4; i++) {
+    h.OnChannel(kClient, kCopyTsg, 0x5c000200 + i);
+  }
+}
+
+TEST(ComputeHost, CapGatesGrChannelsAndHoldsTheShare) {
+  FakeRm rm;
+  ComputeConfig cfg;
+  cfg.share = 30;
+  cfg.measure_ns = 20'000'000;
+  ComputeHost h(cfg, FakeRm::Control, &rm);
+  AddObjects(h);
+  ASSERT_TRUE(h.Start());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  uint64_t busy0;
+  {
+    std::lock_guard<std::mutex> lock(rm.mu);
+    rm.Advance();
+    busy0 = rm.busy_total;
+  }
+  const uint64_t t0 = MonotonicNs();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  double share;
+  {
+    std::lock_guard<std::mutex> lock(rm.mu);
+    rm.Advance();
+    share = static_cast<double>(rm.busy_total - busy0) / static_cast<double>(MonotonicNs() - t0);
+  }
+  h.Stop();
+  EXPECT_NEAR(share, 0.30, 0.08);
+  std::lock_guard<std::mutex> lock(rm.mu);
+  EXPECT_TRUE(rm.enabled) << "Stop() leaves the channels enabled";
+  int disables = 0, preempts = 0, perfmon = 0;
+  for (const auto& c : rm.calls) {
+    EXPECT_EQ(c.client, kClient);
+    if (c.cmd == VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS) {
+      disables++;
+      vcs_disable_channels_params p;
+      memcpy(&p, c.params.data(), sizeof p);
+      ASSERT_EQ(p.numChannels, 8u) << "GR channels only, not the copy TSG's";
+      std::set<uint32_t> ch(p.hChannelList, p.hChannelList + 8);
+      EXPECT_EQ(ch.size(), 8u);
+      EXPECT_EQ(*ch.begin(), 0x5c000100u);
+      EXPECT_EQ(p.bOnlyDisableScheduling, p.bDisable);
+    } else if (c.cmd == VCS_NVA06C_CTRL_CMD_PREEMPT) {
+      preempts++;
+      EXPECT_EQ(c.object, kGrTsg);
+      EXPECT_EQ(c.params[0], 1) << "bWait";
+    } else if (c.cmd == kCtrlPerfmonSamplesV2) {
+      perfmon++;
+    }
+  }
+  EXPECT_GT(disables, 20);
+  EXPECT_GT(preempts, 10);
+  EXPECT_GT(perfmon, 20);
+  EXPECT_EQ(h.Counters().control_errors, 0u);
+}
+
+TEST(ComputeHost, WeightSetsTimesliceAndNeverGates) {
+  FakeRm rm;
+  ComputeConfig cfg;
+  cfg.share = 30;
+  cfg.mode = VCORE_SCHED_MODE_WEIGHT;
+  ComputeHost h(cfg, FakeRm::Control, &rm);
+  AddObjects(h);
+  ASSERT_TRUE(h.Start());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  h.Stop();
+  std::lock_guard<std::mutex> lock(rm.mu);
+  int timeslices = 0;
+  for (const auto& c : rm.calls) {
+    EXPECT_NE(c.cmd, VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS);
+    if (c.cmd == VCS_NVA06C_CTRL_CMD_SET_TIMESLICE) {
+      timeslices++;
+      EXPECT_EQ(c.object, kGrTsg);
+      uint64_t us;
+      memcpy(&us, c.params.data(), 8);
+      EXPECT_EQ(us, 3000u);
+    }
+  }
+  EXPECT_GE(timeslices, 1);
+}
+
+TEST(ComputeHost, StopWhileGatedReenables) {
+  FakeRm rm;
+  ComputeConfig cfg;
+  cfg.share = 5;  // mostly off
+  ComputeHost h(cfg, FakeRm::Control, &rm);
+  AddObjects(h);
+  ASSERT_TRUE(h.Start());
+  for (int i = 0; i < 200; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::lock_guard<std::mutex> lock(rm.mu);
+    if (!rm.enabled) {
+      break;
+    }
+  }
+  h.Stop();
+  std::lock_guard<std::mutex> lock(rm.mu);
+  EXPECT_TRUE(rm.enabled);
+}
+
+TEST(Perfmon, ConsumesOnlyNewSamplesAndAttributesByPid) {
+  std::vector<uint8_t> buf(kPerfmonParamsSize);
+  auto put = [&](uint32_t idx, uint64_t ts, uint32_t util, uint32_t pid) {
+    uint8_t* e = buf.data() + 16 + static_cast<size_t>(idx) * kPerfmonSampleSize;
+    memcpy(e, &ts, 8);
+    memcpy(e + kSampleGrOffset, &util, 4);
+    memcpy(e + kSampleGrOffset + 8, &pid, 4);
+  };
+  PerfmonPrepare(buf.data());
+  const uint64_t p = 100'000'000;  // 100 ms in ns
+  for (uint32_t i = 0; i < 5; i++) {
+    put(i, (i + 1) * p, 5000, i % 2 ? 42 : 7);
+  }
+  uint32_t count = 5, tracker = 5;
+  memcpy(buf.data() + 8, &count, 4);
+  memcpy(buf.data() + 12, &tracker, 4);
+  uint64_t last = 0;
+  PerfmonDelta d;
+  ASSERT_TRUE(PerfmonConsume(buf.data(), 42, &last, &d));
+  EXPECT_EQ(d.samples, 0u) << "the first read only primes";
+  EXPECT_EQ(last, 5 * p);
+  put(5, 6 * p, 2500, 42);
+  put(6, 7 * p, 10000, 7);
+  count = tracker = 7;
+  memcpy(buf.data() + 8, &count, 4);
+  memcpy(buf.data() + 12, &tracker, 4);
+  ASSERT_TRUE(PerfmonConsume(buf.data(), 42, &last, &d));
+  EXPECT_EQ(d.samples, 2u);
+  EXPECT_EQ(d.own_busy_ns, p / 4);
+  EXPECT_EQ(d.other_busy_ns, p);
+  EXPECT_EQ(d.span_ns, 2 * p);
+  EXPECT_EQ(d.period_ns, p);
+  // Microsecond timestamps are recognized.
+  std::vector<uint8_t> us(kPerfmonParamsSize);
+  buf.swap(us);
+  PerfmonPrepare(buf.data());
+  put(0, 1000, 10000, 42);
+  put(1, 101000, 10000, 42);
+  put(2, 201000, 10000, 42);
+  count = tracker = 3;
+  memcpy(buf.data() + 8, &count, 4);
+  memcpy(buf.data() + 12, &tracker, 4);
+  last = 1000;
+  ASSERT_TRUE(PerfmonConsume(buf.data(), 42, &last, &d));
+  EXPECT_EQ(d.own_busy_ns, 2 * p);
+  // Malformed replies are refused.
+  tracker = 72;
+  memcpy(buf.data() + 12, &tracker, 4);
+  EXPECT_FALSE(PerfmonConsume(buf.data(), 42, &last, &d));
+}
+
+}  // namespace
+}  // namespace vgpu::shim::compute
