@@ -35,8 +35,21 @@ caps="100:cap:5,10:cap:5,30:cap:5,50:cap:5,70:cap:5,90:cap:5,100:cap:4"
 # Uncapped overhead: the same loop with no preload at all, then with the preload at share 100.
 python3 "$here/bench.py" --workload matmul --phases "100:cap:6" --tag bare >>"$res"
 tenant matmul matmul "$caps"
-tenant graph graph "$caps"
-tenant spin spin "100:cap:4,30:cap:20" --spin-ms 1000
+# If gating did nothing (every cap ran free), the other cap runs would only repeat that.
+if python3 - "$res" <<'PY'
+import json, statistics, sys
+r = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+m = [x for x in r if x["tag"] == "matmul"]
+base = statistics.median(w for x in m if x["share"] == 100 for w in x["per_s"][1:])
+low = [statistics.median(x["per_s"][1:]) for x in m if x["share"] <= 30]
+sys.exit(0 if low and max(low) < 0.6 * base else 1)
+PY
+then
+  tenant graph graph "$caps"
+  tenant spin spin "100:cap:4,30:cap:20" --spin-ms 1000
+else
+  echo "caps had no effect on matmul: skipping graph and spin (see controller.log)"
+fi
 
 # Two tenants, weight 30/70, both saturating; B stops after 10 s, A runs 4 s more.
 start=$(python3 -c 'import time; print(time.monotonic() + 25)')
