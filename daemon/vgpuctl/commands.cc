@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "topo_command.h"
 #include "vgpu/kmodclient.h"
 
 namespace vgpu::ctl {
@@ -202,6 +203,11 @@ constexpr Command kCommands[] = {
     {"bind", "", "resolve the real driver's nodes now", RunBind},
     {"events", "[--count N] [--timeout S]", "print slot events (quota denials, attach, exit)",
      RunEvents},
+    {"topo", "[--fixture FILE] [--record FILE] [--gpus] (--help for more)",
+     "GPU link matrix like nvidia-smi topo -m (topology/)",
+     [](CommandContext& ctx, std::span<const std::string> args) {
+       return topology::RunTopoCommand(args, ctx.json, *ctx.out, *ctx.err);
+     }},
     {"help", "", "this text", RunHelp},
 };
 

@@ -2,12 +2,12 @@
 
 #include <unistd.h>
 
-#include <cstdio>
 #include <ctime>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "vgpu/topology/discovery.h"
 #include "vgpu/topology/fixture.h"
@@ -18,7 +18,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: topo [--fixture FILE] [--record FILE [--machine NAME] [--nvidia-smi-topo FILE]]\n"
-    "            [--sysfs DIR] [--nvml LIBRARY] [--gpus]\n"
+    "            [--sysfs DIR] [--nvml LIBRARY] [--gpus] [--json]\n"
     "  (no flags)             discover this machine (NVML + sysfs) and print its link matrix\n"
     "  --fixture FILE         print the matrix of a recorded machine instead\n"
     "  --record FILE          write this machine as a fixture (vgpu-topology/1 JSON)\n"
@@ -26,7 +26,8 @@ constexpr const char* kUsage =
     "  --nvidia-smi-topo FILE store this `nvidia-smi topo -m` output in the fixture\n"
     "  --sysfs DIR            sysfs root (default /sys)\n"
     "  --nvml LIBRARY         NVML library to dlopen (default libnvidia-ml.so.1)\n"
-    "  --gpus                 also list the GPUs (index, bus id, memory, UUID, name)\n";
+    "  --gpus                 also list the GPUs (index, bus id, memory, UUID, name)\n"
+    "  --json                 print the machine as fixture JSON instead of the matrix\n";
 
 struct Options {
   std::string fixture;
@@ -38,8 +39,8 @@ struct Options {
   bool list_gpus = false;
 };
 
-int Usage(const std::string& problem) {
-  std::cerr << "topo: " << problem << "\n" << kUsage;
+int Usage(std::ostream& err, const std::string& problem) {
+  err << "topo: " << problem << "\n" << kUsage;
   return 2;
 }
 
@@ -72,25 +73,24 @@ std::string Describe(const std::string& machine) {
          " at " + date + (driver.empty() ? "" : "; driver: " + driver);
 }
 
-void ListGpus(const Topology& topology) {
+void ListGpus(const Topology& topology, std::ostream& out) {
   for (const Gpu& gpu : topology.gpus()) {
-    std::printf("GPU%d\t%s\t%llu MiB\t%s\t%s\n", gpu.index, gpu.pci_bus_id.c_str(),
-                static_cast<unsigned long long>(gpu.memory_bytes >> 20),
-                gpu.uuid.empty() ? "-" : gpu.uuid.c_str(),
-                gpu.name.empty() ? "-" : gpu.name.c_str());
+    out << "GPU" << gpu.index << "\t" << gpu.pci_bus_id << "\t" << (gpu.memory_bytes >> 20)
+        << " MiB\t" << (gpu.uuid.empty() ? "-" : gpu.uuid) << "\t"
+        << (gpu.name.empty() ? "-" : gpu.name) << "\n";
   }
 }
 
-int Run(const Options& options) {
+int Run(const Options& options, bool json, std::ostream& out, std::ostream& err) {
   Fixture fixture;
   if (!options.fixture.empty()) {
 #ifdef VGPU_TOPO_NO_FIXTURE_READ
-    std::cerr << "topo: --fixture is not built into this binary (no JSON reader)\n";
+    err << "topo: --fixture is not built into this binary (no JSON reader)\n";
     return 1;
 #else
     Result<Fixture> read = ReadFixture(options.fixture);
     if (!read.ok()) {
-      std::cerr << "topo: " << read.status().ToString() << "\n";
+      err << "topo: " << read.status().ToString() << "\n";
       return 1;
     }
     fixture = std::move(*read);
@@ -100,11 +100,11 @@ int Run(const Options& options) {
     std::unique_ptr<GpuSource> sysfs = MakeSysfsSource(options.sysfs);
     Result<Discovered> found = DiscoverGpus(*nvml, *sysfs);
     if (!found.ok()) {
-      std::cerr << "topo: " << found.status().ToString() << "\n";
+      err << "topo: " << found.status().ToString() << "\n";
       return 1;
     }
     for (const std::string& note : found->notes) {
-      std::cerr << "topo: " << note << "\n";
+      err << "topo: " << note << "\n";
     }
     fixture.gpus = std::move(found->gpus);
     fixture.machine = options.machine;
@@ -112,53 +112,57 @@ int Run(const Options& options) {
   }
   if (!options.nvidia_smi_topo.empty() &&
       !ReadFile(options.nvidia_smi_topo, fixture.nvidia_smi_topo)) {
-    std::cerr << "topo: cannot read " << options.nvidia_smi_topo << "\n";
+    err << "topo: cannot read " << options.nvidia_smi_topo << "\n";
     return 1;
   }
   Fixture to_record = fixture;  // Topology::Create takes the GPUs
   Result<Topology> topology = Topology::Create(std::move(fixture.gpus));
   if (!topology.ok()) {
-    std::cerr << "topo: " << topology.status().ToString() << "\n";
+    err << "topo: " << topology.status().ToString() << "\n";
     return 1;
   }
   if (!options.record.empty()) {
     std::ofstream out(options.record);
     out << FixtureToJson(to_record);
     if (!out.flush()) {
-      std::cerr << "topo: cannot write " << options.record << "\n";
+      err << "topo: cannot write " << options.record << "\n";
       return 1;
     }
-    std::fprintf(stderr, "topo: recorded %d GPU(s) to %s\n", topology->size(),
-                 options.record.c_str());
+    err << "topo: recorded " << topology->size() << " GPU(s) to " << options.record << "\n";
   }
-  if (topology->size() == 0) {
-    std::printf("no NVIDIA GPUs found\n");
+  if (json) {
+    out << FixtureToJson(to_record);
     return 0;
   }
-  std::fputs(FormatTopoMatrix(*topology).c_str(), stdout);
+  if (topology->size() == 0) {
+    out << "no NVIDIA GPUs found\n";
+    return 0;
+  }
+  out << FormatTopoMatrix(*topology);
   if (options.list_gpus) {
-    std::printf("\n");
-    ListGpus(*topology);
+    out << "\n";
+    ListGpus(*topology, out);
   }
   return 0;
 }
 
 }  // namespace
 
-int RunTopoCommand(int argc, char** argv) {
+int RunTopoCommand(std::span<const std::string> args, bool json, std::ostream& out,
+                   std::ostream& err) {
   Options options;
-  for (int i = 1; i < argc; ++i) {
-    std::string flag = argv[i];
-    auto value = [&](std::string& out) {
-      if (i + 1 >= argc) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& flag = args[i];
+    auto value = [&](std::string& into) {
+      if (i + 1 >= args.size()) {
         return false;
       }
-      out = argv[++i];
+      into = args[++i];
       return true;
     };
     bool ok = true;
     if (flag == "-h" || flag == "--help") {
-      std::cout << kUsage;
+      out << kUsage;
       return 0;
     } else if (flag == "--fixture") {
       ok = value(options.fixture);
@@ -175,16 +179,27 @@ int RunTopoCommand(int argc, char** argv) {
     } else if (flag == "--gpus") {
       options.list_gpus = true;
     } else {
-      return Usage("unknown flag " + flag);
+      return Usage(err, "unknown flag " + flag);
     }
     if (!ok) {
-      return Usage(flag + " needs a value");
+      return Usage(err, flag + " needs a value");
     }
   }
   if (!options.fixture.empty() && !options.record.empty()) {
-    return Usage("--fixture and --record exclude each other");
+    return Usage(err, "--fixture and --record exclude each other");
   }
-  return Run(options);
+  return Run(options, json, out, err);
+}
+
+int RunTopoCommand(int argc, char** argv) {
+  std::vector<std::string> args(argv + (argc > 0 ? 1 : 0), argv + argc);
+  bool json = false;
+  std::erase_if(args, [&json](const std::string& arg) {
+    bool is_json = arg == "--json";
+    json = json || is_json;
+    return is_json;
+  });
+  return RunTopoCommand(args, json, std::cout, std::cerr);
 }
 
 }  // namespace vgpu::topology

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
@@ -82,18 +83,12 @@ TEST(MatrixTest, ReaderRefusesTextWithoutMatrix) {
   EXPECT_FALSE(ParseNvidiaSmiTopo("\tGPU0\tGPU1\nGPU0\t X \tNV4\n").ok());  // a row missing
 }
 
-int RunTopo(std::vector<std::string> args, std::string* out = nullptr) {
-  args.insert(args.begin(), "topo");
-  std::vector<char*> argv;
-  for (std::string& arg : args) {
-    argv.push_back(arg.data());
-  }
-  ::testing::internal::CaptureStdout();
-  int rc = RunTopoCommand(static_cast<int>(argv.size()), argv.data());
-  std::fflush(stdout);
-  std::string captured = ::testing::internal::GetCapturedStdout();
+int RunTopo(std::vector<std::string> args, std::string* out = nullptr, bool json = false) {
+  std::ostringstream captured;
+  std::ostringstream errors;
+  int rc = RunTopoCommand(args, json, captured, errors);
   if (out != nullptr) {
-    *out = captured;
+    *out = captured.str();
   }
   return rc;
 }
@@ -114,6 +109,14 @@ TEST(TopoCommandTest, BadUsageAndBadFilesFailDistinctly) {
   EXPECT_EQ(RunTopo({"--fixture"}), 2);
   EXPECT_EQ(RunTopo({"--fixture", "a.json", "--record", "b.json"}), 2);
   EXPECT_EQ(RunTopo({"--fixture", "/nonexistent.json"}), 1);
+}
+
+TEST(TopoCommandTest, JsonPrintsTheMachineAsAFixture) {
+  std::string out;
+  ASSERT_EQ(RunTopo({"--fixture", FixturePath("pcie-4gpu-2socket.json")}, &out, /*json=*/true), 0);
+  Result<Fixture> fixture = ParseFixture(out);
+  ASSERT_TRUE(fixture.ok()) << fixture.status().ToString();
+  EXPECT_EQ(fixture->gpus.size(), 4u);
 }
 
 TEST(TopoCommandTest, RecordsThisMachineAsALoadableFixture) {
