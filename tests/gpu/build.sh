@@ -18,18 +18,29 @@ base=(shim/base/real_calls.cc shim/base/fd_table.cc shim/base/rm_abi.cc)
 "$CXX" -std=c++20 -O2 -I"$root" -o "$out/vgpu-trace-record" shim/trace/record.cc shim/trace/record_main.cc
 echo "built recorder"
 
-if [[ "${1:-}" != --no-shim && -f kmod/core/vcore.h && -f shim/preload/build-sources.txt ]]; then
-  mapfile -t core_c < <(ls kmod/core/*.c 2>/dev/null)
+if [[ "${1:-}" != --no-shim && -f kmod/core/CMakeLists.txt ]]; then
+  # The core's sources as its CMakeLists lists them (VCORE_SOURCES), plus the share controller.
+  mapfile -t core_c < <(grep -oE 'CMAKE_CURRENT_SOURCE_DIR}/[A-Za-z0-9_/]*\.c\b' kmod/core/CMakeLists.txt |
+                        sed 's|CMAKE_CURRENT_SOURCE_DIR}/|kmod/core/|')
+  mapfile -t sched_c < <(ls kmod/core/sched/*.c 2>/dev/null)
   mapfile -t shim_cc < <(sed 's/#.*//;/^$/d' shim/preload/build-sources.txt)
+  mapfile -t compute_src < <(ls shim/compute/*.c shim/compute/*.cc 2>/dev/null)
   objs=()
-  for c in "${core_c[@]}"; do
+  for c in "${core_c[@]}" "${sched_c[@]}"; do
     o=$out/core-$(basename "$c" .c).o
-    "$CC" -std=gnu11 -O2 -g -fPIC -fvisibility=hidden -I"$root" -Ikmod/core -c "$c" -o "$o"
+    "$CC" -std=gnu11 -O2 -g -fPIC -fvisibility=hidden -I"$root" -Ikmod/core -Ikmod/core/sched -c "$c" -o "$o"
     objs+=("$o")
   done
-  "$CXX" -std=c++20 "${flags[@]}" -Ikmod/core -shared -o "$out/libvgpu-shim.so" \
-    "${shim_cc[@]}" "${base[@]}" "${objs[@]}" -ldl -lpthread -lrt -Wl,-z,now -Wl,--no-undefined
-  echo "built shim"
+  link_shim() {
+    "$CXX" -std=c++20 "${flags[@]}" -Ikmod/core -Ikmod/core/sched -shared -o "$out/libvgpu-shim.so" \
+      "${shim_cc[@]}" "${base[@]}" "${objs[@]}" "$@" -ldl -lpthread -lrt -Wl,-z,now -Wl,--no-undefined
+  }
+  if ! link_shim "${compute_src[@]}"; then
+    echo "WARNING: shim/compute sources did not build; libvgpu-shim.so built without them"
+    link_shim
+  fi
+  "$CXX" -std=c++20 -O2 -I"$root" -o "$out/vgpu-shim-ledger" shim/tools/ledger_main.cc shim/preload/ledger.cc
+  echo "built shim ($(ls "${compute_src[@]}" 2>/dev/null | wc -l) compute sources)"
 fi
 
 if command -v nvcc >/dev/null; then
