@@ -9,6 +9,7 @@
 #   --suite   run only these suites of tests/vm/guest/ (default: all with a guest.sh)
 # env: GUEST_TIMEOUT (s, default 300) bounds the whole VM; GUEST_SMP (2); GUEST_MEM (1G);
 #      ACCEL (tcg; never auto-select kvm: /dev/kvm here is PVM and hangs, reference §1);
+#      VM_SUITES "a b" = --suite a --suite b (to run a subset under ctest);
 #      VM_APPEND extra kernel command line (e.g. vmtest.fault=warn for the harness self-test).
 # exit: 0 every suite passed or skipped and the kernel stayed clean; 1 otherwise; 77 no such kernel image.
 set -uo pipefail
@@ -39,6 +40,7 @@ P=$work/payload; mkdir -p "$P/mod" "$P/suites" "$work/out"
 # --- payload: runner, modules, suites (their non-source files + built programs) ---
 cp "$here/guest-run.sh" "$P/"
 cp "$mods"/*.ko "$P/mod/" 2>/dev/null
+[ ${#suites[@]} -eq 0 ] && [ -n "${VM_SUITES:-}" ] && read -ra suites <<< "$VM_SUITES"
 if [ ${#suites[@]} -eq 0 ]; then
   for d in "$root"/tests/vm/guest/*/; do [ -f "$d/guest.sh" ] && suites+=("$(basename "$d")"); done
 fi
@@ -118,7 +120,9 @@ if [ $fail -eq 0 ]; then
   echo "[vm $label] PASS: $(uname -m) TCG boot + ${#suites[@]} suites in ${secs}s; guest dmesg: $work/out/dmesg.txt"
   exit 0
 fi
-if [ -n "$why" ] && [ "$qrc" != 1 ]; then
+# The console matters when the kernel died, hung or QEMU failed; a suite's own failure was
+# already shown above with its output.
+if [ -n "$why" ] && { [ $((qrc & 1)) -eq 0 ] || [ "$qrc" -ge 124 ]; }; then
   # Show the first kernel splat (it names the fault) rather than only the end of the panic dump.
   first=$(grep -a -n -m1 -E 'BUG:|WARNING:|Oops|Kernel panic|general protection' "$work/out/console.log" | cut -d: -f1)
   if [ -n "$first" ]; then
