@@ -155,6 +155,10 @@ Result<LoadResult> CheckpointStore::Load() const {
   std::filesystem::path aside = path_;
   aside += ".corrupt-" + std::to_string(secs);
   std::error_code ec;
+  for (int n = 1; std::filesystem::exists(aside, ec); ++n) {  // never overwrite older evidence
+    aside = path_;
+    aside += ".corrupt-" + std::to_string(secs) + "." + std::to_string(n);
+  }
   std::filesystem::rename(path_, aside, ec);
   if (ec) {
     return InternalError("checkpoint " + path_.string() + " is corrupt (" + out.corrupt_reason +

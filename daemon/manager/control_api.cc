@@ -1,0 +1,194 @@
+#include "vgpu/manager/control_api.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <nlohmann/json.hpp>
+
+#include "vgpu/manager/log.h"
+
+namespace vgpu::manager {
+namespace {
+
+using nlohmann::json;
+
+json SlotJson(const slots::SlotRecord& r) {
+  const auto& c = r.config;
+  return json{{"id", c.id},
+              {"name", c.name},
+              {"gpu", c.gpu},
+              {"gpu_uuid", c.gpu_uuid},
+              {"memory_bytes", c.memory_quota_bytes},
+              {"core_percent", c.compute_share_percent},
+              {"exclusive", c.exclusive},
+              {"managed_policy", slots::ManagedPolicyName(c.managed_policy)},
+              {"unknown_policy", slots::UnknownPolicyName(c.unknown_policy)},
+              {"memory_ids", r.memory_ids},
+              {"core_ids", r.core_ids},
+              {"gpu_ids", r.gpu_ids},
+              {"pod_namespace", r.pod_namespace},
+              {"pod_name", r.pod_name},
+              {"container", r.container},
+              {"linked", r.linked},
+              {"manual", r.manual}};
+}
+
+std::string Error(const Status& s) { return json{{"ok", false}, {"error", s.ToString()}}.dump(); }
+
+}  // namespace
+
+std::string HandleControlRequest(SlotManager& slots, bool standalone, std::string_view line) {
+  json req = json::parse(line, nullptr, false);
+  if (req.is_discarded() || !req.is_object() || !req.contains("op") || !req["op"].is_string()) {
+    return Error(InvalidArgumentError("request must be a JSON object with a string \"op\""));
+  }
+  std::string op = req["op"].get<std::string>();
+  if (op == "list") {
+    json list = json::array();
+    for (const auto& r : slots.Snapshot()) {
+      list.push_back(SlotJson(r));
+    }
+    return json{{"ok", true}, {"slots", list}}.dump();
+  }
+  if (op != "create" && op != "delete") {
+    return Error(InvalidArgumentError("op: unknown '" + op + "' (list, create, delete)"));
+  }
+  if (!standalone) {
+    return Error(FailedPreconditionError(
+        "op " + op + ": only in --standalone mode; with a kubelet, slots follow its allocations"));
+  }
+  if (op == "delete") {
+    if (!req.contains("id") || !req["id"].is_number_unsigned()) {
+      return Error(InvalidArgumentError("id: required unsigned integer"));
+    }
+    Status s = slots.DeleteSlot(req["id"].get<uint32_t>());
+    return s.ok() ? json{{"ok", true}}.dump() : Error(s);
+  }
+  if (!req.contains("memory_bytes") || !req["memory_bytes"].is_number_unsigned()) {
+    return Error(InvalidArgumentError("memory_bytes: required unsigned integer"));
+  }
+  if (!req.contains("core_percent") || !req["core_percent"].is_number_unsigned()) {
+    return Error(InvalidArgumentError("core_percent: required unsigned integer 1..100"));
+  }
+  std::optional<uint32_t> gpu;
+  if (req.contains("gpu")) {
+    if (!req["gpu"].is_number_unsigned()) {
+      return Error(InvalidArgumentError("gpu: must be an unsigned integer"));
+    }
+    gpu = req["gpu"].get<uint32_t>();
+  }
+  std::string label = req.value("label", "manual");
+  auto r = slots.CreateManual(gpu, req["memory_bytes"].get<uint64_t>(),
+                              req["core_percent"].get<uint32_t>(), label);
+  if (!r.ok()) {
+    return Error(r.status());
+  }
+  return json{{"ok", true}, {"slot", SlotJson(*r)}}.dump();
+}
+
+ControlServer::ControlServer(std::string socket_path, SlotManager& slots, bool standalone)
+    : path_(std::move(socket_path)), slots_(slots), standalone_(standalone) {}
+
+ControlServer::~ControlServer() { Stop(); }
+
+Status ControlServer::Start() {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path_.size() >= sizeof addr.sun_path) {
+    return InvalidArgumentError("--control-socket: path longer than " +
+                                std::to_string(sizeof addr.sun_path - 1) + " bytes: " + path_);
+  }
+  std::memcpy(addr.sun_path, path_.c_str(), path_.size() + 1);
+  ::unlink(path_.c_str());
+  listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (listen_fd_ < 0) {
+    return ErrnoError("control socket", errno);
+  }
+  if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::chmod(path_.c_str(), 0600) != 0 || ::listen(listen_fd_, 16) != 0) {
+    int err = errno;
+    ::close(listen_fd_);
+    listen_fd_ = -1;
+    return ErrnoError("control socket " + path_, err);
+  }
+  wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  thread_ = std::thread([this] { Run(); });
+  return OkStatus();
+}
+
+void ControlServer::Stop() {
+  if (thread_.joinable()) {
+    uint64_t one = 1;
+    (void)!::write(wake_fd_, &one, sizeof one);
+    thread_.join();
+  }
+  for (int* fd : {&listen_fd_, &wake_fd_}) {
+    if (*fd >= 0) {
+      ::close(*fd);
+      *fd = -1;
+    }
+  }
+  ::unlink(path_.c_str());
+}
+
+void ControlServer::Run() {
+  for (;;) {
+    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      return;
+    }
+    if (fds[1].revents != 0) {
+      return;
+    }
+    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd >= 0) {
+      Serve(fd);  // one client at a time: a debugging API, not a data path
+      ::close(fd);
+    }
+  }
+}
+
+void ControlServer::Serve(int fd) {
+  std::string buf;
+  char chunk[4096];
+  for (;;) {
+    pollfd fds[2] = {{fd, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    if (::poll(fds, 2, 5000) <= 0 || fds[1].revents != 0) {
+      return;  // idle clients are dropped after 5 s so others get served
+    }
+    ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n <= 0) {
+      return;
+    }
+    buf.append(chunk, static_cast<size_t>(n));
+    if (buf.size() > (1 << 20)) {
+      return;
+    }
+    size_t nl;
+    while ((nl = buf.find('\n')) != std::string::npos) {
+      std::string reply = HandleControlRequest(slots_, standalone_, buf.substr(0, nl)) + "\n";
+      buf.erase(0, nl + 1);
+      size_t off = 0;
+      while (off < reply.size()) {
+        ssize_t w = ::send(fd, reply.data() + off, reply.size() - off, MSG_NOSIGNAL);
+        if (w <= 0) {
+          return;
+        }
+        off += static_cast<size_t>(w);
+      }
+    }
+  }
+}
+
+}  // namespace vgpu::manager

@@ -1,0 +1,53 @@
+// The manager's local control API: a unix stream socket (default
+// <virtual-manager-path>/vgpu-manager.sock, mode 0600), one JSON request per line, one JSON reply
+// per line, any number of requests per connection. `vgpuctl` or `nc -U` can drive it.
+//
+//   {"op":"list"}
+//     -> {"ok":true,"slots":[SLOT,...]}
+//   {"op":"create","memory_bytes":1073741824,"core_percent":30,"gpu":0,"label":"debug"}
+//     (standalone only; gpu optional: the placer picks; label optional)
+//     -> {"ok":true,"slot":SLOT}
+//   {"op":"delete","id":3}                 (standalone only)
+//     -> {"ok":true}
+//   anything else, or a failure
+//     -> {"ok":false,"error":"INVALID_ARGUMENT: core_percent: must be 1..100, got 0"}
+//
+//   SLOT = {"id":3,"name":"g0-m0-n4","gpu":0,"gpu_uuid":"GPU-…","memory_bytes":1073741824,
+//           "core_percent":30,"exclusive":false,"managed_policy":"refuse",
+//           "unknown_policy":"refuse","memory_ids":[…],"core_ids":[…],"gpu_ids":[…],
+//           "pod_namespace":"","pod_name":"debug","container":"","linked":true,"manual":true}
+//
+// In kubelet mode only "list" is served: slots belong to the kubelet's allocations there.
+#pragma once
+
+#include <atomic>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "vgpu/manager/slot_manager.h"
+
+namespace vgpu::manager {
+
+// One request line -> one reply line (no newline). Pure apart from the SlotManager calls.
+std::string HandleControlRequest(SlotManager& slots, bool standalone, std::string_view line);
+
+class ControlServer {
+ public:
+  ControlServer(std::string socket_path, SlotManager& slots, bool standalone);
+  ~ControlServer();
+  Status Start();
+  void Stop();
+
+ private:
+  void Run();
+  void Serve(int fd);
+  std::string path_;
+  SlotManager& slots_;
+  bool standalone_;
+  int listen_fd_ = -1;
+  int wake_fd_ = -1;
+  std::thread thread_;
+};
+
+}  // namespace vgpu::manager

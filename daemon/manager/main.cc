@@ -1,0 +1,439 @@
+// vgpu-manager: the node daemon. Start-up is a list of named steps run in order (volumes ->
+// pod-resources -> node labels -> slots -> topology -> allocator -> services -> register, as
+// DESIGN.md "The manager"); each logs what it found, and a failing step says why and what to
+// fix. After start-up one loop owns signals, kubelet restarts (re-serve + re-register) and the
+// periodic orphan check.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "vgpu/alloc/inventory.h"
+#include "vgpu/alloc/placement.h"
+#include "vgpu/checkpoint/checkpoint.h"
+#include "vgpu/config/config.h"
+#include "vgpu/manager/control_api.h"
+#include "vgpu/manager/log.h"
+#include "vgpu/manager/slot_manager.h"
+#include "vgpu/plugin/device_plugin.h"
+#include "vgpu/plugin/kubelet_watcher.h"
+#include "vgpu/podresources/pod_resources.h"
+#include "vgpu/slots/shim_backend.h"
+#ifdef VGPU_HAVE_KMOD_BACKEND
+#include "vgpu/slots/kmod_backend.h"
+#endif
+
+namespace vgpu::manager {
+namespace {
+
+namespace fs = std::filesystem;
+using config::Config;
+
+struct Step {
+  std::string name;
+  std::string fix;  // what an operator should check when the step fails
+  std::function<Status()> run;
+};
+
+Result<slots::ContainerEdits> LoadExtraConfig(const std::string& path) {
+  slots::ContainerEdits extra;
+  if (path.empty()) {
+    return extra;
+  }
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  nlohmann::json doc = nlohmann::json::parse(ss.str(), nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return InvalidArgumentError("--extra-config " + path + ": not a JSON object");
+  }
+  if (doc.contains("devices")) {
+    if (!doc["devices"].is_array()) {
+      return InvalidArgumentError("--extra-config " + path + ": devices must be an array");
+    }
+    for (const auto& d : doc["devices"]) {
+      if (!d.is_string()) {
+        return InvalidArgumentError("--extra-config " + path + ": devices[] must be paths");
+      }
+      extra.devices.push_back({d.get<std::string>(), d.get<std::string>(), "rw"});
+    }
+  }
+  if (doc.contains("envs")) {
+    if (!doc["envs"].is_object()) {
+      return InvalidArgumentError("--extra-config " + path + ": envs must be an object");
+    }
+    for (const auto& [k, v] : doc["envs"].items()) {
+      if (!v.is_string()) {
+        return InvalidArgumentError("--extra-config " + path + ": envs." + k + " must be a string");
+      }
+      extra.envs[k] = v.get<std::string>();
+    }
+  }
+  return extra;
+}
+
+class Daemon {
+ public:
+  explicit Daemon(Config cfg) : cfg_(std::move(cfg)) {}
+
+  int Run() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    // Block before any thread starts so only the main loop sees these.
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    for (const Step& step : Steps()) {
+      Status s = step.run();
+      if (!s.ok()) {
+        LogError("event=startup_failed step=" + step.name + " error=\"" + s.ToString() +
+                 "\" fix=\"" + step.fix + "\"");
+        Shutdown();
+        return 1;
+      }
+    }
+    LogInfo("event=ready mode=" + std::string(cfg_.standalone ? "standalone" : "kubelet"));
+    int rc = Loop(set);
+    Shutdown();
+    return rc;
+  }
+
+ private:
+  std::vector<Step> Steps() {
+    return {
+        {"volumes", "check --volume-config and --driver-library-dir", [this] { return Volumes(); }},
+        {"pod-resources", "mount /var/lib/kubelet/pod-resources into the manager",
+         [this] { return PodResources(); }},
+        {"node-labels", "fix --node-labels", [this] { return NodeLabels(); }},
+        {"slots", "load vgpu.ko or use --enforcement=shim; check --virtual-manager-path",
+         [this] { return Slots(); }},
+        {"topology", "check the NVIDIA driver/NVML on the node or --gpu-fixture",
+         [this] { return Topology(); }},
+        {"allocator", "check --checkpoint-path is writable; a corrupt checkpoint is kept aside",
+         [this] { return Allocator(); }},
+        {"services", "check --device-plugin-path and --control-socket are writable",
+         [this] { return Services(); }},
+        {"register", "check the kubelet is running and --kubelet-socket",
+         [this] { return RegisterAll(); }},
+    };
+  }
+
+  Status Volumes() {
+    std::error_code ec;
+    bool libs = fs::is_directory(cfg_.DriverLibraryDir(), ec);
+    LogInfo("event=startup step=volumes driver_library_dir=" + cfg_.DriverLibraryDir() +
+            " present=" + (libs ? "true" : "false") + " volume_config=" +
+            (cfg_.volume_config.empty() ? "-" : cfg_.volume_config) +
+            (libs ? "" : " note=\"containers get no driver-library mount until it exists\""));
+    return OkStatus();
+  }
+
+  Status PodResources() {
+    if (cfg_.standalone) {
+      LogInfo("event=startup step=pod-resources skipped=standalone");
+      return OkStatus();
+    }
+    pod_resources_ = podresources::MakeGrpcPodResourcesClient(cfg_.pod_resources_socket,
+                                                              std::chrono::seconds(2));
+    auto listed = pod_resources_->List();
+    if (listed.ok()) {
+      LogInfo("event=startup step=pod-resources socket=" + cfg_.pod_resources_socket +
+              " containers=" + std::to_string(listed->size()));
+    } else {
+      // Not fatal: the kubelet may come up after us; PreStartContainer and the orphan check
+      // retry on every call.
+      LogWarn("event=startup step=pod-resources socket=" + cfg_.pod_resources_socket +
+              " error=\"" + listed.status().message() + "\"");
+    }
+    return OkStatus();
+  }
+
+  Status NodeLabels() {
+    LogInfo("event=startup step=node-labels labels=\"" + cfg_.node_labels + "\" hostname=" +
+            (cfg_.hostname_override.empty() ? "-" : cfg_.hostname_override));
+    return OkStatus();
+  }
+
+  Status Slots() {
+    config::Enforcement mode = config::ResolveEnforcement(cfg_);
+    if (mode == config::Enforcement::kKmod) {
+#ifdef VGPU_HAVE_KMOD_BACKEND
+      auto kmod = slots::KmodSlotBackend::Open();
+      if (!kmod.ok()) {
+        return kmod.status();
+      }
+      backend_ = std::move(*kmod);
+#else
+      return UnimplementedError("--enforcement=kmod: this build has no kmod backend "
+                                "(daemon/kmodclient missing); use --enforcement=shim");
+#endif
+    } else {
+      slots::ShimBackendOptions opts;
+      opts.root = fs::path(cfg_.virtual_manager_path) / "slots";
+      opts.shim_library_host = cfg_.shim_library;
+      backend_ = std::make_unique<slots::ShimSlotBackend>(std::move(opts));
+    }
+    auto live = backend_->List();
+    if (!live.ok()) {
+      return live.status();
+    }
+    LogInfo("event=startup step=slots enforcement=" + std::string(backend_->Kind()) +
+            " requested=" + std::string(config::EnforcementName(cfg_.enforcement)) +
+            " live_slots=" + std::to_string(live->size()));
+    return OkStatus();
+  }
+
+  Status Topology() {
+    auto inv = cfg_.gpu_fixture.empty() ? alloc::DiscoverNodeGpus()
+                                        : alloc::LoadGpuFixture(cfg_.gpu_fixture);
+    if (!inv.ok()) {
+      return inv.status();
+    }
+    for (const auto& note : inv->notes) {
+      LogWarn("event=startup step=topology note=\"" + note + "\"");
+    }
+    for (const auto& g : inv->gpus) {
+      LogInfo("event=startup step=topology gpu=" + std::to_string(g.index) + " uuid=" + g.uuid +
+              " memory_bytes=" + std::to_string(g.memory_bytes) + " numa=" +
+              std::to_string(g.numa) + " pci=" + g.pci_bus_id);
+    }
+    LogInfo("event=startup step=topology source=\"" + inv->source +
+            "\" gpus=" + std::to_string(inv->gpus.size()));
+    gpus_ = std::move(inv->gpus);
+    return OkStatus();
+  }
+
+  Status Allocator() {
+    auto placer = alloc::MakePlacer(cfg_.placement, gpus_);
+    if (!placer.ok()) {
+      return placer.status().Annotate("--placement");
+    }
+    auto extra = LoadExtraConfig(cfg_.extra_config);
+    if (!extra.ok()) {
+      return extra.status();
+    }
+    std::error_code ec;
+    fs::create_directories(cfg_.checkpoint_path, ec);
+    if (ec) {
+      return InternalError("--checkpoint-path " + cfg_.checkpoint_path + ": " + ec.message());
+    }
+    store_ = std::make_unique<checkpoint::CheckpointStore>(cfg_.CheckpointFile());
+    ManagerOptions opts;
+    opts.memory_unit_bytes = cfg_.memory_unit_bytes;
+    opts.core_resource = cfg_.core_resource;
+    opts.memory_resource = cfg_.memory_resource;
+    opts.gpu_resource = cfg_.gpu_resource;
+    opts.managed_policy = cfg_.managed_policy == "refuse" ? slots::ManagedPolicy::kRefuse
+                                                          : slots::ManagedPolicy::kAllowUncounted;
+    opts.unknown_policy = cfg_.unknown_policy == "refuse" ? slots::UnknownPolicy::kRefuse
+                                                          : slots::UnknownPolicy::kAllowLog;
+    opts.orphan_grace = std::chrono::seconds(cfg_.allocation_check_period_s);
+    opts.cdi_kind = cfg_.cdi_kind;
+    opts.driver_library_dir = cfg_.DriverLibraryDir();
+    opts.extra = std::move(*extra);
+    if (const char* at = std::getenv("VGPU_MANAGER_CRASH_AT"); at != nullptr && *at != '\0') {
+      // Test seam for the crash-consistency scenarios (tests/integration/manager).
+      std::string point = at;
+      LogWarn("event=crash_point_armed point=" + point);
+      opts.crash_point = [point](std::string_view here) {
+        if (here == point) {
+          ::kill(::getpid(), SIGKILL);
+        }
+      };
+    }
+    slots_ = std::make_unique<SlotManager>(std::move(opts), gpus_, *backend_, *store_,
+                                           pod_resources_.get(), std::move(*placer),
+                                           [] { return std::chrono::steady_clock::now(); });
+    auto report = slots_->Reconcile();
+    if (!report.ok()) {
+      return report.status();
+    }
+    if (!report->checkpoint_corrupt.empty()) {
+      LogWarn("event=checkpoint_corrupt path=" + store_->path().string() + " kept_aside=" +
+              report->kept_aside + " reason=\"" + report->checkpoint_corrupt +
+              "\" action=\"state rebuilt from live slots and pod-resources\"");
+    }
+    LogInfo("event=startup step=allocator placement=" + std::string(slots_->placer_name()) +
+            " checkpoint=" + store_->path().string() + " " + report->ToString());
+    return OkStatus();
+  }
+
+  Status Services() {
+    control_ = std::make_unique<ControlServer>(cfg_.ControlSocket(), *slots_, cfg_.standalone);
+    VGPU_RETURN_IF_ERROR(control_->Start().Annotate("--control-socket"));
+    LogInfo("event=startup step=services control_socket=" + cfg_.ControlSocket() +
+            " ops=" + (cfg_.standalone ? "list,create,delete" : "list"));
+    if (cfg_.standalone) {
+      return OkStatus();
+    }
+    std::vector<plugin::PluginOptions> resources;
+    if (cfg_.share_mode) {
+      resources.push_back({cfg_.device_plugin_path, "vgpu-vcuda-core.sock", cfg_.core_resource,
+                           ResourceKind::kCore});
+      resources.push_back({cfg_.device_plugin_path, "vgpu-vcuda-memory.sock",
+                           cfg_.memory_resource, ResourceKind::kMemory});
+    }
+    resources.push_back({cfg_.device_plugin_path, "vgpu-vcuda-gpu.sock", cfg_.gpu_resource,
+                         ResourceKind::kWholeGpu});
+    for (auto& r : resources) {
+      plugins_.push_back(std::make_unique<plugin::PluginServer>(r, *slots_));
+    }
+    return ServeAll();
+  }
+
+  Status ServeAll() {
+    for (auto& p : plugins_) {
+      VGPU_RETURN_IF_ERROR(p->Serve());
+      LogInfo("event=serving resource=" + p->options().resource + " socket=" + p->SocketPath() +
+              " devices=" + std::to_string(slots_->Devices(p->options().kind).size()));
+    }
+    return OkStatus();
+  }
+
+  Status RegisterAll() {
+    if (cfg_.standalone) {
+      LogInfo("event=startup step=register skipped=standalone");
+      return OkStatus();
+    }
+    fs::path kubelet(cfg_.KubeletSocket());
+    watcher_ = std::make_unique<plugin::KubeletWatcher>(
+        kubelet.parent_path().string(), kubelet.filename().string(), [this](std::string why) {
+          restart_reason_ = why;
+          restart_ = true;
+        });
+    VGPU_RETURN_IF_ERROR(watcher_->Start());
+    Status s = TryRegister();
+    if (!s.ok()) {
+      // Keep serving: the kubelet's next start re-creates kubelet.sock and we register then;
+      // meanwhile retry on a timer.
+      LogWarn("event=register_failed error=\"" + s.ToString() + "\" retry_in_s=5");
+      register_pending_ = true;
+    }
+    return OkStatus();
+  }
+
+  Status TryRegister() {
+    for (auto& p : plugins_) {
+      VGPU_RETURN_IF_ERROR(p->Register(cfg_.KubeletSocket(), std::chrono::seconds(5)));
+      LogInfo("event=registered resource=" + p->options().resource +
+              " endpoint=" + p->options().endpoint + " kubelet=" + cfg_.KubeletSocket());
+    }
+    return OkStatus();
+  }
+
+  void Restart(const std::string& why) {
+    LogInfo("event=restart_plugins reason=\"" + why + "\"");
+    for (auto& p : plugins_) {
+      p->Stop();
+    }
+    Status s = ServeAll();
+    if (s.ok()) {
+      s = TryRegister();
+    }
+    register_pending_ = !s.ok();
+    if (!s.ok()) {
+      LogWarn("event=register_failed error=\"" + s.ToString() + "\" retry_in_s=5");
+    }
+  }
+
+  int Loop(const sigset_t& set) {
+    using clock = std::chrono::steady_clock;
+    auto next_orphan_check = clock::now() + std::chrono::seconds(cfg_.allocation_check_period_s);
+    auto next_register = clock::now() + std::chrono::seconds(5);
+    for (;;) {
+      timespec ts{0, 100 * 1000 * 1000};
+      siginfo_t info;
+      int sig = sigtimedwait(&set, &info, &ts);
+      if (sig == SIGINT || sig == SIGTERM) {
+        LogInfo("event=shutdown signal=" + std::to_string(sig));
+        return 0;
+      }
+      if (sig == SIGHUP) {
+        restart_reason_ = "SIGHUP";
+        restart_ = true;
+      }
+      if (restart_.exchange(false)) {
+        Restart(restart_reason_);
+        next_register = clock::now() + std::chrono::seconds(5);
+      }
+      if (register_pending_ && clock::now() >= next_register) {
+        Restart("registration retry");
+        next_register = clock::now() + std::chrono::seconds(5);
+      }
+      if (clock::now() >= next_orphan_check) {
+        auto n = slots_->ReclaimOrphans();
+        if (!n.ok()) {
+          LogWarn("event=orphan_check_failed error=\"" + n.status().ToString() + "\"");
+        } else if (*n > 0) {
+          LogInfo("event=orphans_reclaimed count=" + std::to_string(*n));
+        }
+        // Check at a fraction of the grace so a slot is reclaimed within ~1.25 periods.
+        next_orphan_check =
+            clock::now() + std::chrono::milliseconds(cfg_.allocation_check_period_s * 250);
+      }
+    }
+  }
+
+  void Shutdown() {
+    if (watcher_) {
+      watcher_->Stop();
+    }
+    for (auto& p : plugins_) {
+      p->Stop();
+    }
+    if (control_) {
+      control_->Stop();
+    }
+  }
+
+  Config cfg_;
+  std::unique_ptr<podresources::PodResourcesSource> pod_resources_;
+  std::unique_ptr<slots::SlotBackend> backend_;
+  std::vector<alloc::GpuInfo> gpus_;
+  std::unique_ptr<checkpoint::CheckpointStore> store_;
+  std::unique_ptr<SlotManager> slots_;
+  std::unique_ptr<ControlServer> control_;
+  std::vector<std::unique_ptr<plugin::PluginServer>> plugins_;
+  std::unique_ptr<plugin::KubeletWatcher> watcher_;
+  std::atomic<bool> restart_{false};
+  std::string restart_reason_;  // written by the watcher just before restart_ is set
+  bool register_pending_ = false;
+};
+
+}  // namespace
+}  // namespace vgpu::manager
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  bool help = false;
+  auto cfg = vgpu::config::ParseArgs(args, &help);
+  if (help) {
+    std::fputs(vgpu::config::Usage().c_str(), stdout);
+    return 0;
+  }
+  if (!cfg.ok()) {
+    std::fprintf(stderr, "vgpu-manager: %s\n", cfg.status().ToString().c_str());
+    return 2;
+  }
+  vgpu::Status valid = vgpu::config::Validate(*cfg);
+  if (!valid.ok()) {
+    std::fprintf(stderr, "vgpu-manager: %s\n", valid.ToString().c_str());
+    return 2;
+  }
+  vgpu::manager::LogInfo("event=config " + cfg->EffectiveConfigLine());
+  vgpu::manager::Daemon daemon(std::move(*cfg));
+  return daemon.Run();
+}

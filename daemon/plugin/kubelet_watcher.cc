@@ -1,0 +1,78 @@
+#include "vgpu/plugin/kubelet_watcher.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+
+namespace vgpu::plugin {
+
+KubeletWatcher::KubeletWatcher(std::string dir, std::string kubelet_socket_name,
+                               std::function<void(std::string)> on_restart)
+    : dir_(std::move(dir)),
+      kubelet_socket_name_(std::move(kubelet_socket_name)),
+      on_restart_(std::move(on_restart)) {}
+
+KubeletWatcher::~KubeletWatcher() { Stop(); }
+
+Status KubeletWatcher::Start() {
+  inotify_fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (inotify_fd_ < 0) {
+    return ErrnoError("inotify_init1", errno);
+  }
+  if (inotify_add_watch(inotify_fd_, dir_.c_str(), IN_CREATE | IN_MOVED_TO) < 0) {
+    int err = errno;
+    ::close(inotify_fd_);
+    inotify_fd_ = -1;
+    return ErrnoError("inotify watch " + dir_, err);
+  }
+  wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake_fd_ < 0) {
+    return ErrnoError("eventfd", errno);
+  }
+  thread_ = std::thread([this] { Run(); });
+  return OkStatus();
+}
+
+void KubeletWatcher::Stop() {
+  if (thread_.joinable()) {
+    uint64_t one = 1;
+    (void)!::write(wake_fd_, &one, sizeof one);
+    thread_.join();
+  }
+  for (int* fd : {&inotify_fd_, &wake_fd_}) {
+    if (*fd >= 0) {
+      ::close(*fd);
+      *fd = -1;
+    }
+  }
+}
+
+void KubeletWatcher::Run() {
+  alignas(inotify_event) char buf[4096];
+  for (;;) {
+    pollfd fds[2] = {{inotify_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      return;
+    }
+    if (fds[1].revents != 0) {
+      return;
+    }
+    ssize_t n = ::read(inotify_fd_, buf, sizeof buf);
+    for (ssize_t off = 0; n > 0 && off < n;) {
+      auto* ev = reinterpret_cast<inotify_event*>(buf + off);
+      if (ev->len > 0 && kubelet_socket_name_ == ev->name) {
+        on_restart_(std::string("created ") + ev->name);
+      }
+      off += static_cast<ssize_t>(sizeof(inotify_event) + ev->len);
+    }
+  }
+}
+
+}  // namespace vgpu::plugin

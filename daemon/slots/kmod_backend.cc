@@ -1,0 +1,99 @@
+#include "vgpu/slots/kmod_backend.h"
+
+#include "vgpu/kmodclient.h"
+
+namespace vgpu::slots {
+namespace {
+
+kmod::SlotConfig ToKmod(const SlotConfig& c) {
+  kmod::SlotConfig k;
+  k.name = c.name;
+  k.mem_quota = c.memory_quota_bytes;
+  k.compute_share = c.compute_share_percent;
+  k.managed = c.managed_policy == ManagedPolicy::kRefuse ? kmod::ManagedPolicy::kRefuse
+                                                         : kmod::ManagedPolicy::kAllowUncounted;
+  k.unknown = c.unknown_policy == UnknownPolicy::kRefuse ? kmod::UnknownPolicy::kRefuse
+                                                         : kmod::UnknownPolicy::kAllowLog;
+  return k;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<KmodSlotBackend>> KmodSlotBackend::Open() {
+  auto client = kmod::Client::Open();
+  if (!client.ok()) {
+    return client.status().Annotate(
+        "--enforcement=kmod: vgpu.ko's netlink family (load the module, or use "
+        "--enforcement=shim)");
+  }
+  return std::unique_ptr<KmodSlotBackend>(new KmodSlotBackend(std::move(*client)));
+}
+
+KmodSlotBackend::KmodSlotBackend(std::unique_ptr<kmod::Client> client)
+    : client_(std::move(client)) {}
+
+KmodSlotBackend::~KmodSlotBackend() = default;
+
+Result<uint32_t> KmodSlotBackend::Create(const SlotConfig& config) {
+  std::lock_guard lock(mu_);
+  kmod::SlotSpec spec;
+  spec.gpu = config.gpu;
+  spec.flags = VGPU_SLOT_F_UVM;
+  spec.config = ToKmod(config);
+  auto info = client_->CreateSlot(spec);
+  if (!info.ok()) {
+    return info.status();
+  }
+  return info->id;
+}
+
+Status KmodSlotBackend::Update(const SlotConfig& config) {
+  std::lock_guard lock(mu_);
+  auto info = client_->UpdateSlot(config.id, ToKmod(config));
+  return info.ok() ? OkStatus() : info.status();
+}
+
+Status KmodSlotBackend::Destroy(uint32_t id) {
+  std::lock_guard lock(mu_);
+  return client_->DestroySlot(id, 0);
+}
+
+Result<std::vector<SlotConfig>> KmodSlotBackend::List() {
+  std::lock_guard lock(mu_);
+  auto list = client_->ListSlots();
+  if (!list.ok()) {
+    return list.status();
+  }
+  std::vector<SlotConfig> out;
+  for (const auto& s : *list) {
+    if (s.state == VGPU_SLOT_STATE_DYING) {
+      continue;  // already destroyed, waiting for its last file
+    }
+    SlotConfig c;
+    c.id = s.id;
+    c.gpu = s.gpu;
+    c.name = s.name;
+    c.memory_quota_bytes = s.mem_quota;
+    c.compute_share_percent = s.compute_share;
+    c.managed_policy = s.managed_policy == VGPU_MANAGED_ALLOW_UNCOUNTED
+                           ? ManagedPolicy::kAllowUncounted
+                           : ManagedPolicy::kRefuse;
+    c.unknown_policy = s.unknown_policy == VGPU_UNKNOWN_ALLOW_LOG ? UnknownPolicy::kAllowLog
+                                                                  : UnknownPolicy::kRefuse;
+    // The module stores no "exclusive" bit; whole-GPU slots are named "g<N>-whole".
+    c.exclusive = c.name.ends_with("-whole");
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+ContainerEdits KmodSlotBackend::Edits(const SlotConfig& c) const {
+  ContainerEdits e;
+  std::string id = std::to_string(c.id);
+  e.devices.push_back({"/dev/vgpuctl" + id, "/dev/nvidiactl", "rw"});
+  e.devices.push_back({"/dev/vgpu" + id, "/dev/nvidia0", "rw"});
+  e.devices.push_back({"/dev/vgpu-uvm" + id, "/dev/nvidia-uvm", "rw"});
+  return e;
+}
+
+}  // namespace vgpu::slots
