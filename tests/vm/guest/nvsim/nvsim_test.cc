@@ -6,6 +6,8 @@
 #include <sys/sysmacros.h>
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <thread>
@@ -488,6 +490,22 @@ TEST_F(NvsimTest, GpuTimeFollowsTimeslices) {
   while (fgets(line, sizeof(line), f)) ++lines;
   fclose(f);
   EXPECT_GE(lines, 3 + 3);
+}
+
+// §6.3: a kernel caller of nvidia_get_rm_ops() acts on a user client's TSG without owning it.
+TEST_F(NvsimTest, KernelEntryPointActsOnUserTsg) {
+  const uint32_t tsg = NewTsg(1000, 1);
+  char cmd[160];
+  snprintf(cmd, sizeof(cmd),
+           "insmod ./mod/nvsim_kclient.ko hclient=%u htsg=%u timeslice_us=4000", client_, tsg);
+  ASSERT_EQ(system(cmd), 0) << cmd;
+  ASSERT_EQ(system("rmmod nvsim_kclient"), 0);
+  nva06c_timeslice_params ts{};
+  ASSERT_EQ(Control(ctl_.get(), client_, tsg, NVA06C_CTRL_CMD_GET_TIMESLICE, &ts, sizeof(ts)), NV_OK);
+  EXPECT_EQ(ts.timesliceUs, 4000u);
+  snprintf(cmd, sizeof(cmd), "insmod ./mod/nvsim_kclient.ko hclient=%u htsg=%u 2>/dev/null",
+           client_ + 1, tsg);
+  EXPECT_NE(system(cmd), 0) << "an unknown client is still refused in the kernel path";
 }
 
 // Hostile input: random escapes, sizes and contents on every node must never oops; the
