@@ -573,6 +573,9 @@ static void __exit nvsim_exit(void)
 	unsigned int i;
 
 	nvsim_debugfs_exit();
+	/* Every user client belongs to an open file, which pins the module; what is left was
+	 * made through nvidia_get_rm_ops() by a kernel caller that did not free it. */
+	nvsim_rm_free_file_clients(NULL);
 	for (i = nvsim_num_gpus; i--;)
 		device_destroy(nvsim_class, MKDEV(NV_MAJOR_DEVICE_NUMBER, i));
 	device_destroy(nvsim_class, MKDEV(NV_MAJOR_DEVICE_NUMBER, NV_CTL_MINOR));
