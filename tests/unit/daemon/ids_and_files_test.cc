@@ -1,0 +1,213 @@
+// Device IDs, the shim slot config file, the shim backend and the checkpoint.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "vgpu/alloc/device_ids.h"
+#include "vgpu/checkpoint/checkpoint.h"
+#include "vgpu/slots/shim_backend.h"
+#include "vgpu/slots/slot_config_file.h"
+
+namespace vgpu {
+namespace {
+
+using alloc::ResourceKind;
+namespace fs = std::filesystem;
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/vgpu-daemon-test-XXXXXX";
+    path_ = ::mkdtemp(tmpl);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+TEST(DeviceIdTest, RoundTrip) {
+  for (auto kind : {ResourceKind::kCore, ResourceKind::kMemory}) {
+    alloc::DeviceId id{kind, 3, 117};
+    std::string text = alloc::FormatDeviceId(id);
+    auto parsed = alloc::ParseDeviceId(text, kind);
+    ASSERT_TRUE(parsed.ok()) << text;
+    EXPECT_EQ(*parsed, id);
+    EXPECT_LE(text.size(), 63u);  // the kubelet's limit on Device.ID
+  }
+  EXPECT_EQ(alloc::FormatDeviceId({ResourceKind::kMemory, 0, 17}), "vcuda-memory-gpu0-17");
+  EXPECT_EQ(alloc::FormatDeviceId({ResourceKind::kWholeGpu, 5, 0}), "vcuda-gpu5");
+  EXPECT_TRUE(alloc::ParseDeviceId("vcuda-gpu5", ResourceKind::kWholeGpu).ok());
+}
+
+TEST(DeviceIdTest, RejectsForeignAndMalformed) {
+  for (const char* bad : {"vcuda-core-gpu0-1", "vcuda-memory-gpu0", "vcuda-memory-gpuX-1",
+                          "vcuda-memory-gpu0-01", "vcuda-memory-gpu0-1x", "tencent.com/vcuda-memory-3",
+                          ""}) {
+    auto r = alloc::ParseDeviceId(bad, ResourceKind::kMemory);
+    EXPECT_FALSE(r.ok()) << bad;
+  }
+}
+
+TEST(DeviceIdTest, IdSetRefusesMixedGpusAndDuplicates) {
+  auto mixed = alloc::ParseIdSet({"vcuda-memory-gpu0-3", "vcuda-memory-gpu1-0"},
+                                 ResourceKind::kMemory);
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_NE(mixed.status().message().find("span GPUs"), std::string::npos);
+  EXPECT_NE(mixed.status().message().find("vcuda-memory-gpu1-0"), std::string::npos);
+  auto dup = alloc::ParseIdSet({"vcuda-memory-gpu0-3", "vcuda-memory-gpu0-3"},
+                               ResourceKind::kMemory);
+  ASSERT_FALSE(dup.ok());
+  EXPECT_NE(dup.status().message().find("twice"), std::string::npos);
+  auto ok = alloc::ParseIdSet({"vcuda-memory-gpu2-9", "vcuda-memory-gpu2-4"},
+                              ResourceKind::kMemory);
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->gpu, 2u);
+  EXPECT_EQ(ok->units, (std::vector<uint32_t>{4, 9}));
+  EXPECT_EQ(alloc::SlotKey(ok->gpu, ok->units), "g2-m4-n2");
+}
+
+slots::SlotConfig SampleConfig() {
+  slots::SlotConfig c;
+  c.id = 7;
+  c.name = "g1-m4-n8";
+  c.gpu = 1;
+  c.gpu_uuid = "GPU-1234";
+  c.memory_quota_bytes = 8ull << 28;
+  c.compute_share_percent = 30;
+  c.managed_policy = slots::ManagedPolicy::kAllowUncounted;
+  c.unknown_policy = slots::UnknownPolicy::kAllowLog;
+  return c;
+}
+
+TEST(SlotConfigFileTest, RoundTripAndKeys) {
+  slots::SlotConfig c = SampleConfig();
+  std::string text = slots::FormatSlotConfigFile(c);
+  EXPECT_NE(text.find("memory_quota_bytes=2147483648\n"), std::string::npos);
+  EXPECT_NE(text.find("managed_policy=allow-uncounted\n"), std::string::npos);
+  auto parsed = slots::ParseSlotConfigFile(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(*parsed, c);
+}
+
+TEST(SlotConfigFileTest, ErrorsNameTheKey) {
+  std::string text = slots::FormatSlotConfigFile(SampleConfig());
+  auto replace = [&](const std::string& from, const std::string& to) {
+    std::string t = text;
+    t.replace(t.find(from), from.size(), to);
+    return slots::ParseSlotConfigFile(t);
+  };
+  auto bad_num = replace("memory_quota_bytes=2147483648", "memory_quota_bytes=lots");
+  ASSERT_FALSE(bad_num.ok());
+  EXPECT_NE(bad_num.status().message().find("memory_quota_bytes"), std::string::npos);
+  auto bad_share = replace("compute_share_percent=30", "compute_share_percent=0");
+  ASSERT_FALSE(bad_share.ok());
+  EXPECT_NE(bad_share.status().message().find("compute_share_percent"), std::string::npos);
+  auto missing = replace("unknown_policy=allow-log\n", "");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("unknown_policy"), std::string::npos);
+  EXPECT_TRUE(replace("version=1\n", "version=1\nfuture_key=whatever\n").ok());
+}
+
+TEST(ShimBackendTest, CreateListUpdateDestroy) {
+  TempDir dir;
+  slots::ShimSlotBackend backend({dir.path() / "slots", "/opt/vgpu/libvgpu-shim.so"});
+  auto a = backend.Create(SampleConfig());
+  auto b = backend.Create(SampleConfig());
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(*a, 0u);
+  EXPECT_EQ(*b, 1u);
+  ASSERT_TRUE(backend.Destroy(0).ok());
+  auto c = backend.Create(SampleConfig());
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(*c, 0u);  // lowest free id is reused
+  slots::SlotConfig cfg = SampleConfig();
+  cfg.id = 1;
+  cfg.compute_share_percent = 55;
+  ASSERT_TRUE(backend.Update(cfg).ok());
+  auto list = backend.List();
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 2u);
+  EXPECT_EQ((*list)[1], cfg);
+  EXPECT_FALSE(backend.Destroy(9).ok());
+  cfg.id = 9;
+  EXPECT_EQ(backend.Update(cfg).code(), StatusCode::kNotFound);
+
+  auto edits = backend.Edits(cfg);
+  EXPECT_EQ(edits.envs.at("VGPU_CONFIG"), "/etc/vgpu/config");
+  EXPECT_EQ(edits.envs.at("LD_PRELOAD"), "/usr/local/vgpu/libvgpu-shim.so");
+  ASSERT_FALSE(edits.mounts.empty());
+  EXPECT_EQ(edits.mounts[0].host_path, (dir.path() / "slots" / "9").string());
+  EXPECT_FALSE(edits.mounts[0].read_only);  // the shim's ledger lives there
+}
+
+TEST(ShimBackendTest, ListReportsACorruptConfigByPath) {
+  TempDir dir;
+  slots::ShimSlotBackend backend({dir.path(), ""});
+  ASSERT_TRUE(backend.Create(SampleConfig()).ok());
+  std::ofstream(dir.path() / "0" / "config") << "version=1\nslot_id=zero\n";
+  auto list = backend.List();
+  ASSERT_FALSE(list.ok());
+  EXPECT_NE(list.status().message().find("0/config"), std::string::npos);
+}
+
+TEST(CheckpointTest, SaveLoadRoundTrip) {
+  TempDir dir;
+  checkpoint::CheckpointStore store(dir.path() / "cp");
+  auto empty = store.Load();
+  ASSERT_TRUE(empty.ok());
+  EXPECT_FALSE(empty->found);
+  slots::SlotRecord r;
+  r.config = SampleConfig();
+  r.memory_ids = {"vcuda-memory-gpu1-4", "vcuda-memory-gpu1-5"};
+  r.core_ids = {"vcuda-core-gpu1-0"};
+  r.pod_namespace = "ns";
+  r.pod_name = "p";
+  r.container = "c";
+  r.linked = true;
+  ASSERT_TRUE(store.Save({r, r}).ok());
+  auto loaded = store.Load();
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_TRUE(loaded->found);
+  EXPECT_TRUE(loaded->corrupt_reason.empty());
+  ASSERT_EQ(loaded->records.size(), 2u);
+  EXPECT_EQ(loaded->records[0], r);
+  EXPECT_FALSE(fs::exists(dir.path() / "cp.tmp"));
+}
+
+TEST(CheckpointTest, CorruptionIsDetectedAndKeptAside) {
+  TempDir dir;
+  checkpoint::CheckpointStore store(dir.path() / "cp");
+  slots::SlotRecord r;
+  r.config = SampleConfig();
+  ASSERT_TRUE(store.Save({r}).ok());
+  std::string text;
+  {
+    std::ifstream in(dir.path() / "cp");
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  // An edit that keeps the JSON valid but changes a value: only the CRC can notice.
+  size_t at = text.find("2147483648");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 10, "9147483648");
+  std::ofstream(dir.path() / "cp") << text;
+  auto loaded = store.Load();
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_TRUE(loaded->found);
+  EXPECT_NE(loaded->corrupt_reason.find("crc32"), std::string::npos);
+  EXPECT_TRUE(loaded->records.empty());
+  EXPECT_FALSE(fs::exists(dir.path() / "cp"));
+  EXPECT_TRUE(fs::exists(loaded->kept_aside));
+  EXPECT_NE(loaded->kept_aside.string().find("cp.corrupt-"), std::string::npos);
+
+  std::ofstream(dir.path() / "cp") << "{\"format\": \"vgpu-manager-chec";  // torn write
+  auto torn = store.Load();
+  ASSERT_TRUE(torn.ok());
+  EXPECT_FALSE(torn->corrupt_reason.empty());
+}
+
+}  // namespace
+}  // namespace vgpu

@@ -1,0 +1,408 @@
+// SlotManager with the fake backend, a scripted pod-resources source and an injected clock.
+#include "vgpu/manager/slot_manager.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "vgpu/manager/control_api.h"
+#include "vgpu/slots/fake_backend.h"
+
+namespace vgpu::manager {
+namespace {
+
+namespace fs = std::filesystem;
+using alloc::FormatDeviceId;
+
+constexpr uint64_t kUnit = 256ull << 20;
+constexpr const char* kCore = "tencent.com/vcuda-core";
+constexpr const char* kMem = "tencent.com/vcuda-memory";
+constexpr const char* kGpu = "tencent.com/vcuda-gpu";
+
+class FakePodResources final : public podresources::PodResourcesSource {
+ public:
+  Result<std::vector<podresources::ContainerAssignment>> List() override {
+    if (!available) {
+      return UnavailableError("fake pod-resources down");
+    }
+    return containers;
+  }
+  void Add(std::string pod, std::string ctr, std::vector<std::string> mem,
+           std::vector<std::string> core = {}) {
+    podresources::ContainerAssignment a{"default", std::move(pod), std::move(ctr), {}};
+    if (!mem.empty()) {
+      a.device_ids[kMem] = std::move(mem);
+    }
+    if (!core.empty()) {
+      a.device_ids[kCore] = std::move(core);
+    }
+    containers.push_back(std::move(a));
+  }
+  std::vector<podresources::ContainerAssignment> containers;
+  bool available = true;
+};
+
+std::vector<std::string> Ids(ResourceKind kind, uint32_t gpu, uint32_t first, uint32_t n) {
+  std::vector<std::string> out;
+  for (uint32_t u = first; u < first + n; ++u) {
+    out.push_back(FormatDeviceId({kind, gpu, u}));
+  }
+  return out;
+}
+
+class SlotManagerTest : public ::testing::Test {
+ protected:
+  SlotManagerTest() {
+    char tmpl[] = "/tmp/vgpu-slotmgr-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    store_ = std::make_unique<checkpoint::CheckpointStore>(dir_ / "cp");
+    gpus_ = {{0, "GPU-a", 4ull << 30, 0, "0000:01:00.0"}, {1, "GPU-b", 4ull << 30, 1, "0000:02:00.0"}};
+  }
+  ~SlotManagerTest() override { fs::remove_all(dir_); }
+
+  std::unique_ptr<SlotManager> Make(std::string placement = "firstfit") {
+    ManagerOptions o;
+    o.orphan_grace = std::chrono::seconds(30);
+    o.cdi_kind = "vgpu.io/slot";
+    auto placer = alloc::MakePlacer(placement, gpus_);
+    EXPECT_TRUE(placer.ok());
+    auto m = std::make_unique<SlotManager>(o, gpus_, backend_, *store_, &pods_,
+                                           std::move(*placer), [this] { return now_; });
+    auto r = m->Reconcile();
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return m;
+  }
+
+  fs::path dir_;
+  slots::FakeSlotBackend backend_;
+  std::unique_ptr<checkpoint::CheckpointStore> store_;
+  FakePodResources pods_;
+  std::vector<alloc::GpuInfo> gpus_;
+  std::chrono::steady_clock::time_point now_{std::chrono::seconds(1000)};
+};
+
+TEST_F(SlotManagerTest, AdvertisesIdsPerGpu) {
+  auto m = Make();
+  EXPECT_EQ(m->Devices(ResourceKind::kCore).size(), 200u);
+  EXPECT_EQ(m->Devices(ResourceKind::kMemory).size(), 32u);  // 4 GiB / 256 MiB x 2
+  auto whole = m->Devices(ResourceKind::kWholeGpu);
+  ASSERT_EQ(whole.size(), 2u);
+  EXPECT_EQ(whole[1].id, "vcuda-gpu1");
+  EXPECT_EQ(whole[1].numa, 1);
+}
+
+TEST_F(SlotManagerTest, MemoryIdsDefineTheSlot) {
+  auto m = Make();
+  auto ids = Ids(ResourceKind::kMemory, 1, 4, 3);
+  auto g = m->Allocate(ResourceKind::kMemory, ids);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  auto snap = m->Snapshot();
+  ASSERT_EQ(snap.size(), 1u);
+  EXPECT_EQ(snap[0].config.name, "g1-m4-n3");
+  EXPECT_EQ(snap[0].config.gpu, 1u);
+  EXPECT_EQ(snap[0].config.memory_quota_bytes, 3 * kUnit);
+  EXPECT_EQ(snap[0].memory_ids, ids);
+  EXPECT_EQ(g->edits.envs.at("VGPU_SLOT_ID"), std::to_string(snap[0].config.id));
+  EXPECT_EQ(g->annotations.at(kMem), std::to_string(3 * kUnit));
+  ASSERT_EQ(g->cdi_devices.size(), 1u);
+  EXPECT_EQ(g->cdi_devices[0], "vgpu.io/slot=slot" + std::to_string(snap[0].config.id));
+  // Same IDs again (init container reuse, kubelet retry): same slot, no new backend slot.
+  auto again = m->Allocate(ResourceKind::kMemory, {ids[2], ids[0], ids[1]});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(backend_.creates(), 1);
+  EXPECT_EQ(m->Snapshot().size(), 1u);
+  // The checkpoint holds it.
+  auto loaded = store_->Load();
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_EQ(loaded->records.size(), 1u);
+  EXPECT_EQ(loaded->records[0], snap[0]);
+}
+
+TEST_F(SlotManagerTest, RefusesUnsatisfiableRequestsWithReasons) {
+  auto m = Make();
+  struct Case {
+    ResourceKind kind;
+    std::vector<std::string> ids;
+    std::string says;
+  } cases[] = {
+      {ResourceKind::kMemory, {"vcuda-memory-gpu0-1", "vcuda-memory-gpu1-2"}, "span GPUs"},
+      {ResourceKind::kMemory, {"vcuda-memory-gpu0-16"}, "does not exist: gpu0 has 16"},
+      {ResourceKind::kMemory, {"vcuda-memory-gpu7-0"}, "gpu7 does not exist"},
+      {ResourceKind::kMemory, {"vcuda-core-gpu0-0"}, "is not a vcuda-memory ID"},
+      {ResourceKind::kMemory, {}, "no vcuda-memory device IDs"},
+      {ResourceKind::kCore, {"vcuda-core-gpu0-1", "vcuda-core-gpu1-2"}, "span GPUs"},
+      {ResourceKind::kCore, {"vcuda-core-gpu0-100"}, "does not exist"},
+      {ResourceKind::kWholeGpu, {"vcuda-gpu0", "vcuda-gpu1"}, "one whole GPU per container"},
+  };
+  for (const auto& tc : cases) {
+    auto g = m->Allocate(tc.kind, tc.ids);
+    ASSERT_FALSE(g.ok()) << tc.says;
+    EXPECT_NE(g.status().message().find(tc.says), std::string::npos) << g.status().ToString();
+  }
+  EXPECT_EQ(backend_.creates(), 0);
+  EXPECT_TRUE(m->Snapshot().empty());
+}
+
+TEST_F(SlotManagerTest, PreStartLinksCoreShareFromPodResources) {
+  auto m = Make();
+  auto mem = Ids(ResourceKind::kMemory, 0, 2, 4);
+  auto core = Ids(ResourceKind::kCore, 0, 10, 30);
+  ASSERT_TRUE(m->Allocate(ResourceKind::kCore, core).ok());
+  ASSERT_TRUE(m->Allocate(ResourceKind::kMemory, mem).ok());
+  // Before the kubelet lists the container, PreStart cannot link: it says so.
+  Status early = m->PreStart(ResourceKind::kCore, core);
+  EXPECT_EQ(early.code(), StatusCode::kUnavailable);
+  pods_.Add("pod-a", "main", mem, core);
+  ASSERT_TRUE(m->PreStart(ResourceKind::kCore, core).ok());
+  auto snap = m->Snapshot();
+  ASSERT_EQ(snap.size(), 1u);
+  EXPECT_EQ(snap[0].config.compute_share_percent, 30u);
+  EXPECT_EQ(snap[0].pod_name, "pod-a");
+  EXPECT_EQ(snap[0].container, "main");
+  EXPECT_TRUE(snap[0].linked);
+  auto live = backend_.List();
+  ASSERT_TRUE(live.ok());
+  EXPECT_EQ((*live)[0].compute_share_percent, 30u);  // enforced, not just recorded
+  ASSERT_TRUE(m->PreStart(ResourceKind::kMemory, mem).ok());  // idempotent
+}
+
+TEST_F(SlotManagerTest, PreStartRefusesCoreWithoutMemoryAndCrossGpu) {
+  auto m = Make();
+  auto core = Ids(ResourceKind::kCore, 0, 0, 20);
+  ASSERT_TRUE(m->Allocate(ResourceKind::kCore, core).ok());
+  pods_.Add("pod-c", "only-core", {}, core);
+  Status s = m->PreStart(ResourceKind::kCore, core);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("but no tencent.com/vcuda-memory"), std::string::npos) << s.ToString();
+
+  auto mem = Ids(ResourceKind::kMemory, 1, 0, 2);
+  auto core1 = Ids(ResourceKind::kCore, 0, 50, 10);
+  ASSERT_TRUE(m->Allocate(ResourceKind::kMemory, mem).ok());
+  pods_.Add("pod-x", "cross", mem, core1);
+  Status cross = m->PreStart(ResourceKind::kMemory, mem);
+  ASSERT_FALSE(cross.ok());
+  EXPECT_NE(cross.message().find("vcuda-core IDs are on gpu0 but vcuda-memory IDs on gpu1"),
+            std::string::npos)
+      << cross.ToString();
+}
+
+TEST_F(SlotManagerTest, StaleSlotHoldingReassignedIdsIsReplaced) {
+  auto m = Make();
+  ASSERT_TRUE(m->Allocate(ResourceKind::kMemory, Ids(ResourceKind::kMemory, 0, 0, 4)).ok());
+  // The kubelet hands unit 2 to someone else: the old holder must be gone.
+  ASSERT_TRUE(m->Allocate(ResourceKind::kMemory, Ids(ResourceKind::kMemory, 0, 2, 2)).ok());
+  auto snap = m->Snapshot();
+  ASSERT_EQ(snap.size(), 1u);
+  EXPECT_EQ(snap[0].config.name, "g0-m2-n2");
+  EXPECT_EQ(backend_.destroys(), 1);
+}
+
+TEST_F(SlotManagerTest, OrphansAreReclaimedAfterTheGraceOnly) {
+  auto m = Make();
+  auto a = Ids(ResourceKind::kMemory, 0, 0, 2);
+  auto b = Ids(ResourceKind::kMemory, 0, 2, 2);
+  ASSERT_TRUE(m->Allocate(ResourceKind::kMemory, a).ok());
+  ASSERT_TRUE(m->Allocate(ResourceKind::kMemory, b).ok());
+  pods_.Add("alive", "c", a);
+  auto n = m->ReclaimOrphans();
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 0);
+  now_ += std::chrono::seconds(29);
+  EXPECT_EQ(*m->ReclaimOrphans(), 0);
+  now_ += std::chrono::seconds(1);
+  EXPECT_EQ(*m->ReclaimOrphans(), 1);
+  auto snap = m->Snapshot();
+  ASSERT_EQ(snap.size(), 1u);
+  EXPECT_EQ(snap[0].memory_ids, a);
+  // pod-resources down: nothing is reclaimed, the failure is reported.
+  pods_.available = false;
+  now_ += std::chrono::hours(1);
+  EXPECT_FALSE(m->ReclaimOrphans().ok());
+  EXPECT_EQ(m->Snapshot().size(), 1u);
+}
+
+TEST_F(SlotManagerTest, ListedAgainResetsTheOrphanClock) {
+  auto m = Make();
+  auto a = Ids(ResourceKind::kMemory, 0, 0, 2);
+  ASSERT_TRUE(m->Allocate(ResourceKind::kMemory, a).ok());
+  now_ += std::chrono::seconds(20);
+  EXPECT_EQ(*m->ReclaimOrphans(), 0);  // unlisted since t+20
+  pods_.Add("late", "c", a);
+  now_ += std::chrono::seconds(20);
+  EXPECT_EQ(*m->ReclaimOrphans(), 0);  // listed: clock reset
+  pods_.containers.clear();
+  now_ += std::chrono::seconds(20);
+  EXPECT_EQ(*m->ReclaimOrphans(), 0);  // unlisted since t+60, grace not over
+  now_ += std::chrono::seconds(30);
+  EXPECT_EQ(*m->ReclaimOrphans(), 1);
+}
+
+TEST_F(SlotManagerTest, RestartRestoresExactlyAndAdoptsCrashLeftovers) {
+  auto mem = Ids(ResourceKind::kMemory, 1, 0, 4);
+  auto core = Ids(ResourceKind::kCore, 1, 0, 25);
+  std::vector<slots::SlotRecord> before;
+  {
+    auto m = Make();
+    ASSERT_TRUE(m->Allocate(ResourceKind::kMemory, mem).ok());
+    pods_.Add("p", "c", mem, core);
+    ASSERT_TRUE(m->PreStart(ResourceKind::kMemory, mem).ok());
+    before = m->Snapshot();
+  }
+  {
+    auto m = Make();  // same backend, same checkpoint: a manager restart
+    EXPECT_EQ(m->Snapshot(), before);
+    EXPECT_EQ(backend_.creates(), 1);
+  }
+  // A slot the backend has but the checkpoint lost (killed between create and save).
+  slots::SlotConfig leftover;
+  leftover.name = "g0-m8-n2";
+  leftover.gpu = 0;
+  leftover.memory_quota_bytes = 2 * kUnit;
+  ASSERT_TRUE(backend_.Create(leftover).ok());
+  auto m = Make();
+  EXPECT_EQ(m->Snapshot().size(), 2u);
+  // The kubelet retries Allocate with the same IDs: the adopted slot, not a duplicate.
+  ASSERT_TRUE(m->Allocate(ResourceKind::kMemory, Ids(ResourceKind::kMemory, 0, 8, 2)).ok());
+  EXPECT_EQ(m->Snapshot().size(), 2u);
+  EXPECT_EQ(backend_.List()->size(), 2u);
+}
+
+TEST_F(SlotManagerTest, CorruptCheckpointIsRebuiltFromPodResources) {
+  auto mem = Ids(ResourceKind::kMemory, 0, 4, 4);
+  auto core = Ids(ResourceKind::kCore, 0, 0, 40);
+  std::vector<slots::SlotRecord> before;
+  {
+    auto m = Make();
+    ASSERT_TRUE(m->Allocate(ResourceKind::kMemory, mem).ok());
+    pods_.Add("p", "c", mem, core);
+    ASSERT_TRUE(m->PreStart(ResourceKind::kMemory, mem).ok());
+    before = m->Snapshot();
+  }
+  std::ofstream(dir_ / "cp") << "{ garbage";
+  ManagerOptions o;
+  o.cdi_kind = "vgpu.io/slot";
+  auto placer = alloc::MakePlacer("firstfit", gpus_);
+  SlotManager m(o, gpus_, backend_, *store_, &pods_, std::move(*placer), [this] { return now_; });
+  auto report = m.Reconcile();
+  ASSERT_TRUE(report.ok());
+  EXPECT_FALSE(report->checkpoint_corrupt.empty());
+  EXPECT_TRUE(fs::exists(report->kept_aside));
+  EXPECT_EQ(report->adopted, 1);
+  EXPECT_EQ(m.Snapshot(), before);
+  // And the rebuilt state was saved.
+  auto loaded = store_->Load();
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_EQ(loaded->records, before);
+}
+
+TEST_F(SlotManagerTest, CheckpointLostSlotIsRecreated) {
+  {
+    auto m = Make();
+    ASSERT_TRUE(m->Allocate(ResourceKind::kMemory, Ids(ResourceKind::kMemory, 0, 0, 2)).ok());
+  }
+  ASSERT_TRUE(backend_.Destroy(0).ok());  // e.g. the module was reloaded
+  auto m = Make();
+  EXPECT_EQ(m->Snapshot().size(), 1u);
+  EXPECT_EQ(backend_.List()->size(), 1u);
+}
+
+TEST_F(SlotManagerTest, BackendFailureLeavesNothingBehind) {
+  auto m = Make();
+  backend_.FailNextCreate(UnavailableError("module says no"));
+  auto g = m->Allocate(ResourceKind::kMemory, Ids(ResourceKind::kMemory, 0, 0, 2));
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("module says no"), std::string::npos);
+  EXPECT_TRUE(m->Snapshot().empty());
+  EXPECT_TRUE(m->Allocate(ResourceKind::kMemory, Ids(ResourceKind::kMemory, 0, 0, 2)).ok());
+}
+
+TEST_F(SlotManagerTest, PreferredKeepsBothResourcesOnOneGpu) {
+  auto m = Make();
+  // GPU 0 already has 14 of 16 memory units taken.
+  ASSERT_TRUE(m->Allocate(ResourceKind::kMemory, Ids(ResourceKind::kMemory, 0, 0, 14)).ok());
+  std::vector<std::string> avail_mem = Ids(ResourceKind::kMemory, 0, 14, 2);
+  auto gpu1_mem = Ids(ResourceKind::kMemory, 1, 0, 16);
+  avail_mem.insert(avail_mem.end(), gpu1_mem.begin(), gpu1_mem.end());
+  auto picked = m->Preferred(ResourceKind::kMemory, avail_mem, {}, 4);
+  ASSERT_TRUE(picked.ok());
+  EXPECT_EQ(*picked, Ids(ResourceKind::kMemory, 1, 0, 4));  // gpu0 has only 2 left
+  // The core request of the same container follows to gpu1 although gpu0 has more cores free.
+  std::vector<std::string> avail_core = Ids(ResourceKind::kCore, 0, 0, 100);
+  auto gpu1_core = Ids(ResourceKind::kCore, 1, 0, 100);
+  avail_core.insert(avail_core.end(), gpu1_core.begin(), gpu1_core.end());
+  auto cores = m->Preferred(ResourceKind::kCore, avail_core, {}, 10);
+  ASSERT_TRUE(cores.ok());
+  EXPECT_EQ(*cores, Ids(ResourceKind::kCore, 1, 0, 10));
+  // must_include pins the GPU.
+  auto pinned = m->Preferred(ResourceKind::kMemory, avail_mem, {"vcuda-memory-gpu0-14"}, 2);
+  ASSERT_TRUE(pinned.ok());
+  EXPECT_EQ(*pinned, Ids(ResourceKind::kMemory, 0, 14, 2));
+}
+
+TEST_F(SlotManagerTest, WholeGpuAndSharedExcludeEachOther) {
+  auto m = Make();
+  uint64_t gen = m->Generation();
+  ASSERT_TRUE(m->Allocate(ResourceKind::kMemory, Ids(ResourceKind::kMemory, 0, 0, 2)).ok());
+  EXPECT_NE(m->Generation(), gen);  // ListAndWatch must re-send: vcuda-gpu0 went unhealthy
+  auto whole = m->Devices(ResourceKind::kWholeGpu);
+  EXPECT_FALSE(whole[0].healthy);
+  EXPECT_TRUE(whole[1].healthy);
+  auto refused = m->Allocate(ResourceKind::kWholeGpu, {"vcuda-gpu0"});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("shared by slot"), std::string::npos);
+  ASSERT_TRUE(m->Allocate(ResourceKind::kWholeGpu, {"vcuda-gpu1"}).ok());
+  for (const auto& d : m->Devices(ResourceKind::kMemory)) {
+    EXPECT_EQ(d.healthy, d.id.find("gpu1") == std::string::npos) << d.id;
+  }
+  auto frac = m->Allocate(ResourceKind::kMemory, Ids(ResourceKind::kMemory, 1, 0, 1));
+  ASSERT_FALSE(frac.ok());
+  EXPECT_NE(frac.status().message().find("held whole"), std::string::npos);
+}
+
+TEST_F(SlotManagerTest, HealthChangesWakeWatchers) {
+  auto m = Make();
+  uint64_t gen = m->Generation();
+  m->SetGpuHealth(1, false);
+  EXPECT_NE(m->WaitForChange(gen, std::chrono::milliseconds(1)), gen);
+  for (const auto& d : m->Devices(ResourceKind::kCore)) {
+    EXPECT_EQ(d.healthy, d.id.find("gpu1") == std::string::npos) << d.id;
+  }
+  gen = m->Generation();
+  m->SetGpuHealth(1, false);  // no change, no wake-up
+  EXPECT_EQ(m->Generation(), gen);
+}
+
+TEST_F(SlotManagerTest, ControlApiCreatesListsDeletesInStandaloneOnly) {
+  auto m = Make();
+  std::string denied = HandleControlRequest(*m, false, R"({"op":"create","memory_bytes":1,"core_percent":5})");
+  EXPECT_NE(denied.find("only in --standalone"), std::string::npos) << denied;
+  std::string created = HandleControlRequest(
+      *m, true, R"({"op":"create","memory_bytes":1073741824,"core_percent":25,"gpu":1,"label":"dbg"})");
+  EXPECT_NE(created.find(R"("ok":true)"), std::string::npos) << created;
+  auto snap = m->Snapshot();
+  ASSERT_EQ(snap.size(), 1u);
+  EXPECT_EQ(snap[0].config.gpu, 1u);
+  EXPECT_EQ(snap[0].config.compute_share_percent, 25u);
+  EXPECT_EQ(snap[0].memory_ids.size(), 4u);
+  EXPECT_TRUE(snap[0].manual);
+  // Manual slots are never reclaimed as orphans.
+  now_ += std::chrono::hours(1);
+  EXPECT_EQ(*m->ReclaimOrphans(), 0);
+  std::string listed = HandleControlRequest(*m, false, R"({"op":"list"})");
+  EXPECT_NE(listed.find(R"("pod_name":"dbg")"), std::string::npos) << listed;
+  for (const char* bad : {"not json", R"({"op":"explode"})", R"({"op":"delete"})",
+                          R"({"op":"create","memory_bytes":1,"core_percent":0})",
+                          R"({"op":"create","memory_bytes":1,"core_percent":5,"gpu":9})"}) {
+    std::string reply = HandleControlRequest(*m, true, bad);
+    EXPECT_NE(reply.find(R"("ok":false)"), std::string::npos) << bad << " -> " << reply;
+  }
+  std::string del = HandleControlRequest(
+      *m, true, R"({"op":"delete","id":)" + std::to_string(snap[0].config.id) + "}");
+  EXPECT_NE(del.find(R"("ok":true)"), std::string::npos) << del;
+  EXPECT_TRUE(m->Snapshot().empty());
+}
+
+}  // namespace
+}  // namespace vgpu::manager
