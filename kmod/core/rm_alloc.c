@@ -513,6 +513,9 @@ int vcore_post_dup(struct vcore_call *call)
 		obj->cls = src->cls;
 		obj->dup_src = src;
 	}
+	if (obj->h_object != obj->h_client &&
+	    !vcore_obj_find_locked(slot, obj->h_client, obj->h_client))
+		add_implicit_client_locked(call, obj->h_client);
 	vcore_obj_insert_locked(slot, obj, call->h_parent);
 	call->new_obj = VCORE_NULL;
 	vcore_unlock(slot);

@@ -23,6 +23,11 @@ typedef __SIZE_TYPE__ vcore_size_t;
 
 #ifdef __cplusplus
 typedef bool vcore_bool;
+/* The abi/ headers assert layouts with C11 _Static_assert; C++ users
+ * (shim, tests) get the same checks through static_assert. */
+#ifndef _Static_assert
+#define _Static_assert static_assert
+#endif
 #else
 typedef _Bool vcore_bool;
 #endif

@@ -153,6 +153,7 @@ int vcore_sched_slot_add(struct vcore_sched *s, vcs_u32 id, vcs_u32 share,
 	sl->corr_q16 = Q16;
 	sl->duty_pm = 1000;
 	sl->ts_dirty = mode == VCORE_SCHED_MODE_WEIGHT;
+	sl->changed_ns = s->last_ns;
 	return 0;
 }
 
@@ -203,7 +204,14 @@ int vcore_sched_slot_set(struct vcore_sched *s, vcs_u32 id, vcs_u32 share,
 	    (sl->mode != mode || sl->share != share))
 		sl->ts_dirty = 1;
 	if (sl->mode != mode || sl->share != share) {
-		sl->credit_ns = 0;
+		/*
+		 * Debt is GPU time owed and stays; a surplus was earned under
+		 * the old share and goes. Reports of time before now no longer
+		 * count against the slot (late measurements of the old regime).
+		 */
+		if (sl->credit_ns > 0)
+			sl->credit_ns = 0;
+		sl->changed_ns = s->last_ns;
 		sl->corr_q16 = Q16;
 	}
 	sl->share = (vcs_u8)share;
@@ -266,9 +274,10 @@ static void advance_buckets(struct vcore_sched *s, vcs_u64 now)
 }
 
 static void fold_report(struct vcore_sched *s,
-			const struct vcore_sched_report *r)
+			const struct vcore_sched_report *r, vcs_u64 now)
 {
 	struct vcore_sched_slot *sl = find(s, r->slot_id);
+	vcs_u64 end, start, span, busy, before;
 	vcs_s64 hi;
 
 	if (!sl)
@@ -280,9 +289,22 @@ static void fold_report(struct vcore_sched *s,
 		sl->overshoot_ns += r->busy_ns;
 	if (sl->mode != VCORE_SCHED_MODE_CAP)
 		return;
+	/* Only the part of the span after the last share change counts. */
+	end = r->end_ns ? r->end_ns : now;
+	span = r->span_ns;
+	busy = r->busy_ns;
+	if (end <= sl->changed_ns)
+		return;
+	start = span < end ? end - span : 0;
+	before = start < sl->changed_ns ? sl->changed_ns - start : 0;
+	if (before > span)
+		before = span;
+	if (before && span) {
+		busy -= busy * before / span;
+		span -= before;
+	}
 	hi = (vcs_s64)(sl->share * s->p.period_ns / 100);
-	sl->credit_ns +=
-		(vcs_s64)(sl->share * r->span_ns / 100) - (vcs_s64)r->busy_ns;
+	sl->credit_ns += (vcs_s64)(sl->share * span / 100) - (vcs_s64)busy;
 	sl->credit_ns =
 		clamp_s64(sl->credit_ns, -(vcs_s64)s->p.debt_max_ns, hi);
 	if (sl->credit_ns < 0 && (vcs_u64)-sl->credit_ns > sl->debt_max_seen_ns)
@@ -425,7 +447,7 @@ int vcore_sched_tick(struct vcore_sched *s, vcs_u64 now_ns,
 	}
 	advance_buckets(s, now_ns);
 	for (i = 0; i < nr; i++)
-		fold_report(s, &reports[i]);
+		fold_report(s, &reports[i], now_ns);
 	if (now_ns - s->win_start_ns >= s->p.weight_window_ns)
 		weight_window(s, now_ns);
 	if (s->win_start_ns + s->p.weight_window_ns < next)

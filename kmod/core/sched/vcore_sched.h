@@ -86,13 +86,18 @@ struct vcore_sched_action {
  * cover consecutive spans). The span is explicit because measurements may
  * arrive late and in lumps (NVML-style utilization samples every ~100 ms):
  * a cap slot's allowance accrues with the time its reports cover, not with
- * the host clock, so late reports do not distort the credit.
+ * the host clock, so late reports do not distort the credit. `end_ns` is
+ * when the span ended, on the clock of vcore_sched_tick() (0: now): the part
+ * of a span that lies before the slot's last share change counts as use but
+ * not against the new share (a lagging measurement of a slot that ran free
+ * must not turn into debt under its new cap).
  */
 struct vcore_sched_report {
 	vcs_u32 slot_id;
 	vcs_u32 pad;
 	vcs_u64 busy_ns;
 	vcs_u64 span_ns;
+	vcs_u64 end_ns;
 };
 
 /*
@@ -140,6 +145,7 @@ struct vcore_sched_slot {
 	vcs_u8 gated_off;
 	/* cap */
 	vcs_s64 credit_ns; /* allowance - use; < 0 is debt */
+	vcs_u64 changed_ns; /* last share/mode change */
 	vcs_u64 period_start_ns;
 	vcs_u64 on_ns; /* on-phase length of the current period */
 	vcs_u32 duty_pm;
