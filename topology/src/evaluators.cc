@@ -34,7 +34,8 @@ bool EntirelyFree(const GpuLoad& load) {
 }
 
 // A per-GPU preference, higher is better. Called only for GPUs that fit.
-using PreferenceFn = std::function<double(const Topology&, std::span<const GpuLoad>, int)>;
+using PreferenceFn =
+    std::function<double(const Topology&, std::span<const GpuLoad>, int, const PlacementRequest&)>;
 
 class MultiGpuSearch {
  public:
@@ -167,7 +168,7 @@ class ScoringEvaluator final : public Evaluator {
     std::vector<double> preference;
     preference.reserve(candidates.size());
     for (int gpu : candidates) {
-      preference.push_back(preference_(topology, loads, gpu));
+      preference.push_back(preference_(topology, loads, gpu, request));
     }
     if (request.gpu_count == 1) {
       size_t best = 0;
@@ -200,17 +201,29 @@ class ScoringEvaluator final : public Evaluator {
 
 // binpack: the fullest GPU that still fits, so partly used GPUs fill up before a free one is
 // opened and whole GPUs stay available.
-double BinpackPreference(const Topology& topology, std::span<const GpuLoad> loads, int gpu) {
-  return UsedFraction(topology.gpu(gpu), loads[gpu]);
+double BinpackPreference(const Topology& topology, std::span<const GpuLoad> loads, int gpu,
+                         const PlacementRequest& request) {
+  // Best fit on the dominant resource: the GPU whose fuller dimension (cores or memory) is
+  // fullest once the pod is on it, i.e. the least capacity left stranded.
+  const Gpu& g = topology.gpu(gpu);
+  const GpuLoad& load = loads[gpu];
+  double cores = (load.cores_used + (request.whole_gpu ? 100 : request.cores)) / 100.0;
+  double memory = g.memory_bytes == 0
+                      ? 0.0
+                      : static_cast<double>(load.memory_used + request.memory_bytes) /
+                            static_cast<double>(g.memory_bytes);
+  return std::max(cores, memory) + 1e-3 * std::min(cores, memory);
 }
 
 // spread: the emptiest GPU.
-double SpreadPreference(const Topology& topology, std::span<const GpuLoad> loads, int gpu) {
+double SpreadPreference(const Topology& topology, std::span<const GpuLoad> loads, int gpu,
+                        const PlacementRequest&) {
   return -UsedFraction(topology.gpu(gpu), loads[gpu]);
 }
 
 // memory: the most free memory, in GiB so scores stay readable.
-double MemoryPreference(const Topology& topology, std::span<const GpuLoad> loads, int gpu) {
+double MemoryPreference(const Topology& topology, std::span<const GpuLoad> loads, int gpu,
+                        const PlacementRequest&) {
   uint64_t total = topology.gpu(gpu).memory_bytes;
   uint64_t used = std::min(loads[gpu].memory_used, total);
   return static_cast<double>(total - used) / (1024.0 * 1024.0 * 1024.0);
@@ -219,10 +232,10 @@ double MemoryPreference(const Topology& topology, std::span<const GpuLoad> loads
 // topology: binpack first (a partly used GPU costs no free GPU). When a free GPU must be opened,
 // the one with the weakest links to the other free GPUs, so the best-linked free sets survive
 // for multi-GPU pods.
-double TopologyPreference(const Topology& topology, std::span<const GpuLoad> loads, int gpu) {
-  double used = UsedFraction(topology.gpu(gpu), loads[gpu]);
-  if (used > 0) {
-    return 10.0 + used;
+double TopologyPreference(const Topology& topology, std::span<const GpuLoad> loads, int gpu,
+                          const PlacementRequest& request) {
+  if (UsedFraction(topology.gpu(gpu), loads[gpu]) > 0) {
+    return 10.0 + BinpackPreference(topology, loads, gpu, request);
   }
   double connectivity = 0;
   for (int other = 0; other < topology.size(); ++other) {
@@ -234,7 +247,9 @@ double TopologyPreference(const Topology& topology, std::span<const GpuLoad> loa
   return -connectivity / (static_cast<double>(topology.size()) * 1001.0);
 }
 
-double NoPreference(const Topology&, std::span<const GpuLoad>, int) { return 0.0; }
+double NoPreference(const Topology&, std::span<const GpuLoad>, int, const PlacementRequest&) {
+  return 0.0;
+}
 
 constexpr std::array<std::string_view, 5> kEvaluatorNames = {"binpack", "spread", "topology",
                                                              "memory", "firstfit"};

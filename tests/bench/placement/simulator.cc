@@ -128,7 +128,12 @@ std::vector<SimRequest> MakeStream(const Topology& topology, const StreamSpec& s
     if (kind < spec.fractional_share) {
       r.kind = Kind::kFractional;
       int cores = kFractionalCores[rng.Pick(std::size(kFractionalCores))];
-      r.request = {.gpu_count = 1, .cores = cores, .memory_bytes = min_memory / 100 * cores};
+      // Memory follows the core share, scaled by 0.5..1.5: pods are rarely exactly balanced.
+      double scale = 0.5 + rng.Uniform();
+      double share = std::min(1.0, cores / 100.0 * scale);
+      r.request = {.gpu_count = 1,
+                   .cores = cores,
+                   .memory_bytes = static_cast<uint64_t>(share * static_cast<double>(min_memory))};
     } else if (kind < spec.fractional_share + spec.whole_single_share) {
       r.kind = Kind::kWholeSingle;
       r.request = {.gpu_count = 1, .whole_gpu = true};

@@ -3,8 +3,8 @@
 //
 // The standard stream (StandardStream) is the yardstick the evaluators are compared on:
 //   seed 20260707, 3000 requests, Poisson arrivals, offered load 1.1 x the machine's cores;
-//   65 % fractional single-GPU pods: cores uniform in {10, 20, 25, 30, 40, 50} %, memory the
-//        same share of the GPU's memory (as vcuda-core/vcuda-memory requests usually pair);
+//   65 % fractional single-GPU pods: cores uniform in {10, 20, 25, 30, 40, 50} %, memory that
+//        share of the (smallest) GPU's memory times a factor uniform in [0.5, 1.5);
 //   25 % whole single-GPU pods;
 //   10 % whole multi-GPU pods of 2 or 4 GPUs (even odds; capped at the machine's GPU count);
 //   lifetimes uniform in [50, 150] time units for every kind.

@@ -4,8 +4,8 @@
 //
 // Evaluators (MakeEvaluator):
 //   firstfit  lowest-indexed GPUs that fit; the baseline every other policy is measured against.
-//   binpack   fill partly used GPUs first (tightest fit), so whole GPUs stay free: least
-//             fragmentation.
+//   binpack   fill partly used GPUs first (best fit on the dominant resource, cores or memory,
+//             after placement), so whole GPUs stay free: least fragmentation.
 //   spread    least loaded GPU first: balances load, most headroom per pod.
 //   topology  like binpack, but when a fresh GPU must be opened, take the one least connected to
 //             the other free GPUs, keeping the best-linked free sets intact for multi-GPU pods.
@@ -13,6 +13,7 @@
 // Every evaluator but firstfit gives a multi-GPU request the best-connected set that fits:
 // first the best worst-pair link (LinkRank), then the best sum over pairs, then its own
 // preference. The node config picks the default; a pod overrides it with kPlacementAnnotation.
+// Evaluators hold no state: Place is const and may be called from several threads at once.
 #pragma once
 
 #include <cstdint>
