@@ -133,6 +133,8 @@ void nvsim_rm_alloc_memory(const struct nvsim_caller *c, struct nvos02_with_fd *
 void nvsim_rm_free_file_clients(const void *os_info);
 u32 nvsim_rm_check_client(const struct nvsim_caller *c, u32 hclient);
 
+/* osIsGpuAccessible (§9.3.2), nvsim_rm.c */
+bool nvsim_gpu_accessible(struct nvsim_gpu *gpu);
 /* nvsim_main.c: fd lookups (reference §9.3). */
 struct nvsim_file *nvsim_fget_rm_file(int fd, bool want_ctl, struct file **filp, u32 *status);
 
@@ -148,6 +150,10 @@ void nvsim_sched_preempt(struct nvsim_gpu *gpu, struct nvsim_tsg *tsg);
 void nvsim_sched_runtime(struct nvsim_gpu *gpu, struct nvsim_tsg *tsg,
 			 struct nvsim_tsg_runtime_params *out);
 int nvsim_debugfs_init(void);
+/* nvsim_uvm.c */
+struct class;
+int nvsim_uvm_init(struct class *cls);
+void nvsim_uvm_exit(struct class *cls);
 void nvsim_debugfs_exit(void);
 
 #endif /* NVSIM_H */

@@ -70,6 +70,7 @@
 #define NV_ERR_INVALID_ARGUMENT 0x1F
 #define NV_ERR_INVALID_CLASS 0x22
 #define NV_ERR_INVALID_CLIENT 0x23
+#define NV_ERR_INVALID_DEVICE 0x26
 #define NV_ERR_INVALID_FLAGS 0x29
 #define NV_ERR_INVALID_OBJECT_HANDLE 0x33
 #define NV_ERR_INVALID_OBJECT_PARENT 0x36
@@ -454,5 +455,40 @@ struct nvsim_tsg_runtime_params {
 	__u64 gpuBusyNs;    /* total simulated time any TSG of this GPU ran */
 };
 NVSIM_ASSERT(sizeof(struct nvsim_tsg_runtime_params) == 32, "nvsim runtime is 32 B");
+
+/* §7 UVM (/dev/nvidia-uvm): plain ioctl numbers, size implied by the command. */
+#define UVM_INITIALIZE 0x30000001
+#define UVM_DEINITIALIZE 0x30000002
+#define UVM_REGISTER_GPU 37
+#define UVM_UNREGISTER_GPU 38
+
+struct uvm_initialize_params {
+	__u64 flags;
+	__u32 rmStatus;
+	__u32 pad;
+};
+NVSIM_ASSERT(sizeof(struct uvm_initialize_params) == 16, "UVM_INITIALIZE is 16 B");
+
+struct uvm_register_gpu_params {
+	__u8 gpu_uuid[16];
+	__u8 numaEnabled;
+	__u8 pad[3];
+	__s32 numaNodeId;
+	__s32 rmCtrlFd;
+	__u32 hClient;
+	__u32 hSmcPartRef;
+	__u32 rmStatus;
+};
+NVSIM_ASSERT(sizeof(struct uvm_register_gpu_params) == 40, "UVM_REGISTER_GPU is 40 B");
+NVSIM_ASSERT(offsetof(struct uvm_register_gpu_params, rmCtrlFd) == 24, "rmCtrlFd @24");
+NVSIM_ASSERT(offsetof(struct uvm_register_gpu_params, rmStatus) == 36, "rmStatus @36");
+
+struct uvm_unregister_gpu_params {
+	__u8 gpu_uuid[16];
+	__u32 rmStatus;
+};
+
+/* nvsim's GPU UUIDs: "nvsim-gpu" then zeros, the GPU index in the last byte. */
+#define NVSIM_GPU_UUID_PREFIX "nvsim-gpu"
 
 #endif /* NVSIM_ABI_H */

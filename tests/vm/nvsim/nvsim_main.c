@@ -548,13 +548,18 @@ static int __init nvsim_init(void)
 			goto err_devices;
 		}
 	}
-	ret = nvsim_debugfs_init();
+	ret = nvsim_uvm_init(nvsim_class);
 	if (ret)
 		goto err_devices;
+	ret = nvsim_debugfs_init();
+	if (ret)
+		goto err_uvm;
 	pr_info("%u GPU(s), %u MiB video memory each, driver version %s\n", num_gpus, vidmem_mib,
 		NV_VERSION_STRING);
 	return 0;
 
+err_uvm:
+	nvsim_uvm_exit(nvsim_class);
 err_devices:
 	while (made--)
 		device_destroy(nvsim_class, MKDEV(NV_MAJOR_DEVICE_NUMBER, made));
@@ -576,6 +581,7 @@ static void __exit nvsim_exit(void)
 	/* Every user client belongs to an open file, which pins the module; what is left was
 	 * made through nvidia_get_rm_ops() by a kernel caller that did not free it. */
 	nvsim_rm_free_file_clients(NULL);
+	nvsim_uvm_exit(nvsim_class);
 	for (i = nvsim_num_gpus; i--;)
 		device_destroy(nvsim_class, MKDEV(NV_MAJOR_DEVICE_NUMBER, i));
 	device_destroy(nvsim_class, MKDEV(NV_MAJOR_DEVICE_NUMBER, NV_CTL_MINOR));

@@ -175,7 +175,7 @@ static int nvsim_match_gpu(const void *gpu, struct file *f, unsigned int fd)
 	return f->f_op == &nvsim_fops && ((struct nvsim_file *)f->private_data)->gpu == gpu;
 }
 
-static bool nvsim_gpu_accessible(struct nvsim_gpu *gpu)
+bool nvsim_gpu_accessible(struct nvsim_gpu *gpu)
 {
 	return current->files && iterate_fd(current->files, 0, nvsim_match_gpu, gpu) != 0;
 }

@@ -508,6 +508,32 @@ TEST_F(NvsimTest, KernelEntryPointActsOnUserTsg) {
   EXPECT_NE(system(cmd), 0) << "an unknown client is still refused in the kernel path";
 }
 
+// §7/§9.3.2: UVM_REGISTER_GPU arrives on /dev/nvidia-uvm but needs a GPU file in the fd table.
+TEST(NvsimUvm, RegisterGpuNeedsGpuFileInFdTable) {
+  Fd uvm("/dev/nvidia-uvm");
+  ASSERT_GE(uvm.get(), 0) << strerror(errno);
+  uvm_initialize_params init{};
+  ASSERT_EQ(ioctl(uvm.get(), UVM_INITIALIZE, &init), 0);
+  EXPECT_EQ(init.rmStatus, 0u);
+  uvm_register_gpu_params p{};
+  memcpy(p.gpu_uuid, NVSIM_GPU_UUID_PREFIX, sizeof(NVSIM_GPU_UUID_PREFIX) - 1);
+  p.gpu_uuid[15] = 1;
+  ASSERT_EQ(ioctl(uvm.get(), UVM_REGISTER_GPU, &p), 0);
+  EXPECT_EQ(p.rmStatus, unsigned{NV_ERR_INSUFFICIENT_PERMISSIONS});
+  {
+    Fd dev1("/dev/nvidia1");
+    ASSERT_EQ(ioctl(uvm.get(), UVM_REGISTER_GPU, &p), 0);
+    EXPECT_EQ(p.rmStatus, unsigned{NV_OK});
+  }
+  p.gpu_uuid[15] = 9;
+  ASSERT_EQ(ioctl(uvm.get(), UVM_REGISTER_GPU, &p), 0);
+  EXPECT_EQ(p.rmStatus, unsigned{NV_ERR_INVALID_DEVICE});
+  EXPECT_EQ(ioctl(uvm.get(), UVM_REGISTER_GPU, reinterpret_cast<void *>(8)), -1);
+  EXPECT_EQ(errno, EFAULT);
+  EXPECT_EQ(ioctl(uvm.get(), 72, &p), -1);
+  EXPECT_EQ(errno, EINVAL);
+}
+
 // Hostile input: random escapes, sizes and contents on every node must never oops; the
 // harness fails the run on any kernel splat.
 TEST(NvsimHostile, RandomIoctlsNeverCrash) {

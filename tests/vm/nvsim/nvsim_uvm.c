@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * /dev/nvidia-uvm, reduced to what the fd-table contract needs (reference §7, §9.3.2):
+ * UVM_REGISTER_GPU reaches nvGpuOpsGetGpuInfo, which fails with NV_ERR_INSUFFICIENT_PERMISSIONS
+ * unless the calling process has a real GPU file of that GPU in its fd table, even though the
+ * ioctl arrives on the UVM node. UVM_INITIALIZE / UNREGISTER_GPU succeed; everything else is
+ * -EINVAL (no managed memory here). Dynamic major, like the real "nvidia-uvm" region.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/cdev.h>
+#include <linux/device.h>
+#include <linux/uaccess.h>
+
+#include "nvsim.h"
+
+static dev_t nvsim_uvm_dev;
+static struct cdev nvsim_uvm_cdev;
+
+static struct nvsim_gpu *nvsim_gpu_by_uuid(const u8 *uuid)
+{
+	u8 want[16] = NVSIM_GPU_UUID_PREFIX;
+	unsigned int i;
+
+	for (i = 0; i < nvsim_num_gpus; i++) {
+		want[15] = i;
+		if (!memcmp(uuid, want, sizeof(want)))
+			return &nvsim_gpus[i];
+	}
+	return NULL;
+}
+
+static long nvsim_uvm_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
+{
+	void __user *up = (void __user *)arg;
+
+	switch (cmd) {
+	case UVM_INITIALIZE: {
+		struct uvm_initialize_params p;
+
+		if (copy_from_user(&p, up, sizeof(p)))
+			return -EFAULT;
+		p.rmStatus = NV_OK;
+		return copy_to_user(up, &p, sizeof(p)) ? -EFAULT : 0;
+	}
+	case UVM_DEINITIALIZE:
+		return 0;
+	case UVM_REGISTER_GPU: {
+		struct uvm_register_gpu_params p;
+		struct nvsim_gpu *gpu;
+
+		if (copy_from_user(&p, up, sizeof(p)))
+			return -EFAULT;
+		gpu = nvsim_gpu_by_uuid(p.gpu_uuid);
+		if (!gpu)
+			p.rmStatus = NV_ERR_INVALID_DEVICE;
+		else if (!nvsim_gpu_accessible(gpu))
+			p.rmStatus = NV_ERR_INSUFFICIENT_PERMISSIONS;
+		else
+			p.rmStatus = NV_OK;
+		p.numaEnabled = 0;
+		p.numaNodeId = -1;
+		return copy_to_user(up, &p, sizeof(p)) ? -EFAULT : 0;
+	}
+	case UVM_UNREGISTER_GPU: {
+		struct uvm_unregister_gpu_params p;
+
+		if (copy_from_user(&p, up, sizeof(p)))
+			return -EFAULT;
+		p.rmStatus = nvsim_gpu_by_uuid(p.gpu_uuid) ? NV_OK : NV_ERR_INVALID_DEVICE;
+		return copy_to_user(up, &p, sizeof(p)) ? -EFAULT : 0;
+	}
+	default:
+		return -EINVAL;
+	}
+}
+
+static const struct file_operations nvsim_uvm_fops;
+
+int nvsim_uvm_init(struct class *cls)
+{
+	struct device *d;
+	int ret;
+
+	ret = alloc_chrdev_region(&nvsim_uvm_dev, 0, 1, "nvidia-uvm");
+	if (ret)
+		return ret;
+	cdev_init(&nvsim_uvm_cdev, &nvsim_uvm_fops);
+	ret = cdev_add(&nvsim_uvm_cdev, nvsim_uvm_dev, 1);
+	if (ret)
+		goto err_region;
+	d = device_create(cls, NULL, nvsim_uvm_dev, NULL, "nvidia-uvm");
+	if (IS_ERR(d)) {
+		ret = PTR_ERR(d);
+		goto err_cdev;
+	}
+	return 0;
+
+err_cdev:
+	cdev_del(&nvsim_uvm_cdev);
+err_region:
+	unregister_chrdev_region(nvsim_uvm_dev, 1);
+	return ret;
+}
+
+void nvsim_uvm_exit(struct class *cls)
+{
+	device_destroy(cls, nvsim_uvm_dev);
+	cdev_del(&nvsim_uvm_cdev);
+	unregister_chrdev_region(nvsim_uvm_dev, 1);
+}
+
+static const struct file_operations nvsim_uvm_fops = {
+	.owner = THIS_MODULE,
+	.unlocked_ioctl = nvsim_uvm_ioctl,
+	.compat_ioctl = nvsim_uvm_ioctl,
+	.llseek = noop_llseek,
+};
