@@ -308,8 +308,21 @@ void ComputeHost::Measure(uint64_t now, std::vector<vcore_sched_report>* reports
   if (d.samples == 0) {
     return;
   }
-  reports->push_back({kSlot, 0, d.own_busy_ns, d.span_ns});
-  reports->push_back({kForeign, 0, d.other_busy_ns, d.span_ns});
+  // Sample timestamps are CLOCK_REALTIME ns on the H200; the controller runs on CLOCK_MONOTONIC.
+  uint64_t end = 0;
+  if (d.end_ts > 1'000'000'000'000'000'000ULL) {
+    timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    const uint64_t real =
+        static_cast<uint64_t>(rt.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(rt.tv_nsec);
+    const uint64_t mono = MonotonicNs();
+    end = d.end_ts <= real ? mono - std::min(mono, real - d.end_ts) : mono;
+  }
+  // Cap: unattributed busy counts as ours (perfmon.h); weight: only what names us.
+  const uint64_t own =
+      d.own_busy_ns + (cfg_.mode == VCORE_SCHED_MODE_CAP ? d.unattributed_busy_ns : 0);
+  reports->push_back({kSlot, 0, own, d.span_ns, end});
+  reports->push_back({kForeign, 0, d.other_busy_ns, d.span_ns, end});
 }
 
 void ComputeHost::Loop() {

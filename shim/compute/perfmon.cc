@@ -1,5 +1,6 @@
 #include "shim/compute/perfmon.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace vgpu::shim::compute {
@@ -29,53 +30,58 @@ void PerfmonPrepare(void* params) {
 bool PerfmonConsume(const void* params, uint32_t pid, uint64_t* last_ts, PerfmonDelta* out) {
   const auto* b = static_cast<const uint8_t*>(params);
   *out = PerfmonDelta{};
-  const uint32_t count = Load32(b + 8);
-  const uint32_t tracker = Load32(b + 12);
-  if (Load32(b + 4) != kPerfmonSampleCount * kPerfmonSampleSize || count > kPerfmonSampleCount ||
-      tracker >= kPerfmonSampleCount) {
+  if (Load32(b + 4) != kPerfmonSampleCount * kPerfmonSampleSize) {
     return false;
   }
-  // The ring's oldest entry is at `tracker` once full; before that, entries 0..tracker-1.
-  const bool full = Load64(b + 16 + static_cast<size_t>(tracker) * kPerfmonSampleSize) != 0;
-  const uint32_t n = full ? kPerfmonSampleCount : tracker;
-  const uint32_t first = full ? tracker : 0;
-  uint64_t prev = 0;
+  struct Sample {
+    uint64_t ts;
+    uint32_t util;
+    uint32_t proc;
+  };
+  Sample s[kPerfmonSampleCount];
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < kPerfmonSampleCount; i++) {
+    const uint8_t* e = b + 16 + static_cast<size_t>(i) * kPerfmonSampleSize;
+    const uint64_t ts = Load64(e);
+    if (ts != 0) {
+      s[n++] = {ts, Load32(e + kSampleGrOffset), Load32(e + kSampleGrOffset + 8)};
+    }
+  }
+  std::sort(s, s + n, [](const Sample& x, const Sample& y) { return x.ts < y.ts; });
   const bool primed = *last_ts != 0;
-  for (uint32_t k = 0; k < n; k++) {
-    const uint8_t* s =
-        b + 16 + static_cast<size_t>((first + k) % kPerfmonSampleCount) * kPerfmonSampleSize;
-    const uint64_t ts = Load64(s);
-    if (ts == 0 || ts <= prev) {
-      prev = ts > prev ? ts : prev;
+  uint64_t typical = 0;
+  for (uint32_t k = 1; k < n; k++) {
+    uint64_t period = s[k].ts - s[k - 1].ts;
+    if (period == 0) {
       continue;
     }
-    uint64_t period = prev != 0 ? ts - prev : 0;
-    prev = ts;
-    if (period != 0 && period < 10'000'000) {
+    if (period < 10'000'000) {
       period *= 1000;  // microsecond timestamps
     }
-    if (period != 0) {
-      out->period_ns = period;
+    // A gap in the ring (sampling paused) is not busy time of one sample: clamp to the period.
+    if (typical != 0 && period > 3 * typical) {
+      period = typical;
+    } else {
+      typical = period;
     }
-    if (!primed || ts <= *last_ts) {
+    out->period_ns = typical;
+    if (!primed || s[k].ts <= *last_ts) {
       continue;
     }
-    if (period == 0) {
-      continue;  // the oldest entry: no known start
-    }
-    const uint32_t util = Load32(s + kSampleGrOffset);  // 0.01 %
-    const uint32_t proc = Load32(s + kSampleGrOffset + 8);
-    const uint64_t busy = period * (util > 10000 ? 10000 : util) / 10000;
-    if (proc == pid) {
+    const uint64_t busy = period * (s[k].util > 10000 ? 10000 : s[k].util) / 10000;
+    if (s[k].proc == pid) {
       out->own_busy_ns += busy;
-    } else if (proc != kGpumonPidInvalid && proc != 0) {
+    } else if (s[k].proc == kGpumonPidInvalid || s[k].proc == 0) {
+      out->unattributed_busy_ns += busy;
+    } else {
       out->other_busy_ns += busy;
     }
     out->span_ns += period;
+    out->end_ts = s[k].ts;
     out->samples++;
   }
-  if (prev > *last_ts) {
-    *last_ts = prev;
+  if (n != 0 && s[n - 1].ts > *last_ts) {
+    *last_ts = s[n - 1].ts;
   }
   return true;
 }

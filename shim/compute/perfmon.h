@@ -47,16 +47,26 @@ inline constexpr size_t kSampleGrOffset = 8 + 128;
 void PerfmonPrepare(void* params);
 
 struct PerfmonDelta {
-  uint64_t own_busy_ns = 0;    // GR busy while `pid` was the sampled process
-  uint64_t other_busy_ns = 0;  // GR busy attributed to any other process
-  uint64_t span_ns = 0;        // wall time the new samples cover
-  uint32_t samples = 0;        // new samples consumed
-  uint64_t period_ns = 0;      // last sample period seen (0: unknown yet)
+  uint64_t own_busy_ns = 0;           // GR busy in samples that name `pid`
+  uint64_t other_busy_ns = 0;         // GR busy in samples that name another process
+  uint64_t unattributed_busy_ns = 0;  // GR busy in samples that name no process (see below)
+  uint64_t span_ns = 0;               // wall time the new samples cover
+  uint64_t end_ts = 0;                // timestamp of the newest new sample (its period's end)
+  uint32_t samples = 0;               // new samples consumed
+  uint64_t period_ns = 0;             // last sample period seen (0: unknown yet)
 };
 
-// Walks the ring returned by RM and accounts every sample newer than *last_ts (updated). The
-// first call only primes *last_ts. Timestamps are taken as ns; periods that only make sense in
-// us (< 10 ms apart as ns) are scaled by 1000. Returns false if the reply is malformed.
+// Accounts every sample newer than *last_ts (updated) and returns what they add. The first call
+// only primes *last_ts. The ring's count/tracker fields are not relied on (measured on the H200,
+// 580.159.04: they read 0 while the ring held 72 samples): entries are ordered by timestamp.
+// Timestamps are taken as ns (the H200 gives Unix-epoch ns, one sample every ~200 ms); periods
+// that only make sense as us (< 10 ms apart as ns) are scaled by 1000.
+//
+// Measured on the H200: a sample names the process only if its context was on the engine at the
+// sampling instant; a tenant that is gated off at that instant gets procId = ~0 (invalid) even
+// though its work filled part of the period. So busy in unattributed samples is reported apart:
+// the cap host counts it as its own (conservative: a cap must not be exceeded; it can only
+// over-count when another process ran in that period and was not on the engine at its end).
 bool PerfmonConsume(const void* params, uint32_t pid, uint64_t* last_ts, PerfmonDelta* out);
 
 }  // namespace vgpu::shim::compute

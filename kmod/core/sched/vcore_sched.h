@@ -144,7 +144,7 @@ struct vcore_sched_slot {
 	vcs_u8 share;
 	vcs_u8 gated_off;
 	/* cap */
-	vcs_s64 credit_ns; /* allowance - use; < 0 is debt */
+	vcs_s64 credit_ns;  /* allowance - use; < 0 is debt */
 	vcs_u64 changed_ns; /* last share/mode change */
 	vcs_u64 period_start_ns;
 	vcs_u64 on_ns; /* on-phase length of the current period */

@@ -2,7 +2,7 @@
 # The compute-share acceptance run on a GPU machine (shim host, issue 9). Writes to $OUT (or
 # build/gpu-compute/out): results.jsonl (one record per benchmark phase), controller logs, and
 # prints the summary table (analyze.py) last.
-#   usage: tests/gpu/compute/run.sh [quick]
+#   usage: tests/gpu/compute/run.sh [full|caps]
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 here=$root/tests/gpu/compute
@@ -29,11 +29,14 @@ tenant() {  # tag workload phases [extra bench args...]
   { echo "== $tag (rc=$rc)"; cat "$tmp/$tag.log" 2>/dev/null; } >>"$logs"
 }
 
-caps="100:cap:5,10:cap:5,30:cap:5,50:cap:5,70:cap:5,90:cap:5,100:cap:4"
-[[ "${1:-}" == quick ]] && caps="100:cap:3,30:cap:4,70:cap:4"
+# usage: run.sh [full|caps]   caps: no two-tenant run, shorter phases (device time is scarce)
+what=${1:-full}
+s=5
+[[ $what == caps ]] && s=4
+caps="100:cap:4,10:cap:$s,30:cap:$s,50:cap:$s,70:cap:$s,90:cap:$s"
 
 # Uncapped overhead: the same loop with no preload at all, then with the preload at share 100.
-python3 "$here/bench.py" --workload matmul --phases "100:cap:6" --tag bare >>"$res"
+python3 "$here/bench.py" --workload matmul --phases "100:cap:5" --tag bare >>"$res"
 tenant matmul matmul "$caps"
 # If gating did nothing (every cap ran free), the other cap runs would only repeat that.
 if python3 - "$res" <<'PY'
@@ -46,12 +49,13 @@ sys.exit(0 if low and max(low) < 0.6 * base else 1)
 PY
 then
   tenant graph graph "$caps"
-  tenant spin spin "100:cap:4,30:cap:20" --spin-ms 1000
+  tenant spin spin "100:cap:3,30:cap:15" --spin-ms 1000
 else
   echo "caps had no effect on matmul: skipping graph and spin (see controller.log)"
 fi
 
 # Two tenants, weight 30/70, both saturating; B stops after 10 s, A runs 4 s more.
+if [[ $what == full ]]; then
 start=$(python3 -c 'import time; print(time.monotonic() + 25)')
 VGPU_COMPUTE_SHARE=30 VGPU_COMPUTE_MODE=weight VGPU_COMPUTE_LOG=$tmp/wA.log LD_PRELOAD=$lib \
   python3 "$here/bench.py" --workload matmul --phases "30:weight:14" --tag weightA \
@@ -63,5 +67,6 @@ VGPU_COMPUTE_SHARE=70 VGPU_COMPUTE_MODE=weight VGPU_COMPUTE_LOG=$tmp/wB.log LD_P
 b=$!
 wait $a $b
 { echo "== weightA"; cat "$tmp/wA.log"; echo "== weightB"; cat "$tmp/wB.log"; } >>"$logs" 2>/dev/null
+fi
 
 python3 "$here/analyze.py" "$res" | tee "$out/summary.txt"

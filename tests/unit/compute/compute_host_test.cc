@@ -258,9 +258,38 @@ TEST(Perfmon, ConsumesOnlyNewSamplesAndAttributesByPid) {
   ASSERT_TRUE(PerfmonConsume(buf.data(), 42, &last, &d));
   EXPECT_EQ(d.own_busy_ns, 2 * p);
   // Malformed replies are refused.
-  tracker = 72;
-  memcpy(buf.data() + 12, &tracker, 4);
+  const uint32_t bad = 1;
+  memcpy(buf.data() + 4, &bad, 4);
   EXPECT_FALSE(PerfmonConsume(buf.data(), 42, &last, &d));
+}
+
+// As measured on the H200: count and tracker read 0 although the ring is full and wrapped,
+// timestamps are epoch ns 200 ms apart, and a gated-off tenant's samples name no process.
+TEST(Perfmon, WrappedRingWithZeroTrackerAndUnattributedSamples) {
+  std::vector<uint8_t> buf(kPerfmonParamsSize);
+  PerfmonPrepare(buf.data());
+  const uint64_t base = 1795940299261101216ULL, p = 200'000'000;
+  // Ring slot i holds sample number (i + 30) % 72: the newest is in slot 41.
+  for (uint32_t i = 0; i < kPerfmonSampleCount; i++) {
+    const uint32_t seq = (i + 30) % kPerfmonSampleCount;
+    uint8_t* e = buf.data() + 16 + static_cast<size_t>(i) * kPerfmonSampleSize;
+    const uint64_t ts = base + seq * p;
+    const uint32_t util = 1000, proc = seq % 2 ? kGpumonPidInvalid : 42;
+    memcpy(e, &ts, 8);
+    memcpy(e + kSampleGrOffset, &util, 4);
+    memcpy(e + kSampleGrOffset + 8, &proc, 4);
+  }
+  uint64_t last = base + 61 * p;  // seen up to sample 61
+  PerfmonDelta d;
+  ASSERT_TRUE(PerfmonConsume(buf.data(), 42, &last, &d));
+  EXPECT_EQ(d.samples, 10u);  // 62..71
+  EXPECT_EQ(last, base + 71 * p);
+  EXPECT_EQ(d.end_ts, base + 71 * p);
+  EXPECT_EQ(d.span_ns, 10 * p);
+  EXPECT_EQ(d.own_busy_ns, 5 * p / 10);
+  EXPECT_EQ(d.unattributed_busy_ns, 5 * p / 10);
+  EXPECT_EQ(d.other_busy_ns, 0u);
+  EXPECT_EQ(d.period_ns, p);
 }
 
 }  // namespace

@@ -54,8 +54,8 @@ void Harness::Report() {
     const int64_t span = now_ - last_report_;
     for (size_t i = 0; i < gpu_.Size(); i++) {
       Tenant& t = gpu_.At(i);
-      p.reports.push_back(
-          {t.slot, 0, static_cast<uint64_t>(t.busy_unreported), static_cast<uint64_t>(span)});
+      p.reports.push_back({t.slot, 0, static_cast<uint64_t>(t.busy_unreported),
+                           static_cast<uint64_t>(span), static_cast<uint64_t>(now_)});
       t.busy_unreported = 0;
     }
     last_report_ = now_;

@@ -130,7 +130,7 @@ TEST(SchedTeardown, ActionsNotTakenAreRetried) {
   // Saturating report until the gate goes off.
   int off_at = -1;
   for (int i = 0; i < 200 && off_at < 0; i++, now += kMs) {
-    vcore_sched_report r{1, 0, 1'000'000, 1'000'000};
+    vcore_sched_report r{1, 0, 1'000'000, 1'000'000, 0};
     const int n = vcore_sched_tick(&s, now, &r, 1, a, i == 50 ? 0 : 4, &next);
     for (int k = 0; k < n; k++) {
       if (a[k].kind == VCORE_SCHED_ACT_GATE_OFF) {

@@ -129,10 +129,10 @@ TEST(Weight, ShimHostTwoControllersSplit) {
     last_a += da;
     last_b += db;
     const uint64_t span = 1'000'000;
-    vcore_sched_report ra[2] = {{1, 0, static_cast<uint64_t>(da), span},
-                                {99, 0, static_cast<uint64_t>(db), span}};
-    vcore_sched_report rb[2] = {{2, 0, static_cast<uint64_t>(db), span},
-                                {99, 0, static_cast<uint64_t>(da), span}};
+    vcore_sched_report ra[2] = {{1, 0, static_cast<uint64_t>(da), span, 0},
+                                {99, 0, static_cast<uint64_t>(db), span, 0}};
+    vcore_sched_report rb[2] = {{2, 0, static_cast<uint64_t>(db), span, 0},
+                                {99, 0, static_cast<uint64_t>(da), span, 0}};
     for (auto [ctl, rep, tenant] : {std::tuple{&ca, ra, a}, std::tuple{&cb, rb, b}}) {
       uint64_t next;
       const int n = vcore_sched_tick(ctl, now, rep, 2, acts, VCORE_SCHED_MAX_ACTIONS, &next);
