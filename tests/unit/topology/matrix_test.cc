@@ -65,6 +65,33 @@ TEST(MatrixTest, OurOutputReadsBackAsNvidiaSmiWould) {
   }
 }
 
+// Recorded machines carry what nvidia-smi printed when they were recorded (tests/gpu/extra.d/
+// topology.sh): our levels, computed from the recorded PCI tree and NVLinks, must agree.
+TEST(MatrixTest, RecordedMachinesAgreeWithTheirNvidiaSmiOutput) {
+  int compared = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(VGPU_TOPOLOGY_FIXTURES)) {
+    if (entry.path().extension() != ".json") {
+      continue;
+    }
+    Result<Fixture> fixture = ReadFixture(entry.path().string());
+    ASSERT_TRUE(fixture.ok()) << fixture.status().ToString();
+    if (fixture->nvidia_smi_topo.empty()) {
+      continue;
+    }
+    SCOPED_TRACE(entry.path().filename().string());
+    Result<std::vector<std::vector<std::string>>> smi =
+        ParseNvidiaSmiTopo(fixture->nvidia_smi_topo);
+    ASSERT_TRUE(smi.ok()) << smi.status().ToString();
+    Result<Topology> topology = Topology::Create(fixture->gpus);
+    ASSERT_TRUE(topology.ok());
+    EXPECT_EQ(*smi, LinkLabels(*topology));
+    ++compared;
+  }
+  if (compared == 0) {
+    GTEST_SKIP() << "no recorded fixture with nvidia-smi output in " << VGPU_TOPOLOGY_FIXTURES;
+  }
+}
+
 TEST(MatrixTest, RowsCarryCpuAndNumaAffinity) {
   Result<Topology> topology = LoadFixture(FixturePath("pcie-4gpu-2socket.json"));
   ASSERT_TRUE(topology.ok());
