@@ -272,6 +272,11 @@ class Daemon {
   }
 
   Status Services() {
+    std::error_code ec;
+    fs::create_directories(fs::path(cfg_.ControlSocket()).parent_path(), ec);
+    if (ec) {
+      return InternalError("--control-socket " + cfg_.ControlSocket() + ": " + ec.message());
+    }
     control_ = std::make_unique<ControlServer>(cfg_.ControlSocket(), *slots_, cfg_.standalone);
     VGPU_RETURN_IF_ERROR(control_->Start().Annotate("--control-socket"));
     LogInfo("event=startup step=services control_socket=" + cfg_.ControlSocket() +
