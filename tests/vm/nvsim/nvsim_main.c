@@ -166,7 +166,7 @@ static int nvsim_register_fd(struct nvsim_file *nvf, struct nv_ioctl_register_fd
 	if (nvf->ctl_filp || ctl == nvf || ctl->ctl_filp)
 		ret = -EINVAL;
 	else
-		nvf->ctl_filp = ctl_filp;
+		WRITE_ONCE(nvf->ctl_filp, ctl_filp);
 	mutex_unlock(&nvsim_rm_lock);
 	if (ret)
 		fput(ctl_filp);
@@ -233,8 +233,12 @@ static int nvsim_dispatch(struct nvsim_file *nvf, unsigned int nr, void *buf, si
 {
 	/* RM calls act for nvfp->ctl_nvfp ?: nvfp (escape.c:308-310). */
 	struct nvsim_caller c = {
-		.os_info = nvf->ctl_filp ? nvsim_file_of(nvf->ctl_filp) : nvf,
+		.os_info = nvf,
 	};
+	struct file *ctl_filp = READ_ONCE(nvf->ctl_filp);
+
+	if (ctl_filp)
+		c.os_info = nvsim_file_of(ctl_filp);
 
 #define NVSIM_NEED(sz, on) \
 	do { if (size != (sz) || !nvsim_file_ok(nvf, on)) return -EINVAL; } while (0)
@@ -367,11 +371,11 @@ static long nvsim_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 		ret = -EFAULT;
 		goto out;
 	}
+	/* Copied back whatever the result (CHECK_VERSION_STR returns the driver's version with
+	 * -EINVAL), unless the call faulted. */
 	ret = nvsim_dispatch(nvf, nr, buf, size);
-	if (ret == 0 || nr == NV_ESC_CHECK_VERSION_STR) {
-		if (copy_to_user(uptr, buf, size))
-			ret = -EFAULT;
-	}
+	if (ret != -EFAULT && copy_to_user(uptr, buf, size))
+		ret = -EFAULT;
 out:
 	kfree(buf);
 	return ret;

@@ -316,7 +316,9 @@ void nvsim_rm_alloc(const struct nvsim_caller *c, struct nvos64 *p)
 	}
 	if (obj->tsg)
 		obj->tsg->htsg = obj->handle;
-	if (psize && nvsim_copy_out(c, p->pAllocParms, &prm, psize)) {
+	/* Only the memory classes have outputs (size is in/out). */
+	if (obj->hclass != NV01_DEVICE_0 && obj->hclass != KEPLER_CHANNEL_GROUP_A && psize &&
+	    nvsim_copy_out(c, p->pAllocParms, &prm, psize)) {
 		nvsim_obj_destroy(obj);
 		status = NV_ERR_INVALID_POINTER; /* approx */
 		goto fail;
