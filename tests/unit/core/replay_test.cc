@@ -75,7 +75,7 @@ T At(const std::vector<uint8_t>& b, size_t off) {
   return v;
 }
 
-// An independent reading of a recording: class-0x40 (non-virtual) NVOS64 allocations that the
+// An independent reading of a recording: class-0x40 (non-virtual) NVOS64/NVOS21 allocations that the
 // driver accepted, with the size it reported; frees of them, of their parent, of their client;
 // closes of the ctl file that created the client. Optionally with a quota: allocations that
 // would cross it are skipped and the first one's seq is remembered.
@@ -118,8 +118,8 @@ struct Oracle {
     if (j.value("rc", 0) != 0 || (j.value("dev", std::string()).find("uvm") != std::string::npos)) return;
     auto in = Hex(j.value("in", std::string()));
     auto out = Hex(j.value("out", std::string()));
-    if (nr == NV_ESC_RM_ALLOC && size == 48 && out.size() == 48) {
-      uint32_t cls = At<uint32_t>(in, 12), status = At<uint32_t>(out, 40);
+    if (nr == NV_ESC_RM_ALLOC && (size == 48 || size == 32) && out.size() == size) {
+      uint32_t cls = At<uint32_t>(in, 12), status = At<uint32_t>(out, size == 48 ? 40 : 28);
       uint32_t client = At<uint32_t>(in, 0), h = At<uint32_t>(out, 8);
       if (cls == NV01_ROOT_CLIENT || cls == NV01_ROOT || cls == NV01_ROOT_NON_PRIV) {
         if (status == NV_OK) client_file[h] = {j.value("pid", 0), j.value("fd", -1)};
