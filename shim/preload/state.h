@@ -22,6 +22,7 @@ struct ShimFile {
   vcore_file* core;
   DevKind kind;
   std::atomic<int> refs;
+  std::atomic<int> uvm_mmaps{0};  // mmaps made through this UVM file so far
 };
 
 struct ShimState {

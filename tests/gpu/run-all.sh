@@ -2,15 +2,22 @@
 # The real-GPU suite for libvgpu-shim.so (issue 5): builds everything on the GPU machine, runs
 # CUDA (driver and runtime API), PyTorch, NVML and nvidia-smi under the shim, and prints a
 # summary table (also written to OUTDIR/summary.md; per-test logs in OUTDIR/logs/).
-# usage: tests/gpu/run-all.sh [OUTDIR] [--quick]   (--quick: fewer benchmark rounds)
+# usage: tests/gpu/run-all.sh [OUTDIR] [--quick] [--prebuilt]
+#   --quick: fewer benchmark rounds; --prebuilt: use build/gpu as it is (built elsewhere, carried)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-$root/build/gpu/results}
 quick=0
-[[ "${2:-}" == --quick ]] && quick=1
+prebuilt=0
+for a in "${@:2}"; do
+  [[ $a == --quick ]] && quick=1
+  [[ $a == --prebuilt ]] && prebuilt=1
+done
 mkdir -p "$out/logs"
 cd "$root"
-tests/gpu/build.sh > "$out/logs/build.txt" 2>&1 || { cat "$out/logs/build.txt"; echo "build failed"; exit 1; }
+if [[ $prebuilt == 0 ]]; then
+  tests/gpu/build.sh > "$out/logs/build.txt" 2>&1 || { cat "$out/logs/build.txt"; echo "build failed"; exit 1; }
+fi
 B=$root/build/gpu
 SHIM=$B/libvgpu-shim.so
 [[ -f $SHIM ]] || { echo "libvgpu-shim.so was not built"; exit 1; }
@@ -31,8 +38,12 @@ newslot() {  # a slot directory with a 4 GiB quota; prints its config path
 ledger() { "$B/vgpu-shim-ledger" "$(dirname "$1")/ledger"; }  # config path
 field() { sed -n "s/.*\b$2=\([^ ]*\).*/\1/p" <<< "$1" | tail -1; }
 under_shim() { env LD_PRELOAD="$SHIM" "$@"; }
-wait_for() {  # file pattern [tries]
-  for _ in $(seq 1 "${3:-600}"); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+wait_for() {  # file pattern [tries] [pid]: gives up early when pid has exited
+  for _ in $(seq 1 "${3:-600}"); do
+    grep -q "$2" "$1" 2>/dev/null && return 0
+    [[ -n "${4:-}" ]] && ! kill -0 "$4" 2>/dev/null && { grep -q "$2" "$1" 2>/dev/null; return; }
+    sleep 0.1
+  done
   return 1
 }
 smi_used_mib() {  # pid: the driver's own per-process figure, read without the shim
@@ -46,7 +57,7 @@ for mode in alloc vmm async; do
   log=$out/logs/quota-$mode.txt
   VGPU_CONFIG=$cfg timeout 300 env LD_PRELOAD="$SHIM" "$B/drv_quota" "$mode" hold > "$log" 2>&1 &
   pid=$!
-  if wait_for "$log" HOLD 1200; then
+  if wait_for "$log" HOLD 1200 "$pid"; then
     res=$(grep RESULT "$log")
     hp=$(sed -n 's/HOLD pid=//p' "$log")
     smi=$(smi_used_mib "$hp")
@@ -85,7 +96,7 @@ cfg=$(newslot)
 hlog=$out/logs/views-holder.txt
 VGPU_CONFIG=$cfg env LD_PRELOAD="$SHIM" "$B/drv_hold" hold 1024 > "$hlog" 2>&1 &
 holder=$!
-if wait_for "$hlog" "HOLD ok"; then
+if wait_for "$hlog" "HOLD ok" 600 "$holder"; then
   held=$(field "$(ledger "$cfg" | tail -1)" total)
   # NVML and nvidia-smi create no CUDA context: free must equal quota - slot charge exactly.
   nv=$(VGPU_CONFIG=$cfg under_shim python3 tests/gpu/progs/nvml_query.py 2>&1 | tee "$out/logs/views-nvml.txt" | grep mem_v1)
@@ -125,7 +136,7 @@ for pol in refuse allow-uncounted; do
   rc=$?
   res=$(grep RESULT "$log")
   want=ok; [[ $pol == refuse ]] && want=fail
-  ok=PASS; [[ $rc == 0 && $(field "$res" managed) == "$want" ]] || ok=FAIL
+  ok=PASS; [[ $rc == 0 && $(field "$res" ctx) == ok && $(field "$res" managed) == "$want" ]] || ok=FAIL
   row "cudaMallocManaged under $pol" $ok "exit $rc; $res; $(grep -m1 vgpu-shim "$log" | cut -c1-160)"
 done
 
@@ -134,14 +145,14 @@ cfg=$(newslot)
 d=$(dirname "$cfg")
 VGPU_CONFIG=$cfg env LD_PRELOAD="$SHIM" "$B/drv_hold" hold 2048 > "$out/logs/two-a.txt" 2>&1 &
 a=$!
-if wait_for "$out/logs/two-a.txt" "HOLD ok"; then
+if wait_for "$out/logs/two-a.txt" "HOLD ok" 600 "$a"; then
   before=$(ledger "$cfg" | tail -1)
   VGPU_CONFIG=$cfg timeout 120 env LD_PRELOAD="$SHIM" "$B/drv_hold" try 3072 "$d/go" > "$out/logs/two-b.txt" 2>&1 &
   b=$!
-  wait_for "$out/logs/two-b.txt" TRY1
+  wait_for "$out/logs/two-b.txt" TRY1 600 "$b"
   kill -9 "$a"; wait "$a" 2>/dev/null
   touch "$d/go"
-  wait_for "$out/logs/two-b.txt" TRY2
+  wait_for "$out/logs/two-b.txt" TRY2 600 "$b"
   wait "$b" 2>/dev/null
   after=$(ledger "$cfg" | tail -1)
   t1=$(sed -n 's/TRY1 //p' "$out/logs/two-b.txt"); t2=$(sed -n 's/TRY2 //p' "$out/logs/two-b.txt")
@@ -167,6 +178,7 @@ row "PyTorch training under shim (strict)" $ok "exit $rc; $(grep -c 'refused' "$
 # --- 7. Overhead: same program with and without the shim, interleaved rounds -----------------
 bench() {  # name rounds target key cmd...
   local name=$1 rounds=$2 target=$3 key=$4; shift 4
+  # Without values (a run failed) there is no ratio: say so instead of a traceback.
   local cfg base=() shim=()
   cfg=$(newslot)
   sed -i 's/^memory_quota.*/memory_quota = 100G/' "$cfg"
@@ -187,7 +199,9 @@ bench() {  # name rounds target key cmd...
   local line
   line=$(python3 - "$target" "${base[*]}" "${shim[*]}" <<'PY'
 import statistics, sys
-t = float(sys.argv[1]); b = [float(x) for x in sys.argv[2].split()]; s = [float(x) for x in sys.argv[3].split()]
+t = float(sys.argv[1]); b = [float(x) for x in sys.argv[2].split() if x]; s = [float(x) for x in sys.argv[3].split() if x]
+if not b or not s or len(b) != len(s):
+    print(f"FAIL|runs failed: {len(b)} without shim, {len(s)} with shim gave a value"); sys.exit()
 rmin = min(s) / min(b); rmed = statistics.median(s) / statistics.median(b)
 ok = "PASS" if rmin <= t and rmed <= t else "FAIL"
 print(f"{ok}|ratio min {rmin:.4f}, median {rmed:.4f} (target <= {t}); no shim min {min(b):.4f} med {statistics.median(b):.4f}, shim min {min(s):.4f} med {statistics.median(s):.4f}; {len(b)} rounds")
@@ -195,7 +209,7 @@ PY
 )
   row "$name" "${line%%|*}" "${line#*|}"
 }
-R=6; [[ $quick == 1 ]] && R=2
+R=4; [[ $quick == 1 ]] && R=2
 bench "overhead: launch loop (100k empty kernels, best of 5), us/launch" "$R" 1.01 us_per_launch "$B/bench_launch" 100000 5
 bench "overhead: context + 1000 cuMemAlloc/cuMemFree 2 MiB, ms" $((R * 2)) 1.05 ms "$B/bench_alloc" 1000
 bench "overhead: PyTorch training step (MLP, AdamW), ms/step" "$R" 1.01 ms_per_step python3 tests/gpu/progs/torch_train.py 300 30

@@ -14,16 +14,24 @@ int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "meminfo";
   if (strcmp(mode, "managed") == 0) {
     const int n = 16 << 20;  // 64 MiB of ints
-    int* p = nullptr;
-    cudaError_t e = cudaMallocManaged(&p, n * sizeof(int));
+    // The context must work (plain device memory) before managed memory is judged.
+    void* d = nullptr;
+    cudaError_t e = cudaMalloc(&d, 2 << 20);
     if (e != cudaSuccess) {
-      printf("RESULT managed=fail err=%s\n", cudaGetErrorName(e));
+      printf("RESULT ctx=fail managed=untested err=%s\n", cudaGetErrorName(e));
+      return 1;
+    }
+    cudaFree(d);
+    int* p = nullptr;
+    e = cudaMallocManaged(&p, n * sizeof(int));
+    if (e != cudaSuccess) {
+      printf("RESULT ctx=ok managed=fail err=%s\n", cudaGetErrorName(e));
       return 0;
     }
     Fill<<<(n + 255) / 256, 256>>>(p, n);
     e = cudaDeviceSynchronize();
     bool ok = e == cudaSuccess && p[12345] == 12345 && p[n - 1] == n - 1;
-    printf("RESULT managed=%s err=%s\n", ok ? "ok" : "fail", cudaGetErrorName(e));
+    printf("RESULT ctx=ok managed=%s err=%s\n", ok ? "ok" : "fail", cudaGetErrorName(e));
     cudaFree(p);
     return 0;
   }
