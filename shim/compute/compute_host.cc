@@ -176,7 +176,8 @@ uint32_t ComputeHost::Subdevice(uint32_t h_client, uint32_t h_device) {
 }
 
 void ComputeHost::Gate(bool off) {
-  for (const ClientObjs& c : Snapshot()) {
+  const std::vector<ClientObjs> objs = Snapshot();
+  for (const ClientObjs& c : objs) {
     const uint32_t sub = Subdevice(c.h_client, c.h_device);
     if (sub == 0 || c.channels.empty()) {
       continue;
@@ -190,13 +191,22 @@ void ComputeHost::Gate(bool off) {
                                off ? 1 : 0);
       Control(c.h_client, sub, VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, &p, sizeof p);
     }
-    if (off) {
-      // Disable without PREEMPT stalled the process on the H200 (compute-control-h200.md).
+  }
+  if (off) {
+    // Disable without PREEMPT stalled the process on the H200 (compute-control-h200.md); the
+    // PREEMPT itself may wait as long as a kernel runs, so the worker issues it.
+    std::vector<Key> todo;
+    for (const ClientObjs& c : objs) {
       for (uint32_t tsg : c.tsgs) {
-        vcs_preempt_params p;
-        vcore_sched_fill_preempt(&p);
-        Control(c.h_client, tsg, VCS_NVA06C_CTRL_CMD_PREEMPT, &p, sizeof p);
+        todo.push_back({c.h_client, tsg});
       }
+    }
+    std::lock_guard<std::mutex> lock(pre_mu_);
+    if (pre_busy_ || !pre_todo_.empty()) {
+      pre_skips_++;  // the previous off edge's PREEMPT has not returned: one pending is enough
+    } else {
+      pre_todo_ = std::move(todo);
+      pre_cv_.notify_one();
     }
   }
   gated_ = off;
@@ -350,7 +360,7 @@ void ComputeHost::Loop() {
                 "t=%.3f share=%u mode=%u share1s=%u share10s=%u duty=%u debt_ms=%.1f "
                 "overshoot_ms=%.1f throttled_ms=%.1f ts_us=%u gates=%llu controls=%llu "
                 "errors=%llu bad_cmd=%#x bad_status=%#x samples=%llu period_us=%llu "
-                "measure_errors=%llu\n",
+                "measure_errors=%llu preempts=%llu preempt_skips=%llu preempt_max_ms=%.1f\n",
                 now / 1e9, st.share, st.mode, st.share_1s_pm, st.share_10s_pm, st.duty_pm,
                 st.debt_ns / 1e6, st.overshoot_ns / 1e6, st.throttled_ns / 1e6, st.timeslice_us,
                 static_cast<unsigned long long>(st.gate_actions),
@@ -358,7 +368,9 @@ void ComputeHost::Loop() {
                 static_cast<unsigned long long>(counters_.control_errors), counters_.last_bad_cmd,
                 counters_.last_bad_status, static_cast<unsigned long long>(counters_.samples),
                 static_cast<unsigned long long>(counters_.sample_period_ns / 1000),
-                static_cast<unsigned long long>(counters_.measure_errors));
+                static_cast<unsigned long long>(counters_.measure_errors),
+                static_cast<unsigned long long>(pre_done_.load()),
+                static_cast<unsigned long long>(pre_skips_.load()), pre_max_ns_.load() / 1e6);
       }
       const uint64_t cap = now + kMaxSleepNs;
       if (next > cap || next == 0) {
@@ -369,6 +381,39 @@ void ComputeHost::Loop() {
       }
     }
     SleepUntil(next);
+  }
+}
+
+void* ComputeHost::PreemptMain(void* self) {
+  auto* h = static_cast<ComputeHost*>(self);
+  std::unique_lock<std::mutex> lock(h->pre_mu_);
+  while (true) {
+    h->pre_cv_.wait(lock, [h] { return h->pre_stop_ || !h->pre_todo_.empty(); });
+    if (h->pre_stop_) {
+      return nullptr;
+    }
+    std::vector<Key> todo;
+    todo.swap(h->pre_todo_);
+    h->pre_busy_ = true;
+    lock.unlock();
+    for (const Key& k : todo) {
+      vcs_preempt_params p;
+      vcore_sched_fill_preempt(&p);
+      uint32_t status = 0;
+      const uint64_t t0 = MonotonicNs();
+      const int rc =
+          h->rm_(h->rm_ctx_, k.first, k.second, VCS_NVA06C_CTRL_CMD_PREEMPT, &p, sizeof p, &status);
+      const uint64_t took = MonotonicNs() - t0;
+      if (rc != 0 || status != 0) {
+        h->pre_errors_++;
+      }
+      h->pre_done_++;
+      uint64_t max = h->pre_max_ns_.load();
+      while (took > max && !h->pre_max_ns_.compare_exchange_weak(max, took)) {
+      }
+    }
+    lock.lock();
+    h->pre_busy_ = false;
   }
 }
 
@@ -414,33 +459,60 @@ bool ComputeHost::Start() {
     return true;
   }
   running_.store(true, std::memory_order_release);
+  if (pthread_create(&preempt_, nullptr, PreemptMain, this) != 0) {
+    running_.store(false);
+    return false;
+  }
   if (pthread_create(&thread_, nullptr, ThreadMain, this) != 0) {
     running_.store(false);
+    StopPreemptWorker();
     return false;
   }
   if (pthread_create(&watchdog_, nullptr, WatchdogMain, this) != 0) {
     running_.store(false);
     pthread_join(thread_, nullptr);
+    StopPreemptWorker();
     return false;
   }
   started_ = true;
   return true;
 }
 
-void ComputeHost::Stop() {
+bool ComputeHost::StopPreemptWorker() {
+  {
+    std::lock_guard<std::mutex> lock(pre_mu_);
+    pre_stop_ = true;
+    pre_cv_.notify_one();
+  }
+  // A PREEMPT still waiting in RM (a long kernel) must not hold process exit forever.
+  timespec deadline;
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += 2;
+  return pthread_timedjoin_np(preempt_, nullptr, &deadline) == 0;
+}
+
+bool ComputeHost::Stop() {
+  bool clean = true;
   if (started_) {
     running_.store(false, std::memory_order_release);
     pthread_join(thread_, nullptr);
     pthread_join(watchdog_, nullptr);
+  }
+  {
+    std::lock_guard<std::mutex> lock(ctl_mu_);
+    vcore_sched_action acts[VCORE_SCHED_MAX_ACTIONS];
+    const int n = vcore_sched_release_all(&sched_, acts, VCORE_SCHED_MAX_ACTIONS);
+    Execute(acts, n);
+    if (gated_) {
+      Gate(false);  // belt and braces: whatever the controller thought, channels end enabled
+    }
+  }
+  if (started_) {
+    // After the gate-on: with its channels enabled the TSG can finish and the PREEMPT return.
+    clean = StopPreemptWorker();
     started_ = false;
   }
-  std::lock_guard<std::mutex> lock(ctl_mu_);
-  vcore_sched_action acts[VCORE_SCHED_MAX_ACTIONS];
-  const int n = vcore_sched_release_all(&sched_, acts, VCORE_SCHED_MAX_ACTIONS);
-  Execute(acts, n);
-  if (gated_) {
-    Gate(false);  // belt and braces: whatever the controller thought, channels end enabled
-  }
+  return clean;
 }
 
 vcore_sched_slot_stats ComputeHost::Stats() {
@@ -452,7 +524,12 @@ vcore_sched_slot_stats ComputeHost::Stats() {
 
 ComputeCounters ComputeHost::Counters() {
   std::lock_guard<std::mutex> lock(ctl_mu_);
-  return counters_;
+  ComputeCounters c = counters_;
+  c.preempts = pre_done_.load();
+  c.preempt_skips = pre_skips_.load();
+  c.preempt_max_ns = pre_max_ns_.load();
+  c.control_errors += pre_errors_.load();
+  return c;
 }
 
 }  // namespace vgpu::shim::compute

@@ -13,15 +13,18 @@
 //  - a TSG or channel that appears while the slot is gated off is disabled by the next tick;
 //  - process death (crash, SIGKILL, exec): the kernel closes the ctl fd and RM frees the client
 //    with its TSGs and channels, so nothing remains to re-enable;
-//  - the control thread cannot die alone (no exceptions, no exits); if an RM control blocks
-//    (PREEMPT waits for the TSG to leave the GPU, at most 1 s by RM's own bound) the gate stays as
-//    it was for that long. A watchdog that re-enables after kWatchdogNs without a tick covers a
-//    thread that stops making progress for any other reason.
+//  - the control thread cannot die alone (no exceptions, no exits). PREEMPT(bWait=1) runs on its
+//    own worker thread: on the H200 it did not return while a long (0.5 s) kernel kept running
+//    and new ones kept coming (tests/gpu/compute, second run: the control thread stalled and only
+//    the watchdog kept the tenant going), so the control loop must never wait on it. A watchdog
+//    that re-enables the channels after kWatchdogNs without a tick covers a control thread that
+//    stops making progress for any other reason.
 #pragma once
 
 #include <pthread.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -57,6 +60,9 @@ struct ComputeCounters {
   uint64_t measure_errors = 0;
   uint64_t samples = 0;  // perfmon samples consumed
   uint64_t sample_period_ns = 0;
+  uint64_t preempts = 0;        // PREEMPT calls completed by the worker
+  uint64_t preempt_skips = 0;   // off edges whose PREEMPT was skipped: previous one pending
+  uint64_t preempt_max_ns = 0;  // longest PREEMPT(bWait=1) seen
   uint32_t last_bad_status = 0;
   uint32_t last_bad_cmd = 0;
 };
@@ -79,8 +85,9 @@ class ComputeHost {
 
   // Starts the control thread. Returns false if it could not (then nothing is ever gated).
   bool Start();
-  // Stops the thread and gates everything back on. Idempotent.
-  void Stop();
+  // Stops the threads and gates everything back on. Idempotent. Returns false if the PREEMPT
+  // worker was still blocked in RM after 2 s: the object must then be leaked, not deleted.
+  bool Stop();
   // Changes share/mode at run time (the GPU benchmark's schedule uses it).
   void Set(uint32_t share, uint32_t mode);
 
@@ -102,6 +109,8 @@ class ComputeHost {
   using Key = std::pair<uint32_t, uint32_t>;  // (client, handle)
 
   static void* ThreadMain(void* self);
+  static void* PreemptMain(void* self);
+  bool StopPreemptWorker();
   static void* WatchdogMain(void* self);
   void Loop();
   void Measure(uint64_t now, std::vector<vcore_sched_report>* reports);
@@ -144,6 +153,15 @@ class ComputeHost {
   uint64_t last_reapply_ns_ = 0;
   bool perfmon_logged_ = false;
   ComputeCounters counters_;
+
+  // PREEMPT worker: takes the TSGs of one off edge at a time (pre_mu_ guards pre_*).
+  std::mutex pre_mu_;
+  std::condition_variable pre_cv_;
+  std::vector<Key> pre_todo_;
+  bool pre_busy_ = false;
+  bool pre_stop_ = false;
+  std::atomic<uint64_t> pre_done_{0}, pre_skips_{0}, pre_max_ns_{0}, pre_errors_{0};
+  pthread_t preempt_{};
 
   std::atomic<bool> running_{false};
   std::atomic<uint64_t> heartbeat_ns_{0};

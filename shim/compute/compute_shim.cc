@@ -115,7 +115,8 @@ extern "C" __attribute__((visibility("default"))) void vshim_compute_stop(void) 
     vc::host = nullptr;
     return;
   }
-  vc::host->Stop();
-  delete vc::host;
+  if (vc::host->Stop()) {
+    delete vc::host;
+  }  // else a PREEMPT is still blocked in RM on its worker thread: leak the host, exit anyway
   vc::host = nullptr;
 }

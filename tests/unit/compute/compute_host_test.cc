@@ -51,6 +51,11 @@ class FakeRm {
       EXPECT_EQ(size, 536u);
       EXPECT_EQ(o, kSub);
       enabled = static_cast<uint8_t*>(p)[0] == 0;
+    } else if (cmd == VCS_NVA06C_CTRL_CMD_PREEMPT && preempt_block_ms != 0) {
+      // A long kernel: PREEMPT(bWait=1) returns only when it ends.
+      mu.unlock();
+      std::this_thread::sleep_for(std::chrono::milliseconds(preempt_block_ms));
+      mu.lock();
     } else if (cmd == kCtrlPerfmonSamplesV2) {
       EXPECT_EQ(size, kPerfmonParamsSize);
       Fill(static_cast<uint8_t*>(p));
@@ -98,6 +103,7 @@ class FakeRm {
   }
 
   std::mutex mu;
+  int preempt_block_ms = 0;
   std::vector<Call> calls;
   bool enabled = true;
   uint64_t last = 0, sample_start = 0, busy_in_sample = 0, busy_total = 0;
@@ -166,6 +172,33 @@ TEST(ComputeHost, CapGatesGrChannelsAndHoldsTheShare) {
   EXPECT_GT(preempts, 10);
   EXPECT_GT(perfmon, 20);
   EXPECT_EQ(h.Counters().control_errors, 0u);
+}
+
+// PREEMPT that blocks (a long kernel on the H200) must not stall the control loop: the gate keeps
+// cycling while it waits, only one PREEMPT is outstanding, and Stop() still returns.
+TEST(ComputeHost, BlockingPreemptDoesNotStallTheLoop) {
+  FakeRm rm;
+  rm.preempt_block_ms = 700;
+  ComputeConfig cfg;
+  cfg.share = 50;
+  ComputeHost h(cfg, FakeRm::Control, &rm);
+  AddObjects(h);
+  ASSERT_TRUE(h.Start());
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  int ons = 0;
+  {
+    std::lock_guard<std::mutex> lock(rm.mu);
+    for (const auto& c : rm.calls) {
+      ons += c.cmd == VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS && c.params[0] == 0;
+    }
+  }
+  EXPECT_GE(ons, 5) << "gate-on edges continue while a PREEMPT waits";
+  EXPECT_TRUE(h.Stop());
+  const ComputeCounters c = h.Counters();
+  EXPECT_GE(c.preempt_skips, 3u);
+  EXPECT_GE(c.preempt_max_ns, 600'000'000u);
+  std::lock_guard<std::mutex> lock(rm.mu);
+  EXPECT_TRUE(rm.enabled);
 }
 
 TEST(ComputeHost, WeightSetsTimesliceAndNeverGates) {
