@@ -94,19 +94,15 @@ int vgpu_bind_locked(void)
 	return 0;
 }
 
-/* Returns the real control node with a path reference (pairs with path_put by the caller). */
-int vgpu_real_ctl_path(struct path *out)
+/* The real control node with a path reference (pairs with path_put by the caller). */
+int vgpu_real_ctl_path_locked(struct path *out)
 {
-	int err = -ENODEV;
-
-	mutex_lock(&vgpu_slots_lock);
-	if (vgpu_is_bound) {
-		*out = vgpu_real_ctl;
-		path_get(out);
-		err = 0;
-	}
-	mutex_unlock(&vgpu_slots_lock);
-	return err;
+	lockdep_assert_held(&vgpu_slots_lock);
+	if (!vgpu_is_bound)
+		return -ENODEV;
+	*out = vgpu_real_ctl;
+	path_get(out);
+	return 0;
 }
 
 /* real_dev_fmt is a format string from the command line: allow exactly one %u. */

@@ -146,7 +146,7 @@ static int vgpu_slot_resolve(struct vgpu_slot *slot)
 	err = vgpu_bind_locked();
 	if (err)
 		return err;
-	err = vgpu_real_ctl_path(&slot->real[VGPU_NODE_CTL]) ? -ENODEV : 0;
+	err = vgpu_real_ctl_path_locked(&slot->real[VGPU_NODE_CTL]);
 	if (err)
 		return err;
 	name = kasprintf(GFP_KERNEL, vgpu_real_dev_fmt(), slot->gpu);

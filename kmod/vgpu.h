@@ -85,7 +85,7 @@ struct vgpu_file {
 /* main.c: module parameters and the real driver binding. */
 extern struct mutex vgpu_slots_lock;
 extern dev_t vgpu_devt;
-int vgpu_real_ctl_path(struct path *out);
+int vgpu_real_ctl_path_locked(struct path *out);
 int vgpu_resolve_real(const char *what, const char *name, struct path *out);
 int vgpu_bind_locked(void);
 bool vgpu_bound(void);

@@ -100,6 +100,9 @@ int OnFinish(nl_msg* msg, void* arg) {
   return NL_STOP;
 }
 
+// Multicast events carry no request sequence number.
+int NoSeqCheck(nl_msg*, void*) { return NL_OK; }
+
 int OnAck(nl_msg*, void* arg) {
   static_cast<Exchange*>(arg)->done = true;
   return NL_STOP;
@@ -503,6 +506,7 @@ Result<std::optional<Event>> Client::NextEvent(int timeout_ms) {
     std::unique_ptr<nl_cb, void (*)(nl_cb*)> cb(nl_cb_alloc(NL_CB_DEFAULT), nl_cb_put);
     if (!cb) return InternalError("nl_cb_alloc failed");
     nl_cb_set(cb.get(), NL_CB_VALID, NL_CB_CUSTOM, OnValid, &ex);
+    nl_cb_set(cb.get(), NL_CB_SEQ_CHECK, NL_CB_CUSTOM, NoSeqCheck, nullptr);
     if (int err = nl_recvmsgs(events_.get(), cb.get()); err < 0)
       return FromNl("receive event", err);
   }

@@ -4,7 +4,9 @@
 #include <iostream>
 
 #include "cli.h"
+#ifndef VGPUCTL_NO_TOPO  // the static guest build (tests/vm/guest/vgpu) leaves topology out
 #include "topo_command.h"
+#endif
 #include "vgpu/kmodclient.h"
 
 namespace vgpu::ctl {
@@ -203,11 +205,13 @@ constexpr Command kCommands[] = {
     {"bind", "", "resolve the real driver's nodes now", RunBind},
     {"events", "[--count N] [--timeout S]", "print slot events (quota denials, attach, exit)",
      RunEvents},
+#ifndef VGPUCTL_NO_TOPO
     {"topo", "[--fixture FILE] [--record FILE] [--gpus] (--help for more)",
      "GPU link matrix like nvidia-smi topo -m (topology/)",
      [](CommandContext& ctx, std::span<const std::string> args) {
        return topology::RunTopoCommand(args, ctx.json, *ctx.out, *ctx.err);
      }},
+#endif
     {"help", "", "this text", RunHelp},
 };
 

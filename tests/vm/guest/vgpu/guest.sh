@@ -1,0 +1,33 @@
+# vgpu.ko in front of nvsim.ko: slots over netlink, forwarding, enforcement, hostile input,
+# unload rules, and the RM_CONTROL overhead benchmark (tests/vm/guest/vgpu/README in vgpu_gtest.cc).
+set -e
+[ -d /sys/kernel/debug/nvsim ] || grep -q " /sys/kernel/debug " /proc/mounts || mount -t debugfs none /sys/kernel/debug
+insmod ./mod/nvsim.ko num_gpus=1 vidmem_mib=1024 reserved_mib=64
+# nvsim has no /sys/module/nvsim/version: name the ABI it serves.
+insmod ./mod/vgpu.ko driver_version=580.159.04
+./vgpuctl driver
+./vgpu_gtest --gtest_brief=1 --gtest_output=xml:$OUT/vgpu_gtest.xml
+
+# The CLI end to end (as root): create, list (table and JSON), inspect, set, destroy.
+./vgpuctl create --gpu 0 --name demo --memory 256Mi --share 50 > $OUT/create.txt
+cat $OUT/create.txt
+id=$(sed -n 's/^slot \([0-9]*\) .*/\1/p' $OUT/create.txt)
+./vgpuctl list
+./vgpuctl --json list | grep -q '"name": "demo"'
+./vgpuctl set $id --memory 128Mi | grep -q '128.0 MiB'
+if ./vgpuctl create --gpu 0 --bogus 2>$OUT/err.txt; then echo "vgpuctl accepted --bogus"; exit 1; fi
+grep -q "no flag --bogus" $OUT/err.txt
+./vgpuctl destroy $id
+[ ! -e /dev/vgpuctl$id ] || { echo "node /dev/vgpuctl$id left after destroy"; exit 1; }
+
+./vgpu_bench | tee $OUT/bench.txt
+
+# Unload while a proxy file is open is refused (the fops own the module), then succeeds.
+./vgpuctl create --gpu 0 --name unload > $OUT/create2.txt
+id=$(sed -n 's/^slot \([0-9]*\) .*/\1/p' $OUT/create2.txt)
+exec 3</dev/vgpuctl$id
+if rmmod vgpu 2>/dev/null; then echo "vgpu: rmmod succeeded with /dev/vgpuctl$id open"; exit 1; fi
+exec 3<&-
+rmmod vgpu   # a slot without open files is torn down by module exit
+rmmod nvsim
+echo "vgpu: suite done"

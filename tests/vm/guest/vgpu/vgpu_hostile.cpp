@@ -1,0 +1,257 @@
+// Hostile input through /dev/vgpu*: random sizes and pointers, XFER nesting, a second thread
+// rewriting parameters during the call, fds of other files, close during ioctl, slot destroy
+// while in use. Linked into vgpu_gtest (guest.cmake). The kernel must stay clean (the harness
+// fails on any oops, WARN or KASAN report) and the slot's charge must keep agreeing with
+// nvsim's own count of video memory.
+#include <sys/mman.h>
+
+#include <atomic>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "vgpu_rm.h"
+
+namespace vgpu_test {
+namespace {
+
+// Errnos a refused call may return; anything else (or a crash) is a failure.
+bool CleanErrno(int e) {
+  static const std::set<int> ok = {EINVAL, EFAULT, ENOTTY, EPERM, ENODEV, E2BIG,
+                                   ENOMEM, EOVERFLOW, ENOSPC, EOPNOTSUPP, EBADF};
+  return ok.count(e) != 0;
+}
+
+TEST(Hostile, RandomSizesAndPointers) {
+  ScopedSlot slot(64 * kMiB);
+  ASSERT_TRUE(slot.ok());
+  uint64_t base = NvsimUsedBytes();
+  Session s;
+  ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
+  std::mt19937_64 rng(4);
+  std::vector<uint8_t> buf(16384);
+  void* unmapped = mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(unmapped, MAP_FAILED);
+  const unsigned kNrs[] = {0x27, 0x28, 0x29, 0x2a, 0x2b, 0x34, 0x35, 0x4a, 0x4e, 0x4f, 0x5e,
+                           0xc8, 0xc9, 0xce, 0xcf, 0xd1, 0xd2, 0xd3, 0xd4, 0xd6, 0xd7, 0xda};
+  int bad = 0;
+  for (int i = 0; i < 3000; ++i) {
+    unsigned nr = (i % 4 == 3) ? static_cast<unsigned>(rng() & 0xff) : kNrs[rng() % std::size(kNrs)];
+    size_t size = (i % 3 == 0) ? rng() % 16384 : (rng() % 8) * 8;
+    for (auto& b : buf) b = static_cast<uint8_t>(rng());
+    // Nested pointers inside the random bytes point at the buffer, at nothing, or at the kernel.
+    for (size_t off = 16; off + 8 <= 64; off += 8) {
+      uint64_t choice = rng() % 4;
+      uint64_t ptr = choice == 0   ? Ptr(buf.data() + 1024)
+                     : choice == 1 ? Ptr(unmapped)
+                     : choice == 2 ? 0xffff888000000000ull
+                                   : 0;
+      memcpy(buf.data() + off, &ptr, 8);
+    }
+    void* arg = (i % 5 == 0) ? unmapped : (i % 7 == 0) ? nullptr : buf.data();
+    int fd = (i % 2) ? s.ctl : s.dev;
+    errno = 0;
+    int r = ioctl(fd, _IOC(_IOC_READ | _IOC_WRITE, 'F', nr, size), arg);
+    if (r < 0 && !CleanErrno(errno)) {
+      if (++bad < 5) ADD_FAILURE() << "nr 0x" << std::hex << nr << " size " << std::dec << size
+                                   << ": errno " << errno;
+    }
+  }
+  EXPECT_EQ(bad, 0);
+  munmap(unmapped, 4096);
+  // The slot still works and its accounting still matches the driver's.
+  EXPECT_EQ(s.Vidmem(0xa1, 2 * kMiB), NV_OK);
+  EXPECT_EQ(NvsimUsedBytes() - base, slot.Stat(VGPU_STAT_MEM_CHARGED));
+}
+
+TEST(Hostile, BadPointersGiveEfault) {
+  ScopedSlot slot(64 * kMiB);
+  ASSERT_TRUE(slot.ok());
+  Session s;
+  ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
+  nvos54 c{};
+  EXPECT_EQ(RawIoctl(s.ctl, NV_ESC_RM_CONTROL, nullptr, sizeof(c)).err, EFAULT);
+  EXPECT_EQ(RawIoctl(s.ctl, NV_ESC_RM_CONTROL, reinterpret_cast<void*>(0x10), sizeof(c)).err, EFAULT);
+  // A nested params pointer to nowhere: refused (errno or an RM status), never forwarded blind.
+  c.hClient = s.client;
+  c.hObject = s.subdevice;
+  c.cmd = NV2080_CTRL_CMD_FB_GET_INFO_V2;
+  c.params = 0x10;
+  c.paramsSize = sizeof(nv2080_fb_get_info_v2_params);
+  Rc rc = RawIoctl(s.ctl, NV_ESC_RM_CONTROL, &c, sizeof(c));
+  EXPECT_TRUE(rc.ret < 0 ? CleanErrno(rc.err) : c.status != NV_OK) << rc.err << " " << c.status;
+  // Alloc params to nowhere for a charged class: nothing is charged.
+  nvos64 a{};
+  a.hRoot = s.client;
+  a.hObjectParent = s.device;
+  a.hObjectNew = 0xa9;
+  a.hClass = NV01_MEMORY_LOCAL_USER;
+  a.pAllocParms = 0x10;
+  rc = RawIoctl(s.ctl, NV_ESC_RM_ALLOC, &a, sizeof(a));
+  EXPECT_TRUE(rc.ret < 0 ? CleanErrno(rc.err) : a.status != NV_OK);
+  EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 0u);
+}
+
+// XFER (0xD3) wraps any escape: unwrapped it is held to the same rules; nested, refused.
+TEST(Hostile, XferIsNoBypass) {
+  ScopedSlot slot(8 * kMiB);
+  ASSERT_TRUE(slot.ok());
+  uint64_t base = NvsimUsedBytes();
+  Session s;
+  ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
+  nv_memory_allocation_params mp{};
+  mp.owner = s.client;
+  mp.size = 32 * kMiB;
+  nvos64 a{};
+  a.hRoot = s.client;
+  a.hObjectParent = s.device;
+  a.hObjectNew = 0xa1;
+  a.hClass = NV01_MEMORY_LOCAL_USER;
+  a.pAllocParms = Ptr(&mp);
+  // The inner cmd is the escape number (nv.c:2406-2430 swaps it in as the nr).
+  nv_ioctl_xfer x{NV_ESC_RM_ALLOC, sizeof(a), Ptr(&a)};
+  Rc rc = RawIoctl(s.ctl, NV_ESC_IOCTL_XFER_CMD, &x, sizeof(x));
+  EXPECT_EQ(rc.ret, 0) << strerror(rc.err);
+  EXPECT_EQ(a.status, NV_ERR_NO_MEMORY) << "32 MiB over an 8 MiB quota, wrapped in XFER";
+  EXPECT_EQ(NvsimUsedBytes(), base);
+  // XFER inside XFER.
+  nv_ioctl_xfer outer{NV_ESC_IOCTL_XFER_CMD, sizeof(x), Ptr(&x)};
+  rc = RawIoctl(s.ctl, NV_ESC_IOCTL_XFER_CMD, &outer, sizeof(outer));
+  EXPECT_LT(rc.ret, 0);
+  EXPECT_TRUE(CleanErrno(rc.err)) << rc.err;
+  // An inner size over the driver's cap, and an outer size other than 16.
+  nv_ioctl_xfer huge{NV_ESC_RM_CONTROL, 20000, Ptr(&a)};
+  EXPECT_EQ(RawIoctl(s.ctl, NV_ESC_IOCTL_XFER_CMD, &huge, sizeof(huge)).err, EINVAL);
+  EXPECT_EQ(RawIoctl(s.ctl, NV_ESC_IOCTL_XFER_CMD, &x, 24).err, EINVAL);
+  EXPECT_EQ(NvsimUsedBytes(), base);
+}
+
+// Another thread flips the requested size between a small and a huge value while the
+// allocation runs. Whatever the driver ends up allocating, the slot is charged for it, and
+// the charge agrees with the driver's count once the threads stop.
+TEST(Hostile, SecondThreadRewritesParamsDuringTheCall) {
+  ScopedSlot slot(64 * kMiB);
+  ASSERT_TRUE(slot.ok());
+  uint64_t base = NvsimUsedBytes();
+  {
+    Session s;
+    ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
+    nv_memory_allocation_params mp{};
+    std::atomic<bool> stop{false};
+    std::thread flipper([&] {
+      auto* size = reinterpret_cast<volatile uint64_t*>(&mp.size);
+      // Hold each value for a while so both the check and the driver's read can see either.
+      for (uint64_t i = 0; !stop.load(std::memory_order_relaxed); ++i) {
+        *size = (i / 512) % 2 ? 512 * kMiB : 2 * kMiB;
+      }
+    });
+    int ok = 0;
+    for (uint32_t h = 0x100; h < 0x100 + 400; ++h) {
+      mp.owner = s.client;
+      uint32_t handle = h;
+      if (Alloc(s.ctl, s.client, s.device, &handle, NV01_MEMORY_LOCAL_USER, &mp) == NV_OK) {
+        ++ok;
+        if (ok % 4 == 0) s.FreeObj(handle);
+      }
+    }
+    stop = true;
+    flipper.join();
+    uint64_t charged = slot.Stat(VGPU_STAT_MEM_CHARGED);
+    EXPECT_EQ(NvsimUsedBytes() - base, charged) << "charge and driver disagree after the race";
+    std::printf("rewrite race: %d allocations succeeded, charged %llu MiB, overquota events %llu\n",
+                ok, static_cast<unsigned long long>(charged >> 20),
+                static_cast<unsigned long long>(slot.Stat(VGPU_STAT_OVERQUOTA)));
+  }
+  EXPECT_EQ(NvsimUsedBytes(), base);
+  EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 0u);
+}
+
+TEST(Hostile, FdsOfOtherFilesInFdFields) {
+  ScopedSlot slot(0);
+  ASSERT_TRUE(slot.ok());
+  Session s;
+  ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
+  nv_memory_allocation_params mp{};
+  mp.owner = s.client;
+  mp.size = 2 * kMiB;
+  uint32_t hmem = 0xc1;
+  ASSERT_EQ(Alloc(s.ctl, s.client, s.device, &hmem, NV01_MEMORY_SYSTEM, &mp), NV_OK);
+  int null = open("/dev/null", O_RDWR);
+  int real_direct = open("/dev/nvidiactl", O_RDWR);  // a real driver file in the tenant's table
+  for (int fd : {null, 999, real_direct, s.dev /* right slot, wrong kind is the driver's call */}) {
+    nvos33_with_fd m{};
+    m.hClient = s.client;
+    m.hDevice = s.device;
+    m.hMemory = hmem;
+    m.length = 4096;
+    m.fd = fd;
+    Rc rc = RawIoctl(s.ctl, NV_ESC_RM_MAP_MEMORY, &m, sizeof(m));
+    if (fd == s.dev) continue;
+    EXPECT_EQ(rc.err, EINVAL) << "fd " << fd;
+    EXPECT_EQ(m.fd, fd);
+  }
+  close(null);
+  if (real_direct >= 0) close(real_direct);
+}
+
+TEST(Hostile, CloseDuringIoctl) {
+  ScopedSlot slot(64 * kMiB);
+  ASSERT_TRUE(slot.ok());
+  uint64_t base = NvsimUsedBytes();
+  for (int round = 0; round < 20; ++round) {
+    auto s = std::make_unique<Session>();
+    ASSERT_EQ(s->Open(slot.ctl(), slot.dev()), "");
+    int ctl = s->ctl;
+    std::atomic<bool> go{false};
+    std::thread user([&] {
+      while (!go) {
+      }
+      for (int i = 0; i < 300; ++i) {
+        uint64_t size = 2 * kMiB;
+        uint32_t h = 0x200 + i;
+        int64_t st = AllocVidmem(ctl, s->client, s->device, &h, &size);
+        if (st == -EBADF) break;
+      }
+    });
+    go = true;
+    std::this_thread::sleep_for(std::chrono::microseconds(200 * (round % 5)));
+    close(s->ctl);
+    s->ctl = -1;
+    user.join();
+  }
+  EXPECT_EQ(NvsimUsedBytes(), base);
+  EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 0u);
+}
+
+TEST(Hostile, SlotDestroyWhileInUse) {
+  auto nl = Netlink();
+  vgpu::kmod::SlotSpec spec;
+  spec.gpu = 0;
+  spec.config.mem_quota = 64 * kMiB;
+  auto info = nl->CreateSlot(spec);
+  ASSERT_TRUE(info.ok());
+  uint64_t base = NvsimUsedBytes();
+  Session s;
+  ASSERT_EQ(s.Open("/dev/" + info->node_ctl, "/dev/" + info->node_dev), "");
+  std::atomic<bool> revoked{false};
+  std::thread user([&] {
+    for (uint32_t i = 0; i < 100000 && !revoked; ++i) {
+      uint64_t size = 2 * kMiB;
+      uint32_t h = 0x300 + (i % 16);
+      int64_t st = AllocVidmem(s.ctl, s.client, s.device, &h, &size);
+      if (st == -ENODEV) revoked = true;
+      else if (st == NV_OK) Free(s.ctl, s.client, s.device, h);
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(nl->DestroySlot(info->id, 0).code(), vgpu::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(nl->DestroySlot(info->id, VGPU_DEL_F_DEFER).ok());
+  user.join();
+  EXPECT_TRUE(revoked);
+  close(s.dev), close(s.ctl);
+  s.dev = s.ctl = -1;
+  EXPECT_EQ(NvsimUsedBytes(), base);
+}
+
+}  // namespace
+}  // namespace vgpu_test

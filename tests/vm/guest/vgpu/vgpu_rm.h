@@ -1,0 +1,127 @@
+// Helpers for the vgpu guest suite: slots over kmodclient, a tenant's RM session through the
+// proxy nodes, and nvsim's own view (debugfs) to compare charges against.
+#pragma once
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "tests/vm/guest/nvsim/nvsim_rm.h"
+#include "vgpu/kmodclient.h"
+
+namespace vgpu_test {
+
+using namespace nvsim_test;  // NOLINT: RawIoctl, Alloc, Free, Control, AllocVidmem, FbInfo
+
+inline std::unique_ptr<vgpu::kmod::Client> Netlink() {
+  auto c = vgpu::kmod::Client::Open();
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  return c.ok() ? std::move(c.value()) : nullptr;
+}
+
+// nvsim's used video memory of GPU 0 (debugfs), the driver's own view.
+inline uint64_t NvsimUsedBytes() {
+  std::ifstream f("/sys/kernel/debug/nvsim/gpu0");
+  std::string k1, k2;
+  uint64_t heap = 0, used = ~0ull;
+  f >> k1 >> heap >> k2 >> used;
+  return used;
+}
+
+// A slot created for one test and destroyed (deferred, so it never fails) at scope exit.
+class ScopedSlot {
+ public:
+  explicit ScopedSlot(uint64_t quota, const char* name = "test", uint32_t flags = 0) {
+    nl_ = Netlink();
+    vgpu::kmod::SlotSpec spec;
+    spec.gpu = 0;
+    spec.flags = flags;
+    spec.config.name = name;
+    if (quota) spec.config.mem_quota = quota;
+    auto s = nl_->CreateSlot(spec);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    if (s.ok()) info_ = *s;
+    ok_ = s.ok();
+  }
+  ~ScopedSlot() {
+    if (ok_) (void)nl_->DestroySlot(info_.id, VGPU_DEL_F_DEFER);
+  }
+  bool ok() const { return ok_; }
+  uint32_t id() const { return info_.id; }
+  std::string ctl() const { return "/dev/" + info_.node_ctl; }
+  std::string dev() const { return "/dev/" + info_.node_dev; }
+  vgpu::kmod::SlotInfo Get() const {
+    auto s = nl_->GetSlot(info_.id);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? *s : vgpu::kmod::SlotInfo{};
+  }
+  uint64_t Stat(int stat) const { return Get().stats[stat]; }
+  vgpu::kmod::Client& nl() { return *nl_; }
+
+ private:
+  std::unique_ptr<vgpu::kmod::Client> nl_;
+  vgpu::kmod::SlotInfo info_;
+  bool ok_ = false;
+};
+
+// One tenant's RM session through a slot's nodes, as libcuda builds it: ctl file, a
+// registered dev file, a client, device 0 and its subdevice.
+struct Session {
+  int ctl = -1;
+  int dev = -1;
+  uint32_t client = 0;
+  uint32_t device = 0xd0000001;
+  uint32_t subdevice = 0xd0000002;
+
+  Session() = default;
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  ~Session() {
+    if (dev >= 0) close(dev);
+    if (ctl >= 0) close(ctl);
+  }
+
+  // Returns "" or what failed.
+  std::string Open(const std::string& ctl_path, const std::string& dev_path) {
+    ctl = open(ctl_path.c_str(), O_RDWR | O_CLOEXEC);
+    if (ctl < 0) return "open " + ctl_path + ": " + strerror(errno);
+    dev = open(dev_path.c_str(), O_RDWR | O_CLOEXEC);
+    if (dev < 0) return "open " + dev_path + ": " + strerror(errno);
+    nv_ioctl_register_fd r{ctl};
+    Rc rc = RawIoctl(dev, NV_ESC_REGISTER_FD, &r, sizeof(r));
+    if (rc.ret) return "REGISTER_FD: " + std::string(strerror(rc.err));
+    if (int64_t st = AllocClient(ctl, &client); st != NV_OK) return "client: " + std::to_string(st);
+    nv0080_alloc_params dp{};
+    if (int64_t st = Alloc(ctl, client, client, &device, NV01_DEVICE_0, &dp); st != NV_OK)
+      return "device: " + std::to_string(st);
+    uint32_t sub_params[1] = {0};
+    if (int64_t st = Alloc(ctl, client, device, &subdevice, NV20_SUBDEVICE_0, sub_params);
+        st != NV_OK)
+      return "subdevice: " + std::to_string(st);
+    return "";
+  }
+
+  int64_t Vidmem(uint32_t handle, uint64_t size) {
+    return AllocVidmem(ctl, client, device, &handle, &size);
+  }
+  int64_t FreeObj(uint32_t handle) { return Free(ctl, client, device, handle); }
+  uint32_t Fb(uint32_t index) { return FbInfo(ctl, client, subdevice, index); }
+};
+
+inline bool IsChar(const std::string& path, unsigned* major_out) {
+  struct stat st {};
+  if (stat(path.c_str(), &st)) return false;
+  *major_out = major(st.st_rdev);
+  return S_ISCHR(st.st_mode);
+}
+
+}  // namespace vgpu_test
