@@ -3,6 +3,7 @@
 // each evaluator on the 8-GPU shapes, in interleaved rounds, with p50/p99 as min and median over
 // rounds and the ratio to firstfit measured in the same run. Printed, never asserted.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -30,6 +31,49 @@ double Percentile(std::vector<double> values, double p) {
 double Median(std::vector<double> values) { return Percentile(std::move(values), 0.5); }
 double Min(const std::vector<double>& values) {
   return values.empty() ? 0 : *std::min_element(values.begin(), values.end());
+}
+
+// The search's worst case: every multi-GPU size on an empty 8-GPU machine (most candidate sets),
+// 200 decisions per size and round, rounds interleaved across evaluators.
+void WorstCase(const std::vector<std::unique_ptr<Evaluator>>& evaluators, int rounds) {
+  for (const char* machine : {kMachines[0], kMachines[1]}) {
+    Result<Topology> topology = LoadFixture(std::string(VGPU_TOPOLOGY_FIXTURES) + "/" + machine);
+    if (!topology.ok()) {
+      return;
+    }
+    std::vector<GpuLoad> empty(topology->size());
+    std::printf(
+        "%s, empty machine, whole-GPU requests of 2..%d GPUs (us per decision)\n  %-9s "
+        "%17s %17s\n",
+        machine, topology->size(), "evaluator", "p50 min/med", "p99 min/med");
+    std::map<std::string, std::vector<double>> p50s, p99s;
+    for (int round = 0; round < rounds; ++round) {
+      for (const auto& evaluator : evaluators) {
+        std::vector<double> ns;
+        for (int count = 2; count <= topology->size(); ++count) {
+          PlacementRequest request{.gpu_count = count, .whole_gpu = true};
+          for (int i = 0; i < 200; ++i) {
+            auto start = std::chrono::steady_clock::now();
+            Result<Placement> placement = evaluator->Place(*topology, empty, request);
+            auto stop = std::chrono::steady_clock::now();
+            if (!placement.ok()) {
+              std::fprintf(stderr, "unexpected: %s\n", placement.status().ToString().c_str());
+              return;
+            }
+            ns.push_back(std::chrono::duration<double, std::nano>(stop - start).count());
+          }
+        }
+        std::string name(evaluator->Name());
+        p50s[name].push_back(Percentile(ns, 0.50) / 1000);
+        p99s[name].push_back(Percentile(ns, 0.99) / 1000);
+      }
+    }
+    for (const auto& evaluator : evaluators) {
+      std::string name(evaluator->Name());
+      std::printf("  %-9s %8.2f/%8.2f %8.2f/%8.2f\n", name.c_str(), Min(p50s[name]),
+                  Median(p50s[name]), Min(p99s[name]), Median(p99s[name]));
+    }
+  }
 }
 
 int Run(int rounds) {
@@ -93,6 +137,7 @@ int Run(int rounds) {
                   base > 0 ? p99 / base : 0.0, p99 <= 1000 ? "yes" : "NO");
     }
   }
+  WorstCase(evaluators, rounds);
   return 0;
 }
 
