@@ -79,29 +79,29 @@
 #define VGPU_UAPI_TRACE_H
 
 /* Keys of a record line, for writers in C. */
-#define VGPU_TRACE_KEY_SEQ "seq"
-#define VGPU_TRACE_KEY_PID "pid"
-#define VGPU_TRACE_KEY_TID "tid"
-#define VGPU_TRACE_KEY_DEV "dev"
-#define VGPU_TRACE_KEY_FD "fd"
-#define VGPU_TRACE_KEY_REQ "req"
-#define VGPU_TRACE_KEY_RC "rc"
-#define VGPU_TRACE_KEY_ERRNO "errno"
-#define VGPU_TRACE_KEY_IN "in"
-#define VGPU_TRACE_KEY_OUT "out"
-#define VGPU_TRACE_KEY_PTRS "ptrs"
-#define VGPU_TRACE_KEY_OFF "off"
+#define VGPU_TRACE_KEY_SEQ    "seq"
+#define VGPU_TRACE_KEY_PID    "pid"
+#define VGPU_TRACE_KEY_TID    "tid"
+#define VGPU_TRACE_KEY_DEV    "dev"
+#define VGPU_TRACE_KEY_FD     "fd"
+#define VGPU_TRACE_KEY_REQ    "req"
+#define VGPU_TRACE_KEY_RC     "rc"
+#define VGPU_TRACE_KEY_ERRNO  "errno"
+#define VGPU_TRACE_KEY_IN     "in"
+#define VGPU_TRACE_KEY_OUT    "out"
+#define VGPU_TRACE_KEY_PTRS   "ptrs"
+#define VGPU_TRACE_KEY_OFF    "off"
 #define VGPU_TRACE_KEY_PARENT "parent"
-#define VGPU_TRACE_KEY_ADDR "addr"
-#define VGPU_TRACE_KEY_EV "ev"
-#define VGPU_TRACE_EV_OPEN "open"
-#define VGPU_TRACE_EV_CLOSE "close"
+#define VGPU_TRACE_KEY_ADDR   "addr"
+#define VGPU_TRACE_KEY_EV     "ev"
+#define VGPU_TRACE_EV_OPEN    "open"
+#define VGPU_TRACE_EV_CLOSE   "close"
 
 /* Offsets of the pointer fields recorders save (nvidia-rm-abi.md §3). */
-#define VGPU_TRACE_PTR_ALLOC_PARAMS 16	/* NVOS21/NVOS64 pAllocParms */
-#define VGPU_TRACE_PTR_ALLOC_RIGHTS 24	/* NVOS64 pRightsRequested */
-#define VGPU_TRACE_PTR_CONTROL_PARAMS 16	/* NVOS54 params */
-#define VGPU_TRACE_PTR_XFER_PAYLOAD 8	/* nv_ioctl_xfer_t ptr */
-#define VGPU_TRACE_PTR_EVENT 0		/* NVOS41 pEvent */
+#define VGPU_TRACE_PTR_ALLOC_PARAMS   16 /* NVOS21/NVOS64 pAllocParms */
+#define VGPU_TRACE_PTR_ALLOC_RIGHTS   24 /* NVOS64 pRightsRequested */
+#define VGPU_TRACE_PTR_CONTROL_PARAMS 16 /* NVOS54 params */
+#define VGPU_TRACE_PTR_XFER_PAYLOAD   8	 /* nv_ioctl_xfer_t ptr */
+#define VGPU_TRACE_PTR_EVENT	      0	 /* NVOS41 pEvent */
 
 #endif /* VGPU_UAPI_TRACE_H */

@@ -45,21 +45,21 @@ int vcore_user_read(struct vcore_call *call, void *dst, vcore_uptr_t src,
 		return 0;
 	if (src + n < src)
 		return -VCORE_EFAULT;
-	return call->slot->ops->copy_from_user(call->ctx.uctx, dst, src, n) ?
-		       -VCORE_EFAULT :
-		       0;
+	return call->slot->ops->copy_from_user(call->ctx.uctx, dst, src, n)
+		       ? -VCORE_EFAULT
+		       : 0;
 }
 
-int vcore_user_write(struct vcore_call *call, vcore_uptr_t dst,
-		     const void *src, vcore_size_t n)
+int vcore_user_write(struct vcore_call *call, vcore_uptr_t dst, const void *src,
+		     vcore_size_t n)
 {
 	if (!n)
 		return 0;
 	if (dst + n < dst)
 		return -VCORE_EFAULT;
-	return call->slot->ops->copy_to_user(call->ctx.uctx, dst, src, n) ?
-		       -VCORE_EFAULT :
-		       0;
+	return call->slot->ops->copy_to_user(call->ctx.uctx, dst, src, n)
+		       ? -VCORE_EFAULT
+		       : 0;
 }
 
 int vcore_reply_u32(struct vcore_call *call, vcore_u32 off, vcore_u32 *out)
@@ -162,11 +162,10 @@ static void log_refusal(struct vcore_call *call)
 {
 	vcore_logf(call->slot, VCORE_LOG_INFO,
 		   "pid %u: refused nr 0x%x size %u cmd/class 0x%x: %s (%s %d)",
-		   call->ctx.pid, call->nr, call->size, call->cmd,
-		   call->reason,
+		   call->ctx.pid, call->nr, call->size, call->cmd, call->reason,
 		   call->verdict == VCORE_REFUSE_STATUS ? "status" : "errno",
-		   call->verdict == VCORE_REFUSE_STATUS ? (int)call->rm_status :
-							  call->err);
+		   call->verdict == VCORE_REFUSE_STATUS ? (int)call->rm_status
+							: call->err);
 }
 
 enum vcore_verdict vcore_refuse_errno(struct vcore_call *call, int err,
@@ -302,10 +301,9 @@ static enum vcore_verdict uvm_pre(struct vcore_call *call)
 	call->size = 0;
 	row = vcore_abi_uvm(call->slot->abi, call->req);
 	if (!row)
-		return vcore_policy_unknown(call,
-					    &call->slot->stats.unknown_escapes,
-					    call->req, -VCORE_EINVAL, 0,
-					    "unknown nvidia-uvm ioctl");
+		return vcore_policy_unknown(
+			call, &call->slot->stats.unknown_escapes, call->req,
+			-VCORE_EINVAL, 0, "unknown nvidia-uvm ioctl");
 	call->size = row->size;
 	vcore_add_buf(call, -1, 0, call->arg, row->size, 0);
 	if (call->req == UVM_MM_INITIALIZE) {

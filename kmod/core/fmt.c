@@ -44,7 +44,7 @@ static void put_num(struct out *o, vcore_u64 v, unsigned int base,
 int vcore_vsnprintf(char *buf, vcore_size_t len, const char *fmt,
 		    __builtin_va_list ap)
 {
-	struct out o = { buf, len, 0 };
+	struct out o = {buf, len, 0};
 
 	for (; *fmt; fmt++) {
 		unsigned int width = 0, lng = 0;
@@ -87,7 +87,9 @@ int vcore_vsnprintf(char *buf, vcore_size_t len, const char *fmt,
 				s = __builtin_va_arg(ap, long);
 			else
 				s = __builtin_va_arg(ap, int);
-			put_num(&o, s < 0 ? (vcore_u64)0 - (vcore_u64)s : (vcore_u64)s,
+			put_num(&o,
+				s < 0 ? (vcore_u64)0 - (vcore_u64)s
+				      : (vcore_u64)s,
 				10, s < 0, width, padc);
 			break;
 		case 'u':

@@ -209,7 +209,7 @@ void vcore_obj_free_file_clients_locked(struct vcore_slot *slot,
 		while (o) {
 			if (!o->parent && o->owner == file) {
 				vcore_obj_free_tree_locked(slot, o);
-				o = slot->buckets[b];	/* chain changed */
+				o = slot->buckets[b]; /* chain changed */
 				continue;
 			}
 			o = o->hnext;
@@ -234,8 +234,7 @@ void vcore_obj_free_all_locked(struct vcore_slot *slot)
 
 /* ---- TSG registry ---- */
 
-int vcore_slot_for_each_tsg(struct vcore_slot *slot, vcore_tsg_fn fn,
-			    void *arg)
+int vcore_slot_for_each_tsg(struct vcore_slot *slot, vcore_tsg_fn fn, void *arg)
 {
 	int ret = 0;
 	vcore_u32 b;
@@ -283,9 +282,9 @@ int vcore_slot_for_each_channel(struct vcore_slot *slot, vcore_channel_fn fn,
 			if (!is_channel(o->cls))
 				continue;
 			info.h_client = o->h_client;
-			info.h_tsg = o->parent && is_tsg(o->parent->cls) ?
-					     o->parent->h_object :
-					     0;
+			info.h_tsg = o->parent && is_tsg(o->parent->cls)
+					     ? o->parent->h_object
+					     : 0;
 			info.h_channel = o->h_object;
 			info.channel_class = o->cls;
 			ret = fn(arg, &info);

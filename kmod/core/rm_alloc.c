@@ -15,16 +15,16 @@
 #include "abi/nvstatus.h"
 #include "abi/nv_escape.h"
 
-#define SZ_4K 0x1000ull
-#define SZ_64K 0x10000ull
-#define SZ_2M 0x200000ull
+#define SZ_4K	0x1000ull
+#define SZ_64K	0x10000ull
+#define SZ_2M	0x200000ull
 #define SZ_512M 0x20000000ull
 
 static vcore_u64 round_up(vcore_u64 v, vcore_u64 align)
 {
 	vcore_u64 r = (v + align - 1) & ~(align - 1);
 
-	return r < v ? ~(align - 1) : r;	/* saturate on overflow */
+	return r < v ? ~(align - 1) : r; /* saturate on overflow */
 }
 
 /* RM aligns to the page size attr/attr2 select (nvos.h:1061-1090); the
@@ -35,8 +35,8 @@ static vcore_u64 page_align_of(vcore_u32 attr, vcore_u32 attr2)
 	case NVOS32_ATTR_PAGE_SIZE_BIG:
 		return SZ_64K;
 	case NVOS32_ATTR_PAGE_SIZE_HUGE:
-		return NVOS32_ATTR2_PAGE_SIZE_HUGE(attr2) == 2 ? SZ_512M :
-								 SZ_2M;
+		return NVOS32_ATTR2_PAGE_SIZE_HUGE(attr2) == 2 ? SZ_512M
+							       : SZ_2M;
 	default:
 		return SZ_4K;
 	}
@@ -84,19 +84,19 @@ static enum vcore_verdict reserve(struct vcore_call *call, vcore_u64 bytes,
  * The class decides what an allocation means. @params is the private copy
  * of the class params (NULL when the escape has none), @psize its length.
  */
-static enum vcore_verdict alloc_by_class(struct vcore_call *call,
-					 vcore_u32 cls, const vcore_u8 *params,
+static enum vcore_verdict alloc_by_class(struct vcore_call *call, vcore_u32 cls,
+					 const vcore_u8 *params,
 					 vcore_u32 psize)
 {
-	const struct vcore_class_row *row = vcore_abi_class(call->slot->abi, cls);
+	const struct vcore_class_row *row =
+		vcore_abi_class(call->slot->abi, cls);
 	enum vcore_verdict v;
 
 	call->cmd = cls;
 	if (!row) {
-		v = vcore_policy_unknown(call,
-					 &call->slot->stats.unknown_classes, cls,
-					 0, NV_ERR_INVALID_CLASS,
-					 "unknown class");
+		v = vcore_policy_unknown(
+			call, &call->slot->stats.unknown_classes, cls, 0,
+			NV_ERR_INVALID_CLASS, "unknown class");
 		if (v != VCORE_FORWARD)
 			return v;
 		v = prealloc_obj(call);
@@ -114,11 +114,11 @@ static enum vcore_verdict alloc_by_class(struct vcore_call *call,
 		vcore_u64 align;
 
 		if (!params || psize < sizeof(NV_MEMORY_ALLOCATION_PARAMS))
-			return vcore_slot_has_quota(call->slot) ?
-				       vcore_refuse_status(call,
-							   NV_ERR_INVALID_ARGUMENT,
-							   "vidmem alloc without params") :
-				       VCORE_FORWARD;
+			return vcore_slot_has_quota(call->slot)
+				       ? vcore_refuse_status(
+						 call, NV_ERR_INVALID_ARGUMENT,
+						 "vidmem alloc without params")
+				       : VCORE_FORWARD;
 		flags = vcore_rd32(params, 8);
 		attr = vcore_rd32(params, 24);
 		attr2 = vcore_rd32(params, 28);
@@ -132,24 +132,26 @@ static enum vcore_verdict alloc_by_class(struct vcore_call *call,
 	}
 	case VCORE_CLS_FABRIC:
 		if (!params || psize < NV00F8_ALLOCATION_PARAMETERS_SIZE)
-			return vcore_slot_has_quota(call->slot) ?
-				       vcore_refuse_status(call,
-							   NV_ERR_INVALID_ARGUMENT,
-							   "fabric alloc without params") :
-				       VCORE_FORWARD;
+			return vcore_slot_has_quota(call->slot)
+				       ? vcore_refuse_status(
+						 call, NV_ERR_INVALID_ARGUMENT,
+						 "fabric alloc without params")
+				       : VCORE_FORWARD;
 		call->reply_size_off = NV00F8_ALLOC_SIZE_OFF;
-		return reserve(call,
-			       round_up(vcore_rd64(params,
-						   NV00F8_ALLOC_SIZE_OFF),
-					SZ_2M),
-			       SZ_2M);
+		return reserve(
+			call,
+			round_up(vcore_rd64(params, NV00F8_ALLOC_SIZE_OFF),
+				 SZ_2M),
+			SZ_2M);
 	case VCORE_CLS_QUOTA_REFUSED:
 		if (vcore_slot_has_quota(call->slot))
-			return vcore_refuse_status(call, NV_ERR_NOT_SUPPORTED,
-						   "memory class not countable under a quota");
+			return vcore_refuse_status(
+				call, NV_ERR_NOT_SUPPORTED,
+				"memory class not countable under a quota");
 		return VCORE_FORWARD;
 	case VCORE_CLS_TSG:
-		if (params && psize >= sizeof(NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS))
+		if (params &&
+		    psize >= sizeof(NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS))
 			call->new_obj->engine_type = vcore_rd32(params, 12);
 		return VCORE_FORWARD;
 	default:
@@ -181,9 +183,10 @@ enum vcore_verdict vcore_esc_rm_alloc(struct vcore_call *call)
 		i = vcore_add_buf(call, (int)call->argidx, 16, p,
 				  row->params_size, need);
 		if (i < 0)
-			return vcore_refuse_errno(call, i == -VCORE_ENOMEM ?
-							       -VCORE_ENOMEM :
-							       -VCORE_EFAULT,
+			return vcore_refuse_errno(call,
+						  i == -VCORE_ENOMEM
+							  ? -VCORE_ENOMEM
+							  : -VCORE_EFAULT,
 						  "alloc params unreadable");
 		call->params_buf = i;
 		params = call->bufs[i].priv;
@@ -203,15 +206,17 @@ enum vcore_verdict vcore_esc_rm_alloc(struct vcore_call *call)
 enum vcore_verdict vcore_esc_rm_alloc_object(struct vcore_call *call)
 {
 	vcore_u32 cls = vcore_rd32(call->argbuf, 12);
-	const struct vcore_class_row *row = vcore_abi_class(call->slot->abi, cls);
+	const struct vcore_class_row *row =
+		vcore_abi_class(call->slot->abi, cls);
 
 	call->h_parent = vcore_rd32(call->argbuf, 4);
-	if (row && (row->kind == VCORE_CLS_VIDMEM ||
-		    row->kind == VCORE_CLS_FABRIC) &&
+	if (row &&
+	    (row->kind == VCORE_CLS_VIDMEM || row->kind == VCORE_CLS_FABRIC) &&
 	    vcore_slot_has_quota(call->slot)) {
 		call->cmd = cls;
-		return vcore_refuse_status(call, NV_ERR_NOT_SUPPORTED,
-					   "memory through ALLOC_OBJECT is not countable");
+		return vcore_refuse_status(
+			call, NV_ERR_NOT_SUPPORTED,
+			"memory through ALLOC_OBJECT is not countable");
 	}
 	return alloc_by_class(call, cls, VCORE_NULL, 0);
 }
@@ -236,10 +241,9 @@ enum vcore_verdict vcore_esc_rm_alloc_memory(struct vcore_call *call)
 	case NV01_MEMORY_SYSTEM_DYNAMIC:
 		break;
 	default:
-		return vcore_policy_unknown(call,
-					    &call->slot->stats.unknown_classes,
-					    cls, 0, NV_ERR_INVALID_CLASS,
-					    "unknown ALLOC_MEMORY class");
+		return vcore_policy_unknown(
+			call, &call->slot->stats.unknown_classes, cls, 0,
+			NV_ERR_INVALID_CLASS, "unknown ALLOC_MEMORY class");
 	}
 	call->cmd = cls;
 	v = prealloc_obj(call);
@@ -324,9 +328,9 @@ enum vcore_verdict vcore_esc_rm_dup_object(struct vcore_call *call)
 		VCORE_NULL;
 	vcore_unlock(call->slot);
 	if (!known && vcore_slot_has_quota(call->slot))
-		return vcore_refuse_status(call,
-					   NV_ERR_INSUFFICIENT_PERMISSIONS,
-					   "dup from a client outside this slot");
+		return vcore_refuse_status(
+			call, NV_ERR_INSUFFICIENT_PERMISSIONS,
+			"dup from a client outside this slot");
 	call->h_parent = vcore_rd32(call->argbuf, 4);
 	v = prealloc_obj(call);
 	if (v != VCORE_FORWARD)
@@ -338,16 +342,17 @@ enum vcore_verdict vcore_esc_rm_dup_object(struct vcore_call *call)
 /* NV_ESC_RM_SHARE (NVOS57): only objects this slot owns. */
 enum vcore_verdict vcore_esc_rm_share(struct vcore_call *call)
 {
-	vcore_u32 c = vcore_rd32(call->argbuf, 0), o = vcore_rd32(call->argbuf, 4);
+	vcore_u32 c = vcore_rd32(call->argbuf, 0),
+		  o = vcore_rd32(call->argbuf, 4);
 	vcore_bool known;
 
 	vcore_lock(call->slot);
 	known = vcore_obj_find_locked(call->slot, c, o) != VCORE_NULL;
 	vcore_unlock(call->slot);
 	if (!known && vcore_slot_has_quota(call->slot))
-		return vcore_refuse_status(call,
-					   NV_ERR_INSUFFICIENT_PERMISSIONS,
-					   "share of an object outside this slot");
+		return vcore_refuse_status(
+			call, NV_ERR_INSUFFICIENT_PERMISSIONS,
+			"share of an object outside this slot");
 	return VCORE_FORWARD;
 }
 
@@ -364,7 +369,8 @@ static void report_overquota(struct vcore_call *call,
 	vcore_overquota_fn fn = call->slot->overquota_fn;
 
 	vcore_logf(call->slot, VCORE_LOG_WARN,
-		   "pid %u: driver allocated %llu bytes for 0x%x/0x%x beyond the quota (parameters changed during the call)",
+		   "pid %u: driver allocated %llu bytes for 0x%x/0x%x beyond "
+		   "the quota (parameters changed during the call)",
 		   call->ctx.pid, (unsigned long long)oq->bytes, oq->h_client,
 		   oq->h_object);
 	if (fn)
@@ -405,7 +411,7 @@ int vcore_post_alloc(struct vcore_call *call)
 	vcore_bool over = 0;
 
 	if (reply_status(call, &status) || status != NV_OK)
-		return 0;	/* nothing was created; unwind refunds */
+		return 0; /* nothing was created; unwind refunds */
 	h_root = vcore_rd32(call->argbuf, 0);
 	if (call->reply_handle_from_buf) {
 		h_new = vcore_rd32(call->argbuf, NVOS32_ALLOCSIZE_HMEMORY_OFF);
@@ -454,7 +460,7 @@ int vcore_post_alloc(struct vcore_call *call)
 		}
 	}
 	obj->charged = charge;
-	call->reserved = 0;	/* now owned by the object */
+	call->reserved = 0; /* now owned by the object */
 	if (obj->h_object != obj->h_client &&
 	    !vcore_obj_find_locked(slot, obj->h_client, obj->h_client))
 		add_implicit_client_locked(call, obj->h_client);
@@ -483,9 +489,8 @@ int vcore_post_free(struct vcore_call *call)
 	if (reply_status(call, &status) || status != NV_OK)
 		return 0;
 	vcore_lock(slot);
-	obj = vcore_obj_find_locked(slot, call->free_client,
-				    call->free_object);
-	if (obj)	/* unknown handles: nothing to refund */
+	obj = vcore_obj_find_locked(slot, call->free_client, call->free_object);
+	if (obj) /* unknown handles: nothing to refund */
 		vcore_obj_free_tree_locked(slot, obj);
 	vcore_note_peak_locked(slot);
 	vcore_unlock(slot);

@@ -15,7 +15,7 @@ static int copy_params(struct vcore_call *call)
 	int err;
 
 	if (call->params_buf < 0)
-		return -VCORE_EFAULT;	/* NULL params or size 0 */
+		return -VCORE_EFAULT; /* NULL params or size 0 */
 	err = vcore_copy_buf(call, (unsigned int)call->params_buf);
 	return err ? err : call->params_buf;
 }
@@ -24,9 +24,9 @@ static enum vcore_verdict params_fault(struct vcore_call *call, int err)
 {
 	/* RM reports an unreadable params pointer as a status, but the
 	 * core cannot decide on what it cannot read: refuse the call. */
-	return vcore_refuse_errno(call, err == -VCORE_ENOMEM ? -VCORE_ENOMEM :
-							       -VCORE_EFAULT,
-				  "control params unreadable");
+	return vcore_refuse_errno(
+		call, err == -VCORE_ENOMEM ? -VCORE_ENOMEM : -VCORE_EFAULT,
+		"control params unreadable");
 }
 
 enum vcore_verdict vcore_esc_rm_control(struct vcore_call *call)
@@ -44,7 +44,7 @@ enum vcore_verdict vcore_esc_rm_control(struct vcore_call *call)
 		int i = vcore_add_buf(call, (int)call->argidx, 16, p, size, 0);
 
 		if (i >= 0)
-			call->params_buf = i;	/* listed, copied on demand */
+			call->params_buf = i; /* listed, copied on demand */
 	}
 	row = vcore_abi_ctrl(call->slot->abi, cmd);
 	if (!row) {
@@ -53,14 +53,13 @@ enum vcore_verdict vcore_esc_rm_control(struct vcore_call *call)
 		 * (frontend.go:891-907). */
 		if ((cmd & RM_GSS_LEGACY_MASK) || (cmd >> 16) == NV2081_BINAPI)
 			return VCORE_FORWARD;
-		return vcore_policy_unknown(call,
-					    &call->slot->stats.unknown_controls,
-					    cmd, 0, NV_ERR_NOT_SUPPORTED,
-					    "unknown control");
+		return vcore_policy_unknown(
+			call, &call->slot->stats.unknown_controls, cmd, 0,
+			NV_ERR_NOT_SUPPORTED, "unknown control");
 	}
 	/* paramsSize must equal the registered size (control.c:453-461). */
-	if ((row->flags & VCORE_CTRL_ANY_SIZE) ? size > row->size :
-						  size != row->size)
+	if ((row->flags & VCORE_CTRL_ANY_SIZE) ? size > row->size
+					       : size != row->size)
 		return vcore_refuse_status(call, NV_ERR_INVALID_ARGUMENT,
 					   "wrong paramsSize for control");
 	return row->pre ? row->pre(call) : VCORE_FORWARD;

@@ -146,7 +146,7 @@ void vcore_note_pid_locked(struct vcore_slot *slot, vcore_u32 pid)
 			return;
 	if (slot->n_pids < VCORE_PID_SET)
 		slot->pids[slot->n_pids++] = pid;
-	else	/* keep the newest: a full set forgets the oldest pid */
+	else /* keep the newest: a full set forgets the oldest pid */
 		slot->pids[pid % VCORE_PID_SET] = pid;
 }
 
@@ -200,18 +200,24 @@ const struct vcore_abi *vcore_abi_for_version(const char *version)
 int vcore_driver_version_supported(const char *version, char *msg,
 				   vcore_size_t msg_len)
 {
-	vcore_size_t n = version ? vcore_strnlen(version, VCORE_VERSION_MAX) : 0;
+	vcore_size_t n =
+		version ? vcore_strnlen(version, VCORE_VERSION_MAX) : 0;
 	int ok = n && n < VCORE_VERSION_MAX && vcore_abi_for_version(version);
 
 	if (msg && msg_len) {
 		if (ok)
 			vcore_snprintf(msg, msg_len,
 				       "driver %s uses the %s ABI tables",
-				       version, vcore_abi_for_version(version)->name);
+				       version,
+				       vcore_abi_for_version(version)->name);
 		else
-			vcore_snprintf(msg, msg_len,
-				       "driver version '%s' is not supported (known: 580.x); set allow-unknown-driver-version to use the 580 tables anyway",
-				       n < VCORE_VERSION_MAX && version ? version : "?");
+			vcore_snprintf(
+				msg, msg_len,
+				"driver version '%s' is not supported (known: "
+				"580.x); set allow-unknown-driver-version to "
+				"use the 580 tables anyway",
+				n < VCORE_VERSION_MAX && version ? version
+								 : "?");
 	}
 	return ok;
 }
@@ -234,8 +240,8 @@ static int config_valid(const struct vcore_slot_config *cfg)
 static int ops_valid(const struct vcore_host_ops *ops)
 {
 	return ops && ops->copy_from_user && ops->copy_to_user && ops->zalloc &&
-	       ops->free && ops->lock_create && ops->lock_destroy && ops->lock &&
-	       ops->unlock && ops->log && ops->clock_ns;
+	       ops->free && ops->lock_create && ops->lock_destroy &&
+	       ops->lock && ops->unlock && ops->log && ops->clock_ns;
 }
 
 static int ledger_valid(const struct vcore_ledger *l)
@@ -247,7 +253,8 @@ static int ledger_valid(const struct vcore_ledger *l)
 struct vcore_slot *vcore_slot_create(const struct vcore_host_ops *ops,
 				     void *priv,
 				     const struct vcore_slot_config *cfg,
-				     const struct vcore_ledger *ledger, int *err)
+				     const struct vcore_ledger *ledger,
+				     int *err)
 {
 	const struct vcore_abi *abi;
 	struct vcore_slot *slot;
@@ -286,7 +293,8 @@ struct vcore_slot *vcore_slot_create(const struct vcore_host_ops *ops,
 		slot->ledger.ops = &own_ledger_ops;
 		slot->ledger.priv = &slot->own_ledger_charged;
 	}
-	slot->stats.charged_bytes = slot->ledger.ops->charged(slot->ledger.priv);
+	slot->stats.charged_bytes =
+		slot->ledger.ops->charged(slot->ledger.priv);
 	return slot;
 
 err_free:
@@ -406,8 +414,8 @@ int vcore_uvm_mmap_allowed(struct vcore_slot *slot, vcore_u64 length)
 	vcore_lock(slot);
 	p = slot->cfg.managed_policy;
 	if (p == VCORE_MANAGED_DEFAULT)
-		p = vcore_slot_has_quota(slot) ? VCORE_MANAGED_REFUSE :
-						 VCORE_MANAGED_ALLOW_UNCOUNTED;
+		p = vcore_slot_has_quota(slot) ? VCORE_MANAGED_REFUSE
+					       : VCORE_MANAGED_ALLOW_UNCOUNTED;
 	if (p == VCORE_MANAGED_REFUSE) {
 		slot->stats.uvm_mmap_refused++;
 		slot->stats.denied++;
@@ -416,7 +424,8 @@ int vcore_uvm_mmap_allowed(struct vcore_slot *slot, vcore_u64 length)
 	vcore_unlock(slot);
 	if (ret)
 		vcore_logf(slot, VCORE_LOG_INFO,
-			   "refused managed memory (mmap of nvidia-uvm, %llu bytes): policy refuse",
+			   "refused managed memory (mmap of nvidia-uvm, %llu "
+			   "bytes): policy refuse",
 			   (unsigned long long)length);
 	return ret;
 }

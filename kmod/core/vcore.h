@@ -152,7 +152,8 @@ struct vcore_ledger {
 
 enum vcore_unknown_policy {
 	/* Refuse unknown escapes (-EINVAL), controls (NV_ERR_NOT_SUPPORTED),
-	 * classes (NV_ERR_INVALID_CLASS), as gVisor nvproxy does (abi.md §8). */
+	 * classes (NV_ERR_INVALID_CLASS), as gVisor nvproxy does (abi.md §8).
+	 */
 	VCORE_UNKNOWN_STRICT = 0,
 	/* Forward them and count them by number. */
 	VCORE_UNKNOWN_PERMISSIVE = 1,
@@ -171,8 +172,8 @@ enum vcore_managed_policy {
 #define VCORE_VERSION_MAX 64
 
 struct vcore_slot_config {
-	vcore_u32 id;			/* slot number, for log lines */
-	vcore_u64 mem_quota_bytes;	/* 0 = unlimited */
+	vcore_u32 id;		   /* slot number, for log lines */
+	vcore_u64 mem_quota_bytes; /* 0 = unlimited */
 	enum vcore_unknown_policy unknown_policy;
 	enum vcore_managed_policy managed_policy;
 	/* Use the newest known tables for a driver the core does not know. */
@@ -219,29 +220,30 @@ int vcore_uvm_mmap_allowed(struct vcore_slot *slot, vcore_u64 length);
 /* Per-slot counters (for genl stats, metrics and vgpu-trace replay). */
 #define VCORE_UNKNOWN_SLOTS 16
 struct vcore_unknown_list {
-	vcore_u32 n;		/* distinct numbers kept (<= VCORE_UNKNOWN_SLOTS) */
-	vcore_u32 dropped;	/* distinct numbers seen after the list filled */
-	vcore_u32 number[VCORE_UNKNOWN_SLOTS];	/* escape nr, cmd or class */
+	vcore_u32 n;	   /* distinct numbers kept (<= VCORE_UNKNOWN_SLOTS) */
+	vcore_u32 dropped; /* distinct numbers seen after the list filled */
+	vcore_u32 number[VCORE_UNKNOWN_SLOTS]; /* escape nr, cmd or class */
 	vcore_u32 count[VCORE_UNKNOWN_SLOTS];
 };
 
 struct vcore_stats {
-	vcore_u64 ioctls;		/* every vcore_pre */
-	vcore_u64 denied;		/* every refusal (quota, policy, malformed) */
-	vcore_u64 denied_quota;		/* NV_ERR_NO_MEMORY for the quota */
-	vcore_u64 malformed;		/* bad sizes, faults, bad XFER */
-	vcore_u64 views_rewritten;	/* replies rewritten (memory, pids) */
-	vcore_u64 charged_bytes;	/* ledger charge now */
-	vcore_u64 charged_peak_bytes;	/* highest charge after a settle */
-	vcore_u64 overquota_events;	/* driver allocated beyond the reservation */
+	vcore_u64 ioctls;	/* every vcore_pre */
+	vcore_u64 denied;	/* every refusal (quota, policy, malformed) */
+	vcore_u64 denied_quota; /* NV_ERR_NO_MEMORY for the quota */
+	vcore_u64 malformed;	/* bad sizes, faults, bad XFER */
+	vcore_u64 views_rewritten;    /* replies rewritten (memory, pids) */
+	vcore_u64 charged_bytes;      /* ledger charge now */
+	vcore_u64 charged_peak_bytes; /* highest charge after a settle */
+	vcore_u64
+		overquota_events; /* driver allocated beyond the reservation */
 	vcore_u64 uvm_mmap_refused;
-	vcore_u32 objects;		/* live objects in the table */
+	vcore_u32 objects; /* live objects in the table */
 	vcore_u32 clients;
 	vcore_u32 tsgs;
 	vcore_u32 files;
-	struct vcore_unknown_list unknown_escapes;	/* nr (UVM: cmd word) */
-	struct vcore_unknown_list unknown_controls;	/* NVOS54 cmd */
-	struct vcore_unknown_list unknown_classes;	/* hClass */
+	struct vcore_unknown_list unknown_escapes;  /* nr (UVM: cmd word) */
+	struct vcore_unknown_list unknown_controls; /* NVOS54 cmd */
+	struct vcore_unknown_list unknown_classes;  /* hClass */
 };
 
 void vcore_slot_get_stats(struct vcore_slot *slot, struct vcore_stats *out);
@@ -251,9 +253,9 @@ void vcore_slot_get_stats(struct vcore_slot *slot, struct vcore_stats *out);
 /* ------------------------------------------------------------------ */
 
 enum vcore_file_kind {
-	VCORE_FILE_CTL = 0,	/* /dev/nvidiactl */
-	VCORE_FILE_DEV = 1,	/* /dev/nvidiaN */
-	VCORE_FILE_UVM = 2,	/* /dev/nvidia-uvm */
+	VCORE_FILE_CTL = 0, /* /dev/nvidiactl */
+	VCORE_FILE_DEV = 1, /* /dev/nvidiaN */
+	VCORE_FILE_UVM = 2, /* /dev/nvidia-uvm */
 };
 
 /* NULL on allocation failure. @host_priv is returned by vcore_file_priv(). */
@@ -286,8 +288,8 @@ enum vcore_verdict {
 };
 
 struct vcore_call_ctx {
-	void *uctx;		/* handed to copy_from_user/copy_to_user */
-	vcore_u32 pid;		/* tgid of the caller (driver's namespace) */
+	void *uctx;    /* handed to copy_from_user/copy_to_user */
+	vcore_u32 pid; /* tgid of the caller (driver's namespace) */
 	vcore_u32 tid;
 };
 
@@ -324,17 +326,17 @@ vcore_u32 vcore_call_cmd(const struct vcore_call *call);
  * NVOS02 wrapper fd = -1): leave it alone.
  */
 enum vcore_fd_kind {
-	VCORE_FD_NV_CTL = 0,	/* must be a real /dev/nvidiactl */
-	VCORE_FD_NV_DEV = 1,	/* must be a real /dev/nvidiaN */
-	VCORE_FD_NV_ANY = 2,	/* ctl or dev (mmap context target) */
-	VCORE_FD_UVM = 3,	/* must be a real /dev/nvidia-uvm */
-	VCORE_FD_EXPORT = 4,	/* OS_UNIX export/import fd (a ctl-like fd
-				 * RM created; abi.md §9.3 item 1) */
+	VCORE_FD_NV_CTL = 0, /* must be a real /dev/nvidiactl */
+	VCORE_FD_NV_DEV = 1, /* must be a real /dev/nvidiaN */
+	VCORE_FD_NV_ANY = 2, /* ctl or dev (mmap context target) */
+	VCORE_FD_UVM = 3,    /* must be a real /dev/nvidia-uvm */
+	VCORE_FD_EXPORT = 4, /* OS_UNIX export/import fd (a ctl-like fd
+			      * RM created; abi.md §9.3 item 1) */
 };
 
 struct vcore_fd_field {
-	vcore_uptr_t uaddr;	/* user address of the 4-byte int field */
-	vcore_s32 value;	/* the value in the private copy */
+	vcore_uptr_t uaddr; /* user address of the 4-byte int field */
+	vcore_s32 value;    /* the value in the private copy */
 	enum vcore_fd_kind kind;
 };
 
@@ -353,7 +355,7 @@ const struct vcore_fd_field *vcore_call_fd(const struct vcore_call *call,
  * Recorders (vgpu-trace record) use this list to know what to save.
  */
 struct vcore_buf_info {
-	vcore_s32 parent;	/* -1 for the top-level argument */
+	vcore_s32 parent; /* -1 for the top-level argument */
 	vcore_u32 ptr_off;
 	vcore_uptr_t uaddr;
 	vcore_u32 len;
@@ -395,18 +397,18 @@ void vcore_slot_set_overquota_hook(struct vcore_slot *slot,
  */
 struct vcore_tsg_info {
 	vcore_u32 h_client;
-	vcore_u32 h_device;	/* parent of the TSG */
+	vcore_u32 h_device; /* parent of the TSG */
 	vcore_u32 h_tsg;
 	vcore_u32 tsg_class;
-	vcore_u32 engine_type;	/* NV2080_ENGINE_TYPE_*: 1 = GR0 */
+	vcore_u32 engine_type; /* NV2080_ENGINE_TYPE_*: 1 = GR0 */
 	vcore_u32 n_channels;
-	vcore_u32 pid;		/* process that allocated it */
-	struct vcore_file *file;	/* ctl file owning the client */
+	vcore_u32 pid;		 /* process that allocated it */
+	struct vcore_file *file; /* ctl file owning the client */
 };
 
 struct vcore_channel_info {
 	vcore_u32 h_client;
-	vcore_u32 h_tsg;	/* 0 when allocated directly under a device */
+	vcore_u32 h_tsg; /* 0 when allocated directly under a device */
 	vcore_u32 h_channel;
 	vcore_u32 channel_class;
 };
@@ -414,8 +416,7 @@ struct vcore_channel_info {
 /* Visitors run under the slot lock: they must not call back into the core
  * and must not sleep long. A non-zero return stops the walk and is returned. */
 typedef int (*vcore_tsg_fn)(void *arg, const struct vcore_tsg_info *tsg);
-typedef int (*vcore_channel_fn)(void *arg,
-				const struct vcore_channel_info *ch);
+typedef int (*vcore_channel_fn)(void *arg, const struct vcore_channel_info *ch);
 int vcore_slot_for_each_tsg(struct vcore_slot *slot, vcore_tsg_fn fn,
 			    void *arg);
 int vcore_slot_for_each_channel(struct vcore_slot *slot, vcore_channel_fn fn,

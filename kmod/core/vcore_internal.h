@@ -25,66 +25,66 @@ struct vcore_call;
 typedef enum vcore_verdict (*vcore_pre_fn)(struct vcore_call *call);
 
 /* Escape row flags */
-#define VCORE_ESC_SIZE_MULTIPLE 0x1	/* size is a non-zero multiple */
-#define VCORE_ESC_REMOVED 0x2		/* delta: not in this version */
-#define VCORE_ESC_NO_STATUS 0x4		/* struct has no RM status field */
+#define VCORE_ESC_SIZE_MULTIPLE 0x1 /* size is a non-zero multiple */
+#define VCORE_ESC_REMOVED	0x2 /* delta: not in this version */
+#define VCORE_ESC_NO_STATUS	0x4 /* struct has no RM status field */
 
 struct vcore_esc_row {
 	vcore_u32 nr;
-	vcore_u32 size;		/* exact size, or the element size */
-	vcore_u32 alt_size;	/* a second accepted size (NVOS21 vs 64) */
-	vcore_u32 status_off;	/* where an RM status is written */
+	vcore_u32 size;	      /* exact size, or the element size */
+	vcore_u32 alt_size;   /* a second accepted size (NVOS21 vs 64) */
+	vcore_u32 status_off; /* where an RM status is written */
 	vcore_u32 flags;
 	vcore_pre_fn pre;
 	const char *name;
 };
 
 /* Control row flags */
-#define VCORE_CTRL_ANY_SIZE 0x1		/* size field: maximum, not exact */
-#define VCORE_CTRL_REMOVED 0x2
+#define VCORE_CTRL_ANY_SIZE 0x1 /* size field: maximum, not exact */
+#define VCORE_CTRL_REMOVED  0x2
 
 struct vcore_ctrl_row {
 	vcore_u32 cmd;
 	vcore_u32 size;
 	vcore_u32 flags;
-	vcore_pre_fn pre;	/* NULL: the size-checked pass handler */
+	vcore_pre_fn pre; /* NULL: the size-checked pass handler */
 	const char *name;
 };
 
 /* What the core does with objects of a class. */
 enum vcore_class_kind {
-	VCORE_CLS_PASS = 0,	/* track, no behaviour */
-	VCORE_CLS_ROOT,		/* an RM client */
-	VCORE_CLS_VIDMEM,	/* physical vidmem, NV_MEMORY_ALLOCATION_PARAMS */
-	VCORE_CLS_FABRIC,	/* physical vidmem, NV00F8 allocSize */
-	VCORE_CLS_UNCHARGED_MEM,	/* sysmem, VA, OS descriptors */
-	VCORE_CLS_QUOTA_REFUSED,	/* refused when a memory quota is set */
+	VCORE_CLS_PASS = 0, /* track, no behaviour */
+	VCORE_CLS_ROOT,	    /* an RM client */
+	VCORE_CLS_VIDMEM,   /* physical vidmem, NV_MEMORY_ALLOCATION_PARAMS */
+	VCORE_CLS_FABRIC,   /* physical vidmem, NV00F8 allocSize */
+	VCORE_CLS_UNCHARGED_MEM, /* sysmem, VA, OS descriptors */
+	VCORE_CLS_QUOTA_REFUSED, /* refused when a memory quota is set */
 	VCORE_CLS_TSG,
 	VCORE_CLS_CHANNEL,
-	VCORE_CLS_REMOVED,	/* delta: not in this version */
+	VCORE_CLS_REMOVED, /* delta: not in this version */
 };
 
 struct vcore_class_row {
 	vcore_u32 cls;
-	vcore_u32 params_size;	/* 0: no params, or not read */
+	vcore_u32 params_size; /* 0: no params, or not read */
 	enum vcore_class_kind kind;
 	const char *name;
 };
 
 struct vcore_uvm_row {
 	vcore_u32 cmd;
-	vcore_u32 size;		/* params size, 0 if the core never reads */
+	vcore_u32 size; /* params size, 0 if the core never reads */
 	const char *name;
 };
 
 struct vcore_abi {
-	const char *name;	/* "580" */
+	const char *name; /* "580" */
 	const struct vcore_abi *parent;
 	const struct vcore_esc_row *esc;
 	vcore_size_t n_esc;
-	const struct vcore_ctrl_row *ctrl;	/* controls with behaviour */
+	const struct vcore_ctrl_row *ctrl; /* controls with behaviour */
 	vcore_size_t n_ctrl;
-	const struct vcore_ctrl_row *ctrl_pass;	/* plain pass-through */
+	const struct vcore_ctrl_row *ctrl_pass; /* plain pass-through */
 	vcore_size_t n_ctrl_pass;
 	const struct vcore_class_row *cls;
 	vcore_size_t n_cls;
@@ -110,25 +110,25 @@ extern const struct vcore_abi vcore_abi_580;
 /* ---------------------------------------------------------------- */
 
 #define VCORE_OBJ_BUCKETS 1024
-#define VCORE_MAX_OBJECTS 65536	/* per slot; beyond it allocs are refused */
-#define VCORE_PID_SET 64
+#define VCORE_MAX_OBJECTS 65536 /* per slot; beyond it allocs are refused */
+#define VCORE_PID_SET	  64
 
 struct vcore_obj {
 	vcore_u32 h_client;
-	vcore_u32 h_object;	/* == h_client for the client itself */
+	vcore_u32 h_object; /* == h_client for the client itself */
 	vcore_u32 cls;
 	vcore_u32 pid;
-	vcore_u64 charged;	/* bytes charged in the ledger for this */
-	struct vcore_obj *hnext;	/* hash chain */
-	struct vcore_obj *parent;	/* NULL for clients */
-	struct vcore_obj *child;	/* first child */
-	struct vcore_obj *sibling;	/* next child of parent */
-	struct vcore_obj *dup_src;	/* object this one was duped from */
-	struct vcore_file *owner;	/* clients: the ctl file */
+	vcore_u64 charged;	   /* bytes charged in the ledger for this */
+	struct vcore_obj *hnext;   /* hash chain */
+	struct vcore_obj *parent;  /* NULL for clients */
+	struct vcore_obj *child;   /* first child */
+	struct vcore_obj *sibling; /* next child of parent */
+	struct vcore_obj *dup_src; /* object this one was duped from */
+	struct vcore_file *owner;  /* clients: the ctl file */
 	/* TSG registry */
 	vcore_u32 engine_type;
 	vcore_u32 n_channels;
-	vcore_u64 app_timeslice_us;	/* last SET_TIMESLICE by the app */
+	vcore_u64 app_timeslice_us; /* last SET_TIMESLICE by the app */
 };
 
 struct vcore_file {
@@ -146,7 +146,7 @@ struct vcore_slot {
 	struct vcore_slot_config cfg;
 	const struct vcore_abi *abi;
 	struct vcore_ledger ledger;
-	vcore_u64 own_ledger_charged;	/* the default ledger's state */
+	vcore_u64 own_ledger_charged; /* the default ledger's state */
 	vcore_overquota_fn overquota_fn;
 
 	struct vcore_obj *buckets[VCORE_OBJ_BUCKETS];
@@ -155,7 +155,7 @@ struct vcore_slot {
 	vcore_u32 pids[VCORE_PID_SET];
 	vcore_u32 n_pids;
 	vcore_u64 tsg_gen;
-	vcore_u32 n_dups;		/* objects with dup_src set */
+	vcore_u32 n_dups; /* objects with dup_src set */
 };
 
 /* objects.c (all _locked) */
@@ -206,16 +206,16 @@ int vcore_strncmp(const char *a, const char *b, vcore_size_t n);
 /* ---------------------------------------------------------------- */
 
 #define VCORE_CALL_MAX_BUFS 8
-#define VCORE_CALL_MAX_FDS 4
-#define VCORE_INLINE_ARG 256
+#define VCORE_CALL_MAX_FDS  4
+#define VCORE_INLINE_ARG    256
 
 enum vcore_post_kind {
 	VCORE_POST_NONE = 0,
-	VCORE_POST_ALLOC,	/* RM_ALLOC, ALLOC_OBJECT, ALLOC_MEMORY, VHC */
-	VCORE_POST_FREE,	/* RM_FREE, NVOS32 FREE */
+	VCORE_POST_ALLOC, /* RM_ALLOC, ALLOC_OBJECT, ALLOC_MEMORY, VHC */
+	VCORE_POST_FREE,  /* RM_FREE, NVOS32 FREE */
 	VCORE_POST_DUP,
-	VCORE_POST_CTRL,	/* a control with a reply step */
-	VCORE_POST_VHC_INFO,	/* NVOS32 INFO view */
+	VCORE_POST_CTRL,     /* a control with a reply step */
+	VCORE_POST_VHC_INFO, /* NVOS32 INFO view */
 };
 
 typedef int (*vcore_ctrl_post_fn)(struct vcore_call *call);
@@ -225,26 +225,26 @@ struct vcore_call {
 	struct vcore_file *file;
 	struct vcore_call_ctx ctx;
 	enum vcore_verdict verdict;
-	int err;			/* REFUSE_ERRNO: negative errno */
-	vcore_u32 rm_status;		/* REFUSE_STATUS: what was written */
+	int err;	     /* REFUSE_ERRNO: negative errno */
+	vcore_u32 rm_status; /* REFUSE_STATUS: what was written */
 	const char *reason;
 
-	vcore_u32 req;			/* as issued */
-	vcore_u32 nr;			/* effective (after XFER) */
-	vcore_u32 size;			/* effective */
-	vcore_u32 cmd;			/* control cmd or class */
+	vcore_u32 req;	/* as issued */
+	vcore_u32 nr;	/* effective (after XFER) */
+	vcore_u32 size; /* effective */
+	vcore_u32 cmd;	/* control cmd or class */
 	vcore_bool xfer;
 	const struct vcore_esc_row *esc;
-	vcore_u32 status_off;		/* RM status in the argument */
+	vcore_u32 status_off; /* RM status in the argument */
 
 	/* Effective top-level argument: its address and private copy. */
 	vcore_uptr_t arg;
-	unsigned int argidx;		/* bufs index of it: 0, or 1 (XFER) */
-	vcore_u8 *argbuf;		/* NULL when not copied */
+	unsigned int argidx; /* bufs index of it: 0, or 1 (XFER) */
+	vcore_u8 *argbuf;    /* NULL when not copied */
 	vcore_u8 inline_arg[VCORE_INLINE_ARG];
 
 	struct vcore_buf_info bufs[VCORE_CALL_MAX_BUFS];
-	void *owned[VCORE_CALL_MAX_BUFS];	/* private copies to free */
+	void *owned[VCORE_CALL_MAX_BUFS]; /* private copies to free */
 	unsigned int n_bufs;
 	struct vcore_fd_field fds[VCORE_CALL_MAX_FDS];
 	unsigned int n_fds;
@@ -252,16 +252,16 @@ struct vcore_call {
 	/* Post step */
 	enum vcore_post_kind post;
 	vcore_ctrl_post_fn ctrl_post;
-	struct vcore_obj *new_obj;	/* preallocated record */
+	struct vcore_obj *new_obj; /* preallocated record */
 	vcore_u32 h_parent;
-	vcore_u64 reserved;		/* ledger bytes reserved in pre */
-	vcore_u32 page_align;		/* rounding for the settle */
-	int params_buf;			/* bufs index of class/ctrl params */
-	vcore_u32 reply_size_off;	/* offset of the size in the reply */
-	vcore_u32 reply_size_buf;	/* bufs index holding it */
+	vcore_u64 reserved;		  /* ledger bytes reserved in pre */
+	vcore_u32 page_align;		  /* rounding for the settle */
+	int params_buf;			  /* bufs index of class/ctrl params */
+	vcore_u32 reply_size_off;	  /* offset of the size in the reply */
+	vcore_u32 reply_size_buf;	  /* bufs index holding it */
 	vcore_bool reply_handle_from_buf; /* NVOS32: hMemory in top-level */
 	vcore_u32 free_client, free_object;
-	int list_buf;			/* FB_GET_INFO v1: the nested list */
+	int list_buf; /* FB_GET_INFO v1: the nested list */
 };
 
 /* dispatch.c helpers for handlers */
@@ -292,8 +292,8 @@ void vcore_wr64(void *p, vcore_u32 off, vcore_u64 v);
 int vcore_reply_u32(struct vcore_call *call, vcore_u32 off, vcore_u32 *out);
 int vcore_user_read(struct vcore_call *call, void *dst, vcore_uptr_t src,
 		    vcore_size_t n);
-int vcore_user_write(struct vcore_call *call, vcore_uptr_t dst,
-		     const void *src, vcore_size_t n);
+int vcore_user_write(struct vcore_call *call, vcore_uptr_t dst, const void *src,
+		     vcore_size_t n);
 
 /* Escape handlers (rm_alloc.c, rm_control.c, esc.c). */
 enum vcore_verdict vcore_esc_pass(struct vcore_call *call);

@@ -42,19 +42,19 @@ typedef _Bool vcore_bool;
 typedef vcore_u64 vcore_uptr_t;
 
 /* Linux errno values (include/uapi/asm-generic/errno-base.h, errno.h). */
-#define VCORE_EPERM 1
-#define VCORE_ENOENT 2
-#define VCORE_E2BIG 7
-#define VCORE_ENOMEM 12
-#define VCORE_EACCES 13
-#define VCORE_EFAULT 14
-#define VCORE_EBUSY 16
-#define VCORE_EEXIST 17
-#define VCORE_EINVAL 22
-#define VCORE_ENOTTY 25
-#define VCORE_ENOSPC 28
-#define VCORE_ERANGE 34
-#define VCORE_EOVERFLOW 75
+#define VCORE_EPERM	 1
+#define VCORE_ENOENT	 2
+#define VCORE_E2BIG	 7
+#define VCORE_ENOMEM	 12
+#define VCORE_EACCES	 13
+#define VCORE_EFAULT	 14
+#define VCORE_EBUSY	 16
+#define VCORE_EEXIST	 17
+#define VCORE_EINVAL	 22
+#define VCORE_ENOTTY	 25
+#define VCORE_ENOSPC	 28
+#define VCORE_ERANGE	 34
+#define VCORE_EOVERFLOW	 75
 #define VCORE_EOPNOTSUPP 95
 
 #define VCORE_NULL ((void *)0)

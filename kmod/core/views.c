@@ -133,7 +133,8 @@ enum vcore_verdict vcore_ctrl_fb_get_info_v2(struct vcore_call *call)
 					   "FB_GET_INFO_V2 without params");
 	err = vcore_copy_buf(call, (unsigned int)call->params_buf);
 	if (err)
-		return vcore_refuse_errno(call, err, "FB_GET_INFO_V2 params unreadable");
+		return vcore_refuse_errno(call, err,
+					  "FB_GET_INFO_V2 params unreadable");
 	call->post = VCORE_POST_CTRL;
 	call->ctrl_post = fb_v2_post;
 	return VCORE_FORWARD;
@@ -165,7 +166,8 @@ enum vcore_verdict vcore_ctrl_fb_get_info(struct vcore_call *call)
 					   "FB_GET_INFO without params");
 	err = vcore_copy_buf(call, (unsigned int)call->params_buf);
 	if (err)
-		return vcore_refuse_errno(call, err, "FB_GET_INFO params unreadable");
+		return vcore_refuse_errno(call, err,
+					  "FB_GET_INFO params unreadable");
 	prm = call->bufs[call->params_buf].priv;
 	n = vcore_rd32(prm, 0);
 	list = vcore_rd64(prm, 8);
@@ -265,7 +267,8 @@ enum vcore_verdict vcore_ctrl_get_pids(struct vcore_call *call)
 					   "GET_PIDS without params");
 	err = vcore_copy_buf(call, (unsigned int)call->params_buf);
 	if (err)
-		return vcore_refuse_errno(call, err, "GET_PIDS params unreadable");
+		return vcore_refuse_errno(call, err,
+					  "GET_PIDS params unreadable");
 	call->post = VCORE_POST_CTRL;
 	call->ctrl_post = get_pids_post;
 	return VCORE_FORWARD;

@@ -96,7 +96,9 @@ struct Nested {
 
 }  // namespace
 
-Replayer::Replayer(ReplayOptions opts) : opts_(std::move(opts)) { host_.set_echo_log(opts_.verbose); }
+Replayer::Replayer(ReplayOptions opts) : opts_(std::move(opts)) {
+  host_.set_echo_log(opts_.verbose);
+}
 
 Replayer::~Replayer() {
   Finish();
@@ -211,8 +213,7 @@ bool Replayer::FeedLine(const std::string& line, std::string* err) {
       uint64_t parent = UINT64_MAX;
       if (p.contains("addr")) {
         ParseU64(p["addr"], &n.addr);
-      } else if (p.contains("parent") && ParseU64(p["parent"], &parent) &&
-                 parent < nested.size()) {
+      } else if (p.contains("parent") && ParseU64(p["parent"], &parent) && parent < nested.size()) {
         n.addr = Rd64(nested[parent].in, off);
       } else {
         n.addr = Rd64(in, off);
@@ -240,7 +241,8 @@ bool Replayer::FeedLine(const std::string& line, std::string* err) {
     mem.Map(arg, in);
   }
 
-  vcore_call_ctx ctx{&mem, static_cast<vcore_u32>(pid), static_cast<vcore_u32>(j.value("tid", pid))};
+  vcore_call_ctx ctx{&mem, static_cast<vcore_u32>(pid),
+                     static_cast<vcore_u32>(j.value("tid", pid))};
   vcore_call* call = nullptr;
   vcore_verdict v = vcore_pre(file, static_cast<vcore_u32>(req), arg, &ctx, &call);
   int rc = 0;
@@ -361,11 +363,12 @@ std::string ResultJson(const ReplayResult& r) {
 namespace {
 
 void ReplayUsage() {
-  fprintf(stderr,
-          "usage: vgpu-trace replay [--quota BYTES] [--policy strict|permissive]\n"
-          "                         [--driver-version V] [-v] FILE...\n"
-          "  Runs the filter core over recordings (plain or .gz JSON lines) with the recording\n"
-          "  as the driver, and prints one JSON summary line. BYTES may end in K, M or G (1024).\n");
+  fprintf(
+      stderr,
+      "usage: vgpu-trace replay [--quota BYTES] [--policy strict|permissive]\n"
+      "                         [--driver-version V] [-v] FILE...\n"
+      "  Runs the filter core over recordings (plain or .gz JSON lines) with the recording\n"
+      "  as the driver, and prints one JSON summary line. BYTES may end in K, M or G (1024).\n");
 }
 
 bool ParseBytes(const char* s, uint64_t* out) {

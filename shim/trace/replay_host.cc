@@ -143,7 +143,9 @@ vcore_u64 OpClockNs(void*) {
   return static_cast<vcore_u64>(ts.tv_sec) * 1000000000ull + static_cast<vcore_u64>(ts.tv_nsec);
 }
 
-vcore_bool OpPidInSlot(void* priv, vcore_u32 pid) { return static_cast<SimHost*>(priv)->HasPid(pid); }
+vcore_bool OpPidInSlot(void* priv, vcore_u32 pid) {
+  return static_cast<SimHost*>(priv)->HasPid(pid);
+}
 
 }  // namespace
 

@@ -4,9 +4,9 @@
  *
  * From NVIDIA/open-gpu-kernel-modules 580.142:
  *   src/nvidia/arch/nvalloc/unix/include/nv_escape.h (RM escapes 0x27..0x5f)
- *   kernel-open/common/inc/nv-ioctl-numbers.h, nv-ioctl-numa.h (NV_ESC_* >= 200)
- *   kernel-open/common/inc/nv-ioctl.h (nv_ioctl_* structs)
- * Sizes: nvidia-rm-abi.md §2 and §3 ([C], x86_64). Data only, no logic.
+ *   kernel-open/common/inc/nv-ioctl-numbers.h, nv-ioctl-numa.h (NV_ESC_* >=
+ * 200) kernel-open/common/inc/nv-ioctl.h (nv_ioctl_* structs) Sizes:
+ * nvidia-rm-abi.md §2 and §3 ([C], x86_64). Data only, no logic.
  */
 #ifndef VCORE_ABI_NV_ESCAPE_H
 #define VCORE_ABI_NV_ESCAPE_H
@@ -15,59 +15,59 @@
 
 /* _IOC decoding (include/uapi/asm-generic/ioctl.h); the driver reads only
  * nr and size (nv.c:2403-2404, abi.md §1.3). */
-#define VCORE_IOC_NR(req) ((req)&0xffu)
+#define VCORE_IOC_NR(req)   ((req)&0xffu)
 #define VCORE_IOC_TYPE(req) (((req) >> 8) & 0xffu)
 #define VCORE_IOC_SIZE(req) (((req) >> 16) & 0x3fffu)
 #define VCORE_IOWR(type, nr, size)                                             \
 	((3u << 30) | ((vcore_u32)(size) << 16) | ((vcore_u32)(type) << 8) |   \
 	 (vcore_u32)(nr))
 #define NV_IOCTL_MAGIC 'F'
-#define NV_IOCTL_BASE 200
+#define NV_IOCTL_BASE  200
 /* kernel-open/common/inc/nv.h:70 */
 #define NV_ABSOLUTE_MAX_IOCTL_SIZE 16384
 
-#define NV_ESC_RM_ALLOC_MEMORY 0x27
-#define NV_ESC_RM_ALLOC_OBJECT 0x28
-#define NV_ESC_RM_FREE 0x29
-#define NV_ESC_RM_CONTROL 0x2A
-#define NV_ESC_RM_ALLOC 0x2B
-#define NV_ESC_RM_CONFIG_GET 0x32
-#define NV_ESC_RM_CONFIG_SET 0x33
-#define NV_ESC_RM_DUP_OBJECT 0x34
-#define NV_ESC_RM_SHARE 0x35
-#define NV_ESC_RM_CONFIG_GET_EX 0x37
-#define NV_ESC_RM_CONFIG_SET_EX 0x38
-#define NV_ESC_RM_I2C_ACCESS 0x39
-#define NV_ESC_RM_IDLE_CHANNELS 0x41
-#define NV_ESC_RM_VID_HEAP_CONTROL 0x4A
-#define NV_ESC_RM_ACCESS_REGISTRY 0x4D
-#define NV_ESC_RM_MAP_MEMORY 0x4E
-#define NV_ESC_RM_UNMAP_MEMORY 0x4F
-#define NV_ESC_RM_GET_EVENT_DATA 0x52
-#define NV_ESC_RM_ALLOC_CONTEXT_DMA2 0x54
-#define NV_ESC_RM_ADD_VBLANK_CALLBACK 0x56
-#define NV_ESC_RM_MAP_MEMORY_DMA 0x57
-#define NV_ESC_RM_UNMAP_MEMORY_DMA 0x58
-#define NV_ESC_RM_BIND_CONTEXT_DMA 0x59
-#define NV_ESC_RM_EXPORT_OBJECT_TO_FD 0x5C
-#define NV_ESC_RM_IMPORT_OBJECT_FROM_FD 0x5D
+#define NV_ESC_RM_ALLOC_MEMORY		     0x27
+#define NV_ESC_RM_ALLOC_OBJECT		     0x28
+#define NV_ESC_RM_FREE			     0x29
+#define NV_ESC_RM_CONTROL		     0x2A
+#define NV_ESC_RM_ALLOC			     0x2B
+#define NV_ESC_RM_CONFIG_GET		     0x32
+#define NV_ESC_RM_CONFIG_SET		     0x33
+#define NV_ESC_RM_DUP_OBJECT		     0x34
+#define NV_ESC_RM_SHARE			     0x35
+#define NV_ESC_RM_CONFIG_GET_EX		     0x37
+#define NV_ESC_RM_CONFIG_SET_EX		     0x38
+#define NV_ESC_RM_I2C_ACCESS		     0x39
+#define NV_ESC_RM_IDLE_CHANNELS		     0x41
+#define NV_ESC_RM_VID_HEAP_CONTROL	     0x4A
+#define NV_ESC_RM_ACCESS_REGISTRY	     0x4D
+#define NV_ESC_RM_MAP_MEMORY		     0x4E
+#define NV_ESC_RM_UNMAP_MEMORY		     0x4F
+#define NV_ESC_RM_GET_EVENT_DATA	     0x52
+#define NV_ESC_RM_ALLOC_CONTEXT_DMA2	     0x54
+#define NV_ESC_RM_ADD_VBLANK_CALLBACK	     0x56
+#define NV_ESC_RM_MAP_MEMORY_DMA	     0x57
+#define NV_ESC_RM_UNMAP_MEMORY_DMA	     0x58
+#define NV_ESC_RM_BIND_CONTEXT_DMA	     0x59
+#define NV_ESC_RM_EXPORT_OBJECT_TO_FD	     0x5C
+#define NV_ESC_RM_IMPORT_OBJECT_FROM_FD	     0x5D
 #define NV_ESC_RM_UPDATE_DEVICE_MAPPING_INFO 0x5E
-#define NV_ESC_RM_LOCKLESS_DIAGNOSTIC 0x5F
+#define NV_ESC_RM_LOCKLESS_DIAGNOSTIC	     0x5F
 
-#define NV_ESC_CARD_INFO (NV_IOCTL_BASE + 0)
-#define NV_ESC_REGISTER_FD (NV_IOCTL_BASE + 1)
-#define NV_ESC_ALLOC_OS_EVENT (NV_IOCTL_BASE + 6)
-#define NV_ESC_FREE_OS_EVENT (NV_IOCTL_BASE + 7)
-#define NV_ESC_STATUS_CODE (NV_IOCTL_BASE + 9)
-#define NV_ESC_CHECK_VERSION_STR (NV_IOCTL_BASE + 10)
-#define NV_ESC_IOCTL_XFER_CMD (NV_IOCTL_BASE + 11)
-#define NV_ESC_ATTACH_GPUS_TO_FD (NV_IOCTL_BASE + 12)
-#define NV_ESC_QUERY_DEVICE_INTR (NV_IOCTL_BASE + 13)
-#define NV_ESC_SYS_PARAMS (NV_IOCTL_BASE + 14)
-#define NV_ESC_NUMA_INFO (NV_IOCTL_BASE + 15)
-#define NV_ESC_SET_NUMA_STATUS (NV_IOCTL_BASE + 16)
+#define NV_ESC_CARD_INFO	   (NV_IOCTL_BASE + 0)
+#define NV_ESC_REGISTER_FD	   (NV_IOCTL_BASE + 1)
+#define NV_ESC_ALLOC_OS_EVENT	   (NV_IOCTL_BASE + 6)
+#define NV_ESC_FREE_OS_EVENT	   (NV_IOCTL_BASE + 7)
+#define NV_ESC_STATUS_CODE	   (NV_IOCTL_BASE + 9)
+#define NV_ESC_CHECK_VERSION_STR   (NV_IOCTL_BASE + 10)
+#define NV_ESC_IOCTL_XFER_CMD	   (NV_IOCTL_BASE + 11)
+#define NV_ESC_ATTACH_GPUS_TO_FD   (NV_IOCTL_BASE + 12)
+#define NV_ESC_QUERY_DEVICE_INTR   (NV_IOCTL_BASE + 13)
+#define NV_ESC_SYS_PARAMS	   (NV_IOCTL_BASE + 14)
+#define NV_ESC_NUMA_INFO	   (NV_IOCTL_BASE + 15)
+#define NV_ESC_SET_NUMA_STATUS	   (NV_IOCTL_BASE + 16)
 #define NV_ESC_EXPORT_TO_DMABUF_FD (NV_IOCTL_BASE + 17)
-#define NV_ESC_WAIT_OPEN_COMPLETE (NV_IOCTL_BASE + 18)
+#define NV_ESC_WAIT_OPEN_COMPLETE  (NV_IOCTL_BASE + 18)
 
 /* nv-ioctl.h: the XFER wrapper; the outer size must be exactly 16. */
 typedef struct nv_ioctl_xfer {
@@ -133,9 +133,9 @@ typedef struct nv_ioctl_status_code {
 _Static_assert(sizeof(nv_ioctl_status_code_t) == 12, "status_code");
 
 /* cmd: 0 strict, '1' relaxed, '2' query (nv-ioctl.h). */
-#define NV_RM_API_VERSION_CMD_STRICT 0
-#define NV_RM_API_VERSION_CMD_RELAXED '1'
-#define NV_RM_API_VERSION_CMD_QUERY '2'
+#define NV_RM_API_VERSION_CMD_STRICT	0
+#define NV_RM_API_VERSION_CMD_RELAXED	'1'
+#define NV_RM_API_VERSION_CMD_QUERY	'2'
 #define NV_RM_API_VERSION_STRING_LENGTH 64
 typedef struct nv_ioctl_rm_api_version {
 	vcore_u32 cmd;
@@ -156,10 +156,10 @@ typedef struct nv_ioctl_sys_params {
 _Static_assert(sizeof(nv_ioctl_sys_params_t) == 8, "sys_params");
 
 /* nv-ioctl-numa.h: only the size and the status offset matter here. */
-#define NV_IOCTL_NUMA_INFO_SIZE 560
+#define NV_IOCTL_NUMA_INFO_SIZE	      560
 #define NV_IOCTL_SET_NUMA_STATUS_SIZE 4
 /* 580.65.06 layout (bAllowMmap), abi.md §3. */
-#define NV_IOCTL_EXPORT_TO_DMABUF_FD_SIZE 2608
+#define NV_IOCTL_EXPORT_TO_DMABUF_FD_SIZE	2608
 #define NV_IOCTL_EXPORT_TO_DMABUF_FD_STATUS_OFF 2600
 
 typedef struct nv_ioctl_wait_open_complete {

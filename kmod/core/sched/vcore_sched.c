@@ -115,7 +115,7 @@ static struct vcore_sched_slot *find(struct vcore_sched *s, vcs_u32 id)
 	for (i = 0; i < VCORE_SCHED_MAX_SLOTS; i++)
 		if (s->slots[i].used && s->slots[i].id == id)
 			return &s->slots[i];
-	return 0;
+	return VCS_NULL;
 }
 
 static int valid(vcs_u32 share, vcs_u32 mode)
@@ -133,7 +133,7 @@ static int gating(const struct vcore_sched_slot *sl)
 int vcore_sched_slot_add(struct vcore_sched *s, vcs_u32 id, vcs_u32 share,
 			 vcs_u32 mode)
 {
-	struct vcore_sched_slot *sl = 0;
+	struct vcore_sched_slot *sl = VCS_NULL;
 	int i;
 
 	if (!valid(share, mode) || id == ~0U)
@@ -273,6 +273,42 @@ static void advance_buckets(struct vcore_sched *s, vcs_u64 now)
 	s->bucket_idx = idx;
 }
 
+/*
+ * Spreads `busy` over the 100 ms buckets that [start, end) overlaps, so the
+ * achieved-share windows follow when the GPU time was used, not when its
+ * (late, lumpy) measurement arrived. Parts older than the ring are dropped.
+ */
+static void add_busy(struct vcore_sched *s, struct vcore_sched_slot *sl,
+		     vcs_u64 start, vcs_u64 end, vcs_u64 busy)
+{
+	vcs_u64 span, b, b0, b1, lo, hi;
+
+	if (start < s->start_ns)
+		start = s->start_ns;
+	if (end <= start) {
+		sl->bucket_busy[s->bucket_idx % VCORE_SCHED_BUCKETS] += busy;
+		return;
+	}
+	span = end - start;
+	b0 = (start - s->start_ns) / VCORE_SCHED_BUCKET_NS;
+	b1 = (end - 1 - s->start_ns) / VCORE_SCHED_BUCKET_NS;
+	if (b1 > s->bucket_idx)
+		b1 = s->bucket_idx;
+	if (b0 + VCORE_SCHED_BUCKETS <= s->bucket_idx)
+		b0 = s->bucket_idx - VCORE_SCHED_BUCKETS + 1;
+	for (b = b0; b <= b1; b++) {
+		lo = s->start_ns + b * VCORE_SCHED_BUCKET_NS;
+		hi = lo + VCORE_SCHED_BUCKET_NS;
+		lo = lo > start ? lo : start;
+		hi = hi < end ? hi : end;
+		if (hi > lo)
+			sl->bucket_busy[b % VCORE_SCHED_BUCKETS] +=
+				busy * (hi - lo) / span;
+	}
+	if (end > sl->until_ns)
+		sl->until_ns = end;
+}
+
 static void fold_report(struct vcore_sched *s,
 			const struct vcore_sched_report *r, vcs_u64 now)
 {
@@ -282,20 +318,20 @@ static void fold_report(struct vcore_sched *s,
 
 	if (!sl)
 		return;
-	sl->busy_ns += r->busy_ns;
-	sl->win_busy_ns += r->busy_ns;
-	sl->bucket_busy[s->bucket_idx % VCORE_SCHED_BUCKETS] += r->busy_ns;
+	end = r->end_ns && r->end_ns < now ? r->end_ns : now;
+	span = r->span_ns;
+	busy = r->busy_ns;
+	start = span < end ? end - span : 0;
+	sl->busy_ns += busy;
+	sl->win_busy_ns += busy;
+	add_busy(s, sl, start, end, busy);
 	if (sl->gated_off)
-		sl->overshoot_ns += r->busy_ns;
+		sl->overshoot_ns += busy;
 	if (sl->mode != VCORE_SCHED_MODE_CAP)
 		return;
 	/* Only the part of the span after the last share change counts. */
-	end = r->end_ns ? r->end_ns : now;
-	span = r->span_ns;
-	busy = r->busy_ns;
 	if (end <= sl->changed_ns)
 		return;
-	start = span < end ? end - span : 0;
 	before = start < sl->changed_ns ? sl->changed_ns - start : 0;
 	if (before > span)
 		before = span;
@@ -479,14 +515,27 @@ int vcore_sched_tick(struct vcore_sched *s, vcs_u64 now_ns,
 static vcs_u32 window_pm(const struct vcore_sched *s,
 			 const struct vcore_sched_slot *sl, vcs_u32 buckets)
 {
-	vcs_u64 sum = 0, span, k;
+	vcs_u64 sum = 0, span, k, last, oldest;
 
-	/* Complete buckets only: the current one is still filling. */
-	if (s->bucket_idx < buckets)
-		buckets = (vcs_u32)s->bucket_idx;
-	if (!buckets)
-		return 0;
-	for (k = s->bucket_idx - buckets; k < s->bucket_idx; k++)
+	/*
+	 * Complete buckets only, up to the one the slot's measurements have
+	 * reached (they may lag the clock): later ones are still filling.
+	 */
+	last = sl->until_ns > s->start_ns
+		       ? (sl->until_ns - s->start_ns) / VCORE_SCHED_BUCKET_NS
+		       : 0;
+	if (last > s->bucket_idx)
+		last = s->bucket_idx;
+	/* The ring still holds buckets [bucket_idx - BUCKETS + 1, bucket_idx].
+	 */
+	oldest = s->bucket_idx >= VCORE_SCHED_BUCKETS - 1
+			 ? s->bucket_idx - (VCORE_SCHED_BUCKETS - 1)
+			 : 0;
+	if (last <= oldest)
+		return 0; /* no measurement within the ring */
+	if (last - oldest < buckets)
+		buckets = (vcs_u32)(last - oldest);
+	for (k = last - buckets; k < last; k++)
 		sum += sl->bucket_busy[k % VCORE_SCHED_BUCKETS];
 	span = (vcs_u64)buckets * VCORE_SCHED_BUCKET_NS;
 	return (vcs_u32)(sum * 1000 / span);

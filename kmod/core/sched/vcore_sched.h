@@ -162,6 +162,7 @@ struct vcore_sched_slot {
 	vcs_u64 overshoot_ns;
 	vcs_u64 debt_max_seen_ns;
 	vcs_u64 gate_actions;
+	vcs_u64 until_ns; /* end of the newest measured span */
 	vcs_u64 bucket_busy[VCORE_SCHED_BUCKETS];
 };
 

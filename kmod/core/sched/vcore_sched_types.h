@@ -1,26 +1,27 @@
 /* SPDX-License-Identifier: GPL-2.0 OR MIT */
 /*
- * Fixed-width types for the share controller, from the compiler's own
- * predefined macros: the controller is freestanding C11 and is compiled both
- * into vgpu.ko (no libc headers) and into userspace (no kernel headers).
- * Once the core's common vcore_types.h exists, these become aliases of it.
- *
- * Error values are Linux errno numbers (asm-generic/errno-base.h), negated
- * on return, so both hosts pass them on unchanged.
+ * Short names for the core's scalar types (vcore_types.h) inside the share
+ * controller. The controller is freestanding C11 like the rest of the core:
+ * compiled into vgpu.ko (no libc headers) and into userspace (no kernel
+ * headers). Error values are the core's Linux errno numbers, negated on
+ * return, so both hosts pass them on unchanged.
  */
 #ifndef VCORE_SCHED_TYPES_H
 #define VCORE_SCHED_TYPES_H
 
-typedef __UINT8_TYPE__ vcs_u8;
-typedef __UINT16_TYPE__ vcs_u16;
-typedef __UINT32_TYPE__ vcs_u32;
-typedef __INT32_TYPE__ vcs_s32;
-typedef __UINT64_TYPE__ vcs_u64;
-typedef __INT64_TYPE__ vcs_s64;
+#include "../vcore_types.h"
 
-#define VCS_ENOENT 2
-#define VCS_EEXIST 17
-#define VCS_EINVAL 22
-#define VCS_ENOSPC 28
+typedef vcore_u8 vcs_u8;
+typedef vcore_u16 vcs_u16;
+typedef vcore_u32 vcs_u32;
+typedef vcore_s32 vcs_s32;
+typedef vcore_u64 vcs_u64;
+typedef vcore_s64 vcs_s64;
+
+#define VCS_ENOENT VCORE_ENOENT
+#define VCS_EEXIST VCORE_EEXIST
+#define VCS_EINVAL VCORE_EINVAL
+#define VCS_ENOSPC VCORE_ENOSPC
+#define VCS_NULL   VCORE_NULL
 
 #endif /* VCORE_SCHED_TYPES_H */

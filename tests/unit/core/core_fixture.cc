@@ -91,13 +91,26 @@ void FakeRm::Serve(SimMemory& mem, uint32_t req, uint64_t arg) {
         for (uint32_t i = 0; i < n && i < 128; ++i) {
           uint32_t idx = Rd32(mem, list + 8 * i), v = 7;
           switch (idx) {
-            case NV2080_CTRL_FB_INFO_INDEX_TOTAL_RAM_SIZE: v = kTotalRamKiB; break;
-            case NV2080_CTRL_FB_INFO_INDEX_HEAP_SIZE: v = kHeapKiB; break;
-            case NV2080_CTRL_FB_INFO_INDEX_USABLE_RAM_SIZE: v = kUsableKiB; break;
-            case NV2080_CTRL_FB_INFO_INDEX_HEAP_FREE: v = kHeapKiB - 1024; break;
-            case NV2080_CTRL_FB_INFO_INDEX_FB_TAX_SIZE_KB: v = 0; break;
-            case 0x0B: v = 5120; break;  // BUS_WIDTH
-            default: break;
+            case NV2080_CTRL_FB_INFO_INDEX_TOTAL_RAM_SIZE:
+              v = kTotalRamKiB;
+              break;
+            case NV2080_CTRL_FB_INFO_INDEX_HEAP_SIZE:
+              v = kHeapKiB;
+              break;
+            case NV2080_CTRL_FB_INFO_INDEX_USABLE_RAM_SIZE:
+              v = kUsableKiB;
+              break;
+            case NV2080_CTRL_FB_INFO_INDEX_HEAP_FREE:
+              v = kHeapKiB - 1024;
+              break;
+            case NV2080_CTRL_FB_INFO_INDEX_FB_TAX_SIZE_KB:
+              v = 0;
+              break;
+            case 0x0B:
+              v = 5120;
+              break;  // BUS_WIDTH
+            default:
+              break;
           }
           Wr32(mem, list + 8 * i + 4, v);
         }

@@ -52,9 +52,9 @@ T Get(const SimMemory& mem, uint64_t addr) {
 class FakeRm {
  public:
   uint32_t next_handle = 0xc1d00001;
-  uint32_t alloc_status = NV_OK;   // status RM returns for allocations
-  uint64_t round = 2 * kMiB;       // RM's rounding of vidmem sizes
-  int rc = 0;                      // ioctl return
+  uint32_t alloc_status = NV_OK;  // status RM returns for allocations
+  uint64_t round = 2 * kMiB;      // RM's rounding of vidmem sizes
+  int rc = 0;                     // ioctl return
   std::vector<uint32_t> pids = {100, 200, 300};
   int calls = 0;
 
@@ -76,7 +76,7 @@ class CoreTest : public ::testing::Test {
 
   struct Outcome {
     vcore_verdict verdict;
-    int ret;            // what the host returns to the app
+    int ret;  // what the host returns to the app
     bool forwarded;
     std::vector<vcore_fd_field> fds;
   };

@@ -18,8 +18,11 @@ TEST_F(CoreTest, WrongSizesAreRefusedWithEinval) {
   MakeSlot(0);
   Put(kArg, std::vector<uint8_t>(64));
   for (auto [nr, size] : std::vector<std::pair<uint32_t, uint32_t>>{
-           {NV_ESC_RM_CONTROL, 31}, {NV_ESC_RM_ALLOC, 40}, {NV_ESC_RM_FREE, 8},
-           {NV_ESC_CARD_INFO, 73}, {NV_ESC_RM_MAP_MEMORY_DMA, 56} /* pre-580 NVOS46 */,
+           {NV_ESC_RM_CONTROL, 31},
+           {NV_ESC_RM_ALLOC, 40},
+           {NV_ESC_RM_FREE, 8},
+           {NV_ESC_CARD_INFO, 73},
+           {NV_ESC_RM_MAP_MEMORY_DMA, 56} /* pre-580 NVOS46 */,
            {NV_ESC_REGISTER_FD, 0}}) {
     Outcome o = Call(Req(nr, size), kArg);
     EXPECT_EQ(o.verdict, VCORE_REFUSE_ERRNO) << std::hex << nr;

@@ -64,7 +64,8 @@ std::vector<std::string> Lines(const std::string& path) {
 
 std::vector<uint8_t> Hex(const std::string& h) {
   std::vector<uint8_t> b(h.size() / 2);
-  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<uint8_t>(std::stoul(h.substr(2 * i, 2), nullptr, 16));
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = static_cast<uint8_t>(std::stoul(h.substr(2 * i, 2), nullptr, 16));
   return b;
 }
 
@@ -75,8 +76,8 @@ T At(const std::vector<uint8_t>& b, size_t off) {
   return v;
 }
 
-// An independent reading of a recording: class-0x40 (non-virtual) NVOS64/NVOS21 allocations that the
-// driver accepted, with the size it reported; frees of them, of their parent, of their client;
+// An independent reading of a recording: class-0x40 (non-virtual) NVOS64/NVOS21 allocations that
+// the driver accepted, with the size it reported; frees of them, of their parent, of their client;
 // closes of the ctl file that created the client. Optionally with a quota: allocations that
 // would cross it are skipped and the first one's seq is remembered.
 struct Oracle {
@@ -84,7 +85,7 @@ struct Oracle {
     uint64_t size;
     uint32_t parent;
   };
-  std::map<std::pair<uint32_t, uint32_t>, Mem> live;          // (client, handle)
+  std::map<std::pair<uint32_t, uint32_t>, Mem> live;             // (client, handle)
   std::map<uint32_t, std::pair<uint64_t, int64_t>> client_file;  // client -> (pid, fd)
   uint64_t sum = 0, peak = 0, quota = 0;
   int64_t first_crossing = -1;
@@ -115,7 +116,8 @@ struct Oracle {
     }
     uint32_t req = static_cast<uint32_t>(std::stoul(j.value("req", std::string("0")), nullptr, 16));
     uint32_t nr = req & 0xff, size = (req >> 16) & 0x3fff;
-    if (j.value("rc", 0) != 0 || (j.value("dev", std::string()).find("uvm") != std::string::npos)) return;
+    if (j.value("rc", 0) != 0 || (j.value("dev", std::string()).find("uvm") != std::string::npos))
+      return;
     auto in = Hex(j.value("in", std::string()));
     auto out = Hex(j.value("out", std::string()));
     if (nr == NV_ESC_RM_ALLOC && (size == 48 || size == 32) && out.size() == size) {
@@ -242,9 +244,12 @@ TEST(ReplayCli, BadLinesAreErrorsNotCrashes) {
   ASSERT_TRUE(r.Init(&err));
   EXPECT_FALSE(r.FeedLine("{not json", &err));
   EXPECT_FALSE(r.FeedLine("{\"seq\":1}", &err));
-  EXPECT_FALSE(r.FeedLine(R"({"pid":1,"fd":3,"dev":"/dev/nvidiactl","req":"0xc020462a","in":"zz"})", &err));
+  EXPECT_FALSE(
+      r.FeedLine(R"({"pid":1,"fd":3,"dev":"/dev/nvidiactl","req":"0xc020462a","in":"zz"})", &err));
   // Works without open/close events; a short "in" faults inside the core, defined result.
-  EXPECT_TRUE(r.FeedLine(R"({"pid":1,"fd":3,"dev":"/dev/nvidiactl","req":"0xc020462a","in":"00","out":"00","ptrs":[]})", &err));
+  EXPECT_TRUE(r.FeedLine(
+      R"({"pid":1,"fd":3,"dev":"/dev/nvidiactl","req":"0xc020462a","in":"00","out":"00","ptrs":[]})",
+      &err));
   EXPECT_EQ(r.Result().denied, 1u);
 }
 

@@ -27,8 +27,8 @@ TEST_F(CoreTest, FbGetInfoV2ShowsTheQuota) {
   Outcome o = Control(c, s, NV2080_CTRL_CMD_FB_GET_INFO_V2, FbV2({0x16, 0x09, 0x10}));
   EXPECT_EQ(o.verdict, VCORE_FORWARD);
   uint64_t free_b = uint64_t{EntryData(mem_, kParams + 4, 0)} * 1024;
-  uint64_t total_b = (uint64_t{EntryData(mem_, kParams + 4, 1)} + EntryData(mem_, kParams + 4, 2)) *
-                     1024;
+  uint64_t total_b =
+      (uint64_t{EntryData(mem_, kParams + 4, 1)} + EntryData(mem_, kParams + 4, 2)) * 1024;
   EXPECT_EQ(total_b, 4 * kGiB) << "cuMemGetInfo total = (HEAP_SIZE + FB_TAX) KiB";
   EXPECT_EQ(free_b, 4 * kGiB - 518 * kMiB);
   // nvidia-smi / NVML: TOTAL_RAM_SIZE, HEAP_SIZE, HEAP_FREE, USABLE_RAM_SIZE; untouched others.

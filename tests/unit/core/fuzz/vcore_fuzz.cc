@@ -64,9 +64,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   vcore_slot* slot = vcore_slot_create((flags & 4) ? &vgpu::trace::kSimOpsWithPids : &SimHost::kOps,
                                        &host, &cfg, nullptr, nullptr);
   if (slot == nullptr) abort();
-  vcore_file* files[4] = {
-      vcore_file_open(slot, VCORE_FILE_CTL, nullptr), vcore_file_open(slot, VCORE_FILE_CTL, nullptr),
-      vcore_file_open(slot, VCORE_FILE_DEV, nullptr), vcore_file_open(slot, VCORE_FILE_UVM, nullptr)};
+  vcore_file* files[4] = {vcore_file_open(slot, VCORE_FILE_CTL, nullptr),
+                          vcore_file_open(slot, VCORE_FILE_CTL, nullptr),
+                          vcore_file_open(slot, VCORE_FILE_DEV, nullptr),
+                          vcore_file_open(slot, VCORE_FILE_UVM, nullptr)};
   for (int calls = 0; r.ok && r.n > 0 && calls < 64; ++calls) {
     uint8_t which = r.Get<uint8_t>() % 5;
     if (which == 4) {
