@@ -113,7 +113,8 @@ struct vcore_host_ops {
 	/*
 	 * Optional: does @pid (as the driver reports it in GET_PIDS, i.e. the
 	 * driver's pid namespace) belong to this slot? NULL: the core uses the
-	 * pids that issued calls through this slot (vcore_call_ctx.pid).
+	 * pids that issued calls through this slot (vcore_call_ctx.pid). Called
+	 * without the slot lock held.
 	 */
 	vcore_bool (*pid_in_slot)(void *priv, vcore_u32 pid);
 };
@@ -125,7 +126,9 @@ struct vcore_host_ops {
  * Slot-wide memory accounting. In the kernel every process of a slot shares
  * one struct vcore_slot, so the default in-core ledger is enough; in the shim
  * each process runs its own core and the slot's processes share one ledger in
- * shared memory. Every op must be atomic with respect to all users.
+ * shared memory. Every op must be atomic with respect to all users. The core
+ * calls the ops with the slot lock (lock_create's lock) held: they must not
+ * sleep for long and must not call back into the core.
  */
 struct vcore_ledger_ops {
 	/*
@@ -278,7 +281,9 @@ enum vcore_verdict {
 	/* Forward (req, arg) unchanged, then vcore_post(call, rc). */
 	VCORE_FORWARD = 0,
 	/* The core rewrote input fields in the user's memory (listed by
-	 * vcore_call_buffer()); forward, then vcore_post restores them. */
+	 * vcore_call_buffer()); forward, then vcore_post restores them.
+	 * Reserved: no 580 handler rewrites inputs yet; hosts must treat it
+	 * like VCORE_FORWARD. */
 	VCORE_FORWARD_REWRITTEN = 1,
 	/* Refused as the driver refuses: the RM status is already written
 	 * into the user's struct; the host returns 0 without forwarding. */
@@ -330,8 +335,11 @@ enum vcore_fd_kind {
 	VCORE_FD_NV_DEV = 1, /* must be a real /dev/nvidiaN */
 	VCORE_FD_NV_ANY = 2, /* ctl or dev (mmap context target) */
 	VCORE_FD_UVM = 3,    /* must be a real /dev/nvidia-uvm */
-	VCORE_FD_EXPORT = 4, /* OS_UNIX export/import fd (a ctl-like fd
-			      * RM created; abi.md §9.3 item 1) */
+	VCORE_FD_EXPORT = 4, /* NV0000_CTRL_CMD_OS_UNIX_* export/import fd:
+			      * the RMAPI library opens /dev/nvidiactl to
+			      * carry exported objects and RM requires a
+			      * ctl file there (os.c:2275-2644): translate
+			      * it like VCORE_FD_NV_CTL */
 };
 
 struct vcore_fd_field {
