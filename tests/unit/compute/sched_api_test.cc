@@ -2,6 +2,7 @@
 // control parameter blocks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 
@@ -160,6 +161,28 @@ TEST(SchedStats, CountersAndWindows) {
   EXPECT_GT(st.overshoot_ns, 0u);  // drain after off edges
   EXPECT_LT(st.overshoot_ns, st.busy_ns / 5);
   EXPECT_GT(st.gate_actions, 12u * 2 * 15);  // ~20 periods a second, 2 edges each
+}
+
+// Measurements that arrive late and in lumps (200 ms samples, 250 ms late: the H200 shim host)
+// are spread over the time they cover: the 1 s share does not jump by a sample's worth.
+TEST(SchedStats, WindowsFollowUsageNotArrival) {
+  Harness::Options o;
+  o.report_period_ns = 200 * kMs;
+  o.report_delay_ns = 250 * kMs;
+  Harness h(o);
+  h.AddTenant(1, 40, VCORE_SCHED_MODE_CAP, kMs);
+  h.RunUntil(h.now() + 4 * kSec);
+  uint32_t lo = 1000, hi = 0;
+  for (int i = 0; i < 20; i++) {
+    h.RunUntil(h.now() + 370 * kMs);
+    vcore_sched_slot_stats st;
+    ASSERT_EQ(vcore_sched_get_stats(&h.ctl(), 1, &st), 0);
+    lo = std::min(lo, st.share_1s_pm);
+    hi = std::max(hi, st.share_1s_pm);
+    EXPECT_NEAR(st.share_10s_pm, 400, 15);
+  }
+  EXPECT_GE(lo, 380u);
+  EXPECT_LE(hi, 420u);
 }
 
 TEST(SchedStats, WeightSlotReportsTimeslice) {
