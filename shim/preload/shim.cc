@@ -134,6 +134,16 @@ enum vcore_file_kind CoreKind(DevKind k) {
 
 bool Filtered(DevKind k) { return k == DevKind::kCtl || k == DevKind::kGpu || k == DevKind::kUvm; }
 
+// VGPU_SHIM_PASSTHROUGH=1: a diagnostic mode that keeps every wrapper but never calls the core
+// (no limits, no views), to tell interposition cost from filtering cost. Read once.
+bool Passthrough() {
+  static const bool on = [] {
+    const char* v = getenv("VGPU_SHIM_PASSTHROUGH");
+    return v != nullptr && strcmp(v, "1") == 0;
+  }();
+  return on;
+}
+
 // Registers a freshly opened (or first-seen) NVIDIA fd with the core. false: refuse it.
 bool AttachFile(int fd, DevKind kind) {
   ShimState* st = EnsureState(kind == DevKind::kCtl ? fd : -1);
@@ -182,7 +192,7 @@ int AfterOpen(int fd, const char* path) {
     return fd;
   }
   DevKind kind = ClassifyPath(path);
-  if (!Filtered(kind)) {
+  if (!Filtered(kind) || Passthrough()) {
     ProcessFdTable().Set(fd, kind);
     return fd;
   }
@@ -350,7 +360,7 @@ VSHIM_EXPORT int ioctl(int fd, unsigned long req, ...) {
   void* arg = va_arg(ap, void*);
   va_end(ap);
   DevKind k = ProcessFdTable().Get(fd);
-  if (!vs::Filtered(k)) {
+  if (!vs::Filtered(k) || vs::Passthrough()) {
     return real::Ioctl(fd, req, arg);
   }
   return vs::FilteredIoctl(fd, k, req, arg);
@@ -464,7 +474,7 @@ VSHIM_EXPORT int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
 constexpr size_t kContextUvmMapping = 2u << 20;
 
 VSHIM_EXPORT void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
-  if (fd >= 0 && ProcessFdTable().Get(fd) == DevKind::kUvm) {
+  if (fd >= 0 && ProcessFdTable().Get(fd) == DevKind::kUvm && !vs::Passthrough()) {
     vs::ShimState* st = vs::CurrentState();
     vs::ShimFile* f = fd < vs::kMaxFiles ? vs::files[fd].load(std::memory_order_acquire) : nullptr;
     bool context_mapping = f != nullptr && f->uvm_mmaps.fetch_add(1) == 0 && len <= kContextUvmMapping;

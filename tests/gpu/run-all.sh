@@ -111,7 +111,7 @@ if wait_for "$hlog" "HOLD ok" 600 "$holder"; then
   VGPU_CONFIG=$cfg under_shim nvidia-smi > "$out/logs/views-smi-default.txt" 2>&1
   rc=$?
   mem=$(grep -o '[0-9]*MiB / *[0-9]*MiB' "$out/logs/views-smi-default.txt" | head -1)
-  ok=PASS; [[ $rc == 0 && $mem == *"/ 4096MiB" ]] || ok=FAIL
+  ok=PASS; [[ $rc == 0 && $mem =~ /\ *4096MiB$ ]] || ok=FAIL
   row "nvidia-smi (default view) under shim" $ok "exit $rc; memory column '$mem'; processes: $(grep -c ' C ' "$out/logs/views-smi-default.txt") listed (holder pid $holder)"
   # CUDA readers have a context of their own: free = quota - (holder + own context).
   rt=$(VGPU_CONFIG=$cfg under_shim "$B/rt_views" meminfo 2>&1 | tee "$out/logs/views-rt.txt" | grep RESULT)

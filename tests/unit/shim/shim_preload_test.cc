@@ -77,6 +77,12 @@ TEST_F(ShimPreloadTest, NoQuotaPassesThroughToTheDriversLimit) {
   EXPECT_EQ(err_, "");
 }
 
+TEST_F(ShimPreloadTest, PassthroughDiagnosticModeFiltersNothing) {
+  ASSERT_EQ(Run("VGPU_MEMORY_QUOTA=64M VGPU_SHIM_PASSTHROUGH=1", "quota 40"), 0) << out_ << err_;
+  EXPECT_NE(out_.find("ALLOCS n=40 last_status=0x0"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("VIEW before rc=0 status=0x0 total=17179869184"), std::string::npos) << out_;
+}
+
 TEST_F(ShimPreloadTest, ManagedMemoryFollowsThePolicy) {
   ASSERT_EQ(Run("VGPU_MEMORY_QUOTA=64M", "managed"), 0) << err_;
   EXPECT_NE(out_.find("MANAGED0 ok"), std::string::npos) << out_ << err_;  // context mapping
