@@ -1,0 +1,99 @@
+// End to end: the compute thread inside libvgpu-shim.so (shim/compute/compute_shim.cc) driving
+// a fake driver's TSGs through the shim's hooks and vshim_rm_control.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) {
+    out.push_back(l);
+  }
+  return out;
+}
+
+class ShimComputeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/vshim-compute-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    for (const char* n : {"nvidiactl", "nvidia0", "nvidia-uvm"}) {
+      std::ofstream(dir_ + "/" + n).put('\0');
+    }
+  }
+  void TearDown() override { ASSERT_EQ(system(("rm -rf " + dir_).c_str()), 0); }
+  int Run(const std::string& env, const std::string& ms) {
+    const std::string cmd =
+        "env -u VGPU_CONFIG -u VGPU_MEMORY_QUOTA VGPU_DEV_DIR=" + dir_ +
+        " VGPU_FAKE_COMPUTE_OUT=" + dir_ + "/controls VGPU_COMPUTE_LOG=" + dir_ +
+        "/log LD_PRELOAD=" VSHIM_LIB ":" VSHIM_FAKECOMPUTE ":" VSHIM_FAKENV " " + env +
+        " " VSHIM_COMPUTE_CLIENT " " + ms + " >" + dir_ + "/out 2>" + dir_ + "/err";
+    const int st = system(cmd.c_str());
+    out_ = ReadFile(dir_ + "/out");
+    err_ = ReadFile(dir_ + "/err");
+    controls_ = Lines(ReadFile(dir_ + "/controls"));
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  }
+  int Count(const std::string& prefix) const {
+    int n = 0;
+    for (const auto& l : controls_) {
+      n += l.rfind(prefix, 0) == 0;
+    }
+    return n;
+  }
+  std::string dir_, out_, err_;
+  std::vector<std::string> controls_;
+};
+
+TEST_F(ShimComputeTest, CapGatesTheGrChannelsAndExitLeavesThemEnabled) {
+  ASSERT_EQ(Run("VGPU_COMPUTE_SHARE=30", "1500"), 0) << out_ << err_;
+  ASSERT_NE(out_.find("DONE"), std::string::npos) << out_ << err_;
+  EXPECT_GE(Count("child "), 1) << "subdevice found with GET_CHILD_HANDLE";
+  EXPECT_GE(Count("disable 1 only_sched=1 channels=8"), 10) << ReadFile(dir_ + "/controls");
+  EXPECT_GE(Count("preempt wait=1"), 5);
+  EXPECT_GE(Count("perfmon "), 5);
+  EXPECT_EQ(Count("disable 1 only_sched=1 channels=12"), 0) << "copy TSG left alone";
+  // The last gate action is the re-enable done at exit.
+  std::string last;
+  for (const auto& l : controls_) {
+    if (l.rfind("disable ", 0) == 0) {
+      last = l;
+    }
+  }
+  EXPECT_EQ(last.rfind("disable 0", 0), 0u) << last;
+  const std::string log = ReadFile(dir_ + "/log");
+  EXPECT_NE(log.find("share=30"), std::string::npos) << log;
+  EXPECT_EQ(log.find("errors=1"), std::string::npos) << log;
+}
+
+TEST_F(ShimComputeTest, WeightSetsTheTimesliceOnly) {
+  ASSERT_EQ(Run("VGPU_COMPUTE_SHARE=30 VGPU_COMPUTE_MODE=weight", "400"), 0) << out_ << err_;
+  EXPECT_GE(Count("timeslice 3000"), 1) << ReadFile(dir_ + "/controls");
+  EXPECT_EQ(Count("disable "), 0);
+}
+
+TEST_F(ShimComputeTest, NoShareNoControls) {
+  ASSERT_EQ(Run("", "300"), 0) << out_ << err_;
+  EXPECT_TRUE(controls_.empty()) << ReadFile(dir_ + "/controls");
+  ASSERT_EQ(Run("VGPU_COMPUTE_SHARE=100", "300"), 0) << out_ << err_;
+  EXPECT_TRUE(controls_.empty()) << "an uncapped share issues nothing";
+}
+
+}  // namespace
