@@ -34,7 +34,7 @@ double Min(const std::vector<double>& values) {
 }
 
 // The search's worst case: every multi-GPU size on an empty 8-GPU machine (most candidate sets),
-// 200 decisions per size and round, rounds interleaved across evaluators.
+// 100 decisions per size and round, rounds interleaved across evaluators.
 void WorstCase(const std::vector<std::unique_ptr<Evaluator>>& evaluators, int rounds) {
   for (const char* machine : {kMachines[0], kMachines[1]}) {
     Result<Topology> topology = LoadFixture(std::string(VGPU_TOPOLOGY_FIXTURES) + "/" + machine);
@@ -52,7 +52,7 @@ void WorstCase(const std::vector<std::unique_ptr<Evaluator>>& evaluators, int ro
         std::vector<double> ns;
         for (int count = 2; count <= topology->size(); ++count) {
           PlacementRequest request{.gpu_count = count, .whole_gpu = true};
-          for (int i = 0; i < 200; ++i) {
+          for (int i = 0; i < 100; ++i) {
             auto start = std::chrono::steady_clock::now();
             Result<Placement> placement = evaluator->Place(*topology, empty, request);
             auto stop = std::chrono::steady_clock::now();
