@@ -318,6 +318,7 @@ int vgpu_filter_slot_new(struct vgpu_slot *slot)
 		kfree(fs);
 		return err ? err : -ENOMEM;
 	}
+	vcore_slot_set_overquota_hook(fs->core, vgpu_overquota_hook);
 	slot->filter = fs;
 	return 0;
 }
@@ -436,6 +437,7 @@ long vgpu_filter_ioctl(struct vgpu_file *vf, unsigned int cmd,
 	struct vcore_call *call;
 	enum vcore_verdict v;
 	unsigned int nfix = 0, i, n;
+	u32 __user *status;
 	int witness = -1;
 	int rc = 0;
 
@@ -494,7 +496,11 @@ long vgpu_filter_ioctl(struct vgpu_file *vf, unsigned int cmd,
 out_restore:
 	while (nfix)
 		vgpu_fd_restore(&fix[--nfix]);
-	return vcore_post(call, rc);
+	status = vgpu_overquota_status_addr(call, cmd, arg);
+	rc = vcore_post(call, rc);
+	if (unlikely(vgpu_overquota_pending_any()))
+		vgpu_overquota_settle(vf, status);
+	return rc;
 }
 
 int vgpu_filter_init(void)

@@ -150,6 +150,17 @@ void vgpu_event_refusal(struct vgpu_slot *slot, u32 type, u64 size,
 /* sysfs.c */
 extern const struct attribute_group *vgpu_node_groups[];
 
+/* overquota.c: allocations that grew past the quota during the call. */
+struct vcore_call;
+struct vcore_file;
+struct vcore_overquota;
+void vgpu_overquota_hook(void *priv, struct vcore_file *file,
+			 const struct vcore_overquota *oq);
+u32 __user *vgpu_overquota_status_addr(struct vcore_call *call,
+				       unsigned int cmd, unsigned long arg);
+void vgpu_overquota_settle(struct vgpu_file *vf, u32 __user *status);
+bool vgpu_overquota_pending_any(void);
+
 /* filter.c: the filter core's host (kmod/core, vcore.h). */
 int vgpu_filter_init(void);
 void vgpu_filter_exit(void);

@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Closing the TOCTOU window on memory allocations (kmod/core/vcore.h, "TOCTOU";
+ * reference/nvidia-rm-abi.md §9.5). The core decides on a private copy of the parameters,
+ * but the driver re-reads the user's memory: a second thread can raise the size in between,
+ * and the driver then allocates more than was reserved. The core notices when it settles the
+ * charge from the reply and calls our hook. The hook only records the object (it runs inside
+ * vcore_post); once vcore_post has returned, the calling task frees the object through the
+ * filter (so the core refunds it, exactly as for the application's own RM_FREE) on the same
+ * real ctl file, and rewrites the allocation's status to NV_ERR_NO_MEMORY: what the driver
+ * itself says when memory runs out (§4.3).
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/ioctl.h>
+#include <linux/mm.h>
+#include <linux/mman.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/uaccess.h>
+
+#include "vgpu.h"
+#include "core/vcore.h"
+
+#define NV_ESC_RM_ALLOC_MEMORY 0x27
+#define NV_ESC_RM_FREE 0x29
+#define NV_ESC_RM_ALLOC 0x2b
+#define NV_ESC_RM_VID_HEAP_CONTROL 0x4a
+#define NV_ESC_IOCTL_XFER_CMD 0xd3
+#define NV_ERR_NO_MEMORY 0x51
+
+struct vgpu_overquota {
+	struct list_head node;
+	struct task_struct *task; /* compared only, never dereferenced */
+	struct vcore_overquota oq;
+};
+
+/* vgpu_overquota_lock protects vgpu_overquota_pending (entries live for one call). */
+static DEFINE_SPINLOCK(vgpu_overquota_lock);
+static LIST_HEAD(vgpu_overquota_pending);
+
+/* vcore_overquota_fn: called from vcore_post in the allocating task, slot lock not held. */
+void vgpu_overquota_hook(void *priv, struct vcore_file *file,
+			 const struct vcore_overquota *oq)
+{
+	struct vgpu_overquota *e = kzalloc(sizeof(*e), GFP_KERNEL);
+
+	if (!e)
+		return; /* stays charged and counted (VGPU_STAT_OVERQUOTA) */
+	e->task = current;
+	e->oq = *oq;
+	spin_lock(&vgpu_overquota_lock);
+	list_add_tail(&e->node, &vgpu_overquota_pending);
+	spin_unlock(&vgpu_overquota_lock);
+}
+
+/*
+ * Where the RM status of an allocation lives in user memory (abi.md §3): NVOS64 @40,
+ * NVOS21 @28, NVOS02 wrapper @40, NVOS32 @20; under XFER, in the payload. Must be called
+ * before vcore_post frees @call.
+ */
+u32 __user *vgpu_overquota_status_addr(struct vcore_call *call,
+				       unsigned int cmd, unsigned long arg)
+{
+	unsigned long base = arg;
+	u32 size = _IOC_SIZE(cmd);
+	u32 off;
+
+	if (_IOC_NR(cmd) == NV_ESC_IOCTL_XFER_CMD) {
+		struct vcore_buf_info b;
+
+		if (vcore_call_buffer(call, 1, &b))
+			return NULL;
+		base = (unsigned long)b.uaddr;
+		size = b.len;
+	}
+	switch (vcore_call_nr(call)) {
+	case NV_ESC_RM_ALLOC:
+		off = size == 48 ? 40 : 28;
+		break;
+	case NV_ESC_RM_ALLOC_MEMORY:
+		off = 40;
+		break;
+	case NV_ESC_RM_VID_HEAP_CONTROL:
+		off = 20;
+		break;
+	default:
+		return NULL;
+	}
+	return (u32 __user *)(base + off);
+}
+
+static struct vgpu_overquota *vgpu_overquota_take(void)
+{
+	struct vgpu_overquota *e, *found = NULL;
+
+	spin_lock(&vgpu_overquota_lock);
+	list_for_each_entry(e, &vgpu_overquota_pending, node) {
+		if (e->task == current) {
+			list_del(&e->node);
+			found = e;
+			break;
+		}
+	}
+	spin_unlock(&vgpu_overquota_lock);
+	return found;
+}
+
+/* RM_FREE through the filter, with its NVOS00 in a scratch page of the caller's mm. */
+static int vgpu_overquota_free(struct vgpu_file *vf,
+			       const struct vcore_overquota *oq)
+{
+	u32 params[4] = { oq->h_client, oq->h_parent, oq->h_object, 0 };
+	unsigned long addr;
+	long rc;
+
+	addr = vm_mmap(NULL, 0, PAGE_SIZE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, 0);
+	if (IS_ERR_VALUE(addr))
+		return (int)addr;
+	rc = -EFAULT;
+	if (!copy_to_user((void __user *)addr, params, sizeof(params))) {
+		rc = vgpu_filter_ioctl(vf, _IOC(_IOC_READ | _IOC_WRITE, 'F',
+						NV_ESC_RM_FREE, sizeof(params)),
+				       addr);
+		if (!rc && get_user(params[3], (u32 __user *)addr + 3))
+			rc = -EFAULT;
+		if (!rc && params[3])
+			rc = -EIO;
+	}
+	vm_munmap(addr, PAGE_SIZE);
+	return rc;
+}
+
+/* In the allocating task, after vcore_post: undo what the race allocated. */
+void vgpu_overquota_settle(struct vgpu_file *vf, u32 __user *status)
+{
+	struct vgpu_overquota *e;
+
+	while ((e = vgpu_overquota_take())) {
+		int err = vgpu_overquota_free(vf, &e->oq);
+
+		if (!err && status && put_user(NV_ERR_NO_MEMORY, status))
+			err = -EFAULT;
+		pr_warn_ratelimited("slot %u pid %d (%s): object 0x%x/0x%x got %llu bytes past the quota (parameters changed during the call): %s\n",
+				    vf->slot->id, task_tgid_nr(current),
+				    current->comm, e->oq.h_client,
+				    e->oq.h_object,
+				    (unsigned long long)e->oq.bytes,
+				    err ? "could not free it, stays charged" :
+					  "freed, NV_ERR_NO_MEMORY returned");
+		vgpu_event_refusal(vf->slot, VGPU_EVENT_QUOTA_DENIED,
+				   e->oq.bytes, vgpu_filter_charged(vf->slot),
+				   "allocation grew past the quota during the call");
+		kfree(e);
+	}
+}
+
+bool vgpu_overquota_pending_any(void)
+{
+	return !list_empty_careful(&vgpu_overquota_pending);
+}
