@@ -61,9 +61,11 @@ for kver in "${kvers[@]}"; do
   mkdir -p "$kout/mod"
   for m in "${mods[@]}"; do
     # Drop what this module dir produced last time, so a failed build never leaves a stale .ko
-    # for the guest suite to load.
-    [ -f "$kout/$m.kos" ] && (cd "$kout/mod" && xargs -r rm -f < "$kout/$m.kos")
-    rm -f "$kout/$m.kos"
+    # for the guest suite to load. (sparse leaves the built modules alone.)
+    if [ $sparse -eq 0 ]; then
+      [ -f "$kout/$m.kos" ] && (cd "$kout/mod" && xargs -r rm -f < "$kout/$m.kos")
+      rm -f "$kout/$m.kos"
+    fi
     srcs=("${moddir[$m]}"); [ "$m" = vgpu ] && [ -d "$root/uapi" ] && srcs+=(uapi)
     for d in "${srcs[@]}"; do
       mkdir -p "$tree/$d"
@@ -72,12 +74,13 @@ for kver in "${kvers[@]}"; do
         --exclude='*.mod.c' --exclude=Module.symvers --exclude=modules.order . | tar -C "$tree/$d" -xf -
     done
     mdir=$tree/${moddir[$m]}
-    rm -f "$mdir"/*.ko
+    [ $sparse -eq 1 ] || rm -f "$mdir"/*.ko
     log=$kout/$m.$([ $sparse -eq 1 ] && echo sparse || echo build).log
     if [ $sparse -eq 1 ]; then
       # sparse never fails the build by itself (reference §3): any warning/error line fails here.
-      # C=2 re-checks every source even when the objects are up to date.
-      make -C "$kdir" M="$mdir" C=2 KCFLAGS=-Werror -j"$jobs" modules >"$log" 2>&1; rc=$?
+      # C=2 re-checks every source even when the objects are up to date; with the same W=1
+      # flags as the build, objects an earlier build left in this tree are not recompiled.
+      make -C "$kdir" M="$mdir" C=2 W=1 KCFLAGS=-Werror -j"$jobs" modules >"$log" 2>&1; rc=$?
       if [ $rc -ne 0 ] || grep -qE '(warning|error):' "$log"; then
         echo "kmod-build: $m @ $kver: sparse FAILED:"; grep -E '(warning|error):' "$log" | head -40
         [ $rc -eq 0 ] || tail -20 "$log"
