@@ -57,6 +57,23 @@ std::string QueryDriverVersion(int ctl_fd) {
   return p.version;
 }
 
+// TOCTOU (vcore.h): another thread changed an allocation's parameters between the core's check
+// and the driver's read, and the driver allocated beyond the quota. The core reports it from
+// vcore_post; the ioctl path then frees the object through the filter (which refunds it) and
+// answers NV_ERR_NO_MEMORY, as the driver would have. Per thread: the report belongs to the
+// call this thread is finishing.
+struct PendingOverquota {
+  bool set;
+  int fd;
+  vcore_overquota oq;
+};
+thread_local PendingOverquota pending_overquota{};
+
+void OnOverquota(void*, vcore_file* file, const vcore_overquota* oq) {
+  pending_overquota = {true, static_cast<int>(reinterpret_cast<intptr_t>(vcore_file_priv(file))),
+                       *oq};
+}
+
 ShimState* Init(int ctl_fd_hint) {
   auto* st = new ShimState();
   std::string err = LoadSlotConfig(st->cfg, [](const char* k) -> const char* { return getenv(k); });
@@ -114,6 +131,7 @@ ShimState* Init(int ctl_fd_hint) {
                      ", driver version '" + version + "')";
     return st;
   }
+  vcore_slot_set_overquota_hook(st->slot, OnOverquota);
   Logf(LogLevel::kInfo, "quota=%llu managed=%s policy=%s ledger=%s driver=%s",
        static_cast<unsigned long long>(st->cfg.memory_quota), ManagedPolicyName(st->cfg.managed),
        UnknownPolicyName(st->cfg.unknown),
@@ -263,6 +281,44 @@ void ReportRefusal(ShimState* st, const char* what, uint32_t nr, uint32_t cmd, u
        static_cast<unsigned long long>(charged), static_cast<unsigned long long>(request));
 }
 
+int FilteredIoctl(int fd, DevKind kind, unsigned long req, void* arg);
+
+// RM status offset of an allocation escape's struct (abi.md §3), 0 if not an allocation.
+size_t AllocStatusOffset(uint32_t nr, uint32_t size) {
+  if (nr == rm::kEscRmAlloc) {
+    return size == 48 ? 40 : size == 32 ? 28 : 0;  // NVOS64 / NVOS21
+  }
+  if (nr == rm::kEscRmVidHeapControl && size == 184) {
+    return 20;  // NVOS32
+  }
+  if (nr == rm::kEscRmAllocMemory && size == 56) {
+    return 40;  // NVOS02 + fd wrapper
+  }
+  return 0;
+}
+
+void UndoOverquota(ShimState* st, const PendingOverquota& p, uint32_t nr, unsigned long req,
+                   void* arg) {
+  size_t status_off = rm::IocNr(req) == nr ? AllocStatusOffset(nr, rm::IocSize(req)) : 0;
+  if (status_off == 0 || p.fd < 0) {
+    Logf(LogLevel::kWarn, "over quota by a racing allocation (object 0x%x/0x%x, %llu bytes); "
+         "not undone (wrapped call)", p.oq.h_client, p.oq.h_object,
+         static_cast<unsigned long long>(p.oq.bytes));
+    return;
+  }
+  // NVOS00 (abi.md §3): hRoot@0 hObjectParent@4 hObjectOld@8 status@12, through the filter.
+  uint32_t nvos00[4] = {p.oq.h_client, p.oq.h_parent, p.oq.h_object, 0};
+  if (FilteredIoctl(p.fd, DevKind::kCtl, 0xC0104629ul, nvos00) != 0 || nvos00[3] != 0) {
+    Logf(LogLevel::kError, "over quota by a racing allocation and the free failed (status 0x%x)",
+         nvos00[3]);
+    return;
+  }
+  uint32_t no_memory = 0x51;  // NV_ERR_NO_MEMORY
+  memcpy(static_cast<uint8_t*>(arg) + status_off, &no_memory, sizeof no_memory);
+  ReportRefusal(st, "allocation the driver made larger than checked", nr, 0, p.oq.bytes,
+                "video memory quota exceeded after the call; object freed");
+}
+
 int FilteredIoctl(int fd, DevKind kind, unsigned long req, void* arg) {
   ShimFile* f = FileFor(fd, kind);
   ShimState* st = CurrentState();
@@ -290,6 +346,11 @@ int FilteredIoctl(int fd, DevKind kind, unsigned long req, void* arg) {
     ReportRefusal(st, what, nr, cmd, RequestedBytes(nr, req, arg), vcore_call_reason(call));
   }
   int ret = vcore_post(call, rc);
+  if (pending_overquota.set) {
+    PendingOverquota p = pending_overquota;
+    pending_overquota.set = false;
+    UndoOverquota(st, p, nr, req, arg);
+  }
   if (ret < 0) {
     errno = -ret;
     return -1;

@@ -77,6 +77,17 @@ TEST_F(ShimPreloadTest, NoQuotaPassesThroughToTheDriversLimit) {
   EXPECT_EQ(err_, "");
 }
 
+// The driver allocates 6 MiB for each 2 MiB request (a racing thread's doing): after ten the
+// slot holds 60 of 64 MiB; the eleventh passes the check (62) but the driver makes it 66. The
+// shim frees it through the filter and reports NV_ERR_NO_MEMORY, so the charge stays at 60.
+TEST_F(ShimPreloadTest, AllocationGrownBehindTheCheckIsUndone) {
+  ASSERT_EQ(Run("VGPU_MEMORY_QUOTA=64M FAKENV_INFLATE=3", "quota"), 0) << out_ << err_;
+  EXPECT_NE(out_.find("ALLOCS n=10 last_status=0x51"), std::string::npos) << out_ << err_;
+  EXPECT_NE(out_.find("VIEW full rc=0 status=0x0 total=67108864 free=4194304"),
+            std::string::npos) << out_;
+  EXPECT_NE(err_.find("object freed"), std::string::npos) << err_;
+}
+
 TEST_F(ShimPreloadTest, PassthroughDiagnosticModeFiltersNothing) {
   ASSERT_EQ(Run("VGPU_MEMORY_QUOTA=64M VGPU_SHIM_PASSTHROUGH=1", "quota 40"), 0) << out_ << err_;
   EXPECT_NE(out_.find("ALLOCS n=40 last_status=0x0"), std::string::npos) << out_;
