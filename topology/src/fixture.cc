@@ -67,6 +67,10 @@ Result<Gpu> ParseGpu(const json& entry, size_t position) {
   VGPU_RETURN_IF_ERROR(Read(entry, where, "index", true, gpu.index));
   VGPU_RETURN_IF_ERROR(Read(entry, where, "uuid", false, gpu.uuid));
   VGPU_RETURN_IF_ERROR(Read(entry, where, "name", false, gpu.name));
+  if (auto it = entry.find("memory_bytes");
+      it != entry.end() && it->is_number_integer() && !it->is_number_unsigned()) {
+    return FieldError(where, "memory_bytes", "must not be negative");  // get<> would wrap it
+  }
   VGPU_RETURN_IF_ERROR(Read(entry, where, "memory_bytes", true, gpu.memory_bytes));
   VGPU_RETURN_IF_ERROR(Read(entry, where, "numa_node", false, gpu.numa_node));
   VGPU_RETURN_IF_ERROR(Read(entry, where, "pci_bus_id", true, gpu.pci_bus_id));
