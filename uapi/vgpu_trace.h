@@ -40,8 +40,11 @@
  *    wrapping RM_CONTROL records {"off":8,...} (the payload, index 0) and
  *    {"off":16,"parent":0,...} (the control params). Without "parent" the
  *    offset is in the top-level struct. An entry may instead give the
- *    buffer's address directly as "addr":N. Recorders that know no deeper
- *    level simply omit those buffers; the core then sees a fault if it
+ *    buffer's address directly as "addr":N. A recorder built on the core
+ *    can take the list from vcore_call_buffer(): its buffer i >= 1 is
+ *    "ptrs" entry i - 1, and its parent p >= 1 is "parent": p - 1 (parent 0,
+ *    the top-level struct, is written as no "parent"). Recorders that know no
+ * deeper level simply omit those buffers; the core then sees a fault if it
  *    needs them.
  *
  * 2. An open or close of an NVIDIA device file (optional):

@@ -253,5 +253,49 @@ TEST(ReplayCli, BadLinesAreErrorsNotCrashes) {
   EXPECT_EQ(r.Result().denied, 1u);
 }
 
+// uapi/vgpu_trace.h: a pointer inside a nested buffer names that buffer by "parent".
+TEST(ReplayCli, XferPayloadWithNestedParamsUsesParent) {
+  auto hex = [](const std::vector<uint8_t>& b) {
+    static const char* d = "0123456789abcdef";
+    std::string s;
+    for (uint8_t x : b) {
+      s.push_back(d[x >> 4]);
+      s.push_back(d[x & 15]);
+    }
+    return s;
+  };
+  trace::Replayer r({});
+  std::string err;
+  ASSERT_TRUE(r.Init(&err));
+  const uint64_t payload = 0x7f0000100000, params = 0x7f0000200000;
+  NVOS64_PARAMETERS a{};
+  a.hRoot = 0xc1d00001;
+  a.hObjectParent = 0x5c000001;
+  a.hObjectNew = 0x5c000010;
+  a.hClass = NV01_MEMORY_LOCAL_USER;
+  a.pAllocParms = params;
+  NV_MEMORY_ALLOCATION_PARAMS m{};
+  m.size = 64 * kMiB;
+  nv_ioctl_xfer_t x{NV_ESC_RM_ALLOC, 48, payload};
+  json line = {{"seq", 1},
+               {"pid", 1},
+               {"tid", 1},
+               {"dev", "/dev/nvidiactl"},
+               {"fd", 3},
+               {"req", "0xc01046d3"},
+               {"rc", 0},
+               {"errno", 0},
+               {"in", hex(Bytes(x))},
+               {"out", hex(Bytes(x))},
+               {"ptrs",
+                {{{"off", 8}, {"in", hex(Bytes(a))}, {"out", hex(Bytes(a))}},
+                 {{"off", 16}, {"parent", 0}, {"in", hex(Bytes(m))}, {"out", hex(Bytes(m))}}}}};
+  ASSERT_TRUE(r.FeedLine(line.dump(), &err)) << err;
+  EXPECT_EQ(r.Result().charged_peak_bytes, 64 * kMiB) << "the wrapped alloc was seen and charged";
+  EXPECT_EQ(r.Result().denied, 0u);
+  r.Finish();
+  EXPECT_EQ(r.Result().charged_end_bytes, 0u);
+}
+
 }  // namespace
 }  // namespace vgpu::core_test
