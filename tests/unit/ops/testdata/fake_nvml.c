@@ -1,8 +1,11 @@
 /* A stand-in libnvidia-ml.so.1 for the health tests: two GPUs, an event queue the test fills
- * through fake_nvml_push_xid(), and a per-GPU "lost" switch that makes queries fail. Only the
+ * through fake_nvml_push_xid() (in-process) or by appending "INDEX XID" lines to the file named
+ * by VGPU_FAKE_NVML_EVENTS (another process, e.g. the real vgpu-manager), and a per-GPU "lost"
+ * switch that makes queries fail. VGPU_FAKE_NVML_UUIDS="uuid0,uuid1" renames the GPUs. Only the
  * entry points NvmlXidSource resolves are provided, with NVML's documented return codes. */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -47,14 +50,53 @@ int nvmlDeviceGetHandleByIndex_v2(unsigned i, void** dev) {
   *dev = &devices[i];
   return 0;
 }
+/* GPU i's UUID: field i of VGPU_FAKE_NVML_UUIDS, else GPU-fake-i. */
+static void uuid_of(int i, char* buf, unsigned len) {
+  const char* list = getenv("VGPU_FAKE_NVML_UUIDS");
+  snprintf(buf, len, "GPU-fake-%d", i);
+  if (list == NULL) return;
+  for (int field = 0; *list; field++) {
+    const char* end = strchr(list, ',');
+    size_t n = end ? (size_t)(end - list) : strlen(list);
+    if (field == i && n < len) {
+      memcpy(buf, list, n);
+      buf[n] = 0;
+      return;
+    }
+    if (!end) return;
+    list = end + 1;
+  }
+}
+
+/* Moves complete new lines of the VGPU_FAKE_NVML_EVENTS file into the queue. */
+static long events_offset;
+static void read_event_file(void) {
+  const char* path = getenv("VGPU_FAKE_NVML_EVENTS");
+  if (path == NULL) return;
+  FILE* f = fopen(path, "r");
+  if (f == NULL) return;
+  char line[64];
+  if (fseek(f, events_offset, SEEK_SET) == 0) {
+    while (fgets(line, sizeof(line), f) && strchr(line, '\n')) {
+      int device;
+      unsigned long long xid;
+      events_offset = ftell(f);
+      if (sscanf(line, "%d %llu", &device, &xid) == 2 && device >= 0 && device < 2) {
+        fake_nvml_push_xid(device, xid);
+      }
+    }
+  }
+  fclose(f);
+}
+
 int nvmlDeviceGetUUID(void* dev, char* buf, unsigned len) {
-  snprintf(buf, len, "GPU-fake-%d", ((fake_device*)dev)->index);
+  uuid_of(((fake_device*)dev)->index, buf, len);
   return 0;
 }
 int nvmlDeviceGetHandleByUUID(const char* uuid, void** dev) {
   for (int i = 0; i < 2; i++) {
-    char name[32];
-    snprintf(name, sizeof(name), "GPU-fake-%d", i);
+    char name[96];
+    uuid_of(i, name, sizeof(name));
     if (strcmp(name, uuid) == 0) {
       if (lost[i]) return 15; /* NVML_ERROR_GPU_IS_LOST */
       *dev = &devices[i];
@@ -78,6 +120,7 @@ int nvmlDeviceRegisterEvents(void* dev, unsigned long long types, void* set) {
 int nvmlEventSetWait_v2(void* set, fake_event_data* data, unsigned timeout_ms) {
   (void)set;
   for (unsigned waited = 0;; waited++) {
+    if (waited % 10 == 0) read_event_file();
     pthread_mutex_lock(&mu);
     if (queue_len > 0) {
       memset(data, 0, sizeof(*data));
