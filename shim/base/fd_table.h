@@ -18,7 +18,7 @@ enum class DevKind : uint8_t {
   kGpu,          // /dev/nvidiaN
   kUvm,          // /dev/nvidia-uvm
   kUvmTools,     // /dev/nvidia-uvm-tools
-  kOther,        // /dev/nvidia-caps/*, /dev/nvidia-modeset, nvswitch...: passed through, not filtered
+  kOther,  // /dev/nvidia-caps/*, /dev/nvidia-modeset, nvswitch...: passed through, not filtered
 };
 
 // The directory holding the NVIDIA nodes: "/dev", or $VGPU_DEV_DIR (a test seam: unit tests

@@ -24,13 +24,13 @@ size_t AllocParamsSize(uint32_t h_class) {
       return 56;
     case 0x2080:  // NV20_SUBDEVICE_0
       return 4;
-    case 0x3e:    // NV01_MEMORY_SYSTEM
-    case 0x3f:    // NV01_MEMORY_LOCAL_PRIVILEGED
-    case 0x40:    // NV01_MEMORY_LOCAL_USER
-    case 0x50a0:  // NV50_MEMORY_VIRTUAL
+    case 0x3e:     // NV01_MEMORY_SYSTEM
+    case 0x3f:     // NV01_MEMORY_LOCAL_PRIVILEGED
+    case 0x40:     // NV01_MEMORY_LOCAL_USER
+    case 0x50a0:   // NV50_MEMORY_VIRTUAL
       return 128;  // NV_MEMORY_ALLOCATION_PARAMS
-    case 0xc2:  // NV01_MEMORY_LOCAL_PHYSICAL
-    case 0x70:  // NV01_MEMORY_VIRTUAL
+    case 0xc2:     // NV01_MEMORY_LOCAL_PHYSICAL
+    case 0x70:     // NV01_MEMORY_VIRTUAL
       return 24;
     case 0x71:  // NV01_MEMORY_SYSTEM_OS_DESCRIPTOR
       return 40;

@@ -31,7 +31,7 @@ enum vshim_obj_event {
   VSHIM_TSG_FREED = 2,       /* explicit RM_FREE of the TSG (not client teardown) */
   VSHIM_CHANNEL_CREATED = 3, /* class 0x??6f */
   VSHIM_CHANNEL_FREED = 4,
-  VSHIM_CLIENT_GONE = 5,     /* the ctl file owning h_client closed, or RM_FREE of the client */
+  VSHIM_CLIENT_GONE = 5, /* the ctl file owning h_client closed, or RM_FREE of the client */
 };
 
 struct vshim_obj_info {

@@ -232,9 +232,12 @@ std::string LoadSlotConfig(SlotConfig& cfg, GetEnvFn getenv_fn) {
     const char* env;
     const char* key;
   } kEnvKeys[] = {
-      {"VGPU_MEMORY_QUOTA", "memory_quota"}, {"VGPU_MANAGED", "managed"},
-      {"VGPU_POLICY", "policy"},             {"VGPU_LEDGER", "ledger"},
-      {"VGPU_LOG", "log"},                   {"VGPU_SLOT_ID", "slot_id"},
+      {"VGPU_MEMORY_QUOTA", "memory_quota"},
+      {"VGPU_MANAGED", "managed"},
+      {"VGPU_POLICY", "policy"},
+      {"VGPU_LEDGER", "ledger"},
+      {"VGPU_LOG", "log"},
+      {"VGPU_SLOT_ID", "slot_id"},
       {"VGPU_ALLOW_UNKNOWN_DRIVER", "allow_unknown_driver"},
   };
   for (const auto& e : kEnvKeys) {

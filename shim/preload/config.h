@@ -7,8 +7,9 @@
 //      VGPU_SLOT_ID, VGPU_ALLOW_UNKNOWN_DRIVER.
 //
 // Keys (file / env):
-//   memory_quota         / VGPU_MEMORY_QUOTA          bytes, or with K/M/G/T (binary) suffix; 0 = none
-//   managed              / VGPU_MANAGED               refuse | allow-uncounted (default: refuse
+//   memory_quota         / VGPU_MEMORY_QUOTA          bytes, or with K/M/G/T (binary) suffix; 0 =
+//   none managed              / VGPU_MANAGED               refuse | allow-uncounted (default:
+//   refuse
 //                                                      when a quota is set)
 //   policy               / VGPU_POLICY                strict | permissive (unknown ioctls)
 //   ledger               / VGPU_LEDGER                shared ledger file; default "ledger" beside

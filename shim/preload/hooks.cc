@@ -47,7 +47,8 @@ bool IsClientClass(uint32_t c) { return c == 0x0 || c == 0x1 || c == 0x41; }
 
 // Removes the client's objects (lock held), appending events.
 void DropClientLocked(uint32_t h_client, std::vector<vshim_obj_info>& ev) {
-  for (auto it = objs.lower_bound({h_client, 0}); it != objs.end() && it->first.first == h_client;) {
+  for (auto it = objs.lower_bound({h_client, 0});
+       it != objs.end() && it->first.first == h_client;) {
     it = objs.erase(it);
   }
   auto c = client_fd.find(h_client);
@@ -124,14 +125,14 @@ void HooksAfterCall(int fd, uint32_t nr, unsigned long req, const void* arg) {
         return;
       }
       bool tsg = IsTsgClass(it->second.h_class);
-      ev.push_back({tsg ? VSHIM_TSG_FREED : VSHIM_CHANNEL_FREED, h_root, it->second.h_parent,
-                    h_old, it->second.h_class, it->second.engine_type, fd});
+      ev.push_back({tsg ? VSHIM_TSG_FREED : VSHIM_CHANNEL_FREED, h_root, it->second.h_parent, h_old,
+                    it->second.h_class, it->second.engine_type, fd});
       objs.erase(it);
       if (tsg) {  // its channels go with it
         for (auto c = objs.lower_bound({h_root, 0}); c != objs.end() && c->first.first == h_root;) {
           if (c->second.h_parent == h_old) {
-            ev.push_back({VSHIM_CHANNEL_FREED, h_root, h_old, c->first.second, c->second.h_class,
-                          0, fd});
+            ev.push_back(
+                {VSHIM_CHANNEL_FREED, h_root, h_old, c->first.second, c->second.h_class, 0, fd});
             c = objs.erase(c);
           } else {
             ++c;

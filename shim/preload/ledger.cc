@@ -338,5 +338,4 @@ int SharedLedger::Reap() {
   return n;
 }
 
-
 }  // namespace vgpu::shim

@@ -72,9 +72,9 @@ class SharedLedger {
   int TryCharge(uint64_t bytes, uint64_t quota);
   void ForceCharge(uint64_t bytes);
   void Uncharge(uint64_t bytes);
-  uint64_t Charged();                      // slot total
-  uint64_t ChargedBy(pid_t pid);           // one member's charge (0 if absent)
-  bool IsMember(pid_t pid);                // a live member of the slot
+  uint64_t Charged();             // slot total
+  uint64_t ChargedBy(pid_t pid);  // one member's charge (0 if absent)
+  bool IsMember(pid_t pid);       // a live member of the slot
   uint64_t Peak();
   // Removes entries of dead processes now; returns how many.
   int Reap();

@@ -18,9 +18,7 @@ void SetLogLevel(LogLevel l, uint32_t slot_id) {
   slot.store(slot_id, std::memory_order_relaxed);
 }
 
-bool LogEnabled(LogLevel l) {
-  return static_cast<int>(l) <= level.load(std::memory_order_relaxed);
-}
+bool LogEnabled(LogLevel l) { return static_cast<int>(l) <= level.load(std::memory_order_relaxed); }
 
 void Logf(LogLevel l, const char* fmt, ...) {
   if (!LogEnabled(l)) {

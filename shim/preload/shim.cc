@@ -96,8 +96,8 @@ ShimState* Init(int ctl_fd_hint) {
   vcore_slot_config cc{};
   cc.id = st->cfg.slot_id;
   cc.mem_quota_bytes = st->cfg.memory_quota;
-  cc.unknown_policy = st->cfg.unknown == UnknownPolicy::kStrict ? VCORE_UNKNOWN_STRICT
-                                                                : VCORE_UNKNOWN_PERMISSIVE;
+  cc.unknown_policy =
+      st->cfg.unknown == UnknownPolicy::kStrict ? VCORE_UNKNOWN_STRICT : VCORE_UNKNOWN_PERMISSIVE;
   switch (st->cfg.managed) {
     case ManagedPolicy::kRefuse:
       cc.managed_policy = VCORE_MANAGED_REFUSE;
@@ -168,8 +168,8 @@ bool AttachFile(int fd, DevKind kind) {
   if (st == nullptr || !st->init_error.empty()) {
     return false;
   }
-  vcore_file* vf = vcore_file_open(st->slot, CoreKind(kind), reinterpret_cast<void*>(
-                                                                 static_cast<intptr_t>(fd)));
+  vcore_file* vf =
+      vcore_file_open(st->slot, CoreKind(kind), reinterpret_cast<void*>(static_cast<intptr_t>(fd)));
   if (vf == nullptr) {
     Logf(LogLevel::kError, "cannot track fd %d (out of memory): refused", fd);
     return false;
@@ -276,8 +276,10 @@ void ReportRefusal(ShimState* st, const char* what, uint32_t nr, uint32_t cmd, u
   if (first && !LogEnabled(LogLevel::kError)) {
     SetLogLevel(LogLevel::kError, st->cfg.slot_id);
   }
-  Logf(level, "refused %s (escape 0x%x, cmd/class 0x%x): %s; quota %llu, charged %llu, request %llu",
-       what, nr, cmd, reason[0] ? reason : "policy", static_cast<unsigned long long>(st->cfg.memory_quota),
+  Logf(level,
+       "refused %s (escape 0x%x, cmd/class 0x%x): %s; quota %llu, charged %llu, request %llu", what,
+       nr, cmd, reason[0] ? reason : "policy",
+       static_cast<unsigned long long>(st->cfg.memory_quota),
        static_cast<unsigned long long>(charged), static_cast<unsigned long long>(request));
 }
 
@@ -301,9 +303,10 @@ void UndoOverquota(ShimState* st, const PendingOverquota& p, uint32_t nr, unsign
                    void* arg) {
   size_t status_off = rm::IocNr(req) == nr ? AllocStatusOffset(nr, rm::IocSize(req)) : 0;
   if (status_off == 0 || p.fd < 0) {
-    Logf(LogLevel::kWarn, "over quota by a racing allocation (object 0x%x/0x%x, %llu bytes); "
-         "not undone (wrapped call)", p.oq.h_client, p.oq.h_object,
-         static_cast<unsigned long long>(p.oq.bytes));
+    Logf(LogLevel::kWarn,
+         "over quota by a racing allocation (object 0x%x/0x%x, %llu bytes); "
+         "not undone (wrapped call)",
+         p.oq.h_client, p.oq.h_object, static_cast<unsigned long long>(p.oq.bytes));
     return;
   }
   // NVOS00 (abi.md §3): hRoot@0 hObjectParent@4 hObjectOld@8 status@12, through the filter.
@@ -339,8 +342,8 @@ int FilteredIoctl(int fd, DevKind kind, unsigned long req, void* arg) {
     real_ret = real::Ioctl(fd, req, arg);
     rc = real_ret < 0 ? -errno : 0;
   } else if (call != nullptr) {
-    const char* what = kind == DevKind::kUvm ? "UVM ioctl"
-                       : nr == rm::kEscRmAlloc ? "RM_ALLOC"
+    const char* what = kind == DevKind::kUvm     ? "UVM ioctl"
+                       : nr == rm::kEscRmAlloc   ? "RM_ALLOC"
                        : nr == rm::kEscRmControl ? "RM_CONTROL"
                                                  : "ioctl";
     ReportRefusal(st, what, nr, cmd, RequestedBytes(nr, req, arg), vcore_call_reason(call));
@@ -517,8 +520,7 @@ VSHIM_EXPORT int fcntl(int fd, int cmd, ...) {
     }
     next.store(fn, std::memory_order_release);
   }
-  int rc = fn != nullptr ? fn(fd, cmd, arg)
-                         : static_cast<int>(syscall(SYS_fcntl, fd, cmd, arg));
+  int rc = fn != nullptr ? fn(fd, cmd, arg) : static_cast<int>(syscall(SYS_fcntl, fd, cmd, arg));
   if (rc >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)) {
     int saved = errno;
     vs::OnDup(fd, rc);
@@ -538,7 +540,8 @@ VSHIM_EXPORT void* mmap(void* addr, size_t len, int prot, int flags, int fd, off
   if (fd >= 0 && ProcessFdTable().Get(fd) == DevKind::kUvm && !vs::Passthrough()) {
     vs::ShimState* st = vs::CurrentState();
     vs::ShimFile* f = fd < vs::kMaxFiles ? vs::files[fd].load(std::memory_order_acquire) : nullptr;
-    bool context_mapping = f != nullptr && f->uvm_mmaps.fetch_add(1) == 0 && len <= kContextUvmMapping;
+    bool context_mapping =
+        f != nullptr && f->uvm_mmaps.fetch_add(1) == 0 && len <= kContextUvmMapping;
     if (!context_mapping && st != nullptr && st->slot != nullptr &&
         vcore_uvm_mmap_allowed(st->slot, static_cast<vcore_u64>(len)) != 0) {
       vs::ReportRefusal(st, "managed-memory mmap of /dev/nvidia-uvm", 0, 0, len,

@@ -226,13 +226,13 @@ int TracedIoctl(int fd, DevKind kind, unsigned long req, void* arg) {
   std::string line;
   line.reserve(256 + 4 * (top_in.size() + (n_nested > 0 ? nested[0].in.size() : 0)));
   char head[200];
-  snprintf(head, sizeof head,
-           "{\"seq\":%llu,\"pid\":%d,\"tid\":%ld,\"dev\":", static_cast<unsigned long long>(NextSeq()),
-           getpid(), static_cast<long>(syscall(SYS_gettid)));
+  snprintf(head, sizeof head, "{\"seq\":%llu,\"pid\":%d,\"tid\":%ld,\"dev\":",
+           static_cast<unsigned long long>(NextSeq()), getpid(),
+           static_cast<long>(syscall(SYS_gettid)));
   line = head;
   AppendJsonString(line, FdPath(fd));
-  snprintf(head, sizeof head, ",\"fd\":%d,\"req\":\"0x%lx\",\"rc\":%d,\"errno\":%d,\"in\":\"", fd, req,
-           rc, rc < 0 ? saved_errno : 0);
+  snprintf(head, sizeof head, ",\"fd\":%d,\"req\":\"0x%lx\",\"rc\":%d,\"errno\":%d,\"in\":\"", fd,
+           req, rc, rc < 0 ? saved_errno : 0);
   line += head;
   AppendHex(line, top_in.data(), top_in.size());
   line += "\",\"out\":\"";

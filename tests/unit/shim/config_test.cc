@@ -154,8 +154,9 @@ TEST_F(LoadSlotConfigTest, BadFileLineIsAnErrorNamingTheFile) {
   env_["VGPU_CONFIG"] = Write("memory_quota = lots\n");
   SlotConfig cfg;
   std::string err = LoadSlotConfig(cfg, FakeGetenv);
-  EXPECT_EQ(err, dir_ + "/slot.conf: line 1: bad value 'lots' for memory_quota (want bytes, "
-                        "optionally with K/M/G/T)");
+  EXPECT_EQ(err, dir_ +
+                     "/slot.conf: line 1: bad value 'lots' for memory_quota (want bytes, "
+                     "optionally with K/M/G/T)");
 }
 
 }  // namespace

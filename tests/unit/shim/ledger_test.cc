@@ -42,8 +42,8 @@ TEST_F(LedgerTest, ChargesUpToTheQuotaExactly) {
   auto l = Open();
   ASSERT_TRUE(l->Attach());
   EXPECT_EQ(l->TryCharge(3 * kGiB, 4 * kGiB), 0);
-  EXPECT_EQ(l->TryCharge(kGiB, 4 * kGiB), 0);        // exactly at quota
-  EXPECT_EQ(l->TryCharge(1, 4 * kGiB), -ENOSPC);     // one byte over
+  EXPECT_EQ(l->TryCharge(kGiB, 4 * kGiB), 0);     // exactly at quota
+  EXPECT_EQ(l->TryCharge(1, 4 * kGiB), -ENOSPC);  // one byte over
   EXPECT_EQ(l->Charged(), 4 * kGiB);
   l->Uncharge(kGiB);
   EXPECT_EQ(l->Charged(), 3 * kGiB);
@@ -53,7 +53,7 @@ TEST_F(LedgerTest, ChargesUpToTheQuotaExactly) {
   EXPECT_EQ(l->Charged(), 5 * kGiB);
   EXPECT_EQ(l->Peak(), 5 * kGiB);
   EXPECT_EQ(l->TryCharge(1, 4 * kGiB), -ENOSPC);
-  EXPECT_EQ(l->TryCharge(kGiB, 0), 0);  // quota 0 = unlimited
+  EXPECT_EQ(l->TryCharge(kGiB, 0), 0);                     // quota 0 = unlimited
   EXPECT_EQ(l->TryCharge(UINT64_MAX, 8 * kGiB), -ENOSPC);  // no wraparound
 }
 
@@ -63,9 +63,7 @@ TEST_F(LedgerTest, UnattachedProcessIsRefused) {
 }
 
 TEST_F(LedgerTest, RefusesAFileOfAnotherVersion) {
-  {
-    auto l = Open();
-  }
+  { auto l = Open(); }
   int fd = open(path_.c_str(), O_RDWR);
   ASSERT_GE(fd, 0);
   uint32_t v = 99;

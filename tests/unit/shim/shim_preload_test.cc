@@ -58,11 +58,12 @@ TEST_F(ShimPreloadTest, QuotaRefusesLikeTheDriverAndViewsShowTheSlot) {
   // 64 MiB / 2 MiB: the 33rd allocation is refused with NV_ERR_NO_MEMORY, ioctl rc 0.
   EXPECT_NE(out_.find("ALLOCS n=32 last_status=0x51"), std::string::npos) << out_;
   EXPECT_NE(out_.find("VIEW before rc=0 status=0x0 total=67108864 free=67108864"),
-            std::string::npos) << out_;
+            std::string::npos)
+      << out_;
   EXPECT_NE(out_.find("VIEW full rc=0 status=0x0 total=67108864 free=0"), std::string::npos)
       << out_;
-  EXPECT_NE(out_.find("VIEW freed3 rc=0 status=0x0 total=67108864 free=6291456"),
-            std::string::npos) << out_;
+  EXPECT_NE(out_.find("VIEW freed3 rc=0 status=0x0 total=67108864 free=6291456"), std::string::npos)
+      << out_;
   // One diagnostic line for the first refusal, naming quota, charged and request.
   EXPECT_NE(err_.find("quota 67108864, charged 67108864, request 2097152"), std::string::npos)
       << err_;
@@ -73,7 +74,8 @@ TEST_F(ShimPreloadTest, NoQuotaPassesThroughToTheDriversLimit) {
   ASSERT_EQ(Run("", "quota 40"), 0) << out_ << err_;
   EXPECT_NE(out_.find("ALLOCS n=40 last_status=0x0"), std::string::npos) << out_;
   EXPECT_NE(out_.find("VIEW before rc=0 status=0x0 total=17179869184 free=17179869184"),
-            std::string::npos) << out_;
+            std::string::npos)
+      << out_;
   EXPECT_EQ(err_, "");
 }
 
@@ -83,8 +85,8 @@ TEST_F(ShimPreloadTest, NoQuotaPassesThroughToTheDriversLimit) {
 TEST_F(ShimPreloadTest, AllocationGrownBehindTheCheckIsUndone) {
   ASSERT_EQ(Run("VGPU_MEMORY_QUOTA=64M FAKENV_INFLATE=3", "quota"), 0) << out_ << err_;
   EXPECT_NE(out_.find("ALLOCS n=10 last_status=0x51"), std::string::npos) << out_ << err_;
-  EXPECT_NE(out_.find("VIEW full rc=0 status=0x0 total=67108864 free=4194304"),
-            std::string::npos) << out_;
+  EXPECT_NE(out_.find("VIEW full rc=0 status=0x0 total=67108864 free=4194304"), std::string::npos)
+      << out_;
   EXPECT_NE(err_.find("object freed"), std::string::npos) << err_;
 }
 
@@ -127,7 +129,8 @@ TEST_F(ShimPreloadTest, TwoProcessesShareOneQuotaAndAKilledOneReturnsItsMemory) 
   ASSERT_EQ(Run(env, "quota"), 0) << out_ << err_;
   EXPECT_NE(out_.find("ALLOCS n=12 last_status=0x51"), std::string::npos) << out_;
   EXPECT_NE(out_.find("VIEW before rc=0 status=0x0 total=67108864 free=25165824"),
-            std::string::npos) << out_;
+            std::string::npos)
+      << out_;
   ASSERT_EQ(kill(holder, SIGKILL), 0);
   for (int i = 0; i < 500 && kill(holder, 0) == 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));

@@ -43,10 +43,11 @@ TEST_F(TraceRecordTest, RecordsIoctlsWithNestedBuffersAndFileEvents) {
   // The fake driver answers the calls; the recorder sits in front of it.
   // The CLI may be sanitizer-instrumented, so the fake driver is preloaded only into the
   // client (after the recorder), through env inside the recorded command.
-  std::string cmd = "env VGPU_DEV_DIR=" + dir_ + " VGPU_TRACE_PRELOAD=" VSHIM_RECORDER
-                    " " VSHIM_RECORD_CLI " -o " + trace +
+  std::string cmd = "env VGPU_DEV_DIR=" + dir_ +
+                    " VGPU_TRACE_PRELOAD=" VSHIM_RECORDER " " VSHIM_RECORD_CLI " -o " + trace +
                     " -- env LD_PRELOAD=" VSHIM_RECORDER ":" VSHIM_FAKENV " " VSHIM_CLIENT
-                    " quota 3 > " + dir_ + "/out 2>&1";
+                    " quota 3 > " +
+                    dir_ + "/out 2>&1";
   ASSERT_EQ(system(cmd.c_str()), 0);
   auto lines = Lines(trace);
   ASSERT_FALSE(lines.empty());
