@@ -211,6 +211,13 @@ SimReport Simulate(const Topology& topology, const Evaluator& evaluator,
     }
     if (!placement.ok()) {
       report.rejected[kind]++;
+      if (r.request.whole_gpu) {
+        int free_cores = 0;
+        for (const GpuLoad& load : loads) {
+          free_cores += load.healthy && !load.exclusive ? 100 - load.cores_used : 0;
+        }
+        report.whole_rejected_with_room += free_cores >= 100 * r.request.gpu_count ? 1 : 0;
+      }
       continue;
     }
     Apply(topology, loads, r.request, placement->gpus);
@@ -235,12 +242,12 @@ std::string FormatReports(const std::string& title, const std::vector<SimReport>
                           const std::string& baseline) {
   std::string out = title + "\n";
   char line[512];
-  std::snprintf(line, sizeof(line), "%-9s %13s %13s %13s %6s %6s %6s %12s  %s\n", "evaluator",
-                "fractional", "whole-1", "whole-N", "util%", "frag%", "freeG", "multi@best",
-                "multi worst links");
+  std::snprintf(line, sizeof(line), "%-9s %13s %13s %13s %9s %6s %6s %6s %12s  %s\n", "evaluator",
+                "fractional", "whole-1", "whole-N", "whole rej", "util%", "frag%", "freeG",
+                "multi@best", "multi worst links");
   out += line;
-  std::snprintf(line, sizeof(line), "%-9s %13s %13s %13s\n", "", "rejected/arr", "rejected/arr",
-                "rejected/arr");
+  std::snprintf(line, sizeof(line), "%-9s %13s %13s %13s %9s\n", "", "rejected/arr", "rejected/arr",
+                "rejected/arr", "w/ room");
   out += line;
   const SimReport* base = nullptr;
   for (const SimReport& r : reports) {
@@ -255,10 +262,10 @@ std::string FormatReports(const std::string& title, const std::vector<SimReport>
       links += (links.empty() ? "" : " ") + label + ":" + std::to_string(count);
     }
     std::string at_best = std::to_string(r.multi_at_optimum) + "/" + std::to_string(r.multi_placed);
-    std::snprintf(line, sizeof(line), "%-9s %13s %13s %13s %6.1f %6.1f %6.2f %12s  %s\n",
+    std::snprintf(line, sizeof(line), "%-9s %13s %13s %13s %9d %6.1f %6.1f %6.2f %12s  %s\n",
                   r.evaluator.c_str(), cell(0).c_str(), cell(1).c_str(), cell(2).c_str(),
-                  100 * r.utilisation, 100 * r.fragmentation, r.free_whole_gpus, at_best.c_str(),
-                  links.empty() ? "-" : links.c_str());
+                  r.whole_rejected_with_room, 100 * r.utilisation, 100 * r.fragmentation,
+                  r.free_whole_gpus, at_best.c_str(), links.empty() ? "-" : links.c_str());
     out += line;
   }
   if (base != nullptr) {
@@ -269,11 +276,11 @@ std::string FormatReports(const std::string& title, const std::vector<SimReport>
       int diff = base->WholeRejected() - r.WholeRejected();
       double pct = base->WholeRejected() > 0 ? 100.0 * diff / base->WholeRejected() : 0.0;
       std::snprintf(line, sizeof(line),
-                    "  %-9s whole-GPU rejections %4d vs %s %4d: %+d (%s%.1f %%), all rejections "
-                    "%d vs %d\n",
+                    "  %-9s whole-GPU rejections %4d vs %s %4d: %+d (%s%.1f %%); of them with "
+                    "enough free cores (fragmentation) %d vs %d; all rejections %d vs %d\n",
                     r.evaluator.c_str(), r.WholeRejected(), baseline.c_str(), base->WholeRejected(),
-                    -diff, diff > 0 ? "-" : "+", std::abs(pct), r.TotalRejected(),
-                    base->TotalRejected());
+                    -diff, diff > 0 ? "-" : "+", std::abs(pct), r.whole_rejected_with_room,
+                    base->whole_rejected_with_room, r.TotalRejected(), base->TotalRejected());
       out += line;
     }
   }

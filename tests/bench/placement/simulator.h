@@ -57,6 +57,9 @@ struct SimReport {
   double free_whole_gpus = 0;  // time-weighted mean count of entirely free GPUs
   // Multi-GPU placements: how many, how many at the best link the free GPUs allowed at that
   // moment (exhaustive check), and a histogram of their worst link ("NV12", "PXB", ...).
+  // Whole-GPU requests rejected although the free cores on the machine added up to enough: the
+  // rejections fragmentation caused, as opposed to a full machine.
+  int whole_rejected_with_room = 0;
   int multi_placed = 0;
   int multi_at_optimum = 0;
   std::map<std::string, int> multi_worst_link;
