@@ -154,6 +154,13 @@ static enum vcore_verdict alloc_by_class(struct vcore_call *call, vcore_u32 cls,
 		    psize >= sizeof(NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS))
 			call->new_obj->engine_type = vcore_rd32(params, 12);
 		return VCORE_FORWARD;
+	case VCORE_CLS_EVENT:
+		/* RM overwrites NV0005.data with a kernel pointer and copies it
+		 * back (event.c:174-183, abi.md §9.3 item 5): post puts the
+		 * caller's value back, as gVisor does. */
+		call->restore_event_data =
+			params && psize >= sizeof(NV0005_ALLOC_PARAMETERS);
+		return VCORE_FORWARD;
 	default:
 		return VCORE_FORWARD;
 	}
@@ -178,7 +185,8 @@ enum vcore_verdict vcore_esc_rm_alloc(struct vcore_call *call)
 	if (row && row->params_size && p) {
 		vcore_bool need = row->kind == VCORE_CLS_VIDMEM ||
 				  row->kind == VCORE_CLS_FABRIC ||
-				  row->kind == VCORE_CLS_TSG;
+				  row->kind == VCORE_CLS_TSG ||
+				  row->kind == VCORE_CLS_EVENT;
 
 		i = vcore_add_buf(call, (int)call->argidx, 16, p,
 				  row->params_size, need);
@@ -401,6 +409,14 @@ static void add_implicit_client_locked(struct vcore_call *call,
 	vcore_obj_insert_locked(slot, c, 0);
 }
 
+static int restore_event_data(struct vcore_call *call)
+{
+	const struct vcore_buf_info *b = &call->bufs[call->params_buf];
+	vcore_u64 data = vcore_rd64(b->priv, 16);
+
+	return vcore_user_write(call, b->uaddr + 16, &data, sizeof(data));
+}
+
 int vcore_post_alloc(struct vcore_call *call)
 {
 	struct vcore_slot *slot = call->slot;
@@ -409,9 +425,13 @@ int vcore_post_alloc(struct vcore_call *call)
 	vcore_u64 charge = call->reserved, reply = 0;
 	struct vcore_overquota oq;
 	vcore_bool over = 0;
+	int ret = 0;
 
+	/* A failed restore is reported, but the object is still recorded. */
+	if (call->restore_event_data && restore_event_data(call))
+		ret = -VCORE_EFAULT;
 	if (reply_status(call, &status) || status != NV_OK)
-		return 0; /* nothing was created; unwind refunds */
+		return ret; /* nothing was created; unwind refunds */
 	h_root = vcore_rd32(call->argbuf, 0);
 	if (call->reply_handle_from_buf) {
 		h_new = vcore_rd32(call->argbuf, NVOS32_ALLOCSIZE_HMEMORY_OFF);
@@ -425,7 +445,7 @@ int vcore_post_alloc(struct vcore_call *call)
 			vcore_reply_u32(call, 8, &h_new);
 	}
 	if (!h_new)
-		return 0;
+		return ret;
 	if (call->reply_size_off) {
 		vcore_uptr_t at;
 
@@ -477,7 +497,7 @@ int vcore_post_alloc(struct vcore_call *call)
 	if (call->nr == NV_ESC_RM_ALLOC_MEMORY &&
 	    call->cmd == NV01_MEMORY_LOCAL_USER)
 		return vcore_view_heap_query(call);
-	return 0;
+	return ret;
 }
 
 int vcore_post_free(struct vcore_call *call)

@@ -61,6 +61,7 @@ enum vcore_class_kind {
 	VCORE_CLS_QUOTA_REFUSED, /* refused when a memory quota is set */
 	VCORE_CLS_TSG,
 	VCORE_CLS_CHANNEL,
+	VCORE_CLS_EVENT,   /* NV0005 params: data is restored after RM */
 	VCORE_CLS_REMOVED, /* delta: not in this version */
 };
 
@@ -260,6 +261,7 @@ struct vcore_call {
 	vcore_u32 reply_size_off;	  /* offset of the size in the reply */
 	vcore_u32 reply_size_buf;	  /* bufs index holding it */
 	vcore_bool reply_handle_from_buf; /* NVOS32: hMemory in top-level */
+	vcore_bool restore_event_data;	  /* NV0005.data back to the caller's */
 	vcore_u32 free_client, free_object;
 	int list_buf; /* FB_GET_INFO v1: the nested list */
 };

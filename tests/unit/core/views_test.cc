@@ -201,5 +201,28 @@ TEST_F(CoreTest, TsgRegistryTracksTsgsAndTheirChannels) {
   EXPECT_EQ(Stats().tsgs, 0u);
 }
 
+TEST_F(CoreTest, EventAllocDoesNotLeakTheKernelPointerRmWritesBack) {
+  MakeSlot(0);
+  uint32_t c, d, s;
+  Session(&c, &d, &s);
+  NV0005_ALLOC_PARAMETERS e{c, s, NV01_EVENT_OS_EVENT, 0, 17};
+  NVOS64_PARAMETERS p{};
+  p.hRoot = c;
+  p.hObjectParent = s;
+  p.hObjectNew = 0x5c000200;
+  p.hClass = NV01_EVENT_OS_EVENT;
+  p.pAllocParms = kParams;
+  Put(kArg, Bytes(p));
+  Put(kParams, Bytes(e));
+  vcore_call_ctx ctx{&mem_, kPid, kPid};
+  vcore_call* call = nullptr;
+  ASSERT_EQ(vcore_pre(ctl_, Req(NV_ESC_RM_ALLOC, 48), kArg, &ctx, &call), VCORE_FORWARD);
+  rm_.Serve(mem_, Req(NV_ESC_RM_ALLOC, 48), kArg);
+  uint64_t kptr = 0xffff888812345678ull;  // what RM writes there (event.c:174-183)
+  mem_.Write(kParams + 16, &kptr, 8);
+  EXPECT_EQ(vcore_post(call, 0), 0);
+  EXPECT_EQ(Get<uint64_t>(mem_, kParams + 16), 17u) << "the caller's OS-event key is back";
+}
+
 }  // namespace
 }  // namespace vgpu::core_test
