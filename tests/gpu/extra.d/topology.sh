@@ -38,7 +38,8 @@ if [[ ! -x "$work/vgpu-topo" ]]; then
 fi
 
 if command -v nvidia-smi >/dev/null; then
-  timeout 20 nvidia-smi topo -m >"$outdir/nvidia-smi-topo.txt" 2>&1 || echo "topology: nvidia-smi topo -m failed"
+  timeout 20 nvidia-smi topo -m >"$outdir/nvidia-smi-topo.txt" 2>"$outdir/nvidia-smi-topo.err" ||
+    { echo "topology: nvidia-smi topo -m failed"; : >"$outdir/nvidia-smi-topo.txt"; }
 fi
 # Where the kernel puts each NVIDIA function in the PCI tree (for checking the recorded path).
 for dev in /sys/bus/pci/devices/*; do
@@ -47,8 +48,10 @@ for dev in /sys/bus/pci/devices/*; do
        "cpus=$(cat "$dev/local_cpulist" 2>/dev/null) path=$(readlink -f "$dev")"
 done >"$outdir/sysfs.txt"
 
+# Embed nvidia-smi's matrix only when it printed one (the unit tests compare it with ours).
 smi_args=()
-[[ -s "$outdir/nvidia-smi-topo.txt" ]] && smi_args=(--nvidia-smi-topo "$outdir/nvidia-smi-topo.txt")
+grep -q '^GPU0' "$outdir/nvidia-smi-topo.txt" 2>/dev/null &&
+  smi_args=(--nvidia-smi-topo "$outdir/nvidia-smi-topo.txt")
 gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
 timeout 20 "$work/vgpu-topo" --gpus --record "$outdir/topology-h200.json" \
   --machine "nvidia-h200 device machine, ${gpus} GPU(s), host $(hostname)" "${smi_args[@]}" \
