@@ -53,6 +53,9 @@ smi_args=()
 grep -q '^GPU0' "$outdir/nvidia-smi-topo.txt" 2>/dev/null &&
   smi_args=(--nvidia-smi-topo "$outdir/nvidia-smi-topo.txt")
 gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+# For trying the hook off the GPU machine: a fake sysfs tree and a fake NVML library.
+[[ -n "${VGPU_TOPO_SYSFS:-}" ]] && smi_args+=(--sysfs "$VGPU_TOPO_SYSFS")
+[[ -n "${VGPU_TOPO_NVML:-}" ]] && smi_args+=(--nvml "$VGPU_TOPO_NVML")
 timeout 20 "$work/vgpu-topo" --gpus --record "$outdir/topology-h200.json" \
   --machine "nvidia-h200 device machine, ${gpus} GPU(s), host $(hostname)" "${smi_args[@]}" \
   >"$outdir/vgpu-topo.txt" 2>&1
