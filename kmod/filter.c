@@ -119,31 +119,40 @@ static void vgpu_host_unlock(void *lock)
 	mutex_unlock(lock);
 }
 
-/* One line naming slot, pid and comm; the core's message says what and why. */
+/*
+ * One line naming slot, pid and comm, and what was refused and why. The core's messages
+ * about calls already start with "slot N: pid P:"; the host adds the command name.
+ */
 static void vgpu_host_log(void *priv, enum vcore_log_level level,
 			  const char *msg)
 {
 	struct vgpu_filter_slot *fs = priv;
 	u32 id = fs && fs->slot ? fs->slot->id : U32_MAX;
+	bool named = !strncmp(msg, "slot ", 5);
 
+#define VGPU_HOST_LOG(pr)                                                   \
+	do {                                                                \
+		if (named)                                                  \
+			pr("%s (comm %s)\n", msg, current->comm);           \
+		else                                                        \
+			pr("slot %u pid %d (%s): %s\n", id,                 \
+			   task_tgid_nr(current), current->comm, msg);      \
+	} while (0)
 	switch (level) {
 	case VCORE_LOG_ERR:
-		pr_err_ratelimited("slot %u pid %d (%s): %s\n", id,
-				   task_tgid_nr(current), current->comm, msg);
+		VGPU_HOST_LOG(pr_err_ratelimited);
 		break;
 	case VCORE_LOG_WARN:
-		pr_warn_ratelimited("slot %u pid %d (%s): %s\n", id,
-				    task_tgid_nr(current), current->comm, msg);
+		VGPU_HOST_LOG(pr_warn_ratelimited);
 		break;
 	case VCORE_LOG_INFO:
-		pr_info_ratelimited("slot %u pid %d (%s): %s\n", id,
-				    task_tgid_nr(current), current->comm, msg);
+		VGPU_HOST_LOG(pr_info_ratelimited);
 		break;
 	default:
-		pr_debug("slot %u pid %d (%s): %s\n", id, task_tgid_nr(current),
-			 current->comm, msg);
+		VGPU_HOST_LOG(pr_debug);
 		break;
 	}
+#undef VGPU_HOST_LOG
 }
 
 static vcore_u64 vgpu_host_clock_ns(void *priv)

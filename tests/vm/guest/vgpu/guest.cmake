@@ -26,7 +26,7 @@ list(APPEND VMGUEST_TARGETS vmguest_vgpu_vgpuctl)
 
 # Hostile-input tests live in a .cpp (the harness globs only *.c/*.cc) and join vgpu_gtest.
 target_sources(vmguest_vgpu_vgpu_gtest PRIVATE ${CMAKE_CURRENT_LIST_DIR}/vgpu_hostile.cpp)
-foreach(tgt vmguest_vgpu_vgpu_gtest vmguest_vgpu_vgpu_bench)
+foreach(tgt vmguest_vgpu_vgpu_gtest vmguest_vgpu_vgpu_bench vmguest_vgpu_vgpu_tenant)
   target_sources(${tgt} PRIVATE ${vgpu_guest_client_srcs})
   target_include_directories(${tgt} PRIVATE ${vgpu_guest_includes})
   target_link_libraries(${tgt} PRIVATE ${vgpu_guest_libs})
