@@ -293,7 +293,9 @@ void SharedLedger::Uncharge(uint64_t bytes) {
 
 uint64_t SharedLedger::Charged() {
   Lock();
-  MaybeReapLocked();
+  // Views (FB_GET_INFO, NVML, nvidia-smi) read this: reap first, so a killed member's memory
+  // shows as free at once (one /proc read per member; views are rare calls).
+  ReapLocked();
   uint64_t total = TotalLocked();
   Unlock();
   return total;

@@ -6,7 +6,8 @@
 // are charged. The slot's charge is the sum. A process that dies without cleaning up (SIGKILL,
 // OOM kill) leaves its entry behind; since the driver freed its memory when its files closed,
 // its entry is reaped as soon as /proc shows the pid gone, a zombie, or reused by a process
-// with another start time. Reaping runs before any refusal and at most once a second otherwise.
+// with another start time. Reaping runs before any refusal and any read of the slot total, and
+// at most once a second for membership checks.
 //
 // Crash safety: entries are updated under a process-shared robust mutex; if a holder dies the
 // next locker marks the mutex consistent and carries on (every update is a single aligned

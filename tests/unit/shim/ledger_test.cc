@@ -156,6 +156,7 @@ TEST_F(LedgerTest, SigkilledProcessChargeReturnsToTheSlot) {
     }
     usleep(5000);
   }
+  EXPECT_EQ(parent->Charged(), 0u);  // the view sees it at once
   EXPECT_EQ(parent->TryCharge(2 * kGiB, 4 * kGiB), 0);
   EXPECT_EQ(parent->Charged(), 2 * kGiB);
   int status;
