@@ -88,7 +88,11 @@ for s in "${suites[@]}"; do
       0) echo "[vm $label] suite $s: PASS (${t}s)";;
       77) echo "[vm $label] suite $s: SKIP (${t}s): $(grep -v '^harness:' "$o/log.txt" | tail -1)";;
       *) fail=1; echo "[vm $label] suite $s: FAIL (exit $rc, ${t}s); guest output:"
-         tail -n 40 "$o/log.txt" | sed "s/^/[vm $label]   $s| /";;
+         tail -n 40 "$o/log.txt" | sed "s/^/[vm $label]   $s| /"
+         if [ -s "$o/splat.txt" ]; then
+           echo "[vm $label] suite $s: kernel splat while it ran (start; all in out/suites/$s/splat.txt):"
+           head -n 15 "$o/splat.txt" | sed "s/^/[vm $label]   $s! /"
+         fi;;
     esac
   else
     fail=1
