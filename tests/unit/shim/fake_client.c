@@ -116,6 +116,18 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (Setup() != 0) return 1;
+  if (strcmp(mode, "tsg") == 0) {
+    // A TSG on GR0 with one channel (abi.md §6.1, §6.3), then the TSG freed, then the client.
+    uint8_t tsg_params[20] = {0};
+    uint32_t engine = 1;
+    memcpy(tsg_params + 12, &engine, 4);
+    uint8_t ch_params[368] = {0};
+    printf("TSG 0x%x\n", Alloc(DEVICE, 0x5c002000u, 0xa06c, tsg_params));
+    printf("CHANNEL 0x%x\n", Alloc(0x5c002000u, 0x5c002001u, 0xc86f, ch_params));
+    printf("FREE_TSG 0x%x\n", FreeObj(DEVICE, 0x5c002000u));
+    printf("FREE_CLIENT 0x%x\n", FreeObj(client, client));
+    return 0;
+  }
   if (strcmp(mode, "hold") == 0) {
     AllocMem(argc > 2 ? atoi(argv[2]) : 1);
     printf("READY\n");

@@ -90,6 +90,32 @@ TEST_F(ShimPreloadTest, AllocationGrownBehindTheCheckIsUndone) {
   EXPECT_NE(err_.find("object freed"), std::string::npos) << err_;
 }
 
+// vshim_hooks.h as shim/compute uses it: lifecycle events for TSGs, channels and clients, the
+// owning ctl fd, and an RM control issued around the filter.
+TEST_F(ShimPreloadTest, HooksReportTsgChannelAndClientLifecycle) {
+  std::string cmd = Env("VGPU_MEMORY_QUOTA=64M") +
+                    "LD_PRELOAD=" VSHIM_LIB ":" VSHIM_FAKENV ":" VSHIM_PROBE " " VSHIM_CLIENT
+                    " tsg >" +
+                    dir_ + "/out 2>" + dir_ + "/err";
+  ASSERT_EQ(system(cmd.c_str()), 0);
+  out_ = ReadFile(dir_ + "/out");
+  err_ = ReadFile(dir_ + "/err");
+  EXPECT_NE(out_.find("TSG 0x0\nCHANNEL 0x0\nFREE_TSG 0x0\nFREE_CLIENT 0x0"), std::string::npos)
+      << out_;
+  // 1 TSG_CREATED (engine 1 = GR0), 3 CHANNEL_CREATED, 2 TSG_FREED, 4 CHANNEL_FREED, 5 CLIENT_GONE.
+  EXPECT_NE(err_.find("EVENT 1 client=0xc1d00001 parent=0x5c000001 object=0x5c002000 "
+                      "class=0xa06c engine=1 fd_ok=1\nCTRL rc=0 status=0x0\n"
+                      "EVENT 3 client=0xc1d00001 parent=0x5c002000 object=0x5c002001 "
+                      "class=0xc86f engine=0 fd_ok=1\n"
+                      "EVENT 2 client=0xc1d00001 parent=0x5c000001 object=0x5c002000 "
+                      "class=0xa06c engine=1 fd_ok=1\n"
+                      "EVENT 4 client=0xc1d00001 parent=0x5c002000 object=0x5c002001 "
+                      "class=0xc86f engine=0 fd_ok=1\n"
+                      "EVENT 5 client=0xc1d00001"),
+            std::string::npos)
+      << err_;
+}
+
 TEST_F(ShimPreloadTest, PassthroughDiagnosticModeFiltersNothing) {
   ASSERT_EQ(Run("VGPU_MEMORY_QUOTA=64M VGPU_SHIM_PASSTHROUGH=1", "quota 40"), 0) << out_ << err_;
   EXPECT_NE(out_.find("ALLOCS n=40 last_status=0x0"), std::string::npos) << out_;
