@@ -72,6 +72,7 @@ void ComputeHost::Set(uint32_t share, uint32_t mode) {
   }
   cfg_.share = share;
   cfg_.mode = mode;
+  mode_.store(mode, std::memory_order_relaxed);
 }
 
 void ComputeHost::OnTsg(uint32_t h_client, uint32_t h_device, uint32_t h_tsg,
@@ -118,7 +119,7 @@ void ComputeHost::OnClientGone(uint32_t h_client) {
 }
 
 void ComputeHost::OnSubdevice(uint32_t h_client, uint32_t h_device, uint32_t h_subdevice) {
-  std::lock_guard<std::mutex> lock(ctl_mu_);
+  std::lock_guard<std::mutex> lock(objs_mu_);
   subdevices_[{h_client, h_device}] = h_subdevice;
 }
 
@@ -163,14 +164,26 @@ bool ComputeHost::Control(uint32_t h_client, uint32_t h_object, uint32_t cmd, vo
   return true;
 }
 
-uint32_t ComputeHost::Subdevice(uint32_t h_client, uint32_t h_device) {
+uint32_t ComputeHost::CachedSubdevice(uint32_t h_client, uint32_t h_device) {
+  std::lock_guard<std::mutex> lock(objs_mu_);
   auto it = subdevices_.find({h_client, h_device});
-  if (it != subdevices_.end()) {
-    return it->second;
+  return it != subdevices_.end() ? it->second : 0;
+}
+
+uint32_t ComputeHost::Subdevice(uint32_t h_client, uint32_t h_device) {
+  {
+    std::lock_guard<std::mutex> lock(objs_mu_);
+    auto it = subdevices_.find({h_client, h_device});
+    if (it != subdevices_.end()) {
+      return it->second;
+    }
   }
   // NV0000_CTRL_CMD_CLIENT_GET_CHILD_HANDLE_PARAMS: hParent@0 classId@4 hObject@8 (out).
   uint32_t p[3] = {h_device, kClassSubdevice, 0};
-  const uint32_t h = Control(h_client, h_client, kCtrlClientGetChildHandle, p, sizeof p) ? p[2] : 0;
+  uint32_t status = 0;
+  const int rc = rm_(rm_ctx_, h_client, h_client, kCtrlClientGetChildHandle, p, sizeof p, &status);
+  const uint32_t h = rc == 0 && status == 0 ? p[2] : 0;
+  std::lock_guard<std::mutex> lock(objs_mu_);
   subdevices_[{h_client, h_device}] = h;
   return h;
 }
@@ -265,18 +278,15 @@ void ComputeHost::Reapply() {
   }
 }
 
-void ComputeHost::Measure(uint64_t now, std::vector<vcore_sched_report>* reports) {
-  if (now < next_measure_ns_) {
-    return;
-  }
-  next_measure_ns_ = now + cfg_.measure_ns;
+// One perfmon read (meter thread). RM may take its time over it; only this thread waits.
+void ComputeHost::MeasureOnce() {
   const std::vector<ClientObjs> objs = Snapshot();
   if (objs.empty()) {
     return;
   }
   const uint32_t sub = Subdevice(objs[0].h_client, objs[0].h_device);
   if (sub == 0) {
-    counters_.measure_errors++;
+    measure_errors_++;
     return;
   }
   if (perfmon_client_ != objs[0].h_client) {
@@ -285,11 +295,13 @@ void ComputeHost::Measure(uint64_t now, std::vector<vcore_sched_report>* reports
   }
   PerfmonPrepare(perfmon_buf_.data());
   PerfmonDelta d;
-  if (!Control(objs[0].h_client, sub, kCtrlPerfmonSamplesV2, perfmon_buf_.data(),
-               kPerfmonParamsSize) ||
+  uint32_t status = 0;
+  const int rc = rm_(rm_ctx_, objs[0].h_client, sub, kCtrlPerfmonSamplesV2, perfmon_buf_.data(),
+                     kPerfmonParamsSize, &status);
+  if (rc != 0 || status != 0 ||
       !PerfmonConsume(perfmon_buf_.data(), static_cast<uint32_t>(getpid()), &perfmon_last_ts_,
                       &d)) {
-    counters_.measure_errors++;
+    measure_errors_++;
     return;
   }
   if (!perfmon_logged_ && cfg_.log_fd >= 0 && d.period_ns != 0) {
@@ -313,8 +325,8 @@ void ComputeHost::Measure(uint64_t now, std::vector<vcore_sched_report>* reports
               static_cast<unsigned long long>(ts), util, proc);
     }
   }
-  counters_.samples += d.samples;
-  counters_.sample_period_ns = d.period_ns;
+  samples_ += d.samples;
+  sample_period_ns_.store(d.period_ns);
   if (d.samples == 0) {
     return;
   }
@@ -330,9 +342,10 @@ void ComputeHost::Measure(uint64_t now, std::vector<vcore_sched_report>* reports
   }
   // Cap: unattributed busy counts as ours (perfmon.h); weight: only what names us.
   const uint64_t own =
-      d.own_busy_ns + (cfg_.mode == VCORE_SCHED_MODE_CAP ? d.unattributed_busy_ns : 0);
-  reports->push_back({kSlot, 0, own, d.span_ns, end});
-  reports->push_back({kForeign, 0, d.other_busy_ns, d.span_ns, end});
+      d.own_busy_ns + (mode_.load() == VCORE_SCHED_MODE_CAP ? d.unattributed_busy_ns : 0);
+  std::lock_guard<std::mutex> lock(rep_mu_);
+  reports_.push_back({kSlot, 0, own, d.span_ns, end});
+  reports_.push_back({kForeign, 0, d.other_busy_ns, d.span_ns, end});
 }
 
 void ComputeHost::Loop() {
@@ -345,7 +358,10 @@ void ComputeHost::Loop() {
       const uint64_t now = MonotonicNs();
       heartbeat_ns_.store(now, std::memory_order_release);
       reports.clear();
-      Measure(now, &reports);
+      {
+        std::lock_guard<std::mutex> rlock(rep_mu_);
+        reports.swap(reports_);
+      }
       const int n =
           vcore_sched_tick(&sched_, now, reports.data(), static_cast<uint32_t>(reports.size()),
                            acts, VCORE_SCHED_MAX_ACTIONS, &next);
@@ -366,18 +382,15 @@ void ComputeHost::Loop() {
                 static_cast<unsigned long long>(st.gate_actions),
                 static_cast<unsigned long long>(counters_.controls),
                 static_cast<unsigned long long>(counters_.control_errors), counters_.last_bad_cmd,
-                counters_.last_bad_status, static_cast<unsigned long long>(counters_.samples),
-                static_cast<unsigned long long>(counters_.sample_period_ns / 1000),
-                static_cast<unsigned long long>(counters_.measure_errors),
+                counters_.last_bad_status, static_cast<unsigned long long>(samples_.load()),
+                static_cast<unsigned long long>(sample_period_ns_.load() / 1000),
+                static_cast<unsigned long long>(measure_errors_.load()),
                 static_cast<unsigned long long>(pre_done_.load()),
                 static_cast<unsigned long long>(pre_skips_.load()), pre_max_ns_.load() / 1e6);
       }
       const uint64_t cap = now + kMaxSleepNs;
       if (next > cap || next == 0) {
         next = cap;
-      }
-      if (next_measure_ns_ < next) {
-        next = next_measure_ns_;
       }
     }
     SleepUntil(next);
@@ -417,13 +430,24 @@ void* ComputeHost::PreemptMain(void* self) {
   }
 }
 
+void* ComputeHost::MeterMain(void* self) {
+  auto* h = static_cast<ComputeHost*>(self);
+  while (h->running_.load(std::memory_order_acquire)) {
+    const uint64_t next = MonotonicNs() + h->cfg_.measure_ns;
+    h->MeasureOnce();
+    SleepUntil(next);
+  }
+  return nullptr;
+}
+
 void* ComputeHost::ThreadMain(void* self) {
   static_cast<ComputeHost*>(self)->Loop();
   return nullptr;
 }
 
-// Re-enables the channels if the control thread stops ticking while they are disabled. It
-// bypasses ctl_mu_ (the stuck thread may hold it): RM serializes controls itself.
+// Re-enables the channels if the control thread stops ticking. It takes no lock the control
+// thread may hold while stuck in RM (only objs_mu_, never held across an RM call); RM
+// serializes the controls itself.
 void* ComputeHost::WatchdogMain(void* self) {
   auto* h = static_cast<ComputeHost*>(self);
   while (h->running_.load(std::memory_order_acquire)) {
@@ -431,14 +455,7 @@ void* ComputeHost::WatchdogMain(void* self) {
     const uint64_t beat = h->heartbeat_ns_.load(std::memory_order_acquire);
     if (beat != 0 && MonotonicNs() - beat > kWatchdogNs) {
       for (const ClientObjs& c : h->Snapshot()) {
-        uint32_t sub = 0;
-        {
-          std::unique_lock<std::mutex> lock(h->ctl_mu_, std::try_to_lock);
-          if (lock.owns_lock()) {
-            auto it = h->subdevices_.find({c.h_client, c.h_device});
-            sub = it != h->subdevices_.end() ? it->second : 0;
-          }
-        }
+        const uint32_t sub = h->CachedSubdevice(c.h_client, c.h_device);
         for (size_t i = 0; sub != 0 && i < c.channels.size(); i += 64) {
           const size_t n = std::min<size_t>(64, c.channels.size() - i);
           vcs_disable_channels_params p;
@@ -463,32 +480,40 @@ bool ComputeHost::Start() {
     running_.store(false);
     return false;
   }
+  if (pthread_create(&meter_, nullptr, MeterMain, this) != 0) {
+    running_.store(false);
+    StopWorkers();
+    return false;
+  }
   if (pthread_create(&thread_, nullptr, ThreadMain, this) != 0) {
     running_.store(false);
-    StopPreemptWorker();
+    StopWorkers();
     return false;
   }
   if (pthread_create(&watchdog_, nullptr, WatchdogMain, this) != 0) {
     running_.store(false);
     pthread_join(thread_, nullptr);
-    StopPreemptWorker();
+    StopWorkers();
     return false;
   }
   started_ = true;
   return true;
 }
 
-bool ComputeHost::StopPreemptWorker() {
+// Joins the PREEMPT worker and the meter. Either may be waiting in RM (a long kernel): process
+// exit must not wait for that forever, so each gets 2 s; false if one did not return.
+bool ComputeHost::StopWorkers() {
   {
     std::lock_guard<std::mutex> lock(pre_mu_);
     pre_stop_ = true;
     pre_cv_.notify_one();
   }
-  // A PREEMPT still waiting in RM (a long kernel) must not hold process exit forever.
   timespec deadline;
   clock_gettime(CLOCK_REALTIME, &deadline);
   deadline.tv_sec += 2;
-  return pthread_timedjoin_np(preempt_, nullptr, &deadline) == 0;
+  const bool pre = pthread_timedjoin_np(preempt_, nullptr, &deadline) == 0;
+  const bool meter = pthread_timedjoin_np(meter_, nullptr, &deadline) == 0;
+  return pre && meter;
 }
 
 bool ComputeHost::Stop() {
@@ -509,7 +534,7 @@ bool ComputeHost::Stop() {
   }
   if (started_) {
     // After the gate-on: with its channels enabled the TSG can finish and the PREEMPT return.
-    clean = StopPreemptWorker();
+    clean = StopWorkers();
     started_ = false;
   }
   return clean;
@@ -525,6 +550,9 @@ vcore_sched_slot_stats ComputeHost::Stats() {
 ComputeCounters ComputeHost::Counters() {
   std::lock_guard<std::mutex> lock(ctl_mu_);
   ComputeCounters c = counters_;
+  c.samples = samples_.load();
+  c.sample_period_ns = sample_period_ns_.load();
+  c.measure_errors = measure_errors_.load();
   c.preempts = pre_done_.load();
   c.preempt_skips = pre_skips_.load();
   c.preempt_max_ns = pre_max_ns_.load();

@@ -13,12 +13,14 @@
 //  - a TSG or channel that appears while the slot is gated off is disabled by the next tick;
 //  - process death (crash, SIGKILL, exec): the kernel closes the ctl fd and RM frees the client
 //    with its TSGs and channels, so nothing remains to re-enable;
-//  - the control thread cannot die alone (no exceptions, no exits). PREEMPT(bWait=1) runs on its
-//    own worker thread: on the H200 it did not return while a long (0.5 s) kernel kept running
-//    and new ones kept coming (tests/gpu/compute, second run: the control thread stalled and only
-//    the watchdog kept the tenant going), so the control loop must never wait on it. A watchdog
-//    that re-enables the channels after kWatchdogNs without a tick covers a control thread that
-//    stops making progress for any other reason.
+//  - the control thread cannot die alone (no exceptions, no exits), and it issues only the
+//    controls that gate (DISABLE_CHANNELS, SET_TIMESLICE). The RM calls that may wait run on their
+//    own threads: PREEMPT(bWait=1), which waits for the TSG to leave the GPU (a kernel that runs
+//    for seconds), and the perfmon read (on the H200, with long kernels running, the control
+//    thread of the second GPU run stopped ticking while it only measured: docs/results). A
+//    blocked measurement leaves the controller in open loop; a blocked PREEMPT skips later ones.
+//  - a watchdog re-enables the channels after kWatchdogNs without a tick, whatever the control
+//    thread is stuck in (it needs no lock that thread holds).
 #pragma once
 
 #include <pthread.h>
@@ -110,15 +112,18 @@ class ComputeHost {
 
   static void* ThreadMain(void* self);
   static void* PreemptMain(void* self);
-  bool StopPreemptWorker();
+  static void* MeterMain(void* self);
+  bool StopWorkers();
   static void* WatchdogMain(void* self);
   void Loop();
-  void Measure(uint64_t now, std::vector<vcore_sched_report>* reports);
+  void MeasureOnce();  // meter thread
   void Execute(const vcore_sched_action* a, int n);
   void Gate(bool off);
   void SetTimeslice(uint64_t us);
   void Reapply();
+  // Libcuda's subdevice under the device (cached; looked up with GET_CHILD_HANDLE once).
   uint32_t Subdevice(uint32_t h_client, uint32_t h_device);
+  uint32_t CachedSubdevice(uint32_t h_client, uint32_t h_device);
   bool Control(uint32_t h_client, uint32_t h_object, uint32_t cmd, void* p, uint32_t size);
   // GR TSGs and their channels, grouped by client, copied under the lock.
   struct ClientObjs {
@@ -133,26 +138,32 @@ class ComputeHost {
   RmControlFn rm_;
   void* rm_ctx_;
 
-  std::mutex objs_mu_;  // guards tsgs_, channels_, generation_
+  std::mutex objs_mu_;  // guards tsgs_, channels_, generation_, subdevices_; never held in RM
   std::map<Key, Tsg> tsgs_;
   std::map<Key, Channel> channels_;
   uint64_t generation_ = 0;
+  std::map<Key, uint32_t> subdevices_;  // (client, device) -> subdevice handle (0: none)
 
-  std::mutex ctl_mu_;  // guards sched_, gated_, subdevices_, perfmon state, counters_, RM calls
+  std::mutex ctl_mu_;  // guards sched_, gated_, timeslice_us_, counters_, the gating controls
   vcore_sched sched_{};
   bool gated_ = false;
   uint64_t timeslice_us_ = 0;
   uint64_t applied_generation_ = 0;
-  std::map<Key, uint32_t> subdevices_;  // (client, device) -> subdevice handle (0: none)
-  std::vector<uint8_t> perfmon_buf_;
-  uint64_t perfmon_last_ts_ = 0;
-  uint32_t perfmon_client_ = 0;
-  uint64_t next_measure_ns_ = 0;
   uint64_t last_gate_change_ns_ = 0;
   uint64_t last_log_ns_ = 0;
   uint64_t last_reapply_ns_ = 0;
-  bool perfmon_logged_ = false;
   ComputeCounters counters_;
+
+  // Meter thread: its own perfmon state; hands reports over under rep_mu_.
+  std::vector<uint8_t> perfmon_buf_;
+  uint64_t perfmon_last_ts_ = 0;
+  uint32_t perfmon_client_ = 0;
+  bool perfmon_logged_ = false;
+  std::atomic<uint32_t> mode_{VCORE_SCHED_MODE_CAP};
+  std::atomic<uint64_t> samples_{0}, sample_period_ns_{0}, measure_errors_{0};
+  std::mutex rep_mu_;  // guards reports_
+  std::vector<vcore_sched_report> reports_;
+  pthread_t meter_{};
 
   // PREEMPT worker: takes the TSGs of one off edge at a time (pre_mu_ guards pre_*).
   std::mutex pre_mu_;

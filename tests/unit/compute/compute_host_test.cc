@@ -51,6 +51,13 @@ class FakeRm {
       EXPECT_EQ(size, 536u);
       EXPECT_EQ(o, kSub);
       enabled = static_cast<uint8_t*>(p)[0] == 0;
+      if (!enabled && block_disable_ms != 0) {  // the control thread stuck in RM, gated off
+        const int ms = block_disable_ms;
+        block_disable_ms = 0;
+        mu.unlock();
+        std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+        mu.lock();
+      }
     } else if (cmd == VCS_NVA06C_CTRL_CMD_PREEMPT && preempt_block_ms != 0) {
       // A long kernel: PREEMPT(bWait=1) returns only when it ends.
       mu.unlock();
@@ -58,6 +65,13 @@ class FakeRm {
       mu.lock();
     } else if (cmd == kCtrlPerfmonSamplesV2) {
       EXPECT_EQ(size, kPerfmonParamsSize);
+      if (block_perfmon_ms != 0) {
+        const int ms = block_perfmon_ms;
+        block_perfmon_ms = 0;
+        mu.unlock();
+        std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+        mu.lock();
+      }
       Fill(static_cast<uint8_t*>(p));
     }
     return 0;
@@ -104,6 +118,8 @@ class FakeRm {
 
   std::mutex mu;
   int preempt_block_ms = 0;
+  int block_disable_ms = 0;
+  int block_perfmon_ms = 0;
   std::vector<Call> calls;
   bool enabled = true;
   uint64_t last = 0, sample_start = 0, busy_in_sample = 0, busy_total = 0;
@@ -199,6 +215,50 @@ TEST(ComputeHost, BlockingPreemptDoesNotStallTheLoop) {
   EXPECT_GE(c.preempt_max_ns, 600'000'000u);
   std::lock_guard<std::mutex> lock(rm.mu);
   EXPECT_TRUE(rm.enabled);
+}
+
+// The control thread stuck inside an RM call while the tenant is gated off: the watchdog gates
+// it back on without waiting for that thread.
+TEST(ComputeHost, WatchdogReenablesWhenTheControlThreadIsStuck) {
+  FakeRm rm;
+  rm.block_disable_ms = 1500;
+  ComputeConfig cfg;
+  cfg.share = 30;
+  ComputeHost h(cfg, FakeRm::Control, &rm);
+  AddObjects(h);
+  ASSERT_TRUE(h.Start());
+  std::this_thread::sleep_for(std::chrono::milliseconds(900));  // stuck since the first off edge
+  {
+    std::lock_guard<std::mutex> lock(rm.mu);
+    EXPECT_TRUE(rm.enabled) << "watchdog re-enabled while the control thread is stuck";
+  }
+  h.Stop();
+  std::lock_guard<std::mutex> lock(rm.mu);
+  EXPECT_TRUE(rm.enabled);
+}
+
+// A measurement that blocks in RM does not stop the gating (the controller runs open loop).
+TEST(ComputeHost, BlockedMeasurementKeepsGating) {
+  FakeRm rm;
+  ComputeConfig cfg;
+  cfg.share = 50;
+  ComputeHost h(cfg, FakeRm::Control, &rm);
+  AddObjects(h);
+  {
+    std::lock_guard<std::mutex> lock(rm.mu);
+    rm.block_perfmon_ms = 1000;
+  }
+  ASSERT_TRUE(h.Start());
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  int ons = 0;
+  {
+    std::lock_guard<std::mutex> lock(rm.mu);
+    for (const auto& c : rm.calls) {
+      ons += c.cmd == VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS && c.params[0] == 0;
+    }
+  }
+  EXPECT_GE(ons, 8) << "gate edges continue while the perfmon read waits";
+  EXPECT_TRUE(h.Stop());
 }
 
 TEST(ComputeHost, WeightSetsTimesliceAndNeverGates) {
