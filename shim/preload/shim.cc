@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <stdarg.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -479,6 +480,59 @@ VSHIM_EXPORT int close(int fd) {
   vs::ReleaseFile(f);  // after the real close, as vcore_file_close requires
   errno = saved;
   return rc;
+}
+
+namespace vgpu::shim {
+namespace {
+
+// Forgets every tracked fd in [first, last] after they were closed behind close()'s back.
+void ForgetRange(unsigned first, unsigned last) {
+  unsigned end = last < static_cast<unsigned>(kMaxFiles) ? last : kMaxFiles - 1;
+  for (unsigned fd = first; fd <= end; ++fd) {
+    ProcessFdTable().Clear(static_cast<int>(fd));
+    ReleaseFile(files[fd].exchange(nullptr));
+  }
+}
+
+}  // namespace
+}  // namespace vgpu::shim
+
+// close_range/closefrom (glibc 2.34+) close fds without calling close(): forget them too, or a
+// later socket reusing an NVIDIA fd's number would be filtered as one.
+VSHIM_EXPORT int close_range(unsigned first, unsigned last, int flags) {
+  using Fn = int (*)(unsigned, unsigned, int);
+  static std::atomic<Fn> next{nullptr};
+  Fn fn = next.load(std::memory_order_acquire);
+  if (fn == nullptr) {
+    fn = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "close_range"));
+    next.store(fn, std::memory_order_release);
+  }
+  int rc = fn != nullptr ? fn(first, last, flags)
+                         : static_cast<int>(syscall(SYS_close_range, first, last, flags));
+  if (rc == 0 && (flags & CLOSE_RANGE_CLOEXEC) == 0) {
+    int saved = errno;
+    vs::ForgetRange(first, last);
+    errno = saved;
+  }
+  return rc;
+}
+
+VSHIM_EXPORT void closefrom(int lowfd) {
+  using Fn = void (*)(int);
+  static std::atomic<Fn> next{nullptr};
+  Fn fn = next.load(std::memory_order_acquire);
+  if (fn == nullptr) {
+    fn = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "closefrom"));
+    next.store(fn, std::memory_order_release);
+  }
+  if (fn != nullptr) {
+    fn(lowfd);
+  } else {
+    syscall(SYS_close_range, static_cast<unsigned>(lowfd), ~0u, 0);
+  }
+  if (lowfd >= 0) {
+    vs::ForgetRange(static_cast<unsigned>(lowfd), ~0u);
+  }
 }
 
 VSHIM_EXPORT int dup(int fd) {

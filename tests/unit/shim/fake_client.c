@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 typedef struct {
@@ -116,6 +117,19 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (Setup() != 0) return 1;
+  if (strcmp(mode, "closerange") == 0) {
+    // The ctl fd goes away through close_range (no close() call); a socket then takes its
+    // number and must not be filtered as a ctl file.
+    int old = ctl;
+    AllocMem(5);
+    close_range((unsigned)ctl, (unsigned)ctl, 0);
+    int sv[2];
+    socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+    int n = -1;
+    int rc = ioctl(old == sv[0] ? sv[0] : sv[1], FIONREAD, &n);
+    printf("REUSED %d SOCKET_IOCTL rc=%d n=%d\n", old == sv[0] || old == sv[1], rc, n);
+    return 0;
+  }
   if (strcmp(mode, "tsg") == 0) {
     // A TSG on GR0 with one channel (abi.md §6.1, §6.3), then the TSG freed, then the client.
     uint8_t tsg_params[20] = {0};

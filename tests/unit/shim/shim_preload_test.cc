@@ -116,6 +116,11 @@ TEST_F(ShimPreloadTest, HooksReportTsgChannelAndClientLifecycle) {
       << err_;
 }
 
+TEST_F(ShimPreloadTest, FdsClosedByCloseRangeAreForgotten) {
+  ASSERT_EQ(Run("VGPU_MEMORY_QUOTA=64M", "closerange"), 0) << out_ << err_;
+  EXPECT_NE(out_.find("REUSED 1 SOCKET_IOCTL rc=0 n=0"), std::string::npos) << out_ << err_;
+}
+
 TEST_F(ShimPreloadTest, PassthroughDiagnosticModeFiltersNothing) {
   ASSERT_EQ(Run("VGPU_MEMORY_QUOTA=64M VGPU_SHIM_PASSTHROUGH=1", "quota 40"), 0) << out_ << err_;
   EXPECT_NE(out_.find("ALLOCS n=40 last_status=0x0"), std::string::npos) << out_;
