@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The filter core's kernel host (kmod/core/vcore.h): the host ops table, the slot ledger,
- * and the ioctl path, pre -> fd translation -> real ioctl -> restore -> post.
+ * The filter core's kernel host (kmod/core/vcore.h): the host ops table, the
+ * slot ledger, and the ioctl path, pre -> fd translation -> real ioctl ->
+ * restore -> post.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -33,12 +34,12 @@ MODULE_PARM_DESC(version_file, "Where the real driver's version is read");
 
 static bool allow_unknown_driver;
 module_param(allow_unknown_driver, bool, 0444);
-MODULE_PARM_DESC(allow_unknown_driver,
-		 "Use the newest ABI tables for a driver version the core does not know");
+MODULE_PARM_DESC(allow_unknown_driver, "Use the newest ABI tables for a driver "
+				       "version the core does not know");
 
-#define NV01_DEVICE_0 0x80
-#define NV_ESC_RM_ALLOC 0x2b
-#define UVM_REGISTER_GPU 37
+#define NV01_DEVICE_0	   0x80
+#define NV_ESC_RM_ALLOC	   0x2b
+#define UVM_REGISTER_GPU   37
 #define VGPU_MAX_FD_FIELDS 8
 
 /* The slot's memory ledger: one per slot, shared by all its processes. */
@@ -61,7 +62,8 @@ struct vgpu_filter_file {
 
 /* ---- host ops -------------------------------------------------------- */
 
-/* vcore_u64 is the compiler's unsigned long; the kernel's u64 is unsigned long long. */
+/* vcore_u64 is the compiler's unsigned long; the kernel's u64 is unsigned long
+ * long. */
 static void __user *vgpu_uptr(vcore_uptr_t addr)
 {
 	return u64_to_user_ptr((u64)addr);
@@ -73,8 +75,8 @@ static int vgpu_host_copy_from_user(void *uctx, void *dst, vcore_uptr_t src,
 	return copy_from_user(dst, vgpu_uptr(src), n) ? -EFAULT : 0;
 }
 
-static int vgpu_host_copy_to_user(void *uctx, vcore_uptr_t dst,
-				  const void *src, vcore_size_t n)
+static int vgpu_host_copy_to_user(void *uctx, vcore_uptr_t dst, const void *src,
+				  vcore_size_t n)
 {
 	return copy_to_user(vgpu_uptr(dst), src, n) ? -EFAULT : 0;
 }
@@ -90,8 +92,8 @@ static void vgpu_host_free(void *priv, void *p)
 }
 
 /*
- * One lock class for every slot's core lock: lockdep then checks the core's own order
- * (it never nests two slots' locks).
+ * One lock class for every slot's core lock: lockdep then checks the core's own
+ * order (it never nests two slots' locks).
  */
 static void *vgpu_host_lock_create(void *priv)
 {
@@ -120,8 +122,9 @@ static void vgpu_host_unlock(void *lock)
 }
 
 /*
- * One line naming slot, pid and comm, and what was refused and why. The core's messages
- * about calls already start with "slot N: pid P:"; the host adds the command name.
+ * One line naming slot, pid and comm, and what was refused and why. The core's
+ * messages about calls already start with "slot N: pid P:"; the host adds the
+ * command name.
  */
 static void vgpu_host_log(void *priv, enum vcore_log_level level,
 			  const char *msg)
@@ -130,13 +133,13 @@ static void vgpu_host_log(void *priv, enum vcore_log_level level,
 	u32 id = fs && fs->slot ? fs->slot->id : U32_MAX;
 	bool named = !strncmp(msg, "slot ", 5);
 
-#define VGPU_HOST_LOG(pr)                                                   \
-	do {                                                                \
-		if (named)                                                  \
-			pr("%s (comm %s)\n", msg, current->comm);           \
-		else                                                        \
-			pr("slot %u pid %d (%s): %s\n", id,                 \
-			   task_tgid_nr(current), current->comm, msg);      \
+#define VGPU_HOST_LOG(pr)                                                      \
+	do {                                                                   \
+		if (named)                                                     \
+			pr("%s (comm %s)\n", msg, current->comm);              \
+		else                                                           \
+			pr("slot %u pid %d (%s): %s\n", id,                    \
+			   task_tgid_nr(current), current->comm, msg);         \
 	} while (0)
 	switch (level) {
 	case VCORE_LOG_ERR:
@@ -253,7 +256,8 @@ u64 vgpu_filter_peak(struct vgpu_slot *slot)
 
 static char vgpu_version[VCORE_VERSION_MAX];
 
-/* The version the core's tables are chosen by: the parameter, else the driver's sysfs. */
+/* The version the core's tables are chosen by: the parameter, else the driver's
+ * sysfs. */
 static void vgpu_read_driver_version(void)
 {
 	size_t fsize = 0;
@@ -284,10 +288,9 @@ static void vgpu_fill_config(struct vgpu_slot *slot,
 	memset(cc, 0, sizeof(*cc));
 	cc->id = slot->id;
 	cc->mem_quota_bytes = slot->cfg.mem_quota;
-	cc->unknown_policy = slot->cfg.unknown_policy ==
-					     VGPU_UNKNOWN_ALLOW_LOG ?
-				     VCORE_UNKNOWN_PERMISSIVE :
-				     VCORE_UNKNOWN_STRICT;
+	cc->unknown_policy = slot->cfg.unknown_policy == VGPU_UNKNOWN_ALLOW_LOG
+				     ? VCORE_UNKNOWN_PERMISSIVE
+				     : VCORE_UNKNOWN_STRICT;
 	switch (slot->cfg.managed_policy) {
 	case VGPU_MANAGED_REFUSE:
 		cc->managed_policy = VCORE_MANAGED_REFUSE;
@@ -322,7 +325,8 @@ int vgpu_filter_slot_new(struct vgpu_slot *slot)
 	ledger.priv = &fs->ledger;
 	fs->core = vcore_slot_create(&vgpu_host_ops, fs, &cc, &ledger, &err);
 	if (!fs->core) {
-		pr_warn("slot %u: the filter core refused driver version '%s' (%d)\n",
+		pr_warn("slot %u: the filter core refused driver version '%s' "
+			"(%d)\n",
 			slot->id, vgpu_version, err);
 		kfree(fs);
 		return err ? err : -ENOMEM;
@@ -392,7 +396,8 @@ int vgpu_filter_mmap(struct vgpu_file *vf, struct vm_area_struct *vma)
 	err = vcore_uvm_mmap_allowed(vf->slot->filter->core,
 				     vma->vm_end - vma->vm_start);
 	if (err) {
-		pr_warn_ratelimited("slot %u pid %d (%s): managed-memory mmap of %lu bytes refused by policy\n",
+		pr_warn_ratelimited("slot %u pid %d (%s): managed-memory mmap "
+				    "of %lu bytes refused by policy\n",
 				    vf->slot->id, task_tgid_nr(current),
 				    current->comm, vma->vm_end - vma->vm_start);
 		vgpu_event_refusal(vf->slot, VGPU_EVENT_REFUSED,
@@ -421,7 +426,8 @@ static bool vgpu_fd_kind_ok(enum vcore_fd_kind want, enum vgpu_node_kind have)
 	}
 }
 
-/* @why is the core's static reason string, read before vcore_post freed the call. */
+/* @why is the core's static reason string, read before vcore_post freed the
+ * call. */
 static void vgpu_report_refusal(struct vgpu_file *vf, const char *why)
 {
 	struct vgpu_filter_slot *fs = vf->slot->filter;
@@ -470,8 +476,8 @@ long vgpu_filter_ioctl(struct vgpu_file *vf, unsigned int cmd,
 			rc = -E2BIG;
 			break;
 		}
-		rc = vgpu_fd_translate(vf, &fix[nfix],
-				       vgpu_uptr(f->uaddr), f->value);
+		rc = vgpu_fd_translate(vf, &fix[nfix], vgpu_uptr(f->uaddr),
+				       f->value);
 		if (!rc && fix[nfix].tmp >= 0 &&
 		    !vgpu_fd_kind_ok(f->kind, fix[nfix].kind)) {
 			vgpu_fd_restore(&fix[nfix]);
@@ -482,15 +488,19 @@ long vgpu_filter_ioctl(struct vgpu_file *vf, unsigned int cmd,
 	}
 	if (rc) {
 		vgpu_stat_inc(vf->slot, VGPU_STAT_FD_REFUSED);
-		pr_warn_ratelimited("slot %u pid %d (%s): escape 0x%x cmd/class 0x%x: fd field refused (%d): not a file of this slot of the right kind\n",
-				    vf->slot->id, task_tgid_nr(current),
-				    current->comm, vcore_call_nr(call),
-				    vcore_call_cmd(call), rc);
+		pr_warn_ratelimited(
+			"slot %u pid %d (%s): escape 0x%x cmd/class 0x%x: fd "
+			"field refused (%d): not a file of this slot of the "
+			"right kind\n",
+			vf->slot->id, task_tgid_nr(current), current->comm,
+			vcore_call_nr(call), vcore_call_cmd(call), rc);
 		goto out_restore;
 	}
 
-	/* §9.3 item 2: the driver looks for a real /dev/nvidiaN in our fd table. */
-	if ((vf->kind == VGPU_NODE_CTL && vcore_call_nr(call) == NV_ESC_RM_ALLOC &&
+	/* §9.3 item 2: the driver looks for a real /dev/nvidiaN in our fd
+	 * table. */
+	if ((vf->kind == VGPU_NODE_CTL &&
+	     vcore_call_nr(call) == NV_ESC_RM_ALLOC &&
 	     vcore_call_cmd(call) == NV01_DEVICE_0) ||
 	    (vf->kind == VGPU_NODE_UVM &&
 	     vcore_call_nr(call) == UVM_REGISTER_GPU)) {

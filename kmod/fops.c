@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The proxy nodes' file operations. Every proxy file holds exactly one real file of the
- * node it stands for (reference/nvidia-rm-abi.md §9.2: clients are bound to the real ctl
- * file; §9.4: one mmap context per file), opened with the caller's flags and credentials.
- * Calls are forwarded synchronously in the caller's task (§9.5): RM reads current's mm,
- * fd table and credentials.
+ * The proxy nodes' file operations. Every proxy file holds exactly one real
+ * file of the node it stands for (reference/nvidia-rm-abi.md §9.2: clients are
+ * bound to the real ctl file; §9.4: one mmap context per file), opened with the
+ * caller's flags and credentials. Calls are forwarded synchronously in the
+ * caller's task (§9.5): RM reads current's mm, fd table and credentials.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -57,19 +57,21 @@ static int vgpu_fops_open(struct inode *inode, struct file *file)
 	vf->kind = kind;
 	vf->tgid = task_tgid_nr(current);
 	/*
-	 * §9.6: dentry_open on the path resolved in the init namespace, with the
-	 * caller's flags (O_NONBLOCK defers the driver's open) and credentials.
+	 * §9.6: dentry_open on the path resolved in the init namespace, with
+	 * the caller's flags (O_NONBLOCK defers the driver's open) and
+	 * credentials.
 	 */
 	vf->real = dentry_open(&real, file->f_flags, current_cred());
 	path_put(&real);
 	if (IS_ERR(vf->real)) {
 		err = PTR_ERR(vf->real);
-		pr_warn_ratelimited("slot %u pid %d (%s): opening the real %s failed: %d\n",
-				    slot->id, vf->tgid, current->comm,
-				    kind == VGPU_NODE_CTL ? "control node" :
-				    kind == VGPU_NODE_DEV ? "GPU node" :
-							    "UVM node",
-				    err);
+		pr_warn_ratelimited(
+			"slot %u pid %d (%s): opening the real %s failed: %d\n",
+			slot->id, vf->tgid, current->comm,
+			kind == VGPU_NODE_CTL	? "control node"
+			: kind == VGPU_NODE_DEV ? "GPU node"
+						: "UVM node",
+			err);
 		goto out_detach;
 	}
 	err = vgpu_filter_file_open(vf);
@@ -90,10 +92,11 @@ out_free:
 }
 
 /*
- * Frees exactly what the real close frees (§9.1): the filter forgets this file's objects
- * (refunding their charges), then the last reference to the real file goes, and
- * nvidia_close frees every RM client bound to it. A VMA may still hold the real file
- * (vgpu_fops_mmap); the driver then frees at munmap, as it would without the proxy.
+ * Frees exactly what the real close frees (§9.1): the filter forgets this
+ * file's objects (refunding their charges), then the last reference to the real
+ * file goes, and nvidia_close frees every RM client bound to it. A VMA may
+ * still hold the real file (vgpu_fops_mmap); the driver then frees at munmap,
+ * as it would without the proxy.
  */
 static int vgpu_fops_release(struct inode *inode, struct file *file)
 {
@@ -126,12 +129,13 @@ static long vgpu_fops_ioctl(struct file *file, unsigned int cmd,
 }
 
 /*
- * §9.4: every nv_vm_ops callback reads vma->vm_file's private data, and revocation
- * reaches only VMAs linked into the real file's mapping, so the VMA must belong to the
- * real file before the real mmap runs. As in dma_buf_mmap(): check the range, then
- * vma_set_file() (takes a reference on the real file and drops the one on ours, so no
- * manual fput), keep vm_pgoff and the length, then call the driver. On failure the core
- * mm fputs whatever vma->vm_file is by then.
+ * §9.4: every nv_vm_ops callback reads vma->vm_file's private data, and
+ * revocation reaches only VMAs linked into the real file's mapping, so the VMA
+ * must belong to the real file before the real mmap runs. As in dma_buf_mmap():
+ * check the range, then vma_set_file() (takes a reference on the real file and
+ * drops the one on ours, so no manual fput), keep vm_pgoff and the length, then
+ * call the driver. On failure the core mm fputs whatever vma->vm_file is by
+ * then.
  */
 static int vgpu_fops_mmap(struct file *file, struct vm_area_struct *vma)
 {
@@ -155,7 +159,8 @@ static int vgpu_fops_mmap(struct file *file, struct vm_area_struct *vma)
 	return err;
 }
 
-/* §9.5: forward; never poll the real file for our own purposes (edge-triggered events). */
+/* §9.5: forward; never poll the real file for our own purposes (edge-triggered
+ * events). */
 static __poll_t vgpu_fops_poll(struct file *file, poll_table *wait)
 {
 	struct vgpu_file *vf = file->private_data;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The control family (uapi/vgpu_genl.h is its manual). Three tables, as in wireguard's
- * netlink.c: the attribute policy (malformed input dies before any handler), the ops
- * (mutations admin-only), the family (init namespace only).
+ * The control family (uapi/vgpu_genl.h is its manual). Three tables, as in
+ * wireguard's netlink.c: the attribute policy (malformed input dies before any
+ * handler), the ops (mutations admin-only), the family (init namespace only).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -18,9 +18,9 @@
 static const struct nla_policy vgpu_policy[VGPU_A_MAX + 1] = {
 	[VGPU_A_SLOT_ID] = NLA_POLICY_MAX(NLA_U32, VGPU_MAX_SLOTS - 1),
 	[VGPU_A_SLOT_GPU] = NLA_POLICY_MAX(NLA_U32, 254),
-	[VGPU_A_SLOT_NAME] = { .type = NLA_NUL_STRING,
-			       .len = VGPU_SLOT_NAME_LEN - 1 },
-	[VGPU_A_SLOT_MEM_QUOTA] = { .type = NLA_U64 },
+	[VGPU_A_SLOT_NAME] = {.type = NLA_NUL_STRING,
+			      .len = VGPU_SLOT_NAME_LEN - 1},
+	[VGPU_A_SLOT_MEM_QUOTA] = {.type = NLA_U64},
 	[VGPU_A_SLOT_COMPUTE_SHARE] = NLA_POLICY_RANGE(NLA_U32, 1, 100),
 	[VGPU_A_SLOT_MANAGED_POLICY] =
 		NLA_POLICY_RANGE(NLA_U32, 1, __VGPU_MANAGED_MAX - 1),
@@ -29,33 +29,33 @@ static const struct nla_policy vgpu_policy[VGPU_A_MAX + 1] = {
 	[VGPU_A_SLOT_FLAGS] = NLA_POLICY_MASK(NLA_U32, __VGPU_SLOT_F_ALL),
 	[VGPU_A_DEL_FLAGS] = NLA_POLICY_MASK(NLA_U32, __VGPU_DEL_F_ALL),
 	/* Output only: refused in requests. */
-	[VGPU_A_SLOT_STATE] = { .type = NLA_REJECT },
-	[VGPU_A_SLOT_NODE_CTL] = { .type = NLA_REJECT },
-	[VGPU_A_SLOT_NODE_DEV] = { .type = NLA_REJECT },
-	[VGPU_A_SLOT_NODE_UVM] = { .type = NLA_REJECT },
-	[VGPU_A_SLOT_OPEN_FILES] = { .type = NLA_REJECT },
-	[VGPU_A_SLOT_PROCS] = { .type = NLA_REJECT },
-	[VGPU_A_SLOT_STATS] = { .type = NLA_REJECT },
-	[VGPU_A_GENERATION] = { .type = NLA_REJECT },
-	[VGPU_A_DRIVER_BOUND] = { .type = NLA_REJECT },
-	[VGPU_A_DRIVER_CTL_PATH] = { .type = NLA_REJECT },
-	[VGPU_A_DRIVER_DEV_FMT] = { .type = NLA_REJECT },
-	[VGPU_A_DRIVER_SLOTS] = { .type = NLA_REJECT },
-	[VGPU_A_EVENT_TYPE] = { .type = NLA_REJECT },
-	[VGPU_A_EVENT_PID] = { .type = NLA_REJECT },
-	[VGPU_A_EVENT_COMM] = { .type = NLA_REJECT },
-	[VGPU_A_EVENT_SIZE] = { .type = NLA_REJECT },
-	[VGPU_A_EVENT_CHARGED] = { .type = NLA_REJECT },
-	[VGPU_A_EVENT_DETAIL] = { .type = NLA_REJECT },
-	[VGPU_A_PAD] = { .type = NLA_REJECT },
+	[VGPU_A_SLOT_STATE] = {.type = NLA_REJECT},
+	[VGPU_A_SLOT_NODE_CTL] = {.type = NLA_REJECT},
+	[VGPU_A_SLOT_NODE_DEV] = {.type = NLA_REJECT},
+	[VGPU_A_SLOT_NODE_UVM] = {.type = NLA_REJECT},
+	[VGPU_A_SLOT_OPEN_FILES] = {.type = NLA_REJECT},
+	[VGPU_A_SLOT_PROCS] = {.type = NLA_REJECT},
+	[VGPU_A_SLOT_STATS] = {.type = NLA_REJECT},
+	[VGPU_A_GENERATION] = {.type = NLA_REJECT},
+	[VGPU_A_DRIVER_BOUND] = {.type = NLA_REJECT},
+	[VGPU_A_DRIVER_CTL_PATH] = {.type = NLA_REJECT},
+	[VGPU_A_DRIVER_DEV_FMT] = {.type = NLA_REJECT},
+	[VGPU_A_DRIVER_SLOTS] = {.type = NLA_REJECT},
+	[VGPU_A_EVENT_TYPE] = {.type = NLA_REJECT},
+	[VGPU_A_EVENT_PID] = {.type = NLA_REJECT},
+	[VGPU_A_EVENT_COMM] = {.type = NLA_REJECT},
+	[VGPU_A_EVENT_SIZE] = {.type = NLA_REJECT},
+	[VGPU_A_EVENT_CHARGED] = {.type = NLA_REJECT},
+	[VGPU_A_EVENT_DETAIL] = {.type = NLA_REJECT},
+	[VGPU_A_PAD] = {.type = NLA_REJECT},
 };
 
 static struct genl_family vgpu_genl_family;
 static bool vgpu_genl_live;
 
 /*
- * GENL_ADMIN_PERM checks CAP_NET_ADMIN in the initial user namespace; slots are a
- * node resource, so mutations also need CAP_SYS_ADMIN there (issue 4).
+ * GENL_ADMIN_PERM checks CAP_NET_ADMIN in the initial user namespace; slots are
+ * a node resource, so mutations also need CAP_SYS_ADMIN there (issue 4).
  */
 static int vgpu_nl_admin(struct sk_buff *skb, struct genl_info *info)
 {
@@ -128,8 +128,7 @@ static int vgpu_nl_put_node(struct sk_buff *skb, struct vgpu_slot *slot,
 	return nla_put_string(skb, attr, name);
 }
 
-static int vgpu_nl_put_slot_locked(struct sk_buff *skb,
-				   struct vgpu_slot *slot)
+static int vgpu_nl_put_slot_locked(struct sk_buff *skb, struct vgpu_slot *slot)
 {
 	struct vgpu_proc *p;
 	struct nlattr *procs;
@@ -156,7 +155,8 @@ static int vgpu_nl_put_slot_locked(struct sk_buff *skb,
 	procs = nla_nest_start(skb, VGPU_A_SLOT_PROCS);
 	if (!procs)
 		return -EMSGSIZE;
-	list_for_each_entry(p, &slot->procs, node) {
+	list_for_each_entry(p, &slot->procs, node)
+	{
 		if (nla_put_u32(skb, VGPU_A_PROC_PID, p->tgid)) {
 			nla_nest_cancel(skb, procs);
 			return -EMSGSIZE;
@@ -199,8 +199,8 @@ static int vgpu_nl_reply_slot(struct genl_info *info, u8 cmd, u32 id)
 	err = -EMSGSIZE;
 	if (!hdr)
 		goto out_free;
-	err = nla_put_u32(skb, VGPU_A_GENERATION, vgpu_slots_generation()) ?:
-		      vgpu_nl_put_slot(skb, slot);
+	err = nla_put_u32(skb, VGPU_A_GENERATION, vgpu_slots_generation())
+		      ?: vgpu_nl_put_slot(skb, slot);
 	if (err)
 		goto out_free;
 	genlmsg_end(skb, hdr);
@@ -214,7 +214,8 @@ out_put:
 	return err;
 }
 
-/* Reads the config attributes present in @info into @cfg; returns the VGPU_CFG_* mask. */
+/* Reads the config attributes present in @info into @cfg; returns the
+ * VGPU_CFG_* mask. */
 static u32 vgpu_nl_parse_config(struct genl_info *info,
 				struct vgpu_slot_config *cfg)
 {
@@ -234,11 +235,13 @@ static u32 vgpu_nl_parse_config(struct genl_info *info,
 		mask |= VGPU_CFG_SHARE;
 	}
 	if (a[VGPU_A_SLOT_MANAGED_POLICY]) {
-		cfg->managed_policy = nla_get_u32(a[VGPU_A_SLOT_MANAGED_POLICY]);
+		cfg->managed_policy =
+			nla_get_u32(a[VGPU_A_SLOT_MANAGED_POLICY]);
 		mask |= VGPU_CFG_MANAGED;
 	}
 	if (a[VGPU_A_SLOT_UNKNOWN_POLICY]) {
-		cfg->unknown_policy = nla_get_u32(a[VGPU_A_SLOT_UNKNOWN_POLICY]);
+		cfg->unknown_policy =
+			nla_get_u32(a[VGPU_A_SLOT_UNKNOWN_POLICY]);
 		mask |= VGPU_CFG_UNKNOWN;
 	}
 	return mask;
@@ -260,9 +263,9 @@ static int vgpu_nl_slot_new(struct sk_buff *skb, struct genl_info *info)
 		return -EINVAL;
 	mask = vgpu_nl_parse_config(info, &cfg);
 	if (!(mask & VGPU_CFG_MANAGED))
-		cfg.managed_policy = cfg.mem_quota ?
-					     VGPU_MANAGED_REFUSE :
-					     VGPU_MANAGED_ALLOW_UNCOUNTED;
+		cfg.managed_policy = cfg.mem_quota
+					     ? VGPU_MANAGED_REFUSE
+					     : VGPU_MANAGED_ALLOW_UNCOUNTED;
 	if (info->attrs[VGPU_A_SLOT_FLAGS])
 		flags = nla_get_u32(info->attrs[VGPU_A_SLOT_FLAGS]);
 	err = vgpu_slot_create(nla_get_u32(info->attrs[VGPU_A_SLOT_GPU]), flags,
@@ -273,8 +276,8 @@ static int vgpu_nl_slot_new(struct sk_buff *skb, struct genl_info *info)
 		GENL_SET_ERR_MSG(info,
 				 "vgpu: real driver node missing (see dmesg)");
 	else if (err == -EOPNOTSUPP)
-		GENL_SET_ERR_MSG(info,
-				 "vgpu: driver version not supported (see dmesg)");
+		GENL_SET_ERR_MSG(
+			info, "vgpu: driver version not supported (see dmesg)");
 	if (err)
 		return err;
 	return vgpu_nl_reply_slot(info, VGPU_CMD_SLOT_NEW, id);
@@ -292,7 +295,8 @@ static int vgpu_nl_slot_set(struct sk_buff *skb, struct genl_info *info)
 	if (GENL_REQ_ATTR_CHECK(info, VGPU_A_SLOT_ID))
 		return -EINVAL;
 	if (info->attrs[VGPU_A_SLOT_GPU] || info->attrs[VGPU_A_SLOT_FLAGS]) {
-		GENL_SET_ERR_MSG(info, "vgpu: gpu and flags are fixed at creation");
+		GENL_SET_ERR_MSG(info,
+				 "vgpu: gpu and flags are fixed at creation");
 		return -EINVAL;
 	}
 	id = nla_get_u32(info->attrs[VGPU_A_SLOT_ID]);
@@ -317,10 +321,11 @@ static int vgpu_nl_slot_del(struct sk_buff *skb, struct genl_info *info)
 		return -EINVAL;
 	if (info->attrs[VGPU_A_DEL_FLAGS])
 		flags = nla_get_u32(info->attrs[VGPU_A_DEL_FLAGS]);
-	err = vgpu_slot_destroy(nla_get_u32(info->attrs[VGPU_A_SLOT_ID]), flags);
+	err = vgpu_slot_destroy(nla_get_u32(info->attrs[VGPU_A_SLOT_ID]),
+				flags);
 	if (err == -EBUSY)
-		GENL_SET_ERR_MSG(info,
-				 "vgpu: slot has open files (use the defer flag)");
+		GENL_SET_ERR_MSG(
+			info, "vgpu: slot has open files (use the defer flag)");
 	else if (err == -ENOENT)
 		GENL_SET_ERR_MSG(info, "vgpu: no such slot");
 	return err;
@@ -352,8 +357,8 @@ static int vgpu_nl_slot_dump(struct sk_buff *skb, struct netlink_callback *cb)
 			break;
 		}
 		genl_dump_check_consistent(cb, hdr);
-		err = nla_put_u32(skb, VGPU_A_GENERATION, cb->seq) ?:
-			      vgpu_nl_put_slot(skb, slot);
+		err = nla_put_u32(skb, VGPU_A_GENERATION, cb->seq)
+			      ?: vgpu_nl_put_slot(skb, slot);
 		vgpu_slot_put(slot);
 		if (err) {
 			genlmsg_cancel(skb, hdr);
@@ -363,7 +368,8 @@ static int vgpu_nl_slot_dump(struct sk_buff *skb, struct netlink_callback *cb)
 		id++;
 	}
 	cb->args[0] = id;
-	/* A slot that does not fit an empty message is an error, not an endless dump. */
+	/* A slot that does not fit an empty message is an error, not an endless
+	 * dump. */
 	if (err && skb->len == 0)
 		return err;
 	return skb->len;
@@ -379,8 +385,7 @@ static int vgpu_nl_driver_get(struct sk_buff *skb, struct genl_info *info)
 		return -ENOMEM;
 	hdr = genlmsg_put_reply(msg, info, &vgpu_genl_family, 0,
 				VGPU_CMD_DRIVER_GET);
-	if (!hdr ||
-	    nla_put_u8(msg, VGPU_A_DRIVER_BOUND, vgpu_bound()) ||
+	if (!hdr || nla_put_u8(msg, VGPU_A_DRIVER_BOUND, vgpu_bound()) ||
 	    nla_put_string(msg, VGPU_A_DRIVER_CTL_PATH, vgpu_real_ctl_name()) ||
 	    nla_put_string(msg, VGPU_A_DRIVER_DEV_FMT, vgpu_real_dev_fmt()) ||
 	    nla_put_u32(msg, VGPU_A_DRIVER_SLOTS, vgpu_slots_count()) ||
@@ -439,7 +444,7 @@ static const struct genl_ops vgpu_genl_ops[] = {
 };
 
 static const struct genl_multicast_group vgpu_mcgrps[] = {
-	{ .name = VGPU_GENL_MCGRP_EVENTS },
+	{.name = VGPU_GENL_MCGRP_EVENTS},
 };
 
 static struct genl_family vgpu_genl_family __ro_after_init = {
@@ -454,7 +459,8 @@ static struct genl_family vgpu_genl_family __ro_after_init = {
 	.mcgrps = vgpu_mcgrps,
 	.n_mcgrps = ARRAY_SIZE(vgpu_mcgrps),
 	.module = THIS_MODULE,
-	/* .netnsok unset: the family exists in the initial network namespace only. */
+	/* .netnsok unset: the family exists in the initial network namespace
+	   only. */
 };
 
 /* ---- events ---------------------------------------------------------- */
@@ -502,8 +508,8 @@ void vgpu_event_proc(struct vgpu_slot *slot, u32 type, pid_t pid,
 	vgpu_event_send(skb, hdr);
 }
 
-void vgpu_event_refusal(struct vgpu_slot *slot, u32 type, u64 size,
-			u64 charged, const char *detail)
+void vgpu_event_refusal(struct vgpu_slot *slot, u32 type, u64 size, u64 charged,
+			const char *detail)
 {
 	struct sk_buff *skb;
 	void *hdr;
@@ -513,8 +519,8 @@ void vgpu_event_refusal(struct vgpu_slot *slot, u32 type, u64 size,
 		return;
 	if (nla_put_u32(skb, VGPU_A_EVENT_PID, task_tgid_nr(current)) ||
 	    nla_put_string(skb, VGPU_A_EVENT_COMM, current->comm) ||
-	    (size && nla_put_u64_64bit(skb, VGPU_A_EVENT_SIZE, size,
-				       VGPU_A_PAD)) ||
+	    (size &&
+	     nla_put_u64_64bit(skb, VGPU_A_EVENT_SIZE, size, VGPU_A_PAD)) ||
 	    nla_put_u64_64bit(skb, VGPU_A_EVENT_CHARGED, charged, VGPU_A_PAD) ||
 	    nla_put_u64_64bit(skb, VGPU_A_SLOT_MEM_QUOTA,
 			      READ_ONCE(slot->cfg.mem_quota), VGPU_A_PAD) ||

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * vgpu.ko: fake NVIDIA device nodes that filter RM ioctls per tenant ("slot") and forward
- * them to the real driver (reference/nvidia-rm-abi.md §9 is the contract this follows).
+ * vgpu.ko: fake NVIDIA device nodes that filter RM ioctls per tenant ("slot")
+ * and forward them to the real driver (reference/nvidia-rm-abi.md §9 is the
+ * contract this follows).
  *
- * The module loads without nvidia.ko. The real nodes are resolved by path in the init
- * namespace, at load time and again on VGPU_CMD_DRIVER_BIND or slot creation, never at
- * open time: an open comes from inside a container whose mount namespace shows only the
- * fake nodes (§9.6).
+ * The module loads without nvidia.ko. The real nodes are resolved by path in
+ * the init namespace, at load time and again on VGPU_CMD_DRIVER_BIND or slot
+ * creation, never at open time: an open comes from inside a container whose
+ * mount namespace shows only the fake nodes (§9.6).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -19,18 +20,21 @@
 
 static char *real_ctl = "/dev/nvidiactl";
 module_param(real_ctl, charp, 0444);
-MODULE_PARM_DESC(real_ctl, "Path of the real control node (default /dev/nvidiactl)");
+MODULE_PARM_DESC(real_ctl,
+		 "Path of the real control node (default /dev/nvidiactl)");
 
 static char *real_dev_fmt = "/dev/nvidia%u";
 module_param(real_dev_fmt, charp, 0444);
-MODULE_PARM_DESC(real_dev_fmt,
-		 "Path of a real GPU node, one %u for the GPU minor (default /dev/nvidia%u)");
+MODULE_PARM_DESC(real_dev_fmt, "Path of a real GPU node, one %u for the GPU "
+			       "minor (default /dev/nvidia%u)");
 
 static char *real_uvm = "/dev/nvidia-uvm";
 module_param(real_uvm, charp, 0444);
-MODULE_PARM_DESC(real_uvm, "Path of the real UVM node (default /dev/nvidia-uvm)");
+MODULE_PARM_DESC(real_uvm,
+		 "Path of the real UVM node (default /dev/nvidia-uvm)");
 
-/* vgpu_slots_lock protects: the slot table (slot.c), vgpu_real_ctl, vgpu_is_bound. */
+/* vgpu_slots_lock protects: the slot table (slot.c), vgpu_real_ctl,
+ * vgpu_is_bound. */
 DEFINE_MUTEX(vgpu_slots_lock);
 dev_t vgpu_devt;
 static struct path vgpu_real_ctl;
@@ -57,8 +61,9 @@ bool vgpu_bound(void)
 }
 
 /*
- * Resolves @name to a character device that is not one of ours: a proxy must never
- * forward to itself, and a major-195 node must always be the driver's (§9.3).
+ * Resolves @name to a character device that is not one of ours: a proxy must
+ * never forward to itself, and a major-195 node must always be the driver's
+ * (§9.3).
  */
 int vgpu_resolve_real(const char *what, const char *name, struct path *out)
 {
@@ -94,7 +99,8 @@ int vgpu_bind_locked(void)
 	return 0;
 }
 
-/* The real control node with a path reference (pairs with path_put by the caller). */
+/* The real control node with a path reference (pairs with path_put by the
+ * caller). */
 int vgpu_real_ctl_path_locked(struct path *out)
 {
 	lockdep_assert_held(&vgpu_slots_lock);
@@ -105,7 +111,8 @@ int vgpu_real_ctl_path_locked(struct path *out)
 	return 0;
 }
 
-/* real_dev_fmt is a format string from the command line: allow exactly one %u. */
+/* real_dev_fmt is a format string from the command line: allow exactly one %u.
+ */
 static bool vgpu_dev_fmt_valid(const char *fmt)
 {
 	const char *p = strchr(fmt, '%');
@@ -137,7 +144,8 @@ static int __init vgpu_init(void)
 	err = vgpu_bind_locked();
 	mutex_unlock(&vgpu_slots_lock);
 	if (err)
-		pr_info("%s not present (%d); loaded unbound, will bind on slot creation\n",
+		pr_info("%s not present (%d); loaded unbound, will bind on "
+			"slot creation\n",
 			real_ctl, err);
 	pr_info("loaded: major %u, up to %u slots\n", MAJOR(vgpu_devt),
 		VGPU_MAX_SLOTS);
@@ -152,7 +160,8 @@ err_filter:
 
 static void __exit vgpu_exit(void)
 {
-	/* Netlink first: no request can create a slot once the table is torn down. */
+	/* Netlink first: no request can create a slot once the table is torn
+	 * down. */
 	vgpu_genl_exit();
 	vgpu_slots_exit();
 	vgpu_filter_exit();
@@ -164,5 +173,6 @@ static void __exit vgpu_exit(void)
 module_init(vgpu_init);
 module_exit(vgpu_exit);
 MODULE_LICENSE("GPL");
-MODULE_DESCRIPTION("vgpu: per-tenant limits on NVIDIA GPUs at the RM ioctl boundary");
+MODULE_DESCRIPTION(
+	"vgpu: per-tenant limits on NVIDIA GPUs at the RM ioctl boundary");
 MODULE_VERSION("0.1");

@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Closing the TOCTOU window on memory allocations (kmod/core/vcore.h, "TOCTOU";
- * reference/nvidia-rm-abi.md §9.5). The core decides on a private copy of the parameters,
- * but the driver re-reads the user's memory: a second thread can raise the size in between,
- * and the driver then allocates more than was reserved. The core notices when it settles the
- * charge from the reply and calls our hook. The hook only records the object (it runs inside
- * vcore_post); once vcore_post has returned, the calling task frees the object through the
- * filter (so the core refunds it, exactly as for the application's own RM_FREE) on the same
- * real ctl file, and rewrites the allocation's status to NV_ERR_NO_MEMORY: what the driver
- * itself says when memory runs out (§4.3).
+ * reference/nvidia-rm-abi.md §9.5). The core decides on a private copy of the
+ * parameters, but the driver re-reads the user's memory: a second thread can
+ * raise the size in between, and the driver then allocates more than was
+ * reserved. The core notices when it settles the charge from the reply and
+ * calls our hook. The hook only records the object (it runs inside vcore_post);
+ * once vcore_post has returned, the calling task frees the object through the
+ * filter (so the core refunds it, exactly as for the application's own RM_FREE)
+ * on the same real ctl file, and rewrites the allocation's status to
+ * NV_ERR_NO_MEMORY: what the driver itself says when memory runs out (§4.3).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -23,12 +24,12 @@
 #include "vgpu.h"
 #include "core/vcore.h"
 
-#define NV_ESC_RM_ALLOC_MEMORY 0x27
-#define NV_ESC_RM_FREE 0x29
-#define NV_ESC_RM_ALLOC 0x2b
+#define NV_ESC_RM_ALLOC_MEMORY	   0x27
+#define NV_ESC_RM_FREE		   0x29
+#define NV_ESC_RM_ALLOC		   0x2b
 #define NV_ESC_RM_VID_HEAP_CONTROL 0x4a
-#define NV_ESC_IOCTL_XFER_CMD 0xd3
-#define NV_ERR_NO_MEMORY 0x51
+#define NV_ESC_IOCTL_XFER_CMD	   0xd3
+#define NV_ERR_NO_MEMORY	   0x51
 
 struct vgpu_overquota {
 	struct list_head node;
@@ -36,11 +37,13 @@ struct vgpu_overquota {
 	struct vcore_overquota oq;
 };
 
-/* vgpu_overquota_lock protects vgpu_overquota_pending (entries live for one call). */
+/* vgpu_overquota_lock protects vgpu_overquota_pending (entries live for one
+ * call). */
 static DEFINE_SPINLOCK(vgpu_overquota_lock);
 static LIST_HEAD(vgpu_overquota_pending);
 
-/* vcore_overquota_fn: called from vcore_post in the allocating task, slot lock not held. */
+/* vcore_overquota_fn: called from vcore_post in the allocating task, slot lock
+ * not held. */
 void vgpu_overquota_hook(void *priv, struct vcore_file *file,
 			 const struct vcore_overquota *oq)
 {
@@ -56,9 +59,9 @@ void vgpu_overquota_hook(void *priv, struct vcore_file *file,
 }
 
 /*
- * Where the RM status of an allocation lives in user memory (abi.md §3): NVOS64 @40,
- * NVOS21 @28, NVOS02 wrapper @40, NVOS32 @20; under XFER, in the payload. Must be called
- * before vcore_post frees @call.
+ * Where the RM status of an allocation lives in user memory (abi.md §3): NVOS64
+ * @40, NVOS21 @28, NVOS02 wrapper @40, NVOS32 @20; under XFER, in the payload.
+ * Must be called before vcore_post frees @call.
  */
 u32 __user *vgpu_overquota_status_addr(struct vcore_call *call,
 				       unsigned int cmd, unsigned long arg)
@@ -96,7 +99,8 @@ static struct vgpu_overquota *vgpu_overquota_take(void)
 	struct vgpu_overquota *e, *found = NULL;
 
 	spin_lock(&vgpu_overquota_lock);
-	list_for_each_entry(e, &vgpu_overquota_pending, node) {
+	list_for_each_entry(e, &vgpu_overquota_pending, node)
+	{
 		if (e->task == current) {
 			list_del(&e->node);
 			found = e;
@@ -107,11 +111,12 @@ static struct vgpu_overquota *vgpu_overquota_take(void)
 	return found;
 }
 
-/* RM_FREE through the filter, with its NVOS00 in a scratch page of the caller's mm. */
+/* RM_FREE through the filter, with its NVOS00 in a scratch page of the caller's
+ * mm. */
 static int vgpu_overquota_free(struct vgpu_file *vf,
 			       const struct vcore_overquota *oq)
 {
-	u32 params[4] = { oq->h_client, oq->h_parent, oq->h_object, 0 };
+	u32 params[4] = {oq->h_client, oq->h_parent, oq->h_object, 0};
 	unsigned long addr;
 	long rc;
 
@@ -121,8 +126,9 @@ static int vgpu_overquota_free(struct vgpu_file *vf,
 		return (int)addr;
 	rc = -EFAULT;
 	if (!copy_to_user((void __user *)addr, params, sizeof(params))) {
-		rc = vgpu_filter_ioctl(vf, _IOC(_IOC_READ | _IOC_WRITE, 'F',
-						NV_ESC_RM_FREE, sizeof(params)),
+		rc = vgpu_filter_ioctl(vf,
+				       _IOC(_IOC_READ | _IOC_WRITE, 'F',
+					    NV_ESC_RM_FREE, sizeof(params)),
 				       addr);
 		if (!rc && get_user(params[3], (u32 __user *)addr + 3))
 			rc = -EFAULT;
@@ -143,16 +149,19 @@ void vgpu_overquota_settle(struct vgpu_file *vf, u32 __user *status)
 
 		if (!err && status && put_user(NV_ERR_NO_MEMORY, status))
 			err = -EFAULT;
-		pr_warn_ratelimited("slot %u pid %d (%s): object 0x%x/0x%x got %llu bytes past the quota (parameters changed during the call): %s\n",
+		pr_warn_ratelimited("slot %u pid %d (%s): object 0x%x/0x%x got "
+				    "%llu bytes past the quota (parameters "
+				    "changed during the call): %s\n",
 				    vf->slot->id, task_tgid_nr(current),
 				    current->comm, e->oq.h_client,
 				    e->oq.h_object,
 				    (unsigned long long)e->oq.bytes,
-				    err ? "could not free it, stays charged" :
-					  "freed, NV_ERR_NO_MEMORY returned");
-		vgpu_event_refusal(vf->slot, VGPU_EVENT_QUOTA_DENIED,
-				   e->oq.bytes, vgpu_filter_charged(vf->slot),
-				   "allocation grew past the quota during the call");
+				    err ? "could not free it, stays charged"
+					: "freed, NV_ERR_NO_MEMORY returned");
+		vgpu_event_refusal(
+			vf->slot, VGPU_EVENT_QUOTA_DENIED, e->oq.bytes,
+			vgpu_filter_charged(vf->slot),
+			"allocation grew past the quota during the call");
 		kfree(e);
 	}
 }

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Slots: one tenant's view of one GPU. A slot owns its nodes (one chrdev region for the
- * module, VGPU_MINORS_PER_SLOT minors per slot), its configuration, its process list and
- * its counters. Lifetime follows wireguard's peer.c: the table holds one reference, every
- * open file one more; destroy unlinks (table, nodes) and drops the table's reference; the
- * last put frees.
+ * Slots: one tenant's view of one GPU. A slot owns its nodes (one chrdev region
+ * for the module, VGPU_MINORS_PER_SLOT minors per slot), its configuration, its
+ * process list and its counters. Lifetime follows wireguard's peer.c: the table
+ * holds one reference, every open file one more; destroy unlinks (table, nodes)
+ * and drops the table's reference; the last put frees.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -38,9 +38,9 @@ const char *vgpu_node_name_fmt(enum vgpu_node_kind kind)
 }
 
 /*
- * Nodes are 0666 like the driver's own: who may open them is decided by which container
- * gets them (the device plugin), not by the mode. Never major 195 (§9.3): the chrdev
- * region is dynamic.
+ * Nodes are 0666 like the driver's own: who may open them is decided by which
+ * container gets them (the device plugin), not by the mode. Never major 195
+ * (§9.3): the chrdev region is dynamic.
  */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
 static char *vgpu_devnode(const struct device *dev, umode_t *mode)
@@ -81,15 +81,15 @@ static void vgpu_slot_release(struct kref *ref)
 	struct vgpu_proc *p, *tmp;
 	int k;
 
-	/* Unlinked by vgpu_slot_destroy already; nothing can find it any more. */
+	/* Unlinked by vgpu_slot_destroy already; nothing can find it any more.
+	 */
 	if (slot->state == VGPU_SLOT_STATE_DYING)
 		vgpu_event_proc(slot, VGPU_EVENT_SLOT_GONE, 0, NULL);
 	vgpu_filter_slot_free(slot);
 	for (k = 0; k < VGPU_NODE_KINDS; k++)
 		if (slot->real[k].dentry)
 			path_put(&slot->real[k]);
-	list_for_each_entry_safe(p, tmp, &slot->procs, node)
-		kfree(p);
+	list_for_each_entry_safe(p, tmp, &slot->procs, node) kfree(p);
 	mutex_destroy(&slot->lock);
 	kfree(slot);
 }
@@ -101,14 +101,16 @@ void vgpu_slot_put(struct vgpu_slot *slot)
 		kref_put(&slot->ref, vgpu_slot_release);
 }
 
-/* No reference taken: the caller holds vgpu_slots_lock while it uses the slot. */
+/* No reference taken: the caller holds vgpu_slots_lock while it uses the slot.
+ */
 struct vgpu_slot *vgpu_slot_lookup_locked(u32 id)
 {
 	lockdep_assert_held(&vgpu_slots_lock);
 	return idr_find(&vgpu_slots, id);
 }
 
-/* Returns the slot with a reference (pairs with vgpu_slot_put by the caller). */
+/* Returns the slot with a reference (pairs with vgpu_slot_put by the caller).
+ */
 struct vgpu_slot *vgpu_slot_lookup(u32 id)
 {
 	struct vgpu_slot *slot;
@@ -121,7 +123,8 @@ struct vgpu_slot *vgpu_slot_lookup(u32 id)
 	return slot;
 }
 
-/* The first slot with id >= *id, referenced (pairs with vgpu_slot_put); *id is set to its id. */
+/* The first slot with id >= *id, referenced (pairs with vgpu_slot_put); *id is
+ * set to its id. */
 struct vgpu_slot *vgpu_slot_next(u32 *id)
 {
 	struct vgpu_slot *slot;
@@ -227,13 +230,15 @@ int vgpu_slot_create(u32 gpu, u32 flags, const struct vgpu_slot_config *cfg,
 	err = vgpu_slot_link_nodes(slot);
 	if (err)
 		goto out_remove_id;
-	/* Published last: opens find it only with nodes and filter state in place. */
+	/* Published last: opens find it only with nodes and filter state in
+	 * place. */
 	idr_replace(&vgpu_slots, slot, slot->id);
 	vgpu_nslots++;
 	vgpu_slot_bump();
 	*id = slot->id;
 	mutex_unlock(&vgpu_slots_lock);
-	pr_info("slot %u created: gpu %u, quota %llu bytes, share %u%%, name '%s'\n",
+	pr_info("slot %u created: gpu %u, quota %llu bytes, share %u%%, name "
+		"'%s'\n",
 		slot->id, gpu, cfg->mem_quota, cfg->compute_share, cfg->name);
 	return 0;
 
@@ -300,7 +305,8 @@ int vgpu_slot_destroy(u32 id, u32 flags)
 	idr_remove(&vgpu_slots, id);
 	vgpu_nslots--;
 	vgpu_slot_bump();
-	/* Nodes go before the table lock drops: the minor may be reused at once. */
+	/* Nodes go before the table lock drops: the minor may be reused at
+	 * once. */
 	vgpu_slot_unlink_nodes(slot);
 	mutex_unlock(&vgpu_slots_lock);
 	pr_info("slot %u destroyed%s\n", id,
@@ -316,14 +322,16 @@ void vgpu_slot_attach(struct vgpu_slot *slot, pid_t tgid)
 
 	mutex_lock(&slot->lock);
 	slot->open_files++;
-	list_for_each_entry(p, &slot->procs, node) {
+	list_for_each_entry(p, &slot->procs, node)
+	{
 		if (p->tgid == tgid) {
 			found = p;
 			break;
 		}
 	}
 	if (!found) {
-		/* A failed allocation only loses the attach event and the PID view. */
+		/* A failed allocation only loses the attach event and the PID
+		 * view. */
 		found = kzalloc(sizeof(*found), GFP_KERNEL);
 		if (found) {
 			found->tgid = tgid;
@@ -345,7 +353,8 @@ void vgpu_slot_detach(struct vgpu_slot *slot, pid_t tgid)
 
 	mutex_lock(&slot->lock);
 	slot->open_files--;
-	list_for_each_entry(p, &slot->procs, node) {
+	list_for_each_entry(p, &slot->procs, node)
+	{
 		if (p->tgid == tgid) {
 			if (--p->files == 0) {
 				list_del(&p->node);
@@ -394,8 +403,9 @@ err_region:
 }
 
 /*
- * Module exit: no file is open (each holds a module reference through the cdev's owner),
- * and netlink is gone, so every remaining slot holds only the table's reference.
+ * Module exit: no file is open (each holds a module reference through the
+ * cdev's owner), and netlink is gone, so every remaining slot holds only the
+ * table's reference.
  */
 void vgpu_slots_exit(void)
 {
@@ -403,7 +413,8 @@ void vgpu_slots_exit(void)
 	int id;
 
 	mutex_lock(&vgpu_slots_lock);
-	idr_for_each_entry(&vgpu_slots, slot, id) {
+	idr_for_each_entry(&vgpu_slots, slot, id)
+	{
 		idr_remove(&vgpu_slots, id);
 		vgpu_slot_unlink_nodes(slot);
 		WARN_ON(kref_read(&slot->ref) != 1);

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Per-slot configuration and counters under /sys/class/vgpu/<node>/, read-only (changes
- * go through netlink, admin-only). Every node of a slot shows the same slot. The device
- * is destroyed before the slot can be freed (vgpu_slot_destroy), and sysfs drains active
- * readers on removal, so drvdata is valid in every show().
+ * Per-slot configuration and counters under /sys/class/vgpu/<node>/, read-only
+ * (changes go through netlink, admin-only). Every node of a slot shows the same
+ * slot. The device is destroyed before the slot can be freed
+ * (vgpu_slot_destroy), and sysfs drains active readers on removal, so drvdata
+ * is valid in every show().
  */
 #include <linux/device.h>
 #include <linux/slab.h>
@@ -31,18 +32,18 @@ static ssize_t gpu_show(struct device *dev, struct device_attribute *attr,
 }
 static DEVICE_ATTR_RO(gpu);
 
-#define VGPU_CFG_ATTR(field, fmt)                                            \
-	static ssize_t field##_show(struct device *dev,                     \
-				    struct device_attribute *attr, char *buf) \
-	{                                                                    \
-		struct vgpu_slot *slot = vgpu_dev_slot(dev);                 \
-		ssize_t n;                                                   \
-                                                                             \
-		mutex_lock(&slot->lock);                                     \
-		n = sysfs_emit(buf, fmt "\n", slot->cfg.field);              \
-		mutex_unlock(&slot->lock);                                   \
-		return n;                                                    \
-	}                                                                    \
+#define VGPU_CFG_ATTR(field, fmt)                                              \
+	static ssize_t field##_show(struct device *dev,                        \
+				    struct device_attribute *attr, char *buf)  \
+	{                                                                      \
+		struct vgpu_slot *slot = vgpu_dev_slot(dev);                   \
+		ssize_t n;                                                     \
+                                                                               \
+		mutex_lock(&slot->lock);                                       \
+		n = sysfs_emit(buf, fmt "\n", slot->cfg.field);                \
+		mutex_unlock(&slot->lock);                                     \
+		return n;                                                      \
+	}                                                                      \
 	static DEVICE_ATTR_RO(field)
 
 VGPU_CFG_ATTR(name, "%s");
@@ -72,24 +73,19 @@ static ssize_t pids_show(struct device *dev, struct device_attribute *attr,
 	ssize_t n = 0;
 
 	mutex_lock(&slot->lock);
-	list_for_each_entry(p, &slot->procs, node)
-		n += sysfs_emit_at(buf, n, "%d\n", p->tgid);
+	list_for_each_entry(p, &slot->procs, node) n +=
+		sysfs_emit_at(buf, n, "%d\n", p->tgid);
 	mutex_unlock(&slot->lock);
 	return n;
 }
 static DEVICE_ATTR_RO(pids);
 
 static struct attribute *vgpu_slot_attrs[] = {
-	&dev_attr_slot_id.attr,
-	&dev_attr_gpu.attr,
-	&dev_attr_name.attr,
-	&dev_attr_mem_quota.attr,
-	&dev_attr_compute_share.attr,
-	&dev_attr_managed_policy.attr,
-	&dev_attr_unknown_policy.attr,
-	&dev_attr_open_files.attr,
-	&dev_attr_pids.attr,
-	NULL,
+	&dev_attr_slot_id.attr,	       &dev_attr_gpu.attr,
+	&dev_attr_name.attr,	       &dev_attr_mem_quota.attr,
+	&dev_attr_compute_share.attr,  &dev_attr_managed_policy.attr,
+	&dev_attr_unknown_policy.attr, &dev_attr_open_files.attr,
+	&dev_attr_pids.attr,	       NULL,
 };
 
 static const struct attribute_group vgpu_slot_group = {
@@ -100,7 +96,8 @@ static const struct attribute_group vgpu_slot_group = {
 static ssize_t mem_charged_show(struct device *dev,
 				struct device_attribute *attr, char *buf)
 {
-	return sysfs_emit(buf, "%llu\n", vgpu_filter_charged(vgpu_dev_slot(dev)));
+	return sysfs_emit(buf, "%llu\n",
+			  vgpu_filter_charged(vgpu_dev_slot(dev)));
 }
 static DEVICE_ATTR_RO(mem_charged);
 
@@ -111,20 +108,20 @@ static ssize_t mem_peak_show(struct device *dev, struct device_attribute *attr,
 }
 static DEVICE_ATTR_RO(mem_peak);
 
-#define VGPU_CORE_STAT_ATTR(field)                                           \
-	static ssize_t field##_show(struct device *dev,                     \
-				    struct device_attribute *attr, char *buf) \
-	{                                                                    \
-		struct vcore_stats *cs = kzalloc(sizeof(*cs), GFP_KERNEL);   \
-		ssize_t n;                                                   \
-                                                                             \
-		if (!cs)                                                     \
-			return -ENOMEM;                                      \
-		vgpu_filter_stats(vgpu_dev_slot(dev), cs);                   \
-		n = sysfs_emit(buf, "%llu\n", (unsigned long long)cs->field); \
-		kfree(cs);                                                   \
-		return n;                                                    \
-	}                                                                    \
+#define VGPU_CORE_STAT_ATTR(field)                                             \
+	static ssize_t field##_show(struct device *dev,                        \
+				    struct device_attribute *attr, char *buf)  \
+	{                                                                      \
+		struct vcore_stats *cs = kzalloc(sizeof(*cs), GFP_KERNEL);     \
+		ssize_t n;                                                     \
+                                                                               \
+		if (!cs)                                                       \
+			return -ENOMEM;                                        \
+		vgpu_filter_stats(vgpu_dev_slot(dev), cs);                     \
+		n = sysfs_emit(buf, "%llu\n", (unsigned long long)cs->field);  \
+		kfree(cs);                                                     \
+		return n;                                                      \
+	}                                                                      \
 	static DEVICE_ATTR_RO(field)
 
 VGPU_CORE_STAT_ATTR(ioctls);
@@ -138,13 +135,14 @@ VGPU_CORE_STAT_ATTR(objects);
 VGPU_CORE_STAT_ATTR(clients);
 VGPU_CORE_STAT_ATTR(tsgs);
 
-#define VGPU_HOST_STAT_ATTR(field, stat)                                     \
-	static ssize_t field##_show(struct device *dev,                     \
-				    struct device_attribute *attr, char *buf) \
-	{                                                                    \
-		return sysfs_emit(buf, "%lld\n",                             \
-				  atomic64_read(&vgpu_dev_slot(dev)->stats[stat])); \
-	}                                                                    \
+#define VGPU_HOST_STAT_ATTR(field, stat)                                       \
+	static ssize_t field##_show(struct device *dev,                        \
+				    struct device_attribute *attr, char *buf)  \
+	{                                                                      \
+		return sysfs_emit(                                             \
+			buf, "%lld\n",                                         \
+			atomic64_read(&vgpu_dev_slot(dev)->stats[stat]));      \
+	}                                                                      \
 	static DEVICE_ATTR_RO(field)
 
 VGPU_HOST_STAT_ATTR(fd_refused, VGPU_STAT_FD_REFUSED);

@@ -2,9 +2,9 @@
 /*
  * vgpu.ko internals: slots, proxy files, the real driver binding.
  *
- * Lock order (outer first): vgpu_slots_lock -> slot->lock -> the core's slot lock.
- * Nothing here is taken while a real ioctl runs, except the core's own locks, which the
- * core takes and drops inside pre/post.
+ * Lock order (outer first): vgpu_slots_lock -> slot->lock -> the core's slot
+ * lock. Nothing here is taken while a real ioctl runs, except the core's own
+ * locks, which the core takes and drops inside pre/post.
  */
 #ifndef VGPU_KMOD_VGPU_H
 #define VGPU_KMOD_VGPU_H
@@ -20,7 +20,8 @@
 
 #include "../uapi/vgpu_genl.h"
 
-/* Each slot owns VGPU_MINORS_PER_SLOT minors: id * VGPU_MINORS_PER_SLOT + kind. */
+/* Each slot owns VGPU_MINORS_PER_SLOT minors: id * VGPU_MINORS_PER_SLOT + kind.
+ */
 enum vgpu_node_kind {
 	VGPU_NODE_CTL,
 	VGPU_NODE_DEV,
@@ -28,12 +29,13 @@ enum vgpu_node_kind {
 	VGPU_NODE_KINDS
 };
 #define VGPU_MINORS_PER_SLOT 4
-#define VGPU_MINORS (VGPU_MAX_SLOTS * VGPU_MINORS_PER_SLOT)
+#define VGPU_MINORS	     (VGPU_MAX_SLOTS * VGPU_MINORS_PER_SLOT)
 
 struct vgpu_filter_slot;
 struct vgpu_filter_file;
 
-/* A process that holds files of a slot (for attach/exit events and GET_PIDS views). */
+/* A process that holds files of a slot (for attach/exit events and GET_PIDS
+ * views). */
 struct vgpu_proc {
 	struct list_head node;
 	pid_t tgid;
@@ -50,15 +52,17 @@ struct vgpu_slot_config {
 
 struct vgpu_slot {
 	/*
-	 * One reference for the slot table (dropped by destroy) and one per open proxy
-	 * file (vgpu_fops_open/vgpu_fops_release). Release unlinks nothing: destroy
-	 * already removed the slot from the table and its nodes.
+	 * One reference for the slot table (dropped by destroy) and one per
+	 * open proxy file (vgpu_fops_open/vgpu_fops_release). Release unlinks
+	 * nothing: destroy already removed the slot from the table and its
+	 * nodes.
 	 */
 	struct kref ref;
 	u32 id;
 	u32 gpu;
 	u32 flags;
-	/* Real nodes, resolved at creation in the creator's (init) namespace. */
+	/* Real nodes, resolved at creation in the creator's (init) namespace.
+	 */
 	struct path real[VGPU_NODE_KINDS];
 	struct device *nodes[VGPU_NODE_KINDS];
 
@@ -73,7 +77,8 @@ struct vgpu_slot {
 	struct vgpu_filter_slot *filter;
 };
 
-/* Per proxy file: exactly one real file, opened with the caller's flags and credentials. */
+/* Per proxy file: exactly one real file, opened with the caller's flags and
+ * credentials. */
 struct vgpu_file {
 	struct vgpu_slot *slot; /* holds a slot reference */
 	enum vgpu_node_kind kind;
@@ -128,9 +133,9 @@ extern const struct file_operations vgpu_fops;
 
 /* fwd.c: forwarding helpers. */
 struct vgpu_fd_fix {
-	u32 __user *uaddr; /* where the fd number lives in user memory */
-	int orig; /* the number the caller wrote */
-	int tmp; /* the temporary real fd installed, or -1 */
+	u32 __user *uaddr;	  /* where the fd number lives in user memory */
+	int orig;		  /* the number the caller wrote */
+	int tmp;		  /* the temporary real fd installed, or -1 */
 	enum vgpu_node_kind kind; /* of the proxy file it named */
 };
 int vgpu_fd_translate(struct vgpu_file *vf, struct vgpu_fd_fix *fix,
@@ -144,8 +149,8 @@ int vgpu_genl_init(void);
 void vgpu_genl_exit(void);
 void vgpu_event_proc(struct vgpu_slot *slot, u32 type, pid_t pid,
 		     const char *comm);
-void vgpu_event_refusal(struct vgpu_slot *slot, u32 type, u64 size,
-			u64 charged, const char *detail);
+void vgpu_event_refusal(struct vgpu_slot *slot, u32 type, u64 size, u64 charged,
+			const char *detail);
 
 /* sysfs.c */
 extern const struct attribute_group *vgpu_node_groups[];

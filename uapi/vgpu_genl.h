@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: (GPL-2.0 WITH Linux-syscall-note) OR MIT */
+/* clang-format off */
 /*
  * vgpu control ABI: the generic-netlink family between vgpu-manager (or vgpuctl) and vgpu.ko.
  *
@@ -72,17 +73,18 @@
  * Enums run from _UNSPEC (0, never valid) to __X_MAX; X_MAX = __X_MAX - 1. Everything is
  * append-only: values never change meaning and new attributes are added before the sentinel.
  */
+/* clang-format on */
 #ifndef _UAPI_VGPU_GENL_H
 #define _UAPI_VGPU_GENL_H
 
 #include <linux/types.h>
 
-#define VGPU_GENL_NAME "vgpu"
-#define VGPU_GENL_VERSION 1
+#define VGPU_GENL_NAME	       "vgpu"
+#define VGPU_GENL_VERSION      1
 #define VGPU_GENL_MCGRP_EVENTS "events"
 
 #define VGPU_SLOT_NAME_LEN 64
-#define VGPU_MAX_SLOTS 64
+#define VGPU_MAX_SLOTS	   64
 
 enum vgpu_cmd {
 	VGPU_CMD_UNSPEC,
@@ -99,34 +101,34 @@ enum vgpu_cmd {
 
 enum vgpu_attr {
 	VGPU_A_UNSPEC,
-	VGPU_A_SLOT_ID, /* u32 */
-	VGPU_A_SLOT_GPU, /* u32 */
-	VGPU_A_SLOT_NAME, /* NUL-terminated string */
-	VGPU_A_SLOT_MEM_QUOTA, /* u64 bytes, 0 = unlimited */
-	VGPU_A_SLOT_COMPUTE_SHARE, /* u32 percent */
+	VGPU_A_SLOT_ID,		    /* u32 */
+	VGPU_A_SLOT_GPU,	    /* u32 */
+	VGPU_A_SLOT_NAME,	    /* NUL-terminated string */
+	VGPU_A_SLOT_MEM_QUOTA,	    /* u64 bytes, 0 = unlimited */
+	VGPU_A_SLOT_COMPUTE_SHARE,  /* u32 percent */
 	VGPU_A_SLOT_MANAGED_POLICY, /* u32 enum vgpu_managed_policy */
 	VGPU_A_SLOT_UNKNOWN_POLICY, /* u32 enum vgpu_unknown_policy */
-	VGPU_A_SLOT_FLAGS, /* u32 enum vgpu_slot_flag */
-	VGPU_A_SLOT_STATE, /* u32 enum vgpu_slot_state */
-	VGPU_A_SLOT_NODE_CTL, /* string */
-	VGPU_A_SLOT_NODE_DEV, /* string */
-	VGPU_A_SLOT_NODE_UVM, /* string */
-	VGPU_A_SLOT_OPEN_FILES, /* u32 */
-	VGPU_A_SLOT_PROCS, /* nested: VGPU_A_PROC_PID */
-	VGPU_A_SLOT_STATS, /* nested: enum vgpu_stat_attr */
-	VGPU_A_DEL_FLAGS, /* u32 enum vgpu_del_flag */
-	VGPU_A_GENERATION, /* u32 */
-	VGPU_A_DRIVER_BOUND, /* u8 */
-	VGPU_A_DRIVER_CTL_PATH, /* string */
-	VGPU_A_DRIVER_DEV_FMT, /* string */
-	VGPU_A_DRIVER_SLOTS, /* u32 */
-	VGPU_A_EVENT_TYPE, /* u32 enum vgpu_event */
-	VGPU_A_EVENT_PID, /* u32 */
-	VGPU_A_EVENT_COMM, /* string */
-	VGPU_A_EVENT_SIZE, /* u64 */
-	VGPU_A_EVENT_CHARGED, /* u64 */
-	VGPU_A_EVENT_DETAIL, /* string */
-	VGPU_A_PAD, /* alignment padding for u64 attributes */
+	VGPU_A_SLOT_FLAGS,	    /* u32 enum vgpu_slot_flag */
+	VGPU_A_SLOT_STATE,	    /* u32 enum vgpu_slot_state */
+	VGPU_A_SLOT_NODE_CTL,	    /* string */
+	VGPU_A_SLOT_NODE_DEV,	    /* string */
+	VGPU_A_SLOT_NODE_UVM,	    /* string */
+	VGPU_A_SLOT_OPEN_FILES,	    /* u32 */
+	VGPU_A_SLOT_PROCS,	    /* nested: VGPU_A_PROC_PID */
+	VGPU_A_SLOT_STATS,	    /* nested: enum vgpu_stat_attr */
+	VGPU_A_DEL_FLAGS,	    /* u32 enum vgpu_del_flag */
+	VGPU_A_GENERATION,	    /* u32 */
+	VGPU_A_DRIVER_BOUND,	    /* u8 */
+	VGPU_A_DRIVER_CTL_PATH,	    /* string */
+	VGPU_A_DRIVER_DEV_FMT,	    /* string */
+	VGPU_A_DRIVER_SLOTS,	    /* u32 */
+	VGPU_A_EVENT_TYPE,	    /* u32 enum vgpu_event */
+	VGPU_A_EVENT_PID,	    /* u32 */
+	VGPU_A_EVENT_COMM,	    /* string */
+	VGPU_A_EVENT_SIZE,	    /* u64 */
+	VGPU_A_EVENT_CHARGED,	    /* u64 */
+	VGPU_A_EVENT_DETAIL,	    /* string */
+	VGPU_A_PAD,		    /* alignment padding for u64 attributes */
 	__VGPU_A_MAX
 };
 #define VGPU_A_MAX (__VGPU_A_MAX - 1)
@@ -141,24 +143,27 @@ enum vgpu_proc_attr {
 /* Per-slot counters; every value is a u64 and counts since slot creation. */
 enum vgpu_stat_attr {
 	VGPU_STAT_UNSPEC,
-	VGPU_STAT_MEM_CHARGED, /* bytes of video memory charged now */
-	VGPU_STAT_MEM_PEAK, /* highest VGPU_STAT_MEM_CHARGED seen */
-	VGPU_STAT_MEM_DENIALS, /* allocations refused for the quota */
-	VGPU_STAT_IOCTLS, /* ioctls seen */
-	VGPU_STAT_IOCTL_REFUSED, /* ioctls refused (any reason) */
-	VGPU_STAT_UNKNOWN_IOCTLS, /* escapes/controls/classes the ABI table does not know */
-	VGPU_STAT_MANAGED_DENIALS, /* managed-memory (UVM) requests refused by policy */
-	VGPU_STAT_FD_REFUSED, /* fd fields naming a file that is not this slot's */
-	VGPU_STAT_OPENS, /* files opened */
-	VGPU_STAT_MMAPS, /* mappings forwarded */
-	VGPU_STAT_ATTACHES, /* processes that attached (VGPU_EVENT_ATTACH) */
-	VGPU_STAT_PAD, /* alignment padding */
+	VGPU_STAT_MEM_CHARGED,	  /* bytes of video memory charged now */
+	VGPU_STAT_MEM_PEAK,	  /* highest VGPU_STAT_MEM_CHARGED seen */
+	VGPU_STAT_MEM_DENIALS,	  /* allocations refused for the quota */
+	VGPU_STAT_IOCTLS,	  /* ioctls seen */
+	VGPU_STAT_IOCTL_REFUSED,  /* ioctls refused (any reason) */
+	VGPU_STAT_UNKNOWN_IOCTLS, /* escapes/controls/classes the ABI table does
+				     not know */
+	VGPU_STAT_MANAGED_DENIALS, /* managed-memory (UVM) requests refused by
+				      policy */
+	VGPU_STAT_FD_REFUSED, /* fd fields naming a file that is not this slot's
+			       */
+	VGPU_STAT_OPENS,      /* files opened */
+	VGPU_STAT_MMAPS,      /* mappings forwarded */
+	VGPU_STAT_ATTACHES,   /* processes that attached (VGPU_EVENT_ATTACH) */
+	VGPU_STAT_PAD,	      /* alignment padding */
 	VGPU_STAT_VIEWS_REWRITTEN, /* replies rewritten to the slot's view */
 	VGPU_STAT_OVERQUOTA, /* driver allocated past the reservation (raced) */
 	VGPU_STAT_MALFORMED, /* bad sizes, faults, bad XFER nesting */
-	VGPU_STAT_OBJECTS, /* live RM objects of the slot (gauge) */
-	VGPU_STAT_CLIENTS, /* live RM clients of the slot (gauge) */
-	VGPU_STAT_TSGS, /* live channel groups of the slot (gauge) */
+	VGPU_STAT_OBJECTS,   /* live RM objects of the slot (gauge) */
+	VGPU_STAT_CLIENTS,   /* live RM clients of the slot (gauge) */
+	VGPU_STAT_TSGS,	     /* live channel groups of the slot (gauge) */
 	__VGPU_STAT_MAX
 };
 #define VGPU_STAT_MAX (__VGPU_STAT_MAX - 1)
@@ -176,14 +181,15 @@ enum vgpu_del_flag {
 enum vgpu_slot_state {
 	VGPU_SLOT_STATE_UNSPEC,
 	VGPU_SLOT_STATE_ACTIVE,
-	VGPU_SLOT_STATE_DYING, /* destroyed with VGPU_DEL_F_DEFER, files still open */
+	VGPU_SLOT_STATE_DYING, /* destroyed with VGPU_DEL_F_DEFER, files still
+				  open */
 	__VGPU_SLOT_STATE_MAX
 };
 
 /*
- * Managed memory (cudaMallocManaged) never reaches RM: UVM allocates it in the kernel, so a
- * memory quota cannot count it (reference/nvidia-rm-abi.md §7). A slot either refuses it or
- * allows it uncounted, explicitly.
+ * Managed memory (cudaMallocManaged) never reaches RM: UVM allocates it in the
+ * kernel, so a memory quota cannot count it (reference/nvidia-rm-abi.md §7). A
+ * slot either refuses it or allows it uncounted, explicitly.
  */
 enum vgpu_managed_policy {
 	VGPU_MANAGED_UNSPEC,
@@ -195,18 +201,21 @@ enum vgpu_managed_policy {
 /* What to do with an escape, control or class the ABI table does not know. */
 enum vgpu_unknown_policy {
 	VGPU_UNKNOWN_UNSPEC,
-	VGPU_UNKNOWN_REFUSE, /* -EINVAL / NV_ERR_NOT_SUPPORTED, logged */
+	VGPU_UNKNOWN_REFUSE,	/* -EINVAL / NV_ERR_NOT_SUPPORTED, logged */
 	VGPU_UNKNOWN_ALLOW_LOG, /* forwarded, logged and counted */
 	__VGPU_UNKNOWN_MAX
 };
 
 enum vgpu_event {
 	VGPU_EVENT_UNSPEC,
-	VGPU_EVENT_QUOTA_DENIED, /* an allocation was refused for the memory quota */
-	VGPU_EVENT_ATTACH, /* a process opened its first file of the slot */
-	VGPU_EVENT_EXIT, /* a process closed its last file of the slot */
-	VGPU_EVENT_SLOT_GONE, /* a deferred-destroyed slot released its last file */
-	VGPU_EVENT_REFUSED, /* an ioctl was refused for a reason other than the quota */
+	VGPU_EVENT_QUOTA_DENIED, /* an allocation was refused for the memory
+				    quota */
+	VGPU_EVENT_ATTACH,    /* a process opened its first file of the slot */
+	VGPU_EVENT_EXIT,      /* a process closed its last file of the slot */
+	VGPU_EVENT_SLOT_GONE, /* a deferred-destroyed slot released its last
+				 file */
+	VGPU_EVENT_REFUSED, /* an ioctl was refused for a reason other than the
+			       quota */
 	__VGPU_EVENT_MAX
 };
 
