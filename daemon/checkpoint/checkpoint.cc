@@ -80,15 +80,45 @@ Result<slots::SlotRecord> FromJson(const json& j) {
 
 }  // namespace
 
-std::string Serialize(const std::vector<slots::SlotRecord>& records) {
-  json payload{{"slots", json::array()}};
-  for (const auto& r : records) {
-    payload["slots"].push_back(ToJson(r));
+std::string RecordJson(const slots::SlotRecord& record) { return ToJson(record).dump(); }
+
+std::string SerializeEncoded(const std::vector<const std::string*>& record_json) {
+  // Exactly what json{{"slots", [...]}}.dump() prints, without building the tree again.
+  size_t size = 16;
+  for (const std::string* r : record_json) {
+    size += r->size() + 1;
   }
-  std::string dumped = payload.dump();
-  json doc{{"format", kFormat}, {"version", kVersion}, {"payload", payload},
-           {"crc32", Crc32(dumped)}};
-  return doc.dump(1) + "\n";
+  std::string payload;
+  payload.reserve(size);
+  payload += "{\"slots\":[";
+  for (size_t i = 0; i < record_json.size(); ++i) {
+    if (i != 0) {
+      payload += ',';
+    }
+    payload += *record_json[i];
+  }
+  payload += "]}";
+  // Top-level keys in the order nlohmann::json sorts them.
+  std::string out;
+  out.reserve(payload.size() + 96);
+  out += "{\"crc32\":" + std::to_string(Crc32(payload)) + ",\"format\":\"" +
+         std::string(kFormat) + "\",\"payload\":";
+  out += payload;
+  out += ",\"version\":" + std::to_string(kVersion) + "}\n";
+  return out;
+}
+
+std::string Serialize(const std::vector<slots::SlotRecord>& records) {
+  std::vector<std::string> encoded;
+  encoded.reserve(records.size());
+  for (const auto& r : records) {
+    encoded.push_back(RecordJson(r));
+  }
+  std::vector<const std::string*> refs;
+  for (const auto& e : encoded) {
+    refs.push_back(&e);
+  }
+  return SerializeEncoded(refs);
 }
 
 Result<std::vector<slots::SlotRecord>> Deserialize(std::string_view text) {
@@ -128,6 +158,10 @@ Result<std::vector<slots::SlotRecord>> Deserialize(std::string_view text) {
 
 Status CheckpointStore::Save(const std::vector<slots::SlotRecord>& records) const {
   return slots::WriteFileAtomically(path_, Serialize(records)).Annotate("checkpoint");
+}
+
+Status CheckpointStore::SaveEncoded(const std::vector<const std::string*>& record_json) const {
+  return slots::WriteFileAtomically(path_, SerializeEncoded(record_json)).Annotate("checkpoint");
 }
 
 Result<LoadResult> CheckpointStore::Load() const {

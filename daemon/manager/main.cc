@@ -3,8 +3,11 @@
 // DESIGN.md "The manager"); each logs what it found, and a failing step says why and what to
 // fix. After start-up one loop owns signals, kubelet restarts (re-serve + re-register) and the
 // periodic orphan check.
+#include <malloc.h>
 #include <signal.h>
 #include <unistd.h>
+
+#include <thread>
 
 #include <atomic>
 #include <cerrno>
@@ -24,6 +27,15 @@
 #include "vgpu/alloc/placement.h"
 #include "vgpu/checkpoint/checkpoint.h"
 #include "vgpu/config/config.h"
+#include "vgpu/health/health_monitor.h"
+#include "vgpu/health/nvml_xid_source.h"
+#include "vgpu/health/slot_manager_sink.h"
+#include "vgpu/labels/kube_endpoint.h"
+#include "vgpu/labels/node_labeler.h"
+#include "vgpu/manager/stats_source.h"
+#include "vgpu/metrics/exporter.h"
+#include "vgpu/volumes/mirror.h"
+#include "vgpu/volumes/volume_config.h"
 #include "vgpu/manager/control_api.h"
 #include "vgpu/manager/log.h"
 #include "vgpu/manager/slot_manager.h"
@@ -132,11 +144,39 @@ class Daemon {
   }
 
   Status Volumes() {
+    if (!cfg_.volume_config.empty()) {
+      auto vc = volumes::LoadVolumeConfig(cfg_.volume_config);
+      if (!vc.ok()) {
+        return vc.status();
+      }
+      volumes::MirrorOptions mo;
+      mo.shim_mode = config::ResolveEnforcement(cfg_) == config::Enforcement::kShim &&
+                     !cfg_.shim_library.empty();
+      mo.shim_library = cfg_.shim_library;
+      auto reports = volumes::MirrorVolumes(*vc, mo);
+      if (!reports.ok()) {
+        // Not fatal: slots still work; containers lack the mirrored driver files until fixed.
+        LogWarn("event=startup step=volumes volume_config=" + cfg_.volume_config +
+                " error=\"" + reports.status().ToString() + "\"");
+      } else {
+        for (size_t i = 0; i < reports->size() && i < vc->volumes.size(); ++i) {
+          const auto& r = (*reports)[i];
+          LogInfo("event=startup step=volumes volume=" + vc->volumes[i].name + " dir=" +
+                  vc->volumes[i].base + "/" + vc->volumes[i].name + " files_written=" +
+                  std::to_string(r.files_written) + " unchanged=" +
+                  std::to_string(r.files_unchanged) + " links=" +
+                  std::to_string(r.links_written + r.links_unchanged) + " missing=" +
+                  std::to_string(r.missing.size()) + " shim_mode=" + (mo.shim_mode ? "true" : "false"));
+        }
+      }
+      if (cfg_.driver_library_dir.empty() && !vc->volumes.empty()) {
+        cfg_.driver_library_dir = vc->volumes[0].base + "/" + vc->volumes[0].name;
+      }
+    }
     std::error_code ec;
     bool libs = fs::is_directory(cfg_.DriverLibraryDir(), ec);
     LogInfo("event=startup step=volumes driver_library_dir=" + cfg_.DriverLibraryDir() +
-            " present=" + (libs ? "true" : "false") + " volume_config=" +
-            (cfg_.volume_config.empty() ? "-" : cfg_.volume_config) +
+            " present=" + (libs ? "true" : "false") +
             (libs ? "" : " note=\"containers get no driver-library mount until it exists\""));
     return OkStatus();
   }
@@ -162,8 +202,42 @@ class Daemon {
   }
 
   Status NodeLabels() {
-    LogInfo("event=startup step=node-labels labels=\"" + cfg_.node_labels + "\" hostname=" +
-            (cfg_.hostname_override.empty() ? "-" : cfg_.hostname_override));
+    if (cfg_.node_labels.empty()) {
+      LogInfo("event=startup step=node-labels labels=none");
+      return OkStatus();
+    }
+    auto labels = labels::ParseNodeLabelsFlag(cfg_.node_labels);
+    if (!labels.ok()) {
+      return labels.status().Annotate("--node-labels");
+    }
+    Result<labels::KubeEndpoint> endpoint =
+        cfg_.incluster_mode        ? labels::InClusterEndpoint()
+        : !cfg_.kubeconfig.empty() ? labels::KubeconfigEndpoint(cfg_.kubeconfig)
+                                   : Result<labels::KubeEndpoint>(FailedPreconditionError(
+                                         "no API access: give --kubeconfig or --incluster-mode"));
+    if (!endpoint.ok()) {
+      LogWarn("event=startup step=node-labels published=false error=\"" +
+              endpoint.status().ToString() + "\"");
+      return OkStatus();  // labels are a convenience, never a reason to stop serving GPUs
+    }
+    std::string node = cfg_.hostname_override;
+    if (node.empty()) {
+      char host[256] = {};
+      ::gethostname(host, sizeof host - 1);
+      node = host;
+    }
+    LogInfo("event=startup step=node-labels node=" + node + " labels=\"" + cfg_.node_labels +
+            "\" publishing=background");
+    // The PATCH retries with backoff; it must not hold up the device plugin.
+    labeler_thread_ = std::thread([endpoint = std::move(*endpoint), node, set = *labels] {
+      labels::NodeLabeler labeler(endpoint);
+      Status s = labeler.Apply(node, set);
+      if (s.ok()) {
+        LogInfo("event=node_labels_published node=" + node);
+      } else {
+        LogWarn("event=node_labels_failed node=" + node + " error=\"" + s.ToString() + "\"");
+      }
+    });
     return OkStatus();
   }
 
@@ -268,6 +342,15 @@ class Daemon {
     }
     LogInfo("event=startup step=allocator placement=" + std::string(slots_->placer_name()) +
             " checkpoint=" + store_->path().string() + " " + report->ToString());
+    // GPU health (XID events through NVML) feeds ListAndWatch; without NVML GPUs stay healthy.
+    xid_source_ = std::make_unique<health::NvmlXidSource>();
+    health_sink_ = std::make_unique<health::SlotManagerHealthSink>(*slots_);
+    health_ = std::make_unique<health::HealthMonitor>(*xid_source_, *health_sink_);
+    Status h = health_->Start();
+    if (!h.ok()) {
+      LogWarn("event=startup step=allocator health=off error=\"" + h.ToString() + "\"");
+      health_.reset();
+    }
     return OkStatus();
   }
 
@@ -281,6 +364,17 @@ class Daemon {
     VGPU_RETURN_IF_ERROR(control_->Start().Annotate("--control-socket"));
     LogInfo("event=startup step=services control_socket=" + cfg_.ControlSocket() +
             " ops=" + (cfg_.standalone ? "list,create,delete" : "list"));
+    if (cfg_.query_port != 0) {
+      stats_ = std::make_unique<SlotManagerStatsSource>(*slots_, registrations_);
+      metrics::ExporterOptions mo;
+      mo.node_name = cfg_.hostname_override;
+      mo.port = cfg_.query_port;
+      mo.sample_period = std::chrono::seconds(cfg_.sample_period_s);
+      exporter_ = std::make_unique<metrics::MetricsExporter>(mo, *stats_);
+      VGPU_RETURN_IF_ERROR(exporter_->Start().Annotate("--query-port " +
+                                                      std::to_string(cfg_.query_port)));
+      LogInfo("event=startup step=services metrics_port=" + std::to_string(exporter_->port()));
+    }
     if (cfg_.standalone) {
       return OkStatus();
     }
@@ -333,6 +427,7 @@ class Daemon {
   Status TryRegister() {
     for (auto& p : plugins_) {
       VGPU_RETURN_IF_ERROR(p->Register(cfg_.KubeletSocket(), std::chrono::seconds(5)));
+      ++registrations_;
       LogInfo("event=registered resource=" + p->options().resource +
               " endpoint=" + p->options().endpoint + " kubelet=" + cfg_.KubeletSocket());
     }
@@ -393,6 +488,15 @@ class Daemon {
   }
 
   void Shutdown() {
+    if (health_) {
+      health_->Stop();
+    }
+    if (exporter_) {
+      exporter_->Stop();
+    }
+    if (labeler_thread_.joinable()) {
+      labeler_thread_.join();
+    }
     if (watcher_) {
       watcher_->Stop();
     }
@@ -413,6 +517,13 @@ class Daemon {
   std::unique_ptr<ControlServer> control_;
   std::vector<std::unique_ptr<plugin::PluginServer>> plugins_;
   std::unique_ptr<plugin::KubeletWatcher> watcher_;
+  std::unique_ptr<health::NvmlXidSource> xid_source_;
+  std::unique_ptr<health::SlotManagerHealthSink> health_sink_;
+  std::unique_ptr<health::HealthMonitor> health_;
+  std::unique_ptr<SlotManagerStatsSource> stats_;
+  std::unique_ptr<metrics::MetricsExporter> exporter_;
+  std::thread labeler_thread_;
+  std::atomic<uint64_t> registrations_{0};
   std::atomic<bool> restart_{false};
   std::string restart_reason_;  // written by the watcher just before restart_ is set
   bool register_pending_ = false;
@@ -422,6 +533,11 @@ class Daemon {
 }  // namespace vgpu::manager
 
 int main(int argc, char** argv) {
+  // Memory stays flat on a long-lived node daemon: gRPC runs many threads and glibc would give
+  // each its own arena, and the checkpoint writer's large buffers would otherwise raise the
+  // dynamic mmap threshold and stay on the heap after being freed (mallopt(3)).
+  mallopt(M_ARENA_MAX, 2);
+  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
   std::vector<std::string> args(argv + 1, argv + argc);
   bool help = false;
   auto cfg = vgpu::config::ParseArgs(args, &help);

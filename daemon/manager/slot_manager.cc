@@ -5,70 +5,16 @@
 #include <set>
 
 #include "vgpu/manager/log.h"
+#include "slot_manager_internal.h"
 
 namespace vgpu::manager {
 namespace {
-
-using alloc::DeviceId;
+using namespace internal;  // NOLINT: file-local helpers
 using alloc::FormatDeviceId;
 using alloc::IdSet;
 using alloc::ParseIdSet;
 using slots::SlotRecord;
-
-std::vector<std::string> Sorted(std::vector<std::string> v) {
-  std::sort(v.begin(), v.end());
-  return v;
-}
-
-std::vector<std::string> IdsOf(ResourceKind kind, const IdSet& set) {
-  std::vector<std::string> out;
-  for (uint32_t u : set.units) {
-    out.push_back(FormatDeviceId({kind, set.gpu, u}));
-  }
-  return Sorted(std::move(out));
-}
-
-std::string Owner(const SlotRecord& r) {
-  if (r.pod_name.empty()) {
-    return "pod=- container=-";
-  }
-  return "pod=" + r.pod_namespace + "/" + r.pod_name + " container=" + r.container;
-}
-
-std::string Describe(const SlotRecord& r) {
-  return "slot=" + std::to_string(r.config.id) + " name=" + r.config.name +
-         " gpu=" + std::to_string(r.config.gpu) +
-         " memory_bytes=" + std::to_string(r.config.memory_quota_bytes) +
-         " core_percent=" + std::to_string(r.config.compute_share_percent) + " " + Owner(r);
-}
-
-const std::vector<std::string>* IdsFor(const podresources::ContainerAssignment& a,
-                                       const std::string& resource) {
-  auto it = a.device_ids.find(resource);
-  return it == a.device_ids.end() ? nullptr : &it->second;
-}
-
-// What the backend enforces; names and UUIDs are labels the module may not keep.
-bool SameEnforcement(const slots::SlotConfig& a, const slots::SlotConfig& b) {
-  return a.gpu == b.gpu && a.memory_quota_bytes == b.memory_quota_bytes &&
-         a.compute_share_percent == b.compute_share_percent &&
-         a.managed_policy == b.managed_policy && a.unknown_policy == b.unknown_policy;
-}
-
 }  // namespace
-
-std::string ReconcileReport::ToString() const {
-  std::string s = "restored=" + std::to_string(restored) + " recreated=" +
-                  std::to_string(recreated) + " adopted=" + std::to_string(adopted) +
-                  " relinked=" + std::to_string(relinked) + " duplicates_destroyed=" +
-                  std::to_string(destroyed) + " checkpoint=" +
-                  (!checkpoint_found ? "absent" : checkpoint_corrupt.empty() ? "ok" : "corrupt") +
-                  " pod_resources=" + (pod_resources_ok ? "ok" : "unavailable");
-  if (!checkpoint_corrupt.empty()) {
-    s += " corrupt_reason=\"" + checkpoint_corrupt + "\" kept_aside=" + kept_aside;
-  }
-  return s;
-}
 
 SlotManager::SlotManager(ManagerOptions options, std::vector<alloc::GpuInfo> gpus,
                          slots::SlotBackend& backend, checkpoint::CheckpointStore& store,
@@ -162,13 +108,95 @@ std::vector<alloc::GpuLoad> SlotManager::LoadsLocked() const {
   return loads;
 }
 
-Status SlotManager::SaveLocked() const {
-  std::vector<SlotRecord> records;
-  records.reserve(slots_.size());
-  for (const auto& [id, t] : slots_) {
-    records.push_back(t.record);
+std::vector<std::shared_ptr<const std::string>> SlotManager::EncodeLocked() {
+  std::vector<std::shared_ptr<const std::string>> encoded;
+  encoded.reserve(slots_.size());
+  for (auto& [id, t] : slots_) {
+    if (t.encoded == nullptr || !(t.encoded_record == t.record)) {
+      t.encoded = std::make_shared<const std::string>(checkpoint::RecordJson(t.record));
+      t.encoded_record = t.record;
+    }
+    encoded.push_back(t.encoded);
   }
-  return store_.Save(records);
+  return encoded;
+}
+
+namespace {
+std::vector<const std::string*> Refs(const std::vector<std::shared_ptr<const std::string>>& v) {
+  std::vector<const std::string*> out;
+  out.reserve(v.size());
+  for (const auto& p : v) {
+    out.push_back(p.get());
+  }
+  return out;
+}
+}  // namespace
+
+Status SlotManager::SaveLocked() {
+  pending_ = EncodeLocked();
+  ++save_seq_;
+  writer_wake_.notify_one();
+  return OkStatus();
+}
+
+Status SlotManager::SaveNowLocked() {
+  pending_ = EncodeLocked();
+  uint64_t seq = ++save_seq_;
+  std::lock_guard write(write_mu_);
+  VGPU_RETURN_IF_ERROR(store_.SaveEncoded(Refs(pending_)));
+  written_seq_ = seq;
+  written_.notify_all();
+  return OkStatus();
+}
+
+void SlotManager::WriterLoop() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    writer_wake_.wait(lock, [&] { return stopping_ || save_seq_ > written_seq_; });
+    if (save_seq_ <= written_seq_) {
+      return;  // stopping with nothing left to write
+    }
+    uint64_t seq = save_seq_;
+    auto state = pending_;  // shared pointers: cheap under the lock
+    lock.unlock();
+    Status s;
+    {
+      std::lock_guard write(write_mu_);
+      if (seq > written_seq_) {  // SaveNowLocked may have written a newer state meanwhile
+        s = store_.SaveEncoded(Refs(state));
+        if (s.ok()) {
+          written_seq_ = seq;
+        }
+      }
+    }
+    lock.lock();
+    written_.notify_all();
+    if (!s.ok()) {
+      LogError("event=checkpoint_write_failed path=" + store_.path().string() + " error=\"" +
+               s.ToString() + "\" retry_in_ms=1000");
+      writer_wake_.wait_for(lock, std::chrono::seconds(1), [&] { return stopping_; });
+      if (stopping_) {
+        return;
+      }
+    }
+  }
+}
+
+bool SlotManager::FlushCheckpoint(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  uint64_t want = save_seq_;
+  return written_.wait_for(lock, timeout, [&] { return written_seq_ >= want; });
+}
+
+SlotManager::~SlotManager() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  writer_wake_.notify_one();
+  if (writer_.joinable()) {
+    writer_.join();  // the loop writes what is pending before it returns
+  }
 }
 
 void SlotManager::BumpLocked() {
@@ -237,6 +265,24 @@ Status SlotManager::DestroyLocked(uint32_t id, std::string_view reason) {
 }
 
 Result<Grant> SlotManager::Allocate(ResourceKind kind, const std::vector<std::string>& ids) {
+  Result<Grant> result = AllocateUncounted(kind, ids);
+  std::lock_guard lock(mu_);
+  ++(result.ok() ? counters_.allocations : counters_.allocation_failures);
+  return result;
+}
+
+SlotManager::AllocationCounters SlotManager::Counters() const {
+  std::lock_guard lock(mu_);
+  return counters_;
+}
+
+std::map<uint32_t, bool> SlotManager::GpuHealth() const {
+  std::lock_guard lock(mu_);
+  return gpu_healthy_;
+}
+
+Result<Grant> SlotManager::AllocateUncounted(ResourceKind kind,
+                                             const std::vector<std::string>& ids) {
   const std::string& resource = ResourceName(kind);
   if (kind == ResourceKind::kWholeGpu) {
     if (ids.size() != 1) {
@@ -355,7 +401,7 @@ Result<Grant> SlotManager::AllocateMemoryLocked(const IdSet& set,
   if (options_.crash_point) {
     options_.crash_point("after-slot-create");
   }
-  Tracked t{SlotRecord{}, clock_(), std::nullopt};
+  Tracked t{SlotRecord{}, clock_(), std::nullopt, {}, {}};
   t.record.config = config;
   t.record.memory_ids = ids;
   slots_[config.id] = t;
@@ -406,7 +452,7 @@ Result<Grant> SlotManager::AllocateWholeLocked(uint32_t gpu, const std::string& 
     return created.status().Annotate("creating the whole-GPU slot for " + id);
   }
   config.id = *created;
-  Tracked t{SlotRecord{}, clock_(), std::nullopt};
+  Tracked t{SlotRecord{}, clock_(), std::nullopt, {}, {}};
   t.record.config = config;
   t.record.gpu_ids = {id};
   slots_[config.id] = t;
@@ -662,200 +708,6 @@ Result<int> SlotManager::ReclaimOrphans() {
     VGPU_RETURN_IF_ERROR(SaveLocked());
   }
   return done;
-}
-
-Result<ReconcileReport> SlotManager::Reconcile() {
-  ReconcileReport report;
-  auto loaded = store_.Load();
-  if (!loaded.ok()) {
-    return loaded.status();
-  }
-  report.checkpoint_found = loaded->found;
-  report.checkpoint_corrupt = loaded->corrupt_reason;
-  report.kept_aside = loaded->kept_aside.string();
-  auto live = backend_.List();
-  if (!live.ok()) {
-    return live.status().Annotate("listing live " + std::string(backend_.Kind()) + " slots");
-  }
-  std::vector<podresources::ContainerAssignment> assignments;
-  if (pod_resources_ != nullptr) {
-    auto listed = pod_resources_->List();
-    if (listed.ok()) {
-      assignments = std::move(*listed);
-      report.pod_resources_ok = true;
-    } else {
-      LogWarn("event=reconcile_pod_resources_unavailable error=\"" + listed.status().ToString() +
-              "\"");
-    }
-  }
-  std::lock_guard lock(mu_);
-  slots_.clear();
-  auto now = clock_();
-  std::set<uint32_t> matched;
-  for (SlotRecord& r : loaded->records) {
-    const slots::SlotConfig* found = nullptr;
-    for (const auto& l : *live) {
-      if (matched.count(l.id) == 0 && l.name == r.config.name &&
-          (found == nullptr || l.id == r.config.id)) {
-        found = &l;
-      }
-    }
-    if (found != nullptr) {
-      matched.insert(found->id);
-      r.config.id = found->id;
-      if (!SameEnforcement(*found, r.config)) {
-        VGPU_RETURN_IF_ERROR(backend_.Update(r.config).Annotate("restoring slot " + r.config.name));
-      }
-      ++report.restored;
-    } else {
-      auto id = backend_.Create(r.config);
-      if (!id.ok()) {
-        return id.status().Annotate("re-creating slot " + r.config.name + " from the checkpoint");
-      }
-      r.config.id = *id;
-      matched.insert(*id);
-      ++report.recreated;
-      LogWarn("event=slot_recreated " + Describe(r) + " reason=\"in checkpoint, not live\"");
-    }
-    slots_[r.config.id] = Tracked{r, now, std::nullopt};
-  }
-  for (const auto& l : *live) {
-    if (matched.count(l.id) != 0) {
-      continue;
-    }
-    bool duplicate = std::any_of(slots_.begin(), slots_.end(), [&](const auto& kv) {
-      return kv.second.record.config.name == l.name;
-    });
-    if (duplicate) {
-      Status s = backend_.Destroy(l.id);
-      LogWarn("event=slot_duplicate_destroyed slot=" + std::to_string(l.id) + " name=" + l.name +
-              " result=\"" + s.ToString() + "\"");
-      ++report.destroyed;
-      continue;
-    }
-    SlotRecord r;
-    r.config = l;
-    if (const alloc::GpuInfo* g = FindGpu(l.gpu); g != nullptr && r.config.gpu_uuid.empty()) {
-      r.config.gpu_uuid = g->uuid;
-    }
-    if (l.exclusive) {
-      r.gpu_ids = {FormatDeviceId({ResourceKind::kWholeGpu, l.gpu, 0})};
-    }
-    slots_[l.id] = Tracked{r, now, std::nullopt};
-    ++report.adopted;
-    LogWarn("event=slot_adopted " + Describe(r) + " reason=\"live, not in checkpoint\"");
-  }
-  // The kubelet's assignments are the truth about owners and core shares.
-  for (const auto& a : assignments) {
-    Tracked* target = nullptr;
-    const auto* memory = IdsFor(a, options_.memory_resource);
-    const auto* whole = IdsFor(a, options_.gpu_resource);
-    if (whole != nullptr && !whole->empty()) {
-      for (auto& [id, t] : slots_) {
-        if (t.record.config.exclusive && t.record.gpu_ids == Sorted(*whole)) {
-          target = &t;
-        }
-      }
-    } else if (memory != nullptr && !memory->empty()) {
-      auto mset = ParseIdSet(*memory, ResourceKind::kMemory);
-      if (!mset.ok()) {
-        continue;
-      }
-      std::string key = alloc::SlotKey(mset->gpu, mset->units);
-      for (auto& [id, t] : slots_) {
-        if (t.record.config.name == key) {
-          target = &t;
-        }
-      }
-    }
-    if (target == nullptr) {
-      continue;
-    }
-    bool changed = false;
-    Status s = LinkLocked(*target, a, &changed);
-    if (!s.ok()) {
-      LogWarn("event=reconcile_link_failed " + Describe(target->record) + " error=\"" +
-              s.ToString() + "\"");
-    } else if (changed) {
-      ++report.relinked;
-    }
-  }
-  VGPU_RETURN_IF_ERROR(SaveLocked());
-  BumpLocked();
-  return report;
-}
-
-Result<SlotRecord> SlotManager::CreateManual(std::optional<uint32_t> gpu, uint64_t memory_bytes,
-                                             uint32_t core_percent, std::string label) {
-  if (memory_bytes == 0) {
-    return InvalidArgumentError("memory_bytes: must be > 0");
-  }
-  if (core_percent < 1 || core_percent > 100) {
-    return InvalidArgumentError("core_percent: must be 1..100, got " + std::to_string(core_percent));
-  }
-  uint64_t units = (memory_bytes + options_.memory_unit_bytes - 1) / options_.memory_unit_bytes;
-  std::lock_guard lock(mu_);
-  std::vector<alloc::GpuLoad> loads = LoadsLocked();
-  uint32_t chosen = 0;
-  if (gpu) {
-    if (FindGpu(*gpu) == nullptr) {
-      return InvalidArgumentError("gpu: gpu" + std::to_string(*gpu) + " does not exist");
-    }
-    chosen = *gpu;
-  } else {
-    alloc::PlacementRequest req{core_percent, units * options_.memory_unit_bytes, false};
-    auto placed = placer_->Place(loads, req);
-    if (!placed.ok()) {
-      return placed.status();
-    }
-    chosen = gpus_[*placed].index;
-  }
-  std::set<uint32_t> used;
-  for (const auto& [id, t] : slots_) {
-    for (const std::string& m : t.record.memory_ids) {
-      auto d = alloc::ParseDeviceId(m, ResourceKind::kMemory);
-      if (d.ok() && d->gpu == chosen) {
-        used.insert(d->unit);
-      }
-    }
-  }
-  IdSet set{ResourceKind::kMemory, chosen, {}};
-  for (uint32_t u = 0; u < MemoryUnitsPerGpu(chosen) && set.units.size() < units; ++u) {
-    if (used.count(u) == 0) {
-      set.units.push_back(u);
-    }
-  }
-  if (set.units.size() < units) {
-    return ResourceExhaustedError("gpu" + std::to_string(chosen) + " has " +
-                                  std::to_string(set.units.size()) + " free memory units, need " +
-                                  std::to_string(units));
-  }
-  auto grant = AllocateMemoryLocked(set, IdsOf(ResourceKind::kMemory, set));
-  if (!grant.ok()) {
-    return grant.status();
-  }
-  std::string key = alloc::SlotKey(set.gpu, set.units);
-  for (auto& [id, t] : slots_) {
-    if (t.record.config.name != key) {
-      continue;
-    }
-    SlotRecord r = t.record;
-    r.config.compute_share_percent = core_percent;
-    r.manual = true;
-    r.linked = true;
-    r.pod_name = label;
-    VGPU_RETURN_IF_ERROR(backend_.Update(r.config));
-    t.record = r;
-    VGPU_RETURN_IF_ERROR(SaveLocked());
-    return r;
-  }
-  return InternalError("slot " + key + " vanished after creation");
-}
-
-Status SlotManager::DeleteSlot(uint32_t id) {
-  std::lock_guard lock(mu_);
-  VGPU_RETURN_IF_ERROR(DestroyLocked(id, "deleted through the control API"));
-  return SaveLocked();
 }
 
 std::vector<SlotRecord> SlotManager::Snapshot() const {

@@ -53,6 +53,20 @@ class ManagerScenario : public ::testing::Test {
     }
   }
 
+  // Waits until the manager's checkpoint (written asynchronously) lists `n` slots.
+  bool WaitCheckpointSlots(size_t n) {
+    auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      std::ifstream in(manager_->CheckpointFile());
+      json doc = json::parse(in, nullptr, false);
+      if (!doc.is_discarded() && doc.contains("payload") && doc["payload"]["slots"].size() == n) {
+        return true;
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+    return false;
+  }
+
   // Slot files on disk: what libvgpu-shim.so would read, by slot id.
   std::map<std::string, std::string> SlotFiles() {
     std::map<std::string, std::string> out;
@@ -296,6 +310,7 @@ TEST_F(ManagerScenario, FiftyConcurrentAllocatesAreConsistent) {
   }
   EXPECT_EQ(SlotFiles().size(), 40u);
   // The checkpoint agrees: a restart shows the same 40.
+  ASSERT_TRUE(WaitCheckpointSlots(40));
   manager_->Kill(SIGKILL);
   ASSERT_TRUE(manager_->Start());
   EXPECT_EQ(manager_->Slots(), slots);
@@ -347,6 +362,19 @@ TEST_F(ManagerScenario, OrphanedSlotIsReclaimedAfterTheCheckPeriod) {
   ASSERT_EQ(slots.size(), 1u);
   EXPECT_EQ(slots[0]["pod_name"], "keep");
   EXPECT_EQ(SlotFiles().size(), 1u);
+}
+
+TEST_F(ManagerScenario, SigtermStopsCleanlyAndLeavesSlots) {
+  StartBoth();
+  ASSERT_TRUE(kubelet_->Admit("pod-a", "app", {{kMem, 2}, {kCore, 10}}).ok);
+  int status = manager_->Kill(SIGTERM);
+  // Exit 0 (under ASan this also means no leak report at exit).
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  for (const char* sock : {"vgpu-vcuda-core.sock", "vgpu-vcuda-memory.sock", "vgpu-vcuda-gpu.sock"}) {
+    EXPECT_FALSE(fs::exists(dir_ + "/" + sock)) << sock;
+  }
+  EXPECT_EQ(SlotFiles().size(), 1u);  // stopping the manager never touches a running container
 }
 
 TEST_F(ManagerScenario, StandaloneControlApiCreatesSlotsByHand) {

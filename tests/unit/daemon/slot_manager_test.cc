@@ -113,7 +113,8 @@ TEST_F(SlotManagerTest, MemoryIdsDefineTheSlot) {
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(backend_.creates(), 1);
   EXPECT_EQ(m->Snapshot().size(), 1u);
-  // The checkpoint holds it.
+  // The checkpoint holds it once the writer caught up.
+  ASSERT_TRUE(m->FlushCheckpoint(std::chrono::seconds(10)));
   auto loaded = store_->Load();
   ASSERT_TRUE(loaded.ok());
   ASSERT_EQ(loaded->records.size(), 1u);

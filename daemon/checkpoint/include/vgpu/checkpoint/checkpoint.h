@@ -26,6 +26,11 @@ struct LoadResult {
 };
 
 std::string Serialize(const std::vector<slots::SlotRecord>& records);
+// One record as it appears in payload.slots (compact, sorted keys). Callers that save often keep
+// these per record and call SaveSerialized, so an unchanged record is not re-encoded.
+std::string RecordJson(const slots::SlotRecord& record);
+// The file text for already-encoded records; identical to Serialize() of the same records.
+std::string SerializeEncoded(const std::vector<const std::string*>& record_json);
 Result<std::vector<slots::SlotRecord>> Deserialize(std::string_view text);
 
 class CheckpointStore {
@@ -33,6 +38,7 @@ class CheckpointStore {
   explicit CheckpointStore(std::filesystem::path path) : path_(std::move(path)) {}
   const std::filesystem::path& path() const { return path_; }
   Status Save(const std::vector<slots::SlotRecord>& records) const;
+  Status SaveEncoded(const std::vector<const std::string*>& record_json) const;
   // Missing file: empty, found=false. Corrupt file: renamed to <path>.corrupt-<unix seconds>,
   // empty records, corrupt_reason set; the caller rebuilds. Unreadable: error.
   Result<LoadResult> Load() const;

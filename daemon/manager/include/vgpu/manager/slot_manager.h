@@ -10,6 +10,7 @@
 #pragma once
 
 #include <chrono>
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <map>
@@ -18,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "vgpu/alloc/device_ids.h"
@@ -82,9 +84,21 @@ class SlotManager {
               slots::SlotBackend& backend, checkpoint::CheckpointStore& store,
               podresources::PodResourcesSource* pod_resources,
               std::unique_ptr<alloc::Placer> placer, Clock clock);
+  // Writes the last state out before returning.
+  ~SlotManager();
+  SlotManager(const SlotManager&) = delete;
+  SlotManager& operator=(const SlotManager&) = delete;
 
   // Start-up: checkpoint + live slots + pod-resources -> one consistent state, saved.
+  // Starts the checkpoint writer.
   Result<ReconcileReport> Reconcile();
+
+  // Checkpoint writes are asynchronous on the Allocate path: the live slots (module or slot
+  // directories) and the kubelet's pod-resources are the truth Reconcile rebuilds from, so the
+  // checkpoint need not be durable before Allocate answers, and a coalescing writer keeps an
+  // O(slots) file write off the kubelet's admission path. Waits until every change made so far
+  // is on disk; false on timeout (the writer logs why it is failing).
+  bool FlushCheckpoint(std::chrono::milliseconds timeout);
 
   const std::string& ResourceName(ResourceKind kind) const;
   uint32_t MemoryUnitsPerGpu(uint32_t gpu) const;
@@ -112,8 +126,15 @@ class SlotManager {
   // Read-only view for metrics, the control API and tests; in id order.
   std::vector<slots::SlotRecord> Snapshot() const;
 
+  struct AllocationCounters {
+    uint64_t allocations = 0;          // Allocate calls that succeeded
+    uint64_t allocation_failures = 0;  // Allocate calls refused
+  };
+  AllocationCounters Counters() const;
+
   // Health (from daemon/health): bumps the generation ListAndWatch waits on.
   void SetGpuHealth(uint32_t gpu, bool healthy);
+  std::map<uint32_t, bool> GpuHealth() const;
   uint64_t Generation() const;
   // Waits until Generation() != seen or timeout; returns the current generation.
   uint64_t WaitForChange(uint64_t seen, std::chrono::milliseconds timeout) const;
@@ -127,10 +148,19 @@ class SlotManager {
     slots::SlotRecord record;
     std::chrono::steady_clock::time_point created;
     std::optional<std::chrono::steady_clock::time_point> unlisted_since;
+    // The checkpoint encoding of `encoded_record`; re-encoded only when record changes.
+    slots::SlotRecord encoded_record;
+    std::shared_ptr<const std::string> encoded;
   };
 
   const alloc::GpuInfo* FindGpu(uint32_t index) const;
-  Status SaveLocked() const;
+  Result<Grant> AllocateUncounted(ResourceKind kind, const std::vector<std::string>& ids);
+  // Encodes changed records and hands the state to the writer (returns at once).
+  Status SaveLocked();
+  // Same, and writes it before returning (start-up, standalone API).
+  Status SaveNowLocked();
+  std::vector<std::shared_ptr<const std::string>> EncodeLocked();
+  void WriterLoop();
   Grant MakeGrant(const slots::SlotRecord& r) const;
   std::vector<alloc::GpuLoad> LoadsLocked() const;
   Status DestroyLocked(uint32_t id, std::string_view reason);
@@ -152,6 +182,16 @@ class SlotManager {
   std::map<uint32_t, Tracked> slots_;       // by backend slot id; guarded by mu_
   std::map<uint32_t, bool> gpu_healthy_;    // guarded by mu_
   uint64_t generation_ = 1;                 // guarded by mu_
+  AllocationCounters counters_;             // guarded by mu_
+  // Checkpoint writer. Lock order: mu_, then write_mu_ (the writer thread takes write_mu_ alone).
+  std::vector<std::shared_ptr<const std::string>> pending_;  // guarded by mu_
+  uint64_t save_seq_ = 0;                                     // guarded by mu_
+  bool stopping_ = false;                                     // guarded by mu_
+  std::condition_variable writer_wake_;
+  mutable std::condition_variable written_;
+  std::mutex write_mu_;                   // one writer of the file at a time
+  std::atomic<uint64_t> written_seq_{0};  // highest save_seq_ on disk; set under write_mu_
+  std::thread writer_;
   // GetPreferredAllocation is called per resource, in random order (§2.5): remember the GPU
   // chosen for one resource so the other resource of the same container lands on it too.
   struct PendingPick {

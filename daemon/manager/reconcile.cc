@@ -1,0 +1,226 @@
+// Start-up reconciliation and slots made by hand (standalone mode).
+#include <set>
+
+#include "slot_manager_internal.h"
+#include "vgpu/manager/log.h"
+
+namespace vgpu::manager {
+namespace {
+using namespace internal;  // NOLINT: file-local helpers
+using alloc::FormatDeviceId;
+using alloc::IdSet;
+using alloc::ParseIdSet;
+using slots::SlotRecord;
+}  // namespace
+
+std::string ReconcileReport::ToString() const {
+  std::string s = "restored=" + std::to_string(restored) + " recreated=" +
+                  std::to_string(recreated) + " adopted=" + std::to_string(adopted) +
+                  " relinked=" + std::to_string(relinked) + " duplicates_destroyed=" +
+                  std::to_string(destroyed) + " checkpoint=" +
+                  (!checkpoint_found ? "absent" : checkpoint_corrupt.empty() ? "ok" : "corrupt") +
+                  " pod_resources=" + (pod_resources_ok ? "ok" : "unavailable");
+  if (!checkpoint_corrupt.empty()) {
+    s += " corrupt_reason=\"" + checkpoint_corrupt + "\" kept_aside=" + kept_aside;
+  }
+  return s;
+}
+
+Result<ReconcileReport> SlotManager::Reconcile() {
+  ReconcileReport report;
+  auto loaded = store_.Load();
+  if (!loaded.ok()) {
+    return loaded.status();
+  }
+  report.checkpoint_found = loaded->found;
+  report.checkpoint_corrupt = loaded->corrupt_reason;
+  report.kept_aside = loaded->kept_aside.string();
+  auto live = backend_.List();
+  if (!live.ok()) {
+    return live.status().Annotate("listing live " + std::string(backend_.Kind()) + " slots");
+  }
+  std::vector<podresources::ContainerAssignment> assignments;
+  if (pod_resources_ != nullptr) {
+    auto listed = pod_resources_->List();
+    if (listed.ok()) {
+      assignments = std::move(*listed);
+      report.pod_resources_ok = true;
+    } else {
+      LogWarn("event=reconcile_pod_resources_unavailable error=\"" + listed.status().ToString() +
+              "\"");
+    }
+  }
+  std::lock_guard lock(mu_);
+  slots_.clear();
+  auto now = clock_();
+  std::set<uint32_t> matched;
+  for (SlotRecord& r : loaded->records) {
+    const slots::SlotConfig* found = nullptr;
+    for (const auto& l : *live) {
+      if (matched.count(l.id) == 0 && l.name == r.config.name &&
+          (found == nullptr || l.id == r.config.id)) {
+        found = &l;
+      }
+    }
+    if (found != nullptr) {
+      matched.insert(found->id);
+      r.config.id = found->id;
+      if (!SameEnforcement(*found, r.config)) {
+        VGPU_RETURN_IF_ERROR(backend_.Update(r.config).Annotate("restoring slot " + r.config.name));
+      }
+      ++report.restored;
+    } else {
+      auto id = backend_.Create(r.config);
+      if (!id.ok()) {
+        return id.status().Annotate("re-creating slot " + r.config.name + " from the checkpoint");
+      }
+      r.config.id = *id;
+      matched.insert(*id);
+      ++report.recreated;
+      LogWarn("event=slot_recreated " + Describe(r) + " reason=\"in checkpoint, not live\"");
+    }
+    slots_[r.config.id] = Tracked{r, now, std::nullopt, {}, {}};
+  }
+  for (const auto& l : *live) {
+    if (matched.count(l.id) != 0) {
+      continue;
+    }
+    bool duplicate = std::any_of(slots_.begin(), slots_.end(), [&](const auto& kv) {
+      return kv.second.record.config.name == l.name;
+    });
+    if (duplicate) {
+      Status s = backend_.Destroy(l.id);
+      LogWarn("event=slot_duplicate_destroyed slot=" + std::to_string(l.id) + " name=" + l.name +
+              " result=\"" + s.ToString() + "\"");
+      ++report.destroyed;
+      continue;
+    }
+    SlotRecord r;
+    r.config = l;
+    if (const alloc::GpuInfo* g = FindGpu(l.gpu); g != nullptr && r.config.gpu_uuid.empty()) {
+      r.config.gpu_uuid = g->uuid;
+    }
+    if (l.exclusive) {
+      r.gpu_ids = {FormatDeviceId({ResourceKind::kWholeGpu, l.gpu, 0})};
+    }
+    slots_[l.id] = Tracked{r, now, std::nullopt, {}, {}};
+    ++report.adopted;
+    LogWarn("event=slot_adopted " + Describe(r) + " reason=\"live, not in checkpoint\"");
+  }
+  // The kubelet's assignments are the truth about owners and core shares.
+  for (const auto& a : assignments) {
+    Tracked* target = nullptr;
+    const auto* memory = IdsFor(a, options_.memory_resource);
+    const auto* whole = IdsFor(a, options_.gpu_resource);
+    if (whole != nullptr && !whole->empty()) {
+      for (auto& [id, t] : slots_) {
+        if (t.record.config.exclusive && t.record.gpu_ids == Sorted(*whole)) {
+          target = &t;
+        }
+      }
+    } else if (memory != nullptr && !memory->empty()) {
+      auto mset = ParseIdSet(*memory, ResourceKind::kMemory);
+      if (!mset.ok()) {
+        continue;
+      }
+      std::string key = alloc::SlotKey(mset->gpu, mset->units);
+      for (auto& [id, t] : slots_) {
+        if (t.record.config.name == key) {
+          target = &t;
+        }
+      }
+    }
+    if (target == nullptr) {
+      continue;
+    }
+    bool changed = false;
+    Status s = LinkLocked(*target, a, &changed);
+    if (!s.ok()) {
+      LogWarn("event=reconcile_link_failed " + Describe(target->record) + " error=\"" +
+              s.ToString() + "\"");
+    } else if (changed) {
+      ++report.relinked;
+    }
+  }
+  VGPU_RETURN_IF_ERROR(SaveNowLocked());
+  if (!writer_.joinable()) {
+    writer_ = std::thread([this] { WriterLoop(); });
+  }
+  BumpLocked();
+  return report;
+}
+
+Result<SlotRecord> SlotManager::CreateManual(std::optional<uint32_t> gpu, uint64_t memory_bytes,
+                                             uint32_t core_percent, std::string label) {
+  if (memory_bytes == 0) {
+    return InvalidArgumentError("memory_bytes: must be > 0");
+  }
+  if (core_percent < 1 || core_percent > 100) {
+    return InvalidArgumentError("core_percent: must be 1..100, got " + std::to_string(core_percent));
+  }
+  uint64_t units = (memory_bytes + options_.memory_unit_bytes - 1) / options_.memory_unit_bytes;
+  std::lock_guard lock(mu_);
+  std::vector<alloc::GpuLoad> loads = LoadsLocked();
+  uint32_t chosen = 0;
+  if (gpu) {
+    if (FindGpu(*gpu) == nullptr) {
+      return InvalidArgumentError("gpu: gpu" + std::to_string(*gpu) + " does not exist");
+    }
+    chosen = *gpu;
+  } else {
+    alloc::PlacementRequest req{core_percent, units * options_.memory_unit_bytes, false};
+    auto placed = placer_->Place(loads, req);
+    if (!placed.ok()) {
+      return placed.status();
+    }
+    chosen = gpus_[*placed].index;
+  }
+  std::set<uint32_t> used;
+  for (const auto& [id, t] : slots_) {
+    for (const std::string& m : t.record.memory_ids) {
+      auto d = alloc::ParseDeviceId(m, ResourceKind::kMemory);
+      if (d.ok() && d->gpu == chosen) {
+        used.insert(d->unit);
+      }
+    }
+  }
+  IdSet set{ResourceKind::kMemory, chosen, {}};
+  for (uint32_t u = 0; u < MemoryUnitsPerGpu(chosen) && set.units.size() < units; ++u) {
+    if (used.count(u) == 0) {
+      set.units.push_back(u);
+    }
+  }
+  if (set.units.size() < units) {
+    return ResourceExhaustedError("gpu" + std::to_string(chosen) + " has " +
+                                  std::to_string(set.units.size()) + " free memory units, need " +
+                                  std::to_string(units));
+  }
+  auto grant = AllocateMemoryLocked(set, IdsOf(ResourceKind::kMemory, set));
+  if (!grant.ok()) {
+    return grant.status();
+  }
+  std::string key = alloc::SlotKey(set.gpu, set.units);
+  for (auto& [id, t] : slots_) {
+    if (t.record.config.name != key) {
+      continue;
+    }
+    SlotRecord r = t.record;
+    r.config.compute_share_percent = core_percent;
+    r.manual = true;
+    r.linked = true;
+    r.pod_name = label;
+    VGPU_RETURN_IF_ERROR(backend_.Update(r.config));
+    t.record = r;
+    VGPU_RETURN_IF_ERROR(SaveNowLocked());
+    return r;
+  }
+  return InternalError("slot " + key + " vanished after creation");
+}
+
+Status SlotManager::DeleteSlot(uint32_t id) {
+  std::lock_guard lock(mu_);
+  VGPU_RETURN_IF_ERROR(DestroyLocked(id, "deleted through the control API"));
+  return SaveNowLocked();
+}
+
+}  // namespace vgpu::manager

@@ -1,0 +1,61 @@
+// Helpers shared by slot_manager.cc and reconcile.cc; not part of the manager's API.
+#pragma once
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "vgpu/manager/slot_manager.h"
+
+namespace vgpu::manager {
+namespace internal {
+
+using alloc::DeviceId;
+using alloc::FormatDeviceId;
+using alloc::IdSet;
+using alloc::ParseIdSet;
+using slots::SlotRecord;
+
+inline std::vector<std::string> Sorted(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+inline std::vector<std::string> IdsOf(ResourceKind kind, const IdSet& set) {
+  std::vector<std::string> out;
+  for (uint32_t u : set.units) {
+    out.push_back(FormatDeviceId({kind, set.gpu, u}));
+  }
+  return Sorted(std::move(out));
+}
+
+inline std::string Owner(const SlotRecord& r) {
+  if (r.pod_name.empty()) {
+    return "pod=- container=-";
+  }
+  return "pod=" + r.pod_namespace + "/" + r.pod_name + " container=" + r.container;
+}
+
+inline std::string Describe(const SlotRecord& r) {
+  return "slot=" + std::to_string(r.config.id) + " name=" + r.config.name +
+         " gpu=" + std::to_string(r.config.gpu) +
+         " memory_bytes=" + std::to_string(r.config.memory_quota_bytes) +
+         " core_percent=" + std::to_string(r.config.compute_share_percent) + " " + Owner(r);
+}
+
+inline const std::vector<std::string>* IdsFor(const podresources::ContainerAssignment& a,
+                                       const std::string& resource) {
+  auto it = a.device_ids.find(resource);
+  return it == a.device_ids.end() ? nullptr : &it->second;
+}
+
+// What the backend enforces; names and UUIDs are labels the module may not keep.
+inline bool SameEnforcement(const slots::SlotConfig& a, const slots::SlotConfig& b) {
+  return a.gpu == b.gpu && a.memory_quota_bytes == b.memory_quota_bytes &&
+         a.compute_share_percent == b.compute_share_percent &&
+         a.managed_policy == b.managed_policy && a.unknown_policy == b.unknown_policy;
+}
+
+}  // namespace internal
+
+}  // namespace vgpu::manager
