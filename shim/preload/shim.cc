@@ -286,6 +286,19 @@ void ReportRefusal(ShimState* st, const char* what, uint32_t nr, uint32_t cmd, u
 
 int FilteredIoctl(int fd, DevKind kind, unsigned long req, void* arg);
 
+// gettid() once per thread (a system call per ioctl is measurable: ioctl_bench.sh); re-read
+// when the process changed under the thread (fork child).
+vcore_u32 CachedTid() {
+  thread_local pid_t tid_pid = 0;
+  thread_local vcore_u32 tid = 0;
+  pid_t pid = CachedPid();
+  if (tid_pid != pid) {
+    tid = static_cast<vcore_u32>(syscall(SYS_gettid));
+    tid_pid = pid;
+  }
+  return tid;
+}
+
 // RM status offset of an allocation escape's struct (abi.md §3), 0 if not an allocation.
 size_t AllocStatusOffset(uint32_t nr, uint32_t size) {
   if (nr == rm::kEscRmAlloc) {
@@ -330,8 +343,7 @@ int FilteredIoctl(int fd, DevKind kind, unsigned long req, void* arg) {
     errno = EACCES;
     return -1;
   }
-  vcore_call_ctx ctx{nullptr, static_cast<vcore_u32>(CachedPid()),
-                     static_cast<vcore_u32>(syscall(SYS_gettid))};
+  vcore_call_ctx ctx{nullptr, static_cast<vcore_u32>(CachedPid()), CachedTid()};
   vcore_call* call = nullptr;
   vcore_verdict v = vcore_pre(f->core, static_cast<vcore_u32>(req),
                               reinterpret_cast<vcore_uptr_t>(arg), &ctx, &call);
