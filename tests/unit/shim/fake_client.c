@@ -14,6 +14,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 typedef struct {
@@ -87,6 +88,8 @@ static int Setup(void) {
   return 0;
 }
 
+static uint32_t mem_base = MEM0;
+
 static int AllocMem(int max) {
   int n = 0;
   uint32_t status = 0;
@@ -94,7 +97,7 @@ static int AllocMem(int max) {
     uint8_t mp[128] = {0};
     uint64_t size = 2u << 20;
     memcpy(mp + 64, &size, 8);
-    status = Alloc(DEVICE, MEM0 + n, 0x40, mp);
+    status = Alloc(DEVICE, mem_base + n, 0x40, mp);
     if (status != 0) break;
   }
   printf("ALLOCS n=%d last_status=0x%x\n", n, status);
@@ -117,6 +120,31 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (Setup() != 0) return 1;
+  if (strcmp(mode, "fork") == 0) {
+    // Parent 10 x 2 MiB; a fork child 5 more (its own ledger member), shown while it lives,
+    // then gone from the slot once it exits.
+    AllocMem(10);
+    int ready[2], done[2];
+    if (pipe(ready) != 0 || pipe(done) != 0) return 1;
+    pid_t child = fork();
+    if (child == 0) {
+      mem_base = MEM0 + 0x100;  // handles of its own, as a real child's allocations would be
+      AllocMem(5);
+      char c = 'r';
+      if (write(ready[1], &c, 1) != 1) _exit(1);
+      if (read(done[0], &c, 1) != 1) _exit(1);
+      exit(0);  // normal exit: the shim's destructor leaves the slot
+    }
+    char c;
+    if (read(ready[0], &c, 1) != 1) return 1;
+    View("child-alive");
+    c = 'd';
+    if (write(done[1], &c, 1) != 1) return 1;
+    int st;
+    waitpid(child, &st, 0);
+    View("child-exited");
+    return 0;
+  }
   if (strcmp(mode, "closerange") == 0) {
     // The ctl fd goes away through close_range (no close() call); a socket then takes its
     // number and must not be filtered as a ctl file.

@@ -116,6 +116,17 @@ TEST_F(ShimPreloadTest, HooksReportTsgChannelAndClientLifecycle) {
       << err_;
 }
 
+TEST_F(ShimPreloadTest, ForkChildIsItsOwnSlotMemberAndLeavesOnExit) {
+  std::ofstream(dir_ + "/slot.conf") << "memory_quota = 64M\n";
+  ASSERT_EQ(Run("VGPU_CONFIG=" + dir_ + "/slot.conf", "fork"), 0) << out_ << err_;
+  EXPECT_NE(out_.find("VIEW child-alive rc=0 status=0x0 total=67108864 free=35651584"),
+            std::string::npos)
+      << out_;  // 64 - 20 (parent) - 10 (child)
+  EXPECT_NE(out_.find("VIEW child-exited rc=0 status=0x0 total=67108864 free=46137344"),
+            std::string::npos)
+      << out_;  // 64 - 20
+}
+
 TEST_F(ShimPreloadTest, FdsClosedByCloseRangeAreForgotten) {
   ASSERT_EQ(Run("VGPU_MEMORY_QUOTA=64M", "closerange"), 0) << out_ << err_;
   EXPECT_NE(out_.find("REUSED 1 SOCKET_IOCTL rc=0 n=0"), std::string::npos) << out_ << err_;
