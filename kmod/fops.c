@@ -145,13 +145,14 @@ static int vgpu_fops_mmap(struct file *file, struct vm_area_struct *vma)
 
 	if (vgpu_revoked(vf))
 		return -ENODEV;
-	if (!real->f_op->mmap)
-		return -ENODEV;
 	if (vma->vm_pgoff + vma_pages(vma) < vma->vm_pgoff)
 		return -EOVERFLOW;
+	/* Policy first: a refusal must not depend on what the driver offers. */
 	err = vgpu_filter_mmap(vf, vma);
 	if (err)
 		return err;
+	if (!real->f_op->mmap)
+		return -ENODEV;
 	vma_set_file(vma, real);
 	err = real->f_op->mmap(real, vma);
 	if (!err)

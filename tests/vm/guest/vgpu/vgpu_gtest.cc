@@ -60,6 +60,7 @@ TEST(Control, RequestsAreValidatedStrictly) {
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("real driver node missing"), std::string::npos)
       << s.status().ToString();
+  EXPECT_EQ(nl->ListSlots()->size(), 0u) << "failed creations leave nothing behind";
   EXPECT_EQ(nl->GetSlot(63).status().code(), StatusCode::kNotFound);
   EXPECT_EQ(nl->DestroySlot(63, 0).code(), StatusCode::kNotFound);
 }
@@ -286,6 +287,40 @@ TEST(Forwarding, MmapIsSwitchedToTheRealFile) {
   EXPECT_NE(found.find("/dev/nvidiactl"), std::string::npos) << found;
   EXPECT_EQ(munmap(va, 4096), 0);
   EXPECT_GE(slot.Stat(VGPU_STAT_MMAPS), 1u);
+}
+
+// §7, §9.3.2: UVM_REGISTER_GPU arrives on the UVM node but needs a real GPU file in the
+// caller's table; managed memory (UVM mmap) follows the slot's policy.
+TEST(Forwarding, UvmNodeRegisterGpuAndManagedPolicy) {
+  ScopedSlot slot(64 * kMiB, "uvm", VGPU_SLOT_F_UVM);
+  ASSERT_TRUE(slot.ok());
+  std::string uvm_path = "/dev/vgpu-uvm" + std::to_string(slot.id());
+  unsigned maj = 0;
+  ASSERT_TRUE(IsChar(uvm_path, &maj));
+  int uvm = open(uvm_path.c_str(), O_RDWR);
+  ASSERT_GE(uvm, 0) << strerror(errno);
+  uvm_initialize_params ip{};
+  ASSERT_EQ(ioctl(uvm, UVM_INITIALIZE, &ip), 0) << strerror(errno);
+  EXPECT_EQ(ip.rmStatus, NV_OK);
+  int ctl = open(slot.ctl().c_str(), O_RDWR);
+  ASSERT_GE(ctl, 0);
+  uvm_register_gpu_params rp{};
+  memcpy(rp.gpu_uuid, NVSIM_GPU_UUID_PREFIX, sizeof(NVSIM_GPU_UUID_PREFIX) - 1);
+  rp.rmCtrlFd = ctl;
+  ASSERT_EQ(ioctl(uvm, UVM_REGISTER_GPU, &rp), 0) << strerror(errno);
+  EXPECT_EQ(rp.rmStatus, NV_ERR_INSUFFICIENT_PERMISSIONS) << "no GPU file open yet";
+  int dev = open(slot.dev().c_str(), O_RDWR);
+  ASSERT_GE(dev, 0);
+  rp.rmStatus = 0;
+  ASSERT_EQ(ioctl(uvm, UVM_REGISTER_GPU, &rp), 0) << strerror(errno);
+  EXPECT_EQ(rp.rmStatus, NV_OK) << "the real file behind our /dev/vgpuN is seen";
+  EXPECT_EQ(rp.rmCtrlFd, ctl);
+  // A memory quota defaults the managed-memory policy to refuse.
+  void* va = mmap(nullptr, 2 * kMiB, PROT_READ | PROT_WRITE, MAP_SHARED, uvm, 0);
+  EXPECT_EQ(va, MAP_FAILED);
+  EXPECT_EQ(errno, EPERM);
+  EXPECT_GE(slot.Stat(VGPU_STAT_MANAGED_DENIALS), 1u);
+  close(dev), close(ctl), close(uvm);
 }
 
 TEST(Forwarding, PollIsForwarded) {
