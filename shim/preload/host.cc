@@ -164,6 +164,11 @@ pid_t CachedPid() {
   return pid;
 }
 
+bool InBorrowedMemory() {
+  pid_t pid = cached_pid.load(std::memory_order_relaxed);
+  return pid != 0 && static_cast<pid_t>(syscall(SYS_getpid)) != pid;
+}
+
 void RefreshPidAfterFork() {
   cached_pid.store(static_cast<pid_t>(syscall(SYS_getpid)), std::memory_order_relaxed);
 }

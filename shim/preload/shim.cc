@@ -76,6 +76,7 @@ void OnOverquota(void*, vcore_file* file, const vcore_overquota* oq) {
 }
 
 ShimState* Init(int ctl_fd_hint) {
+  CachedPid();  // from here on, InBorrowedMemory() can tell a vfork child
   auto* st = new ShimState();
   std::string err = LoadSlotConfig(st->cfg, [](const char* k) -> const char* { return getenv(k); });
   SetLogLevel(st->cfg.log, st->cfg.slot_id);
@@ -207,7 +208,7 @@ ShimFile* FileFor(int fd, DevKind kind) {
 }
 
 int AfterOpen(int fd, const char* path) {
-  if (fd < 0) {
+  if (fd < 0 || InBorrowedMemory()) {
     return fd;
   }
   DevKind kind = ClassifyPath(path);
@@ -382,6 +383,9 @@ mode_t ModeArg(int flags, va_list ap) {
 }
 
 void OnDup(int oldfd, int newfd) {
+  if (InBorrowedMemory()) {
+    return;
+  }
   if (newfd < 0 || newfd >= kMaxFiles || oldfd < 0 || oldfd >= kMaxFiles) {
     return;
   }
@@ -485,6 +489,9 @@ VSHIM_EXPORT int __openat64_2(int dirfd, const char* path, int flags) {
 }
 
 VSHIM_EXPORT int close(int fd) {
+  if (vs::InBorrowedMemory()) {
+    return real::Close(fd);
+  }
   ProcessFdTable().Clear(fd);
   vs::ShimFile* f = (fd >= 0 && fd < vs::kMaxFiles) ? vs::files[fd].exchange(nullptr) : nullptr;
   int rc = real::Close(fd);
@@ -499,6 +506,9 @@ namespace {
 
 // Forgets every tracked fd in [first, last] after they were closed behind close()'s back.
 void ForgetRange(unsigned first, unsigned last) {
+  if (InBorrowedMemory()) {
+    return;
+  }
   unsigned end = last < static_cast<unsigned>(kMaxFiles) ? last : kMaxFiles - 1;
   for (unsigned fd = first; fd <= end; ++fd) {
     ProcessFdTable().Clear(static_cast<int>(fd));

@@ -51,5 +51,11 @@ std::string ParseProcDriverVersion(const std::string& text);
 // Cached getpid(), refreshed in a fork child.
 pid_t CachedPid();
 void RefreshPidAfterFork();
+// True in a child that shares our memory without having gone through our fork() wrapper:
+// vfork() and posix_spawn()'s CLONE_VM|CLONE_VFORK child (CPython's subprocess uses them).
+// Such a child has its own fd table but our memory, so fd bookkeeping done there would
+// corrupt the parent's (closing the parent's ctl fd there would refund the parent's charges).
+// False in processes that never touched an NVIDIA node (no system call then).
+bool InBorrowedMemory();
 
 }  // namespace vgpu::shim

@@ -145,6 +145,25 @@ int main(int argc, char** argv) {
     View("child-exited");
     return 0;
   }
+  if (strcmp(mode, "vfork") == 0) {
+    // CPython's subprocess: a vfork child closes every fd above 2 and execs. It shares our
+    // memory, so the shim must not treat its closes as the parent's.
+    AllocMem(10);
+    pid_t child = vfork();
+    if (child == 0) {
+      close_range(3, ~0u, 0);
+      close(ctl);
+      dup2(2, 1);
+      execl("/bin/true", "true", (char*)NULL);
+      _exit(127);
+    }
+    int st;
+    waitpid(child, &st, 0);
+    View("after-vfork");
+    mem_base = MEM0 + 0x100;
+    AllocMem(100);
+    return 0;
+  }
   if (strcmp(mode, "closerange") == 0) {
     // The ctl fd goes away through close_range (no close() call); a socket then takes its
     // number and must not be filtered as a ctl file.

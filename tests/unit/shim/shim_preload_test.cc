@@ -127,6 +127,14 @@ TEST_F(ShimPreloadTest, ForkChildIsItsOwnSlotMemberAndLeavesOnExit) {
       << out_;  // 64 - 20
 }
 
+TEST_F(ShimPreloadTest, VforkChildClosingFdsLeavesTheParentAlone) {
+  ASSERT_EQ(Run("VGPU_MEMORY_QUOTA=64M", "vfork"), 0) << out_ << err_;
+  EXPECT_NE(out_.find("VIEW after-vfork rc=0 status=0x0 total=67108864 free=46137344"),
+            std::string::npos)
+      << out_;  // still 20 MiB charged
+  EXPECT_NE(out_.find("ALLOCS n=22 last_status=0x51"), std::string::npos) << out_;  // 44 left
+}
+
 TEST_F(ShimPreloadTest, FdsClosedByCloseRangeAreForgotten) {
   ASSERT_EQ(Run("VGPU_MEMORY_QUOTA=64M", "closerange"), 0) << out_ << err_;
   EXPECT_NE(out_.find("REUSED 1 SOCKET_IOCTL rc=0 n=0"), std::string::npos) << out_ << err_;
