@@ -209,7 +209,7 @@ PY
 )
   row "$name" "${line%%|*}" "${line#*|}"
 }
-R=4; [[ $quick == 1 ]] && R=2
+R=6; [[ $quick == 1 ]] && R=2
 bench "overhead: launch loop (100k empty kernels, best of 5), us/launch" "$R" 1.01 us_per_launch "$B/bench_launch" 100000 5
 bench "overhead: context + 1000 cuMemAlloc/cuMemFree 2 MiB, ms" $((R * 2)) 1.05 ms "$B/bench_alloc" 1000
 bench "overhead: PyTorch training step (MLP, AdamW), ms/step" "$R" 1.01 ms_per_step python3 tests/gpu/progs/torch_train.py 300 30
