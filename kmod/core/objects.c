@@ -156,7 +156,7 @@ void vcore_obj_free_tree_locked(struct vcore_slot *slot, struct vcore_obj *obj)
 }
 
 void vcore_obj_insert_locked(struct vcore_slot *slot, struct vcore_obj *obj,
-			     vcore_u32 h_parent)
+			     vcore_u32 h_parent, struct vcore_file *file)
 {
 	struct vcore_obj *old, *parent = VCORE_NULL;
 	vcore_u32 b;
@@ -179,6 +179,8 @@ void vcore_obj_insert_locked(struct vcore_slot *slot, struct vcore_obj *obj,
 		obj->sibling = parent->child;
 		parent->child = obj;
 	} else {
+		if (!obj->owner)
+			obj->owner = file;
 		slot->stats.clients++;
 	}
 	b = bucket_of(obj->h_client, obj->h_object);

@@ -406,7 +406,7 @@ static void add_implicit_client_locked(struct vcore_call *call,
 	c->cls = NV01_ROOT_CLIENT;
 	c->pid = call->ctx.pid;
 	c->owner = call->file;
-	vcore_obj_insert_locked(slot, c, 0);
+	vcore_obj_insert_locked(slot, c, 0, call->file);
 }
 
 static int restore_event_data(struct vcore_call *call)
@@ -484,7 +484,7 @@ int vcore_post_alloc(struct vcore_call *call)
 	if (obj->h_object != obj->h_client &&
 	    !vcore_obj_find_locked(slot, obj->h_client, obj->h_client))
 		add_implicit_client_locked(call, obj->h_client);
-	vcore_obj_insert_locked(slot, obj, call->h_parent);
+	vcore_obj_insert_locked(slot, obj, call->h_parent, call->file);
 	call->new_obj = VCORE_NULL;
 	oq.h_client = obj->h_client;
 	oq.h_parent = call->h_parent;
@@ -541,7 +541,7 @@ int vcore_post_dup(struct vcore_call *call)
 	if (obj->h_object != obj->h_client &&
 	    !vcore_obj_find_locked(slot, obj->h_client, obj->h_client))
 		add_implicit_client_locked(call, obj->h_client);
-	vcore_obj_insert_locked(slot, obj, call->h_parent);
+	vcore_obj_insert_locked(slot, obj, call->h_parent, call->file);
 	call->new_obj = VCORE_NULL;
 	vcore_unlock(slot);
 	return 0;

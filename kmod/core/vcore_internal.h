@@ -164,9 +164,11 @@ struct vcore_obj *vcore_obj_find_locked(struct vcore_slot *slot,
 					vcore_u32 h_client, vcore_u32 h_object);
 /* Link @obj (zeroed by the caller, keys set) under its parent; the parent
  * is (h_client, h_parent), or the client when not tracked. An existing
- * object with the same key is freed first (stale: the driver reused it). */
+ * object with the same key is freed first (stale: the driver reused it).
+ * An object that ends up a root without an owner is owned by @file, so that
+ * closing the file always frees it. */
 void vcore_obj_insert_locked(struct vcore_slot *slot, struct vcore_obj *obj,
-			     vcore_u32 h_parent);
+			     vcore_u32 h_parent, struct vcore_file *file);
 /* Free @obj and its subtree, refunding their charges. */
 void vcore_obj_free_tree_locked(struct vcore_slot *slot, struct vcore_obj *obj);
 void vcore_obj_free_file_clients_locked(struct vcore_slot *slot,

@@ -304,5 +304,16 @@ TEST_F(CoreTest, SharedLedgerEnforcesOneQuotaAcrossSlots) {
   EXPECT_EQ(shared.charged, 12 * kMiB) << "destroying the slot refunds what it charged";
 }
 
+// Found by the fuzzer: a non-client object whose handle equals its client's handle (the driver
+// "accepted" it) became a root without an owner and survived every file close.
+TEST_F(CoreTest, AnObjectNamedLikeItsClientStillDiesWithTheFile) {
+  MakeSlot(0);
+  vcore_file* other = vcore_file_open(slot_, VCORE_FILE_CTL, nullptr);
+  Alloc(0xc1d0abcd, 2, 0xc1d0abcd, NV20_SUBDEVICE_0, std::vector<uint8_t>(4), other);
+  EXPECT_EQ(Stats().objects, 1u);
+  vcore_file_close(other);
+  EXPECT_EQ(Stats().objects, 0u);
+}
+
 }  // namespace
 }  // namespace vgpu::core_test
