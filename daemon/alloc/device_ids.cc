@@ -39,8 +39,8 @@ std::string FormatDeviceId(const DeviceId& id) {
 Result<DeviceId> ParseDeviceId(std::string_view text, ResourceKind expected) {
   auto bad = [&](std::string_view why) {
     return InvalidArgumentError("device ID '" + std::string(text) + "' is not a " +
-                                std::string(ResourceKindName(expected)) + " ID: " +
-                                std::string(why));
+                                std::string(ResourceKindName(expected)) +
+                                " ID: " + std::string(why));
   };
   DeviceId id{expected, 0, 0};
   if (expected == ResourceKind::kWholeGpu) {
@@ -79,9 +79,9 @@ Result<IdSet> ParseIdSet(const std::vector<std::string>& ids, ResourceKind kind)
       first = text;
       set.gpu = id->gpu;
     } else if (id->gpu != set.gpu) {
-      return InvalidArgumentError(std::string(ResourceKindName(kind)) + " IDs span GPUs: " +
-                                  first + " is on gpu" + std::to_string(set.gpu) + " but " +
-                                  text + " is on gpu" + std::to_string(id->gpu) +
+      return InvalidArgumentError(std::string(ResourceKindName(kind)) + " IDs span GPUs: " + first +
+                                  " is on gpu" + std::to_string(set.gpu) + " but " + text +
+                                  " is on gpu" + std::to_string(id->gpu) +
                                   "; one container gets one GPU's share");
     }
     set.units.push_back(id->unit);

@@ -16,8 +16,7 @@ class TopologyPlacer final : public Placer {
 
   std::string_view Name() const override { return eval_->Name(); }
 
-  Result<size_t> Place(std::span<const GpuLoad> loads,
-                       const PlacementRequest& r) const override {
+  Result<size_t> Place(std::span<const GpuLoad> loads, const PlacementRequest& r) const override {
     std::vector<topology::GpuLoad> tl(loads.size());
     for (size_t i = 0; i < loads.size() && i < memory_.size(); ++i) {
       tl[i].cores_used = 100 - static_cast<int>(std::min<uint32_t>(loads[i].cores_free, 100));
@@ -49,8 +48,7 @@ class TopologyPlacer final : public Placer {
 
 }  // namespace
 
-Result<std::unique_ptr<Placer>> MakePlacer(std::string_view policy,
-                                           std::span<const GpuInfo> gpus) {
+Result<std::unique_ptr<Placer>> MakePlacer(std::string_view policy, std::span<const GpuInfo> gpus) {
   auto eval = topology::MakeEvaluator(policy);
   if (!eval.ok()) {
     return eval.status();

@@ -101,8 +101,8 @@ std::string SerializeEncoded(const std::vector<const std::string*>& record_json)
   // Top-level keys in the order nlohmann::json sorts them.
   std::string out;
   out.reserve(payload.size() + 96);
-  out += "{\"crc32\":" + std::to_string(Crc32(payload)) + ",\"format\":\"" +
-         std::string(kFormat) + "\",\"payload\":";
+  out += "{\"crc32\":" + std::to_string(Crc32(payload)) + ",\"format\":\"" + std::string(kFormat) +
+         "\",\"payload\":";
   out += payload;
   out += ",\"version\":" + std::to_string(kVersion) + "}\n";
   return out;

@@ -54,24 +54,24 @@ Status ParseBytes(std::string_view v, uint64_t& out) {
   return OkStatus();
 }
 
-#define STR_FLAG(flag, field, text)                                          \
-  Flag {                                                                     \
-    flag, text, false,                                                       \
-        [](Config& c, std::string_view v) {                                  \
-          c.field = std::string(v);                                          \
-          return OkStatus();                                                 \
-        },                                                                   \
-        [](const Config& c) { return c.field; }                              \
+#define STR_FLAG(flag, field, text)             \
+  Flag {                                        \
+    flag, text, false,                          \
+        [](Config& c, std::string_view v) {     \
+          c.field = std::string(v);             \
+          return OkStatus();                    \
+        },                                      \
+        [](const Config& c) { return c.field; } \
   }
-#define BOOL_FLAG(flag, field, text)                                                   \
-  Flag {                                                                               \
+#define BOOL_FLAG(flag, field, text)                                                       \
+  Flag {                                                                                   \
     flag, text, true, [](Config& c, std::string_view v) { return ParseBool(v, c.field); }, \
-        [](const Config& c) { return std::string(c.field ? "true" : "false"); }        \
+        [](const Config& c) { return std::string(c.field ? "true" : "false"); }            \
   }
-#define INT_FLAG(flag, field, text)                                                     \
-  Flag {                                                                                \
+#define INT_FLAG(flag, field, text)                                                        \
+  Flag {                                                                                   \
     flag, text, false, [](Config& c, std::string_view v) { return ParseInt(v, c.field); }, \
-        [](const Config& c) { return std::to_string(c.field); }                         \
+        [](const Config& c) { return std::to_string(c.field); }                            \
   }
 
 const std::vector<Flag>& Flags() {
@@ -105,8 +105,8 @@ const std::vector<Flag>& Flags() {
              } else if (v == "auto") {
                c.enforcement = Enforcement::kAuto;
              } else {
-               return InvalidArgumentError("expected kmod, shim or auto, got '" +
-                                           std::string(v) + "'");
+               return InvalidArgumentError("expected kmod, shim or auto, got '" + std::string(v) +
+                                           "'");
              }
              return OkStatus();
            },
@@ -196,12 +196,9 @@ std::string Config::ControlSocket() const {
   return control_socket.empty() ? virtual_manager_path + "/vgpu-manager.sock" : control_socket;
 }
 std::string Config::DriverLibraryDir() const {
-  return driver_library_dir.empty() ? virtual_manager_path + "/vdriver/nvidia"
-                                    : driver_library_dir;
+  return driver_library_dir.empty() ? virtual_manager_path + "/vdriver/nvidia" : driver_library_dir;
 }
-std::string Config::CheckpointFile() const {
-  return checkpoint_path + "/vgpu-manager.checkpoint";
-}
+std::string Config::CheckpointFile() const { return checkpoint_path + "/vgpu-manager.checkpoint"; }
 
 std::string Config::EffectiveConfigLine() const {
   std::string out;
@@ -318,8 +315,7 @@ Status Validate(const Config& c) {
       std::string_view kv = rest.substr(0, comma);
       size_t eq = kv.find('=');
       if (eq == std::string_view::npos || eq == 0) {
-        return InvalidArgumentError("--node-labels: '" + std::string(kv) +
-                                    "' is not key=value");
+        return InvalidArgumentError("--node-labels: '" + std::string(kv) + "' is not key=value");
       }
       rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
     }
@@ -340,9 +336,10 @@ Status Validate(const Config& c) {
     return InvalidArgumentError("--memory-unit: must be a whole number of MiB, >= 1Mi, got " +
                                 std::to_string(c.memory_unit_bytes));
   }
-  for (auto [flag, value] : {std::pair<std::string_view, const std::string*>{"core-resource", &c.core_resource},
-                             {"memory-resource", &c.memory_resource},
-                             {"gpu-resource", &c.gpu_resource}}) {
+  for (auto [flag, value] :
+       {std::pair<std::string_view, const std::string*>{"core-resource", &c.core_resource},
+        {"memory-resource", &c.memory_resource},
+        {"gpu-resource", &c.gpu_resource}}) {
     // The kubelet accepts only domain-prefixed extended resource names outside kubernetes.io/.
     size_t slash = value->find('/');
     if (slash == std::string::npos || slash == 0 || slash + 1 == value->size() ||
@@ -353,8 +350,10 @@ Status Validate(const Config& c) {
   }
   if (c.placement != "firstfit" && c.placement != "binpack" && c.placement != "spread" &&
       c.placement != "topology" && c.placement != "memory") {
-    return InvalidArgumentError("--placement: expected firstfit, binpack, spread, topology or "
-                                "memory, got '" + c.placement + "'");
+    return InvalidArgumentError(
+        "--placement: expected firstfit, binpack, spread, topology or "
+        "memory, got '" +
+        c.placement + "'");
   }
   if (!c.cdi_kind.empty() && c.cdi_kind.find('/') == std::string::npos) {
     return InvalidArgumentError("--cdi-kind: '" + c.cdi_kind + "' is not vendor.com/class");

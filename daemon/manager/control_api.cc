@@ -10,8 +10,8 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "vgpu/manager/log.h"
 

@@ -32,17 +32,17 @@
 #include "vgpu/health/slot_manager_sink.h"
 #include "vgpu/labels/kube_endpoint.h"
 #include "vgpu/labels/node_labeler.h"
-#include "vgpu/manager/stats_source.h"
-#include "vgpu/metrics/exporter.h"
-#include "vgpu/volumes/mirror.h"
-#include "vgpu/volumes/volume_config.h"
 #include "vgpu/manager/control_api.h"
 #include "vgpu/manager/log.h"
 #include "vgpu/manager/slot_manager.h"
+#include "vgpu/manager/stats_source.h"
+#include "vgpu/metrics/exporter.h"
 #include "vgpu/plugin/device_plugin.h"
 #include "vgpu/plugin/kubelet_watcher.h"
 #include "vgpu/podresources/pod_resources.h"
 #include "vgpu/slots/shim_backend.h"
+#include "vgpu/volumes/mirror.h"
+#include "vgpu/volumes/volume_config.h"
 #ifdef VGPU_HAVE_KMOD_BACKEND
 #include "vgpu/slots/kmod_backend.h"
 #endif
@@ -156,17 +156,18 @@ class Daemon {
       auto reports = volumes::MirrorVolumes(*vc, mo);
       if (!reports.ok()) {
         // Not fatal: slots still work; containers lack the mirrored driver files until fixed.
-        LogWarn("event=startup step=volumes volume_config=" + cfg_.volume_config +
-                " error=\"" + reports.status().ToString() + "\"");
+        LogWarn("event=startup step=volumes volume_config=" + cfg_.volume_config + " error=\"" +
+                reports.status().ToString() + "\"");
       } else {
         for (size_t i = 0; i < reports->size() && i < vc->volumes.size(); ++i) {
           const auto& r = (*reports)[i];
-          LogInfo("event=startup step=volumes volume=" + vc->volumes[i].name + " dir=" +
-                  vc->volumes[i].base + "/" + vc->volumes[i].name + " files_written=" +
-                  std::to_string(r.files_written) + " unchanged=" +
-                  std::to_string(r.files_unchanged) + " links=" +
-                  std::to_string(r.links_written + r.links_unchanged) + " missing=" +
-                  std::to_string(r.missing.size()) + " shim_mode=" + (mo.shim_mode ? "true" : "false"));
+          LogInfo("event=startup step=volumes volume=" + vc->volumes[i].name +
+                  " dir=" + vc->volumes[i].base + "/" + vc->volumes[i].name +
+                  " files_written=" + std::to_string(r.files_written) +
+                  " unchanged=" + std::to_string(r.files_unchanged) +
+                  " links=" + std::to_string(r.links_written + r.links_unchanged) +
+                  " missing=" + std::to_string(r.missing.size()) +
+                  " shim_mode=" + (mo.shim_mode ? "true" : "false"));
         }
       }
       if (cfg_.driver_library_dir.empty() && !vc->volumes.empty()) {
@@ -195,8 +196,8 @@ class Daemon {
     } else {
       // Not fatal: the kubelet may come up after us; PreStartContainer and the orphan check
       // retry on every call.
-      LogWarn("event=startup step=pod-resources socket=" + cfg_.pod_resources_socket +
-              " error=\"" + listed.status().message() + "\"");
+      LogWarn("event=startup step=pod-resources socket=" + cfg_.pod_resources_socket + " error=\"" +
+              listed.status().message() + "\"");
     }
     return OkStatus();
   }
@@ -251,8 +252,9 @@ class Daemon {
       }
       backend_ = std::move(*kmod);
 #else
-      return UnimplementedError("--enforcement=kmod: this build has no kmod backend "
-                                "(daemon/kmodclient missing); use --enforcement=shim");
+      return UnimplementedError(
+          "--enforcement=kmod: this build has no kmod backend "
+          "(daemon/kmodclient missing); use --enforcement=shim");
 #endif
     } else {
       slots::ShimBackendOptions opts;
@@ -281,8 +283,8 @@ class Daemon {
     }
     for (const auto& g : inv->gpus) {
       LogInfo("event=startup step=topology gpu=" + std::to_string(g.index) + " uuid=" + g.uuid +
-              " memory_bytes=" + std::to_string(g.memory_bytes) + " numa=" +
-              std::to_string(g.numa) + " pci=" + g.pci_bus_id);
+              " memory_bytes=" + std::to_string(g.memory_bytes) +
+              " numa=" + std::to_string(g.numa) + " pci=" + g.pci_bus_id);
     }
     LogInfo("event=startup step=topology source=\"" + inv->source +
             "\" gpus=" + std::to_string(inv->gpus.size()));
@@ -336,8 +338,8 @@ class Daemon {
       return report.status();
     }
     if (!report->checkpoint_corrupt.empty()) {
-      LogWarn("event=checkpoint_corrupt path=" + store_->path().string() + " kept_aside=" +
-              report->kept_aside + " reason=\"" + report->checkpoint_corrupt +
+      LogWarn("event=checkpoint_corrupt path=" + store_->path().string() +
+              " kept_aside=" + report->kept_aside + " reason=\"" + report->checkpoint_corrupt +
               "\" action=\"state rebuilt from live slots and pod-resources\"");
     }
     LogInfo("event=startup step=allocator placement=" + std::string(slots_->placer_name()) +
@@ -371,8 +373,8 @@ class Daemon {
       mo.port = cfg_.query_port;
       mo.sample_period = std::chrono::seconds(cfg_.sample_period_s);
       exporter_ = std::make_unique<metrics::MetricsExporter>(mo, *stats_);
-      VGPU_RETURN_IF_ERROR(exporter_->Start().Annotate("--query-port " +
-                                                      std::to_string(cfg_.query_port)));
+      VGPU_RETURN_IF_ERROR(
+          exporter_->Start().Annotate("--query-port " + std::to_string(cfg_.query_port)));
       LogInfo("event=startup step=services metrics_port=" + std::to_string(exporter_->port()));
     }
     if (cfg_.standalone) {
@@ -382,8 +384,8 @@ class Daemon {
     if (cfg_.share_mode) {
       resources.push_back({cfg_.device_plugin_path, "vgpu-vcuda-core.sock", cfg_.core_resource,
                            ResourceKind::kCore});
-      resources.push_back({cfg_.device_plugin_path, "vgpu-vcuda-memory.sock",
-                           cfg_.memory_resource, ResourceKind::kMemory});
+      resources.push_back({cfg_.device_plugin_path, "vgpu-vcuda-memory.sock", cfg_.memory_resource,
+                           ResourceKind::kMemory});
     }
     resources.push_back({cfg_.device_plugin_path, "vgpu-vcuda-gpu.sock", cfg_.gpu_resource,
                          ResourceKind::kWholeGpu});

@@ -14,11 +14,13 @@ using slots::SlotRecord;
 }  // namespace
 
 std::string ReconcileReport::ToString() const {
-  std::string s = "restored=" + std::to_string(restored) + " recreated=" +
-                  std::to_string(recreated) + " adopted=" + std::to_string(adopted) +
-                  " relinked=" + std::to_string(relinked) + " duplicates_destroyed=" +
-                  std::to_string(destroyed) + " checkpoint=" +
-                  (!checkpoint_found ? "absent" : checkpoint_corrupt.empty() ? "ok" : "corrupt") +
+  std::string s = "restored=" + std::to_string(restored) +
+                  " recreated=" + std::to_string(recreated) +
+                  " adopted=" + std::to_string(adopted) + " relinked=" + std::to_string(relinked) +
+                  " duplicates_destroyed=" + std::to_string(destroyed) + " checkpoint=" +
+                  (!checkpoint_found            ? "absent"
+                   : checkpoint_corrupt.empty() ? "ok"
+                                                : "corrupt") +
                   " pod_resources=" + (pod_resources_ok ? "ok" : "unavailable");
   if (!checkpoint_corrupt.empty()) {
     s += " corrupt_reason=\"" + checkpoint_corrupt + "\" kept_aside=" + kept_aside;
@@ -156,7 +158,8 @@ Result<SlotRecord> SlotManager::CreateManual(std::optional<uint32_t> gpu, uint64
     return InvalidArgumentError("memory_bytes: must be > 0");
   }
   if (core_percent < 1 || core_percent > 100) {
-    return InvalidArgumentError("core_percent: must be 1..100, got " + std::to_string(core_percent));
+    return InvalidArgumentError("core_percent: must be 1..100, got " +
+                                std::to_string(core_percent));
   }
   uint64_t units = (memory_bytes + options_.memory_unit_bytes - 1) / options_.memory_unit_bytes;
   std::lock_guard lock(mu_);

@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <set>
 
-#include "vgpu/manager/log.h"
 #include "slot_manager_internal.h"
+#include "vgpu/manager/log.h"
 
 namespace vgpu::manager {
 namespace {
@@ -102,8 +102,7 @@ std::vector<alloc::GpuLoad> SlotManager::LoadsLocked() const {
     }
     loads[i].healthy = gpu_healthy_.at(gpus_[i].index);
     loads[i].cores_free = cores_used >= 100 ? 0 : 100 - cores_used;
-    loads[i].memory_free =
-        mem_used >= gpus_[i].memory_bytes ? 0 : gpus_[i].memory_bytes - mem_used;
+    loads[i].memory_free = mem_used >= gpus_[i].memory_bytes ? 0 : gpus_[i].memory_bytes - mem_used;
   }
   return loads;
 }
@@ -219,7 +218,8 @@ Grant SlotManager::MakeGrant(const SlotRecord& r) const {
       std::filesystem::is_directory(options_.driver_library_dir, ec)) {
     g.edits.mounts.push_back({options_.driver_library_dir, "/usr/local/nvidia", true});
     g.edits.envs["LD_LIBRARY_PATH"] = "/usr/local/nvidia/lib64:/usr/local/nvidia/lib";
-    g.edits.envs["PATH"] = "/usr/local/nvidia/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+    g.edits.envs["PATH"] =
+        "/usr/local/nvidia/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
   }
   for (const auto& d : options_.extra.devices) {
     g.edits.devices.push_back(d);
@@ -313,8 +313,8 @@ Result<Grant> SlotManager::AllocateUncounted(ResourceKind kind,
   if (set->units.back() >= limit) {
     return InvalidArgumentError("device ID " + FormatDeviceId({kind, set->gpu, set->units.back()}) +
                                 " does not exist: gpu" + std::to_string(set->gpu) + " has " +
-                                std::to_string(limit) + " " + std::string(alloc::ResourceKindName(kind)) +
-                                " units");
+                                std::to_string(limit) + " " +
+                                std::string(alloc::ResourceKindName(kind)) + " units");
   }
   if (kind == ResourceKind::kMemory &&
       set->units.size() * options_.memory_unit_bytes > gpu->memory_bytes) {
@@ -326,9 +326,9 @@ Result<Grant> SlotManager::AllocateUncounted(ResourceKind kind,
   std::lock_guard lock(mu_);
   for (const auto& [id, t] : slots_) {
     if (t.record.config.gpu == set->gpu && t.record.config.exclusive) {
-      return FailedPreconditionError(
-          "gpu" + std::to_string(set->gpu) + " is held whole by slot " + std::to_string(id) +
-          " (" + Owner(t.record) + "); " + resource + " cannot be served from it");
+      return FailedPreconditionError("gpu" + std::to_string(set->gpu) + " is held whole by slot " +
+                                     std::to_string(id) + " (" + Owner(t.record) + "); " +
+                                     resource + " cannot be served from it");
     }
   }
   if (kind == ResourceKind::kCore) {
@@ -347,7 +347,8 @@ Result<Grant> SlotManager::AllocateMemoryLocked(const IdSet& set,
   // Same IDs again (an init container's IDs reused by the next container, or the kubelet
   // retrying after a manager restart): the same slot.
   for (auto& [id, t] : slots_) {
-    if (t.record.config.name == key && (t.record.memory_ids.empty() || t.record.memory_ids == ids)) {
+    if (t.record.config.name == key &&
+        (t.record.memory_ids.empty() || t.record.memory_ids == ids)) {
       if (t.record.memory_ids.empty()) {
         t.record.memory_ids = ids;
         VGPU_RETURN_IF_ERROR(SaveLocked());
@@ -375,8 +376,8 @@ Result<Grant> SlotManager::AllocateMemoryLocked(const IdSet& set,
     Status s = DestroyLocked(id, "the kubelet reassigned its vcuda-memory IDs");
     if (!s.ok()) {
       return UnavailableError("vcuda-memory IDs " + ids.front() + "... are still held by slot " +
-                              std::to_string(id) + " whose processes have not exited: " +
-                              s.message());
+                              std::to_string(id) +
+                              " whose processes have not exited: " + s.message());
     }
   }
   const alloc::GpuInfo* gpu = FindGpu(set.gpu);
@@ -393,8 +394,8 @@ Result<Grant> SlotManager::AllocateMemoryLocked(const IdSet& set,
   });
   auto created = backend_.Create(config);
   if (!created.ok()) {
-    return created.status().Annotate("creating the " + std::string(backend_.Kind()) + " slot " + key +
-                                     " for " + std::to_string(ids_in.size()) +
+    return created.status().Annotate("creating the " + std::string(backend_.Kind()) + " slot " +
+                                     key + " for " + std::to_string(ids_in.size()) +
                                      " vcuda-memory IDs on gpu" + std::to_string(set.gpu));
   }
   config.id = *created;
@@ -510,7 +511,8 @@ Result<std::vector<std::string>> SlotManager::Preferred(
     for (size_t i = 0; i < gpus_.size(); ++i) {
       size_t n = avail_on(gpus_[i].index);
       if (kind == ResourceKind::kMemory) {
-        loads[i].memory_free = std::min<uint64_t>(loads[i].memory_free, n * options_.memory_unit_bytes);
+        loads[i].memory_free =
+            std::min<uint64_t>(loads[i].memory_free, n * options_.memory_unit_bytes);
       } else if (kind == ResourceKind::kCore) {
         loads[i].cores_free = std::min<uint32_t>(loads[i].cores_free, static_cast<uint32_t>(n));
       }
@@ -557,11 +559,11 @@ Status SlotManager::LinkLocked(Tracked& t, const podresources::ContainerAssignme
       return cset.status();
     }
     if (cset->gpu != r.config.gpu) {
-      return InvalidArgumentError(
-          "container " + owner.pod_namespace + "/" + owner.pod_name + "/" + owner.container +
-          ": vcuda-core IDs are on gpu" + std::to_string(cset->gpu) +
-          " but vcuda-memory IDs on gpu" + std::to_string(r.config.gpu) +
-          "; a container's compute and memory must come from one GPU");
+      return InvalidArgumentError("container " + owner.pod_namespace + "/" + owner.pod_name + "/" +
+                                  owner.container + ": vcuda-core IDs are on gpu" +
+                                  std::to_string(cset->gpu) + " but vcuda-memory IDs on gpu" +
+                                  std::to_string(r.config.gpu) +
+                                  "; a container's compute and memory must come from one GPU");
     }
     share = static_cast<uint32_t>(cset->units.size());
     r.core_ids = IdsOf(ResourceKind::kCore, *cset);
@@ -579,8 +581,8 @@ Status SlotManager::LinkLocked(Tracked& t, const podresources::ContainerAssignme
   r.container = owner.container;
   r.linked = true;
   if (r.config != t.record.config) {
-    VGPU_RETURN_IF_ERROR(backend_.Update(r.config).Annotate("updating slot " +
-                                                            std::to_string(r.config.id)));
+    VGPU_RETURN_IF_ERROR(
+        backend_.Update(r.config).Annotate("updating slot " + std::to_string(r.config.id)));
   }
   if (!(r == t.record)) {
     *changed = true;
@@ -610,8 +612,8 @@ Status SlotManager::PreStart(ResourceKind kind, const std::vector<std::string>& 
   }
   if (owner == nullptr) {
     return UnavailableError("the kubelet's pod-resources API lists no container holding " +
-                            resource + " IDs " + (want.empty() ? "[]" : want.front()) +
-                            "... (" + std::to_string(want.size()) + " IDs)");
+                            resource + " IDs " + (want.empty() ? "[]" : want.front()) + "... (" +
+                            std::to_string(want.size()) + " IDs)");
   }
   std::string who = owner->pod_namespace + "/" + owner->pod_name + "/" + owner->container;
   const auto* memory = IdsFor(*owner, options_.memory_resource);
@@ -628,11 +630,11 @@ Status SlotManager::PreStart(ResourceKind kind, const std::vector<std::string>& 
   } else {
     if (memory == nullptr || memory->empty()) {
       if (core != nullptr && !core->empty()) {
-        return InvalidArgumentError(
-            "container " + who + " asks for " + std::to_string(core->size()) + " " +
-            options_.core_resource + " but no " + options_.memory_resource +
-            "; a slot is memory plus compute of one GPU, request " + options_.memory_resource +
-            " too");
+        return InvalidArgumentError("container " + who + " asks for " +
+                                    std::to_string(core->size()) + " " + options_.core_resource +
+                                    " but no " + options_.memory_resource +
+                                    "; a slot is memory plus compute of one GPU, request " +
+                                    options_.memory_resource + " too");
       }
       return InvalidArgumentError("container " + who + " holds no " + options_.memory_resource);
     }
@@ -726,7 +728,8 @@ void SlotManager::SetGpuHealth(uint32_t gpu, bool healthy) {
     return;
   }
   it->second = healthy;
-  LogInfo("event=gpu_health gpu=" + std::to_string(gpu) + " healthy=" + (healthy ? "true" : "false"));
+  LogInfo("event=gpu_health gpu=" + std::to_string(gpu) +
+          " healthy=" + (healthy ? "true" : "false"));
   BumpLocked();
 }
 

@@ -44,7 +44,7 @@ inline std::string Describe(const SlotRecord& r) {
 }
 
 inline const std::vector<std::string>* IdsFor(const podresources::ContainerAssignment& a,
-                                       const std::string& resource) {
+                                              const std::string& resource) {
   auto it = a.device_ids.find(resource);
   return it == a.device_ids.end() ? nullptr : &it->second;
 }

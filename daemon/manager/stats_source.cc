@@ -13,7 +13,8 @@ Result<metrics::NodeSnapshot> SlotManagerStatsSource::Snapshot() {
     for (const auto& r : records) {
       if (r.config.gpu == g.index) {
         ++gs.slots;
-        gs.memory_committed_bytes += r.config.exclusive ? g.memory_bytes : r.config.memory_quota_bytes;
+        gs.memory_committed_bytes +=
+            r.config.exclusive ? g.memory_bytes : r.config.memory_quota_bytes;
       }
     }
     node.gpus.push_back(gs);

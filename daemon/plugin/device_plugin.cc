@@ -159,8 +159,8 @@ class DevicePluginService final : public v1beta1::DevicePlugin::Service {
     std::vector<std::string> ids(req->devices_ids().begin(), req->devices_ids().end());
     Status s = slots_.PreStart(options_.kind, ids);
     if (!s.ok()) {
-      manager::LogWarn("event=prestart_refused resource=" + options_.resource + " ids=" +
-                       FirstIds(req->devices_ids()) + " error=\"" + s.message() + "\"");
+      manager::LogWarn("event=prestart_refused resource=" + options_.resource +
+                       " ids=" + FirstIds(req->devices_ids()) + " error=\"" + s.message() + "\"");
       return grpc::Status(static_cast<grpc::StatusCode>(ToGrpcCode(s.code())),
                           options_.resource + ": " + s.message());
     }

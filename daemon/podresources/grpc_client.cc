@@ -17,10 +17,10 @@ class GrpcPodResourcesClient final : public PodResourcesSource {
     std::shared_ptr<grpc::Channel> channel;
     {
       std::lock_guard lock(mu_);
-      if (channel_ == nullptr ||
-          channel_->GetState(false) == GRPC_CHANNEL_TRANSIENT_FAILURE ||
+      if (channel_ == nullptr || channel_->GetState(false) == GRPC_CHANNEL_TRANSIENT_FAILURE ||
           channel_->GetState(false) == GRPC_CHANNEL_SHUTDOWN) {
-        channel_ = grpc::CreateChannel("unix://" + socket_path_, grpc::InsecureChannelCredentials());
+        channel_ =
+            grpc::CreateChannel("unix://" + socket_path_, grpc::InsecureChannelCredentials());
       }
       channel = channel_;
     }

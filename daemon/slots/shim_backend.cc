@@ -8,8 +8,8 @@
 #include <charconv>
 #include <fstream>
 #include <set>
-#include <utility>
 #include <sstream>
+#include <utility>
 
 #include "vgpu/slots/slot_config_file.h"
 

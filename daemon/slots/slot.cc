@@ -28,8 +28,8 @@ Result<UnknownPolicy> ParseUnknownPolicy(std::string_view s) {
   if (s == "allow-log") {
     return UnknownPolicy::kAllowLog;
   }
-  return InvalidArgumentError("unknown policy must be refuse or allow-log, got '" +
-                              std::string(s) + "'");
+  return InvalidArgumentError("unknown policy must be refuse or allow-log, got '" + std::string(s) +
+                              "'");
 }
 
 }  // namespace vgpu::slots

@@ -49,9 +49,8 @@ Result<SlotConfig> ParseSlotConfigFile(std::string_view text) {
     }
     kv[std::string(line.substr(0, eq))] = std::string(line.substr(eq + 1));
   }
-  for (const char* required :
-       {"version", "slot_id", "slot_name", "gpu_index", "memory_quota_bytes",
-        "compute_share_percent", "managed_policy", "unknown_policy"}) {
+  for (const char* required : {"version", "slot_id", "slot_name", "gpu_index", "memory_quota_bytes",
+                               "compute_share_percent", "managed_policy", "unknown_policy"}) {
     if (kv.find(required) == kv.end()) {
       return InvalidArgumentError(std::string("missing key ") + required);
     }
@@ -68,8 +67,8 @@ Result<SlotConfig> ParseSlotConfigFile(std::string_view text) {
   c.gpu_uuid = kv["gpu_uuid"];
   VGPU_RETURN_IF_ERROR(
       ParseNumber("memory_quota_bytes", kv["memory_quota_bytes"], c.memory_quota_bytes));
-  VGPU_RETURN_IF_ERROR(ParseNumber("compute_share_percent", kv["compute_share_percent"],
-                                   c.compute_share_percent));
+  VGPU_RETURN_IF_ERROR(
+      ParseNumber("compute_share_percent", kv["compute_share_percent"], c.compute_share_percent));
   if (c.compute_share_percent < 1 || c.compute_share_percent > 100) {
     return InvalidArgumentError("compute_share_percent: must be 1..100, got " +
                                 kv["compute_share_percent"]);

@@ -39,9 +39,7 @@ using vgpu::alloc::ResourceKind;
 constexpr int kAllocations = 1000;
 constexpr int kUnitsPerAlloc = 2;
 
-double Micros(Clock::duration d) {
-  return std::chrono::duration<double, std::micro>(d).count();
-}
+double Micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
 
 struct Stats {
   double min, p50, p99, max;
@@ -63,8 +61,8 @@ std::vector<std::string> MemIds(int i, int gpus) {
   int gpu = i % gpus, first = (i / gpus) * kUnitsPerAlloc;
   std::vector<std::string> ids;
   for (int u = first; u < first + kUnitsPerAlloc; ++u) {
-    ids.push_back(FormatDeviceId({ResourceKind::kMemory, static_cast<uint32_t>(gpu),
-                                  static_cast<uint32_t>(u)}));
+    ids.push_back(FormatDeviceId(
+        {ResourceKind::kMemory, static_cast<uint32_t>(gpu), static_cast<uint32_t>(u)}));
   }
   return ids;
 }
@@ -99,8 +97,8 @@ int InProcess(const std::string& dir, const std::string& checkpoint_dir, const c
   if (!server.Serve().ok()) {
     return 1;
   }
-  auto channel = grpc::CreateChannel("unix://" + server.SocketPath(),
-                                     grpc::InsecureChannelCredentials());
+  auto channel =
+      grpc::CreateChannel("unix://" + server.SocketPath(), grpc::InsecureChannelCredentials());
   auto stub = v1beta1::DevicePlugin::NewStub(channel);
   int gpus = static_cast<int>(inv->gpus.size());
   std::vector<double> alloc_us, base_us;
@@ -175,12 +173,14 @@ int RealProcess(const std::string& dir) {
       return 1;
     }
   }
-  std::printf("B. vgpu-manager process, shim backend (config file + fsync per slot), %d Allocates\n",
-              kAllocations);
+  std::printf(
+      "B. vgpu-manager process, shim backend (config file + fsync per slot), %d Allocates\n",
+      kAllocations);
   Print("Allocate (gRPC, slot dir + checkpoint)", Summarize(alloc_us));
-  std::printf("  manager RSS: at start %ld KiB, after %d allocations %ld KiB, peak %ld KiB "
-              "(target <= 30720 KiB)\n",
-              rss_start, kAllocations, RssKiB(pid, "VmRSS:"), RssKiB(pid, "VmHWM:"));
+  std::printf(
+      "  manager RSS: at start %ld KiB, after %d allocations %ld KiB, peak %ld KiB "
+      "(target <= 30720 KiB)\n",
+      rss_start, kAllocations, RssKiB(pid, "VmRSS:"), RssKiB(pid, "VmHWM:"));
   manager.Kill(SIGTERM);
   kubelet.Stop();
   return 0;

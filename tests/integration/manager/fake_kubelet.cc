@@ -203,8 +203,7 @@ v1beta1::DevicePlugin::Stub* FakeKubelet::StubFor(const std::string& resource) {
   return it == endpoints_.end() ? nullptr : it->second->stub.get();
 }
 
-grpc::Status FakeKubelet::Allocate(const std::string& resource,
-                                   const std::vector<std::string>& ids,
+grpc::Status FakeKubelet::Allocate(const std::string& resource, const std::vector<std::string>& ids,
                                    v1beta1::AllocateResponse* out) {
   auto* stub = StubFor(resource);
   if (stub == nullptr) {
@@ -284,7 +283,8 @@ Admission FakeKubelet::Admit(const std::string& pod, const std::string& containe
       }
       cr->set_allocation_size(count);
       v1beta1::PreferredAllocationResponse resp;
-      if (stub->GetPreferredAllocation(&ctx, req, &resp).ok() && resp.container_responses_size() == 1) {
+      if (stub->GetPreferredAllocation(&ctx, req, &resp).ok() &&
+          resp.container_responses_size() == 1) {
         std::set<std::string> avail(available.begin(), available.end());
         for (const auto& id : resp.container_responses(0).deviceids()) {
           if (avail.count(id) != 0 && static_cast<int>(chosen.size()) < count) {

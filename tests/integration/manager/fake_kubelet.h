@@ -27,9 +27,9 @@ using SteadyTime = std::chrono::steady_clock::time_point;
 
 struct Admission {
   bool ok = false;
-  std::string error;  // what `kubectl describe pod` would show
-  std::map<std::string, std::vector<std::string>> ids;                        // resource -> IDs
-  std::map<std::string, v1beta1::ContainerAllocateResponse> responses;        // resource -> resp
+  std::string error;                                    // what `kubectl describe pod` would show
+  std::map<std::string, std::vector<std::string>> ids;  // resource -> IDs
+  std::map<std::string, v1beta1::ContainerAllocateResponse> responses;  // resource -> resp
 };
 
 class FakeKubelet {

@@ -13,13 +13,13 @@ namespace vgpu::testing {
 
 class ManagerProcess {
  public:
-  ManagerProcess(std::string binary, std::string dir) : binary_(std::move(binary)), dir_(std::move(dir)) {}
+  ManagerProcess(std::string binary, std::string dir)
+      : binary_(std::move(binary)), dir_(std::move(dir)) {}
   ~ManagerProcess() { Kill(SIGKILL); }
 
   // Starts the manager with the test directory's paths plus `extra` flags and `env`
   // (NAME=VALUE). Waits until its control socket answers.
-  bool Start(const std::vector<std::string>& extra = {},
-             const std::vector<std::string>& env = {});
+  bool Start(const std::vector<std::string>& extra = {}, const std::vector<std::string>& env = {});
   // Sends `sig` and reaps the process; returns its wait status.
   int Kill(int sig);
   // Waits for the process to exit by itself (e.g. a crash point).

@@ -104,8 +104,10 @@ TEST_F(ManagerScenario, TwoPodsTwoContainersGetDisjointCorrectSlots) {
   struct Want {
     std::string pod, ctr;
     int cores, mem_units;
-  } wants[] = {{"pod-a", "app", 30, 8}, {"pod-a", "sidecar", 10, 2},
-               {"pod-b", "app", 50, 16}, {"pod-b", "sidecar", 20, 4}};
+  } wants[] = {{"pod-a", "app", 30, 8},
+               {"pod-a", "sidecar", 10, 2},
+               {"pod-b", "app", 50, 16},
+               {"pod-b", "sidecar", 20, 4}};
   std::map<std::string, Admission> got;
   bool mem_first = true;
   for (const auto& w : wants) {
@@ -371,7 +373,8 @@ TEST_F(ManagerScenario, SigtermStopsCleanlyAndLeavesSlots) {
   // Exit 0 (under ASan this also means no leak report at exit).
   ASSERT_TRUE(WIFEXITED(status)) << status;
   EXPECT_EQ(WEXITSTATUS(status), 0);
-  for (const char* sock : {"vgpu-vcuda-core.sock", "vgpu-vcuda-memory.sock", "vgpu-vcuda-gpu.sock"}) {
+  for (const char* sock :
+       {"vgpu-vcuda-core.sock", "vgpu-vcuda-memory.sock", "vgpu-vcuda-gpu.sock"}) {
     EXPECT_FALSE(fs::exists(dir_ + "/" + sock)) << sock;
   }
   EXPECT_EQ(SlotFiles().size(), 1u);  // stopping the manager never touches a running container

@@ -69,7 +69,8 @@ TEST(ConfigTest, ErrorsNameTheFlag) {
 }
 
 TEST(ConfigTest, FileThenFlagsWin) {
-  auto dir = std::filesystem::temp_directory_path() / ("vgpu-config-test-" + std::to_string(::getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("vgpu-config-test-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   auto file = dir / "manager.json";
   std::ofstream(file) << R"({"query-port": 7000, "standalone": true, "share-mode": "true",

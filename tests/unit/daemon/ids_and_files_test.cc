@@ -44,26 +44,26 @@ TEST(DeviceIdTest, RoundTrip) {
 }
 
 TEST(DeviceIdTest, RejectsForeignAndMalformed) {
-  for (const char* bad : {"vcuda-core-gpu0-1", "vcuda-memory-gpu0", "vcuda-memory-gpuX-1",
-                          "vcuda-memory-gpu0-01", "vcuda-memory-gpu0-1x", "tencent.com/vcuda-memory-3",
-                          ""}) {
+  for (const char* bad :
+       {"vcuda-core-gpu0-1", "vcuda-memory-gpu0", "vcuda-memory-gpuX-1", "vcuda-memory-gpu0-01",
+        "vcuda-memory-gpu0-1x", "tencent.com/vcuda-memory-3", ""}) {
     auto r = alloc::ParseDeviceId(bad, ResourceKind::kMemory);
     EXPECT_FALSE(r.ok()) << bad;
   }
 }
 
 TEST(DeviceIdTest, IdSetRefusesMixedGpusAndDuplicates) {
-  auto mixed = alloc::ParseIdSet({"vcuda-memory-gpu0-3", "vcuda-memory-gpu1-0"},
-                                 ResourceKind::kMemory);
+  auto mixed =
+      alloc::ParseIdSet({"vcuda-memory-gpu0-3", "vcuda-memory-gpu1-0"}, ResourceKind::kMemory);
   ASSERT_FALSE(mixed.ok());
   EXPECT_NE(mixed.status().message().find("span GPUs"), std::string::npos);
   EXPECT_NE(mixed.status().message().find("vcuda-memory-gpu1-0"), std::string::npos);
-  auto dup = alloc::ParseIdSet({"vcuda-memory-gpu0-3", "vcuda-memory-gpu0-3"},
-                               ResourceKind::kMemory);
+  auto dup =
+      alloc::ParseIdSet({"vcuda-memory-gpu0-3", "vcuda-memory-gpu0-3"}, ResourceKind::kMemory);
   ASSERT_FALSE(dup.ok());
   EXPECT_NE(dup.status().message().find("twice"), std::string::npos);
-  auto ok = alloc::ParseIdSet({"vcuda-memory-gpu2-9", "vcuda-memory-gpu2-4"},
-                              ResourceKind::kMemory);
+  auto ok =
+      alloc::ParseIdSet({"vcuda-memory-gpu2-9", "vcuda-memory-gpu2-4"}, ResourceKind::kMemory);
   ASSERT_TRUE(ok.ok());
   EXPECT_EQ(ok->gpu, 2u);
   EXPECT_EQ(ok->units, (std::vector<uint32_t>{4, 9}));

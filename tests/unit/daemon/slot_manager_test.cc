@@ -58,7 +58,8 @@ class SlotManagerTest : public ::testing::Test {
     char tmpl[] = "/tmp/vgpu-slotmgr-XXXXXX";
     dir_ = ::mkdtemp(tmpl);
     store_ = std::make_unique<checkpoint::CheckpointStore>(dir_ / "cp");
-    gpus_ = {{0, "GPU-a", 4ull << 30, 0, "0000:01:00.0"}, {1, "GPU-b", 4ull << 30, 1, "0000:02:00.0"}};
+    gpus_ = {{0, "GPU-a", 4ull << 30, 0, "0000:01:00.0"},
+             {1, "GPU-b", 4ull << 30, 1, "0000:02:00.0"}};
   }
   ~SlotManagerTest() override { fs::remove_all(dir_); }
 
@@ -68,8 +69,8 @@ class SlotManagerTest : public ::testing::Test {
     o.cdi_kind = "vgpu.io/slot";
     auto placer = alloc::MakePlacer(placement, gpus_);
     EXPECT_TRUE(placer.ok());
-    auto m = std::make_unique<SlotManager>(o, gpus_, backend_, *store_, &pods_,
-                                           std::move(*placer), [this] { return now_; });
+    auto m = std::make_unique<SlotManager>(o, gpus_, backend_, *store_, &pods_, std::move(*placer),
+                                           [this] { return now_; });
     auto r = m->Reconcile();
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return m;
@@ -165,7 +166,7 @@ TEST_F(SlotManagerTest, PreStartLinksCoreShareFromPodResources) {
   EXPECT_TRUE(snap[0].linked);
   auto live = backend_.List();
   ASSERT_TRUE(live.ok());
-  EXPECT_EQ((*live)[0].compute_share_percent, 30u);  // enforced, not just recorded
+  EXPECT_EQ((*live)[0].compute_share_percent, 30u);           // enforced, not just recorded
   ASSERT_TRUE(m->PreStart(ResourceKind::kMemory, mem).ok());  // idempotent
 }
 
@@ -377,10 +378,12 @@ TEST_F(SlotManagerTest, HealthChangesWakeWatchers) {
 
 TEST_F(SlotManagerTest, ControlApiCreatesListsDeletesInStandaloneOnly) {
   auto m = Make();
-  std::string denied = HandleControlRequest(*m, false, R"({"op":"create","memory_bytes":1,"core_percent":5})");
+  std::string denied =
+      HandleControlRequest(*m, false, R"({"op":"create","memory_bytes":1,"core_percent":5})");
   EXPECT_NE(denied.find("only in --standalone"), std::string::npos) << denied;
   std::string created = HandleControlRequest(
-      *m, true, R"({"op":"create","memory_bytes":1073741824,"core_percent":25,"gpu":1,"label":"dbg"})");
+      *m, true,
+      R"({"op":"create","memory_bytes":1073741824,"core_percent":25,"gpu":1,"label":"dbg"})");
   EXPECT_NE(created.find(R"("ok":true)"), std::string::npos) << created;
   auto snap = m->Snapshot();
   ASSERT_EQ(snap.size(), 1u);

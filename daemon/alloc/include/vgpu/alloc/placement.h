@@ -36,7 +36,6 @@ class Placer {
 };
 
 // `policy` is an evaluator name of topology/placement.h.
-Result<std::unique_ptr<Placer>> MakePlacer(std::string_view policy,
-                                           std::span<const GpuInfo> gpus);
+Result<std::unique_ptr<Placer>> MakePlacer(std::string_view policy, std::span<const GpuInfo> gpus);
 
 }  // namespace vgpu::alloc

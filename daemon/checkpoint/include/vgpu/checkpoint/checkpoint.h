@@ -20,8 +20,8 @@ namespace vgpu::checkpoint {
 
 struct LoadResult {
   std::vector<slots::SlotRecord> records;
-  bool found = false;          // a checkpoint file existed
-  std::string corrupt_reason;  // non-empty when the file was corrupt
+  bool found = false;                // a checkpoint file existed
+  std::string corrupt_reason;        // non-empty when the file was corrupt
   std::filesystem::path kept_aside;  // where the corrupt file was moved (<path>.corrupt-<ts>)
 };
 

@@ -20,9 +20,9 @@ struct Config {
   std::string volume_config;  // driver-library volume description (daemon/volumes)
   int query_port = 5678;      // metrics/query HTTP port; 0 disables it
   std::string kubeconfig;
-  bool standalone = false;    // no kubelet: only the local control API creates slots
-  int sample_period_s = 1;    // metrics/health sampling
-  std::string node_labels;    // "key=value,key=value" published for this node
+  bool standalone = false;  // no kubelet: only the local control API creates slots
+  int sample_period_s = 1;  // metrics/health sampling
+  std::string node_labels;  // "key=value,key=value" published for this node
   std::string hostname_override;
   std::string virtual_manager_path = "/etc/vgpu-manager/vm";  // slot dirs, control socket
   std::string device_plugin_path = "/var/lib/kubelet/device-plugins";
@@ -33,7 +33,7 @@ struct Config {
   Enforcement enforcement = Enforcement::kAuto;
 
   // vgpu additions.
-  std::string config_file;  // --config
+  std::string config_file;     // --config
   std::string kubelet_socket;  // default <device-plugin-path>/kubelet.sock
   std::string pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
   std::string control_socket;  // default <virtual-manager-path>/vgpu-manager.sock
@@ -41,11 +41,11 @@ struct Config {
   std::string core_resource = "tencent.com/vcuda-core";
   std::string memory_resource = "tencent.com/vcuda-memory";
   std::string gpu_resource = "tencent.com/vcuda-gpu";
-  std::string gpu_fixture;        // JSON GPU description instead of discovery
+  std::string gpu_fixture;  // JSON GPU description instead of discovery
   std::string placement = "firstfit";
-  std::string cdi_kind;           // e.g. "vgpu.io/slot"; empty: no CDI device names
-  std::string shim_library;       // host path of libvgpu-shim.so (shim enforcement)
-  std::string driver_library_dir; // default <virtual-manager-path>/vdriver/nvidia
+  std::string cdi_kind;            // e.g. "vgpu.io/slot"; empty: no CDI device names
+  std::string shim_library;        // host path of libvgpu-shim.so (shim enforcement)
+  std::string driver_library_dir;  // default <virtual-manager-path>/vdriver/nvidia
   std::string managed_policy = "refuse";
   std::string unknown_policy = "refuse";
   std::string sys_module_dir = "/sys/module";  // where --enforcement=auto looks for vgpu

@@ -9,8 +9,8 @@
 // share through the pod-resources API, which lists both resources' IDs by then (§2.5, §2.7).
 #pragma once
 
-#include <chrono>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <map>
@@ -66,11 +66,11 @@ struct DeviceEntry {
 };
 
 struct ReconcileReport {
-  int restored = 0;    // checkpoint record with its live slot
-  int recreated = 0;   // checkpoint record whose slot was gone: created again
-  int adopted = 0;     // live slot missing from the checkpoint (crash between create and save)
-  int relinked = 0;    // records whose owner/core share was refreshed from pod-resources
-  int destroyed = 0;   // duplicate live slots removed
+  int restored = 0;   // checkpoint record with its live slot
+  int recreated = 0;  // checkpoint record whose slot was gone: created again
+  int adopted = 0;    // live slot missing from the checkpoint (crash between create and save)
+  int relinked = 0;   // records whose owner/core share was refreshed from pod-resources
+  int destroyed = 0;  // duplicate live slots removed
   bool checkpoint_found = false;
   std::string checkpoint_corrupt;  // reason, when the checkpoint was corrupt
   std::string kept_aside;
@@ -80,9 +80,8 @@ struct ReconcileReport {
 
 class SlotManager {
  public:
-  SlotManager(ManagerOptions options, std::vector<alloc::GpuInfo> gpus,
-              slots::SlotBackend& backend, checkpoint::CheckpointStore& store,
-              podresources::PodResourcesSource* pod_resources,
+  SlotManager(ManagerOptions options, std::vector<alloc::GpuInfo> gpus, slots::SlotBackend& backend,
+              checkpoint::CheckpointStore& store, podresources::PodResourcesSource* pod_resources,
               std::unique_ptr<alloc::Placer> placer, Clock clock);
   // Writes the last state out before returning.
   ~SlotManager();
@@ -179,14 +178,14 @@ class SlotManager {
 
   mutable std::mutex mu_;
   mutable std::condition_variable changed_;
-  std::map<uint32_t, Tracked> slots_;       // by backend slot id; guarded by mu_
-  std::map<uint32_t, bool> gpu_healthy_;    // guarded by mu_
-  uint64_t generation_ = 1;                 // guarded by mu_
-  AllocationCounters counters_;             // guarded by mu_
+  std::map<uint32_t, Tracked> slots_;     // by backend slot id; guarded by mu_
+  std::map<uint32_t, bool> gpu_healthy_;  // guarded by mu_
+  uint64_t generation_ = 1;               // guarded by mu_
+  AllocationCounters counters_;           // guarded by mu_
   // Checkpoint writer. Lock order: mu_, then write_mu_ (the writer thread takes write_mu_ alone).
   std::vector<std::shared_ptr<const std::string>> pending_;  // guarded by mu_
-  uint64_t save_seq_ = 0;                                     // guarded by mu_
-  bool stopping_ = false;                                     // guarded by mu_
+  uint64_t save_seq_ = 0;                                    // guarded by mu_
+  bool stopping_ = false;                                    // guarded by mu_
   std::condition_variable writer_wake_;
   mutable std::condition_variable written_;
   std::mutex write_mu_;                   // one writer of the file at a time
