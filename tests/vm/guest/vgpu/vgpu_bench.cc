@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "vgpu_rm.h"
@@ -60,7 +61,9 @@ double Median(std::vector<double> v) {
 }
 
 void Measure(Target& direct, Target& proxy, uint32_t cmd, const char* name) {
-  const int kRounds = 15, kCalls = 2000;
+  // VGPU_BENCH_CALLS: fewer calls per batch on slow (KASAN) kernels.
+  const int kRounds = 15;
+  const int kCalls = getenv("VGPU_BENCH_CALLS") ? std::max(10, atoi(getenv("VGPU_BENCH_CALLS"))) : 2000;
   Batch(direct, cmd, 200);  // warm up both paths
   Batch(proxy, cmd, 200);
   std::vector<double> d, p, ratio;
