@@ -122,6 +122,7 @@ const std::vector<Flag>& Flags() {
       STR_FLAG("gpu-resource", gpu_resource, "whole-GPU resource name"),
       STR_FLAG("gpu-fixture", gpu_fixture, "JSON GPU description instead of discovery"),
       STR_FLAG("placement", placement, "firstfit | binpack | spread"),
+      STR_FLAG("cdi-spec-dir", cdi_spec_dir, "directory of per-slot CDI specs (with --cdi-kind)"),
       STR_FLAG("cdi-kind", cdi_kind, "CDI kind for device names (e.g. vgpu.io/slot); empty: off"),
       STR_FLAG("shim-library", shim_library, "host path of libvgpu-shim.so (shim enforcement)"),
       STR_FLAG("driver-library-dir", driver_library_dir,

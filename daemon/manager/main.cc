@@ -318,6 +318,7 @@ class Daemon {
                                                           : slots::UnknownPolicy::kAllowLog;
     opts.orphan_grace = std::chrono::seconds(cfg_.allocation_check_period_s);
     opts.cdi_kind = cfg_.cdi_kind;
+    opts.cdi_spec_dir = cfg_.cdi_spec_dir;
     opts.driver_library_dir = cfg_.DriverLibraryDir();
     opts.extra = std::move(*extra);
     if (const char* at = std::getenv("VGPU_MANAGER_CRASH_AT"); at != nullptr && *at != '\0') {

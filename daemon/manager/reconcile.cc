@@ -145,6 +145,14 @@ Result<ReconcileReport> SlotManager::Reconcile() {
     }
   }
   VGPU_RETURN_IF_ERROR(SaveNowLocked());
+  if (!options_.cdi_kind.empty()) {
+    for (const auto& [id, t] : slots_) {
+      Status s = WriteCdiSpec(t.record);
+      if (!s.ok()) {
+        LogWarn("event=cdi_spec_failed " + Describe(t.record) + " error=\"" + s.ToString() + "\"");
+      }
+    }
+  }
   if (!writer_.joinable()) {
     writer_ = std::thread([this] { WriterLoop(); });
   }

@@ -4,8 +4,11 @@
 #include <filesystem>
 #include <set>
 
+#include <nlohmann/json.hpp>
 #include "slot_manager_internal.h"
+
 #include "vgpu/manager/log.h"
+#include "vgpu/slots/shim_backend.h"
 
 namespace vgpu::manager {
 namespace {
@@ -198,6 +201,43 @@ SlotManager::~SlotManager() {
   }
 }
 
+std::string SlotManager::CdiSpecPath(uint32_t slot_id) const {
+  std::string kind = options_.cdi_kind;
+  std::replace(kind.begin(), kind.end(), '/', '-');
+  return options_.cdi_spec_dir + "/" + kind + "_slot" + std::to_string(slot_id) + ".json";
+}
+
+Status SlotManager::WriteCdiSpec(const SlotRecord& r) const {
+  // CDI SPEC.md: hostPath on deviceNodes needs cdiVersion >= 0.5.0; declare the lowest that
+  // covers the fields used, since loaders reject newer versions they do not know.
+  Grant g = MakeGrant(r);
+  nlohmann::json edits = {{"env", nlohmann::json::array()},
+                          {"deviceNodes", nlohmann::json::array()},
+                          {"mounts", nlohmann::json::array()}};
+  for (const auto& [k, v] : g.edits.envs) {
+    edits["env"].push_back(k + "=" + v);
+  }
+  for (const auto& d : g.edits.devices) {
+    edits["deviceNodes"].push_back({{"path", d.container_path},
+                                    {"hostPath", d.host_path},
+                                    {"permissions", d.permissions + "m"}});
+  }
+  for (const auto& m : g.edits.mounts) {
+    edits["mounts"].push_back(
+        {{"hostPath", m.host_path},
+         {"containerPath", m.container_path},
+         {"options", {m.read_only ? "ro" : "rw", "nosuid", "nodev", "bind"}}});
+  }
+  nlohmann::json spec = {
+      {"cdiVersion", "0.5.0"},
+      {"kind", options_.cdi_kind},
+      {"devices", {{{"name", "slot" + std::to_string(r.config.id)}, {"containerEdits", edits}}}}};
+  std::error_code ec;
+  std::filesystem::create_directories(options_.cdi_spec_dir, ec);
+  return slots::WriteFileAtomically(CdiSpecPath(r.config.id), spec.dump(2) + "\n")
+      .Annotate("CDI spec for slot " + std::to_string(r.config.id));
+}
+
 void SlotManager::BumpLocked() {
   ++generation_;
   changed_.notify_all();
@@ -252,6 +292,10 @@ Status SlotManager::DestroyLocked(uint32_t id, std::string_view reason) {
   }
   LogInfo("event=slot_destroyed " + Describe(it->second.record) + " reason=\"" +
           std::string(reason) + "\"");
+  if (!options_.cdi_kind.empty()) {
+    std::error_code ec;
+    std::filesystem::remove(CdiSpecPath(id), ec);
+  }
   bool exclusive = it->second.record.config.exclusive;
   uint32_t gpu = it->second.record.config.gpu;
   slots_.erase(it);
@@ -354,6 +398,9 @@ Result<Grant> SlotManager::AllocateMemoryLocked(const IdSet& set,
         VGPU_RETURN_IF_ERROR(SaveLocked());
       }
       LogInfo("event=allocate_reused " + Describe(t.record));
+      if (!options_.cdi_kind.empty() && !std::filesystem::exists(CdiSpecPath(id))) {
+        VGPU_RETURN_IF_ERROR(WriteCdiSpec(t.record));
+      }
       return MakeGrant(t.record);
     }
   }
@@ -421,6 +468,9 @@ Result<Grant> SlotManager::AllocateMemoryLocked(const IdSet& set,
     BumpLocked();
   }
   LogInfo("event=slot_created " + Describe(t.record));
+  if (!options_.cdi_kind.empty()) {
+    VGPU_RETURN_IF_ERROR(WriteCdiSpec(t.record));
+  }
   return MakeGrant(t.record);
 }
 
@@ -432,6 +482,9 @@ Result<Grant> SlotManager::AllocateWholeLocked(uint32_t gpu, const std::string& 
     }
     if (t.record.config.exclusive) {
       LogInfo("event=allocate_reused " + Describe(t.record));
+      if (!options_.cdi_kind.empty() && !std::filesystem::exists(CdiSpecPath(sid))) {
+        VGPU_RETURN_IF_ERROR(WriteCdiSpec(t.record));
+      }
       return MakeGrant(t.record);
     }
     return FailedPreconditionError("gpu" + std::to_string(gpu) + " is shared by slot " +
@@ -465,6 +518,9 @@ Result<Grant> SlotManager::AllocateWholeLocked(uint32_t gpu, const std::string& 
   }
   BumpLocked();
   LogInfo("event=slot_created " + Describe(t.record));
+  if (!options_.cdi_kind.empty()) {
+    VGPU_RETURN_IF_ERROR(WriteCdiSpec(t.record));
+  }
   return MakeGrant(t.record);
 }
 

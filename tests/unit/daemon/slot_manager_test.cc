@@ -67,6 +67,7 @@ class SlotManagerTest : public ::testing::Test {
     ManagerOptions o;
     o.orphan_grace = std::chrono::seconds(30);
     o.cdi_kind = "vgpu.io/slot";
+    o.cdi_spec_dir = (dir_ / "cdi").string();
     auto placer = alloc::MakePlacer(placement, gpus_);
     EXPECT_TRUE(placer.ok());
     auto m = std::make_unique<SlotManager>(o, gpus_, backend_, *store_, &pods_, std::move(*placer),
@@ -109,6 +110,17 @@ TEST_F(SlotManagerTest, MemoryIdsDefineTheSlot) {
   EXPECT_EQ(g->annotations.at(kMem), std::to_string(3 * kUnit));
   ASSERT_EQ(g->cdi_devices.size(), 1u);
   EXPECT_EQ(g->cdi_devices[0], "vgpu.io/slot=slot" + std::to_string(snap[0].config.id));
+  // The CDI spec the runtime resolves that name against.
+  fs::path spec =
+      dir_ / "cdi" / ("vgpu.io-slot_slot" + std::to_string(snap[0].config.id) + ".json");
+  {
+    std::ifstream in(spec);
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    EXPECT_NE(text.find("\"cdiVersion\": \"0.5.0\""), std::string::npos) << text;
+    EXPECT_NE(text.find("\"name\": \"slot" + std::to_string(snap[0].config.id) + "\""),
+              std::string::npos);
+    EXPECT_NE(text.find("\"hostPath\": \"/dev/fake-vgpu"), std::string::npos) << text;
+  }
   // Same IDs again (init container reuse, kubelet retry): same slot, no new backend slot.
   auto again = m->Allocate(ResourceKind::kMemory, {ids[2], ids[0], ids[1]});
   ASSERT_TRUE(again.ok());

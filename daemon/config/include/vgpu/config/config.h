@@ -43,6 +43,7 @@ struct Config {
   std::string gpu_resource = "tencent.com/vcuda-gpu";
   std::string gpu_fixture;  // JSON GPU description instead of discovery
   std::string placement = "firstfit";
+  std::string cdi_spec_dir = "/var/run/cdi";  // where per-slot CDI specs are written
   std::string cdi_kind;            // e.g. "vgpu.io/slot"; empty: no CDI device names
   std::string shim_library;        // host path of libvgpu-shim.so (shim enforcement)
   std::string driver_library_dir;  // default <virtual-manager-path>/vdriver/nvidia

@@ -45,6 +45,10 @@ struct ManagerOptions {
   slots::UnknownPolicy unknown_policy = slots::UnknownPolicy::kRefuse;
   std::chrono::seconds orphan_grace{30};  // --allocation-check-period
   std::string cdi_kind;                   // "vendor.com/class"; empty: no CDI names
+  // With cdi_kind: each slot's edits are also written as a CDI spec (cdiVersion 0.5.0, one
+  // device "slot<ID>") into this directory, so runtimes that resolve CDI names find them
+  // (shared/reference/device-plugin-api.md §5); removed with the slot.
+  std::string cdi_spec_dir = "/var/run/cdi";
   std::string driver_library_dir;         // mounted at /usr/local/nvidia when it exists
   slots::ContainerEdits extra;            // --extra-config, added to every container
   // Test seam for crash-consistency tests: called at named points ("after-slot-create",
@@ -161,6 +165,8 @@ class SlotManager {
   std::vector<std::shared_ptr<const std::string>> EncodeLocked();
   void WriterLoop();
   Grant MakeGrant(const slots::SlotRecord& r) const;
+  std::string CdiSpecPath(uint32_t slot_id) const;
+  Status WriteCdiSpec(const slots::SlotRecord& r) const;
   std::vector<alloc::GpuLoad> LoadsLocked() const;
   Status DestroyLocked(uint32_t id, std::string_view reason);
   Status LinkLocked(Tracked& t, const podresources::ContainerAssignment& owner, bool* changed);
