@@ -41,10 +41,19 @@ void fake_nvml_push_xid(int device, unsigned long long xid) {
 void fake_nvml_set_lost(int device, int value) { lost[device] = value; }
 int fake_nvml_initialized(void) { return initialized; }
 
-int nvmlInit_v2(void) { initialized = 1; return 0; }
-int nvmlShutdown(void) { initialized = 0; return 0; }
+int nvmlInit_v2(void) {
+  initialized = 1;
+  return 0;
+}
+int nvmlShutdown(void) {
+  initialized = 0;
+  return 0;
+}
 const char* nvmlErrorString(int rc) { return rc == 15 ? "GPU is lost" : "fake NVML error"; }
-int nvmlDeviceGetCount_v2(unsigned* count) { *count = 2; return 0; }
+int nvmlDeviceGetCount_v2(unsigned* count) {
+  *count = 2;
+  return 0;
+}
 int nvmlDeviceGetHandleByIndex_v2(unsigned i, void** dev) {
   if (i >= 2) return 2; /* NVML_ERROR_INVALID_ARGUMENT */
   *dev = &devices[i];
@@ -112,7 +121,10 @@ int nvmlDeviceGetMemoryInfo(void* dev, unsigned long long* mem) {
   mem[2] = 0;
   return 0;
 }
-int nvmlEventSetCreate(void** set) { *set = &event_set_token; return 0; }
+int nvmlEventSetCreate(void** set) {
+  *set = &event_set_token;
+  return 0;
+}
 int nvmlDeviceRegisterEvents(void* dev, unsigned long long types, void* set) {
   (void)dev;
   return (types == 0x8ULL && set == &event_set_token) ? 0 : 2;
@@ -137,4 +149,7 @@ int nvmlEventSetWait_v2(void* set, fake_event_data* data, unsigned timeout_ms) {
     nanosleep(&ms, NULL);
   }
 }
-int nvmlEventSetFree(void* set) { (void)set; return 0; }
+int nvmlEventSetFree(void* set) {
+  (void)set;
+  return 0;
+}
