@@ -403,19 +403,26 @@ static u32 nvsim_ctrl_fb_info_v2(struct nvsim_ctrl_ctx *x, void *buf)
 static u32 nvsim_ctrl_fb_info_v1(struct nvsim_ctrl_ctx *x, void *buf)
 {
 	struct nv2080_fb_get_info_params *p = buf;
-	struct nv2080_fb_info list[NV2080_CTRL_FB_INFO_MAX_LIST_SIZE];
 	size_t n = p->fbInfoListSize;
+	struct nv2080_fb_info *list;
+	u32 status = NV_ERR_INVALID_POINTER; /* approx */
 	size_t i;
 
 	if (!n || n > NV2080_CTRL_FB_INFO_MAX_LIST_SIZE)
 		return NV_ERR_INVALID_ARGUMENT;
-	if (nvsim_copy_in(x->c, list, p->fbInfoList, n * sizeof(list[0])))
-		return NV_ERR_INVALID_POINTER; /* approx */
+	list = kcalloc(n, sizeof(*list), GFP_KERNEL);
+	if (!list)
+		return NV_ERR_NO_MEMORY;
+	if (nvsim_copy_in(x->c, list, p->fbInfoList, n * sizeof(*list)))
+		goto out;
 	for (i = 0; i < n; i++)
 		nvsim_fb_value(x->gpu, list[i].index, &list[i].data);
-	if (nvsim_copy_out(x->c, p->fbInfoList, list, n * sizeof(list[0])))
-		return NV_ERR_INVALID_POINTER;
-	return NV_OK;
+	if (nvsim_copy_out(x->c, p->fbInfoList, list, n * sizeof(*list)))
+		goto out;
+	status = NV_OK;
+out:
+	kfree(list);
+	return status;
 }
 
 /* Video memory a client holds on one GPU. */
