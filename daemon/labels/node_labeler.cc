@@ -196,7 +196,7 @@ Status NodeLabeler::Apply(const std::string& node_name, const LabelSet& labels,
         case 403:
           return PermissionDeniedError(msg + " (does the ClusterRole allow nodes patch?)");
         case 404:
-          return NotFoundError(msg + " (is --node-name the Node's name?)");
+          return NotFoundError(msg + " (is --hostname-override the Node's name?)");
         default:
           return InvalidArgumentError(msg);
       }

@@ -21,7 +21,7 @@ class Server;
 namespace vgpu::metrics {
 
 struct ExporterOptions {
-  std::string node_name;                 // --node-name; labels every series
+  std::string node_name;                 // --hostname-override; labels every series
   std::string bind_address = "0.0.0.0";  // where --query-port listens
   int port = 0;                          // --query-port; 0 picks a free port (tests)
   std::chrono::milliseconds sample_period{std::chrono::seconds(5)};  // --sample-period

@@ -43,7 +43,7 @@ struct ExporterCounters {
   double last_sample_unix_seconds = 0;
 };
 
-// Renders the node's metrics. node_name labels every series (the manager's --node-name).
+// Renders the node's metrics. node_name labels every series (the manager's --hostname-override).
 std::string RenderNodeMetrics(std::string_view node_name, const NodeSnapshot& snapshot,
                               const ExporterCounters& self);
 
