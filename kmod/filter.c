@@ -393,8 +393,8 @@ int vgpu_filter_mmap(struct vgpu_file *vf, struct vm_area_struct *vma)
 
 	if (vf->kind != VGPU_NODE_UVM)
 		return 0;
-	err = vcore_uvm_mmap_allowed(vf->slot->filter->core,
-				     vma->vm_end - vma->vm_start);
+	err = vcore_uvm_file_mmap_allowed(vf->filter->core,
+					  vma->vm_end - vma->vm_start);
 	if (err) {
 		pr_warn_ratelimited("slot %u pid %d (%s): managed-memory mmap "
 				    "of %lu bytes refused by policy\n",

@@ -429,3 +429,21 @@ int vcore_uvm_mmap_allowed(struct vcore_slot *slot, vcore_u64 length)
 			   (unsigned long long)length);
 	return ret;
 }
+
+int vcore_uvm_file_mmap_allowed(struct vcore_file *file, vcore_u64 length)
+{
+	struct vcore_slot *slot;
+	vcore_u32 earlier;
+
+	if (!file || file->kind != VCORE_FILE_UVM)
+		return -VCORE_EINVAL;
+	slot = file->slot;
+	vcore_lock(slot);
+	earlier = file->uvm_mmaps;
+	if (file->uvm_mmaps != (vcore_u32)-1)
+		file->uvm_mmaps++;
+	vcore_unlock(slot);
+	if (earlier == 0 && length <= VCORE_UVM_CONTEXT_MAPPING_BYTES)
+		return 0;
+	return vcore_uvm_mmap_allowed(slot, length);
+}

@@ -219,6 +219,17 @@ int vcore_driver_version_supported(const char *version, char *msg,
 /* Managed memory: may this slot mmap /dev/nvidia-uvm? 0 or -VCORE_EPERM.
  * Counted as a denial when refused. */
 int vcore_uvm_mmap_allowed(struct vcore_slot *slot, vcore_u64 length);
+/*
+ * The same question for one mmap of one UVM file, which is what hosts ask:
+ * libcuda's context creation maps 2 MiB of /dev/nvidia-uvm as the first mmap
+ * of that file, before any allocation is possible (measured on the H200 with
+ * 580.159.04, docs/results/shim-h200.md: refusing it fails every CUDA
+ * context). That one mapping is allowed; every later UVM mmap of the file is
+ * managed memory and follows vcore_uvm_mmap_allowed(). 0 or -VCORE_EPERM;
+ * -VCORE_EINVAL for a file that is not a UVM file.
+ */
+#define VCORE_UVM_CONTEXT_MAPPING_BYTES (2ull << 20)
+int vcore_uvm_file_mmap_allowed(struct vcore_file *file, vcore_u64 length);
 
 /* Per-slot counters (for genl stats, metrics and vgpu-trace replay). */
 #define VCORE_UNKNOWN_SLOTS 16

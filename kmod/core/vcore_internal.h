@@ -136,6 +136,7 @@ struct vcore_file {
 	struct vcore_slot *slot;
 	enum vcore_file_kind kind;
 	void *host_priv;
+	vcore_u32 uvm_mmaps; /* mmaps asked of this UVM file; slot lock */
 	struct vcore_file *next;
 	struct vcore_file *prev;
 };

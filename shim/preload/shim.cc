@@ -176,7 +176,7 @@ bool AttachFile(int fd, DevKind kind) {
     Logf(LogLevel::kError, "cannot track fd %d (out of memory): refused", fd);
     return false;
   }
-  auto* f = new ShimFile{vf, kind, {1}, {0}};
+  auto* f = new ShimFile{vf, kind, {1}};
   ShimFile* old = fd < kMaxFiles ? files[fd].exchange(f) : nullptr;
   if (old != nullptr && old->refs.fetch_sub(1) == 1) {
     vcore_file_close(old->core);  // a stale record (fd closed behind our back)
@@ -606,20 +606,14 @@ VSHIM_EXPORT int fcntl(int fd, int cmd, ...) {
 }
 VSHIM_EXPORT int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
 
-// libcuda's own context mapping: cuInit/context creation maps 2 MiB of /dev/nvidia-uvm, the
-// first mmap on that file, before any allocation is possible (measured on the H200 with
-// 580.159.04, docs/results/shim-h200.md; refusing it fails context creation with
-// cudaErrorDevicesUnavailable). Every later UVM mmap is managed memory (abi.md §4.2, §7).
-constexpr size_t kContextUvmMapping = 2u << 20;
-
+// Managed memory is an mmap of /dev/nvidia-uvm (abi.md §4.2, §7); the core allows the one
+// context mapping libcuda makes first on each UVM file (vcore_uvm_file_mmap_allowed).
 VSHIM_EXPORT void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
   if (fd >= 0 && ProcessFdTable().Get(fd) == DevKind::kUvm && !vs::Passthrough()) {
     vs::ShimState* st = vs::CurrentState();
     vs::ShimFile* f = fd < vs::kMaxFiles ? vs::files[fd].load(std::memory_order_acquire) : nullptr;
-    bool context_mapping =
-        f != nullptr && f->uvm_mmaps.fetch_add(1) == 0 && len <= kContextUvmMapping;
-    if (!context_mapping && st != nullptr && st->slot != nullptr &&
-        vcore_uvm_mmap_allowed(st->slot, static_cast<vcore_u64>(len)) != 0) {
+    if (f != nullptr && st != nullptr && st->slot != nullptr &&
+        vcore_uvm_file_mmap_allowed(f->core, static_cast<vcore_u64>(len)) != 0) {
       vs::ReportRefusal(st, "managed-memory mmap of /dev/nvidia-uvm", 0, 0, len,
                         "managed memory is refused under this slot's policy");
       errno = ENOMEM;

@@ -22,7 +22,6 @@ struct ShimFile {
   vcore_file* core;
   DevKind kind;
   std::atomic<int> refs;
-  std::atomic<int> uvm_mmaps{0};  // mmaps made through this UVM file so far
 };
 
 struct ShimState {

@@ -315,8 +315,14 @@ TEST(Forwarding, UvmNodeRegisterGpuAndManagedPolicy) {
   ASSERT_EQ(ioctl(uvm, UVM_REGISTER_GPU, &rp), 0) << strerror(errno);
   EXPECT_EQ(rp.rmStatus, NV_OK) << "the real file behind our /dev/vgpuN is seen";
   EXPECT_EQ(rp.rmCtrlFd, ctl);
-  // A memory quota defaults the managed-memory policy to refuse.
+  // The first mmap (<= 2 MiB) of a UVM file is libcuda's context mapping: the filter lets it
+  // reach the driver (nvsim's UVM node has no mmap, hence ENODEV) and counts no denial.
   void* va = mmap(nullptr, 2 * kMiB, PROT_READ | PROT_WRITE, MAP_SHARED, uvm, 0);
+  EXPECT_EQ(va, MAP_FAILED);
+  EXPECT_EQ(errno, ENODEV) << "the context mapping went to the driver";
+  EXPECT_EQ(slot.Stat(VGPU_STAT_MANAGED_DENIALS), 0u);
+  // Every later one is managed memory; a memory quota defaults the policy to refuse.
+  va = mmap(nullptr, 2 * kMiB, PROT_READ | PROT_WRITE, MAP_SHARED, uvm, 0);
   EXPECT_EQ(va, MAP_FAILED);
   EXPECT_EQ(errno, EPERM);
   EXPECT_GE(slot.Stat(VGPU_STAT_MANAGED_DENIALS), 1u);
