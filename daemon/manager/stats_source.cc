@@ -1,5 +1,9 @@
 #include "vgpu/manager/stats_source.h"
 
+#include <string>
+
+#include "vgpu/manager/log.h"
+
 namespace vgpu::manager {
 
 Result<metrics::NodeSnapshot> SlotManagerStatsSource::Snapshot() {
@@ -28,6 +32,25 @@ Result<metrics::NodeSnapshot> SlotManagerStatsSource::Snapshot() {
     s.container = r.container;
     s.memory_quota_bytes = r.config.memory_quota_bytes;
     s.core_share_ratio = r.config.compute_share_percent / 100.0;
+    // One slot's unreadable counters must not fail the scrape: its usage stays 0.
+    auto usage = slots_.SlotUsage(r.config.id);
+    {
+      std::lock_guard lock(usage_log_mu_);
+      if (usage.ok()) {
+        usage_failing_.erase(r.config.id);
+      } else if (usage_failing_.insert(r.config.id).second) {
+        LogWarn("event=slot_usage_failed slot=" + std::to_string(r.config.id) +
+                " backend=" + std::string(slots_.backend_kind()) + " error=\"" +
+                usage.status().ToString() + "\"");
+      }
+    }
+    if (usage.ok()) {
+      s.memory_charged_bytes = usage->memory_charged_bytes;
+      s.memory_peak_bytes = usage->memory_peak_bytes;
+      s.memory_denials = usage->memory_denials;
+      // usage->unknown_ioctls is a total; vgpu_slot_unknown_ioctls_total is labelled by
+      // (kind, number), which no backend reports yet, so it is not exported from here.
+    }
     node.slots.push_back(std::move(s));
   }
   auto counters = slots_.Counters();

@@ -70,6 +70,32 @@ void FakeSlotBackend::FailNextDestroy(Status s) {
   fail_destroy_ = std::move(s);
 }
 
+Result<SlotUsage> FakeSlotBackend::Usage(uint32_t id) {
+  std::lock_guard lock(mu_);
+  if (slots_.count(id) == 0) {
+    return NotFoundError("fake slot " + std::to_string(id) + " does not exist");
+  }
+  if (auto f = fail_usage_.find(id); f != fail_usage_.end()) {
+    return f->second;
+  }
+  auto it = usage_.find(id);
+  return it == usage_.end() ? SlotUsage{} : it->second;
+}
+
+void FakeSlotBackend::SetUsage(uint32_t id, SlotUsage usage) {
+  std::lock_guard lock(mu_);
+  usage_[id] = usage;
+}
+
+void FakeSlotBackend::FailUsage(uint32_t id, Status s) {
+  std::lock_guard lock(mu_);
+  if (s.ok()) {
+    fail_usage_.erase(id);
+  } else {
+    fail_usage_[id] = std::move(s);
+  }
+}
+
 int FakeSlotBackend::creates() const {
   std::lock_guard lock(mu_);
   return creates_;

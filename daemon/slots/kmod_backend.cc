@@ -96,4 +96,19 @@ ContainerEdits KmodSlotBackend::Edits(const SlotConfig& c) const {
   return e;
 }
 
+Result<SlotUsage> KmodSlotBackend::Usage(uint32_t id) {
+  std::lock_guard lock(mu_);
+  auto info = client_->GetSlot(id);
+  if (!info.ok()) {
+    return info.status();
+  }
+  // The module's per-slot counters (uapi/vgpu_genl.h enum vgpu_stat).
+  SlotUsage u;
+  u.memory_charged_bytes = info->stats[VGPU_STAT_MEM_CHARGED];
+  u.memory_peak_bytes = info->stats[VGPU_STAT_MEM_PEAK];
+  u.memory_denials = info->stats[VGPU_STAT_MEM_DENIALS];
+  u.unknown_ioctls = info->stats[VGPU_STAT_UNKNOWN_IOCTLS];
+  return u;
+}
+
 }  // namespace vgpu::slots

@@ -1,6 +1,7 @@
 #include "vgpu/slots/shim_backend.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <sstream>
 #include <utility>
 
+#include "shim/preload/ledger.h"
 #include "vgpu/slots/slot_config_file.h"
 
 namespace vgpu::slots {
@@ -193,6 +195,70 @@ ContainerEdits ShimSlotBackend::Edits(const SlotConfig& c) const {
     e.envs["LD_PRELOAD"] = options_.shim_library_container;
   }
   return e;
+}
+
+fs::path ShimSlotBackend::LedgerPath(uint32_t id) const { return SlotDir(id) / "ledger"; }
+
+Result<SlotUsage> ShimSlotBackend::Usage(uint32_t id) {
+  using shim::LedgerFile;
+  const fs::path path = LedgerPath(id);
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (fd.get() < 0) {
+    if (errno == ENOENT) {
+      return SlotUsage{};  // no process of the slot has run under the shim yet
+    }
+    return ErrnoError("open ledger " + path.string(), errno);
+  }
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) {
+    return ErrnoError("stat ledger " + path.string(), errno);
+  }
+  if (st.st_size == 0) {
+    return SlotUsage{};  // a shim is creating it right now (SharedLedger::Open sizes it next)
+  }
+  if (static_cast<uint64_t>(st.st_size) < sizeof(LedgerFile)) {
+    return DataLossError("ledger " + path.string() + " is " + std::to_string(st.st_size) +
+                         " bytes, a version " + std::to_string(LedgerFile::kVersion) +
+                         " ledger is " + std::to_string(sizeof(LedgerFile)));
+  }
+  // pread into a private copy rather than mmap: a file truncated under us then reads short
+  // instead of raising SIGBUS in the daemon. No lock: every field is a single aligned store
+  // (ledger.h), so the copy is a snapshot, at worst a moment stale.
+  auto file = std::make_unique<LedgerFile>();
+  auto* out = reinterpret_cast<char*>(file.get());
+  size_t done = 0;
+  while (done < sizeof(LedgerFile)) {
+    ssize_t n = ::pread(fd.get(), out + done, sizeof(LedgerFile) - done, done);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n < 0) {
+      return ErrnoError("read ledger " + path.string(), errno);
+    }
+    if (n == 0) {
+      return DataLossError("ledger " + path.string() + " shrank while being read");
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (file->magic == 0) {
+    return SlotUsage{};  // sized but not yet initialized by the shim that created it
+  }
+  if (file->magic != LedgerFile::kMagic || file->version != LedgerFile::kVersion ||
+      file->max_entries != LedgerFile::kMaxEntries) {
+    return DataLossError("ledger " + path.string() + " is not a version " +
+                         std::to_string(LedgerFile::kVersion) + " shim ledger");
+  }
+  // Every member's charge counts. Liveness is not checked here: the entries hold pids of the
+  // container's PID namespace, which mean other processes in the daemon's; the shim reaps its
+  // dead members itself before any refusal or read of the total.
+  SlotUsage u;
+  for (const auto& e : file->entries) {
+    if (e.in_use) {
+      u.memory_charged_bytes += e.charged;
+    }
+  }
+  u.memory_peak_bytes = std::max(file->peak, u.memory_charged_bytes);
+  return u;
 }
 
 }  // namespace vgpu::slots

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "shim/preload/ledger.h"
 #include "vgpu/alloc/device_ids.h"
 #include "vgpu/checkpoint/checkpoint.h"
 #include "vgpu/slots/shim_backend.h"
@@ -152,6 +153,54 @@ TEST(ShimBackendTest, ListReportsACorruptConfigByPath) {
   auto list = backend.List();
   ASSERT_FALSE(list.ok());
   EXPECT_NE(list.status().message().find("0/config"), std::string::npos);
+}
+
+// The manager reads the ledger the shim writes (shim/preload/ledger.h), with the shim's own
+// SharedLedger as the writer, so a layout change on either side breaks this test.
+TEST(ShimBackendTest, UsageReadsTheShimsLedger) {
+  TempDir dir;
+  slots::ShimSlotBackend backend({dir.path(), ""});
+  slots::SlotConfig c;
+  c.name = "g0-m1-n4";
+  c.memory_quota_bytes = 1ull << 30;
+  auto id = backend.Create(c);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  auto none = backend.Usage(*id);  // no process has run yet: no ledger, zero usage
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_EQ(*none, slots::SlotUsage{});
+
+  std::string err;
+  auto ledger = shim::SharedLedger::Open(backend.LedgerPath(*id).string(), &err);
+  ASSERT_NE(ledger, nullptr) << err;
+  ASSERT_TRUE(ledger->Attach());
+  ASSERT_EQ(ledger->TryCharge(3ull << 20, c.memory_quota_bytes), 0);
+  ASSERT_EQ(ledger->TryCharge(5ull << 20, c.memory_quota_bytes), 0);
+  ledger->Uncharge(5ull << 20);
+  auto u = backend.Usage(*id);
+  ASSERT_TRUE(u.ok()) << u.status().ToString();
+  EXPECT_EQ(u->memory_charged_bytes, 3ull << 20);
+  EXPECT_EQ(u->memory_peak_bytes, 8ull << 20);
+  EXPECT_EQ(u->memory_denials, 0u);  // the ledger does not count refusals
+
+  ledger->Detach();  // clean exit: the charge leaves the slot, the peak stays
+  u = backend.Usage(*id);
+  ASSERT_TRUE(u.ok()) << u.status().ToString();
+  EXPECT_EQ(u->memory_charged_bytes, 0u);
+  EXPECT_EQ(u->memory_peak_bytes, 8ull << 20);
+}
+
+TEST(ShimBackendTest, UsageNamesACorruptLedger) {
+  TempDir dir;
+  slots::ShimSlotBackend backend({dir.path(), ""});
+  auto id = backend.Create(slots::SlotConfig{});
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  const std::string path = backend.LedgerPath(*id).string();
+  for (size_t size : {size_t{64}, sizeof(shim::LedgerFile)}) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << std::string(size, 'x');
+    auto u = backend.Usage(*id);
+    ASSERT_FALSE(u.ok()) << size;
+    EXPECT_NE(u.status().ToString().find(path), std::string::npos) << u.status().ToString();
+  }
 }
 
 TEST(CheckpointTest, SaveLoadRoundTrip) {

@@ -4,10 +4,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "vgpu/manager/control_api.h"
+#include "vgpu/manager/stats_source.h"
+#include "vgpu/metrics/prometheus_text.h"
 #include "vgpu/slots/fake_backend.h"
 
 namespace vgpu::manager {
@@ -418,6 +422,55 @@ TEST_F(SlotManagerTest, ControlApiCreatesListsDeletesInStandaloneOnly) {
       *m, true, R"({"op":"delete","id":)" + std::to_string(snap[0].config.id) + "}");
   EXPECT_NE(del.find(R"("ok":true)"), std::string::npos) << del;
   EXPECT_TRUE(m->Snapshot().empty());
+}
+
+// The exporter's per-slot usage comes from the backend: what the backend reports is what a
+// scrape shows, and one slot's failing read leaves that slot at zero without failing the rest.
+TEST_F(SlotManagerTest, StatsCarryTheBackendsUsage) {
+  auto m = Make();
+  auto a = m->CreateManual(0, 1ull << 30, 25, "a");
+  auto b = m->CreateManual(1, 1ull << 30, 25, "b");
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  backend_.SetUsage(a->config.id, {123456789, 234567890, 7, 0});
+  backend_.SetUsage(b->config.id, {5, 6, 1, 0});
+  backend_.FailUsage(b->config.id, InternalError("counters unreadable"));
+  std::atomic<uint64_t> registrations{0};
+  SlotManagerStatsSource source(*m, registrations);
+  auto snap = source.Snapshot();
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  ASSERT_EQ(snap->slots.size(), 2u);
+  for (const auto& s : snap->slots) {
+    if (s.slot == std::to_string(a->config.id)) {
+      EXPECT_EQ(s.memory_charged_bytes, 123456789u);
+      EXPECT_EQ(s.memory_peak_bytes, 234567890u);
+      EXPECT_EQ(s.memory_denials, 7u);
+    } else {
+      EXPECT_EQ(s.memory_charged_bytes, 0u);
+      EXPECT_EQ(s.memory_denials, 0u);
+    }
+  }
+  std::string text = metrics::RenderNodeMetrics("node-1", *snap, {});
+  const std::string slot_a = "slot=\"" + std::to_string(a->config.id) + "\"";
+  bool charged_seen = false;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("vgpu_slot_memory_charged_bytes{", 0) == 0 &&
+        line.find(slot_a) != std::string::npos) {
+      charged_seen = true;
+      EXPECT_EQ(line.substr(line.rfind(' ') + 1), "123456789") << line;
+    }
+  }
+  EXPECT_TRUE(charged_seen) << text;
+
+  backend_.FailUsage(b->config.id, OkStatus());  // recovered: its real usage shows again
+  snap = source.Snapshot();
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  for (const auto& s : snap->slots) {
+    if (s.slot == std::to_string(b->config.id)) {
+      EXPECT_EQ(s.memory_charged_bytes, 5u);
+    }
+  }
 }
 
 }  // namespace

@@ -128,6 +128,9 @@ class SlotManager {
 
   // Read-only view for metrics, the control API and tests; in id order.
   std::vector<slots::SlotRecord> Snapshot() const;
+  // The enforcement backend's counters for slot `id` (metrics). Not under mu_: the backend
+  // serializes itself, and a slot destroyed meanwhile just reads as an error.
+  Result<slots::SlotUsage> SlotUsage(uint32_t id) const { return backend_.Usage(id); }
 
   struct AllocationCounters {
     uint64_t allocations = 0;          // Allocate calls that succeeded

@@ -1,9 +1,13 @@
 // SlotManager as the metrics exporter's StatsSource: slots, GPUs and node counters from the
-// manager's read-only snapshot. Memory charged/peak, denials and busy/throttled time come from
-// the enforcement backend (vgpu.ko stats or the shim's ledgers) and are not read here yet.
+// manager's read-only snapshot, plus each slot's memory charged/peak, denials and unknown
+// ioctls from the enforcement backend (SlotBackend::Usage: vgpu.ko's stats or the shim's
+// ledger). Busy/throttled time is not known by any backend yet and stays 0.
 #pragma once
 
 #include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <set>
 
 #include "vgpu/manager/slot_manager.h"
 #include "vgpu/metrics/stats_source.h"
@@ -19,6 +23,10 @@ class SlotManagerStatsSource final : public metrics::StatsSource {
  private:
   const SlotManager& slots_;
   const std::atomic<uint64_t>& registrations_;
+  // Slots whose usage read failed and has been logged; cleared when a read succeeds again, so
+  // a persistent failure logs once rather than every sample period.
+  std::mutex usage_log_mu_;
+  std::set<uint32_t> usage_failing_;  // guarded by usage_log_mu_
 };
 
 }  // namespace vgpu::manager

@@ -27,6 +27,7 @@ class KmodSlotBackend final : public SlotBackend {
   Status Destroy(uint32_t id) override;
   Result<std::vector<SlotConfig>> List() override;
   ContainerEdits Edits(const SlotConfig& config) const override;
+  Result<SlotUsage> Usage(uint32_t id) override;
 
  private:
   explicit KmodSlotBackend(std::unique_ptr<kmod::Client> client);

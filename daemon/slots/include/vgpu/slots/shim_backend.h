@@ -26,8 +26,13 @@ class ShimSlotBackend final : public SlotBackend {
   Status Destroy(uint32_t id) override;
   Result<std::vector<SlotConfig>> List() override;
   ContainerEdits Edits(const SlotConfig& config) const override;
+  // Reads <slot dir>/ledger, the shim's shared ledger, read-only and without its lock (a
+  // snapshot, at worst a moment stale). Missing ledger = no process has charged yet = zero.
+  Result<SlotUsage> Usage(uint32_t id) override;
 
   std::filesystem::path SlotDir(uint32_t id) const;
+  // Where the shim keeps slot `id`'s ledger: "ledger" beside the config (shim/preload/config.cc).
+  std::filesystem::path LedgerPath(uint32_t id) const;
 
  private:
   Status WriteConfig(const SlotConfig& config);

@@ -60,6 +60,19 @@ struct ContainerEdits {
   std::map<std::string, std::string> envs;
 };
 
+// What the enforcement backend has counted for one slot. Fields a backend does not know stay
+// zero: the shim's ledger (shim/preload/ledger.h) holds charged bytes and peak only, so its
+// denials are 0; vgpu.ko (uapi/vgpu_genl.h VGPU_STAT_*) knows all three plus the unknown-ioctl
+// count. Busy/throttled time is known by neither backend here and is not part of this struct.
+struct SlotUsage {
+  uint64_t memory_charged_bytes = 0;  // bytes charged to the slot's live processes now
+  uint64_t memory_peak_bytes = 0;     // highest charge seen over the slot's life
+  uint64_t memory_denials = 0;        // allocations refused for the quota (kmod only)
+  uint64_t unknown_ioctls = 0;        // ioctls the ABI table does not know (kmod only)
+
+  bool operator==(const SlotUsage&) const = default;
+};
+
 class SlotBackend {
  public:
   virtual ~SlotBackend() = default;
@@ -73,6 +86,9 @@ class SlotBackend {
   // Every live slot, in id order.
   virtual Result<std::vector<SlotConfig>> List() = 0;
   virtual ContainerEdits Edits(const SlotConfig& config) const = 0;
+  // The backend's counters for live slot `id`. A slot with nothing counted yet reads as zero
+  // usage; an unreadable or corrupt source is an error naming it.
+  virtual Result<SlotUsage> Usage(uint32_t id) = 0;
 };
 
 }  // namespace vgpu::slots
