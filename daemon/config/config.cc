@@ -81,6 +81,8 @@ const std::vector<Flag>& Flags() {
       STR_FLAG("extra-config", extra_config,
                "JSON {\"devices\": [...], \"envs\": {...}} added to every container"),
       STR_FLAG("volume-config", volume_config, "driver-library volume description file"),
+      STR_FLAG("driver-root", driver_root,
+               "host root as seen by the manager (where driver files are found), e.g. /host"),
       INT_FLAG("query-port", query_port, "metrics/query HTTP port, 0 disables"),
       STR_FLAG("kubeconfig", kubeconfig, "kubeconfig file (out-of-cluster API access)"),
       BOOL_FLAG("standalone", standalone, "run without a kubelet; slots come from the control API"),
@@ -330,6 +332,7 @@ Status Validate(const Config& c) {
       }
     }
   }
+  VGPU_RETURN_IF_ERROR(CheckAbsolute("driver-root", c.driver_root));
   VGPU_RETURN_IF_ERROR(CheckAbsolute("virtual-manager-path", c.virtual_manager_path));
   VGPU_RETURN_IF_ERROR(CheckAbsolute("device-plugin-path", c.device_plugin_path));
   VGPU_RETURN_IF_ERROR(CheckAbsolute("checkpoint-path", c.checkpoint_path));

@@ -150,6 +150,7 @@ class Daemon {
         return vc.status();
       }
       volumes::MirrorOptions mo;
+      mo.driver_root = cfg_.driver_root;
       mo.shim_mode = config::ResolveEnforcement(cfg_) == config::Enforcement::kShim &&
                      !cfg_.shim_library.empty();
       mo.shim_library = cfg_.shim_library;

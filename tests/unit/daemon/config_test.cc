@@ -16,17 +16,19 @@ TEST(ConfigTest, DefaultsValidate) {
   EXPECT_TRUE(Validate(*c).ok());
   EXPECT_EQ(c->KubeletSocket(), "/var/lib/kubelet/device-plugins/kubelet.sock");
   EXPECT_EQ(c->memory_unit_bytes, 256ull << 20);
+  EXPECT_EQ(c->driver_root, "/");
 }
 
 TEST(ConfigTest, FlagFormsAndBooleans) {
   auto c = ParseArgs({"--standalone", "--query-port", "9000", "--share-mode=false",
-                      "--memory-unit=512Mi", "--enforcement=shim"});
+                      "--memory-unit=512Mi", "--enforcement=shim", "--driver-root=/host"});
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_TRUE(c->standalone);
   EXPECT_EQ(c->query_port, 9000);
   EXPECT_FALSE(c->share_mode);
   EXPECT_EQ(c->memory_unit_bytes, 512ull << 20);
   EXPECT_EQ(c->enforcement, Enforcement::kShim);
+  EXPECT_EQ(c->driver_root, "/host");
 }
 
 TEST(ConfigTest, ErrorsNameTheFlag) {
@@ -53,6 +55,7 @@ TEST(ConfigTest, ErrorsNameTheFlag) {
       {{"--node-labels=a=b,broken"}, "--node-labels"},
       {{"--hostname-override=Bad_Name"}, "--hostname-override"},
       {{"--checkpoint-path=relative/dir"}, "--checkpoint-path"},
+      {{"--driver-root=host"}, "--driver-root"},
       {{"--memory-unit=1000"}, "--memory-unit"},
       {{"--core-resource=vcuda-core"}, "--core-resource"},
       {{"--kubeconfig=/nonexistent/kubeconfig"}, "--kubeconfig"},
@@ -97,7 +100,7 @@ TEST(ConfigTest, EffectiveConfigLineListsEverySetting) {
                           "share-mode=true", "allocation-check-period=30", "incluster-mode=false",
                           "virtual-manager-path=", "device-plugin-path=", "checkpoint-path=",
                           "volume-config=", "extra-config=", "kubeconfig=", "query-port=5678",
-                          "sample-period=1", "node-labels=", "standalone=false"}) {
+                          "sample-period=1", "node-labels=", "standalone=false", "driver-root=/"}) {
     EXPECT_NE(line.find(key), std::string::npos) << key;
   }
   EXPECT_EQ(line.find('\n'), std::string::npos);

@@ -37,6 +37,10 @@ struct Config {
   std::string kubelet_socket;  // default <device-plugin-path>/kubelet.sock
   std::string pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
   std::string control_socket;  // default <virtual-manager-path>/vgpu-manager.sock
+  // Where the host's driver files are seen: "/" on a bare host, the host root's mount point in
+  // a pod (the DaemonSet mounts it at /host). The volume mirror reads the ld cache and resolves
+  // symlinks inside it (volumes::MirrorOptions::driver_root).
+  std::string driver_root = "/";
   uint64_t memory_unit_bytes = 256ull << 20;
   std::string core_resource = "tencent.com/vcuda-core";
   std::string memory_resource = "tencent.com/vcuda-memory";
