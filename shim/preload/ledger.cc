@@ -136,13 +136,27 @@ LedgerEntry* SharedLedger::Self() {
   // Reaped by someone who thought we were dead (should not happen while we live): re-add.
   for (uint32_t i = 0; i < LedgerFile::kMaxEntries; ++i) {
     if (!file_->entries[i].in_use) {
-      file_->entries[i] = {static_cast<uint32_t>(self_pid_), 1, self_start_, 0, 0};
+      UseEntryLocked(i, {static_cast<uint32_t>(self_pid_), 1, self_start_, 0, 0});
       self_index_ = static_cast<int>(i);
       return &file_->entries[i];
     }
   }
   self_index_ = -1;
   return nullptr;
+}
+
+uint32_t SharedLedger::EndLocked() const {
+  uint32_t end = file_->high_water;
+  return end < LedgerFile::kMaxEntries ? end : LedgerFile::kMaxEntries;
+}
+
+void SharedLedger::UseEntryLocked(uint32_t i, const LedgerEntry& e) {
+  // Raise the bound before the entry exists: a holder that dies in between leaves a bound one
+  // too high (harmless), never an entry nobody sums.
+  if (i >= file_->high_water) {
+    __atomic_store_n(&file_->high_water, i + 1, __ATOMIC_RELAXED);
+  }
+  file_->entries[i] = e;
 }
 
 bool SharedLedger::Attach(pid_t pid) {
@@ -158,7 +172,8 @@ bool SharedLedger::AttachLocked(pid_t pid) {
   self_start_ = start.value_or(0);
   int free_index = -1;
   self_index_ = -1;
-  for (uint32_t i = 0; i < LedgerFile::kMaxEntries; ++i) {
+  const uint32_t end = EndLocked();
+  for (uint32_t i = 0; i < end; ++i) {
     LedgerEntry& e = file_->entries[i];
     if (!e.in_use) {
       if (free_index < 0) {
@@ -179,6 +194,9 @@ bool SharedLedger::AttachLocked(pid_t pid) {
       }
     }
   }
+  if (self_index_ < 0 && free_index < 0 && end < LedgerFile::kMaxEntries) {
+    free_index = static_cast<int>(end);  // every entry below the bound is taken
+  }
   if (self_index_ < 0 && free_index < 0) {
     ReapLocked();
     for (uint32_t i = 0; i < LedgerFile::kMaxEntries; ++i) {
@@ -189,7 +207,8 @@ bool SharedLedger::AttachLocked(pid_t pid) {
     }
   }
   if (self_index_ < 0 && free_index >= 0) {
-    file_->entries[free_index] = {static_cast<uint32_t>(pid), 1, self_start_, 0, 0};
+    UseEntryLocked(static_cast<uint32_t>(free_index),
+                   {static_cast<uint32_t>(pid), 1, self_start_, 0, 0});
     self_index_ = free_index;
   }
   return self_index_ >= 0;
@@ -207,7 +226,8 @@ void SharedLedger::Detach() {
 
 uint64_t SharedLedger::TotalLocked() {
   uint64_t total = 0;
-  for (uint32_t i = 0; i < LedgerFile::kMaxEntries; ++i) {
+  const uint32_t end = EndLocked();
+  for (uint32_t i = 0; i < end; ++i) {
     if (file_->entries[i].in_use) {
       total += file_->entries[i].charged;
     }
@@ -217,18 +237,26 @@ uint64_t SharedLedger::TotalLocked() {
 
 int SharedLedger::ReapLocked() {
   int n = 0;
-  for (uint32_t i = 0; i < LedgerFile::kMaxEntries; ++i) {
+  uint32_t new_end = 0;
+  const uint32_t end = EndLocked();
+  for (uint32_t i = 0; i < end; ++i) {
     LedgerEntry& e = file_->entries[i];
-    if (!e.in_use || static_cast<int>(i) == self_index_) {
+    if (!e.in_use) {
       continue;
     }
-    auto start = start_fn_(static_cast<pid_t>(e.pid));
-    if (!start || *start != e.start_time) {
-      e.in_use = 0;
-      e.charged = 0;
-      ++n;
+    if (static_cast<int>(i) != self_index_) {
+      auto start = start_fn_(static_cast<pid_t>(e.pid));
+      if (!start || *start != e.start_time) {
+        e.in_use = 0;
+        e.charged = 0;
+        ++n;
+        continue;
+      }
     }
+    new_end = i + 1;
   }
+  // Every entry at or above new_end is free now: lower the bound (one store, crash-safe).
+  __atomic_store_n(&file_->high_water, new_end, __ATOMIC_RELAXED);
   file_->reaped += static_cast<uint64_t>(n);
   file_->last_reap_ns = NowNs();
   return n;
@@ -304,7 +332,8 @@ uint64_t SharedLedger::Charged() {
 uint64_t SharedLedger::ChargedBy(pid_t pid) {
   Lock();
   uint64_t v = 0;
-  for (uint32_t i = 0; i < LedgerFile::kMaxEntries; ++i) {
+  const uint32_t end = EndLocked();
+  for (uint32_t i = 0; i < end; ++i) {
     const LedgerEntry& e = file_->entries[i];
     if (e.in_use && e.pid == static_cast<uint32_t>(pid)) {
       v = e.charged;
@@ -318,7 +347,8 @@ bool SharedLedger::IsMember(pid_t pid) {
   Lock();
   MaybeReapLocked();
   bool found = false;
-  for (uint32_t i = 0; i < LedgerFile::kMaxEntries && !found; ++i) {
+  const uint32_t end = EndLocked();
+  for (uint32_t i = 0; i < end && !found; ++i) {
     const LedgerEntry& e = file_->entries[i];
     found = e.in_use && e.pid == static_cast<uint32_t>(pid);
   }

@@ -12,6 +12,12 @@
 // Crash safety: entries are updated under a process-shared robust mutex; if a holder dies the
 // next locker marks the mutex consistent and carries on (every update is a single aligned
 // 64-bit store, so no entry is ever half-written).
+//
+// Cost: a charge sums the members' entries under the lock. Only entries below `high_water` can
+// be in use (it is raised before an entry above it is written, lowered only by a reap that saw
+// the entries above it free), so a slot of a few processes sums a few entries, not 1024
+// (a full scan cost about 1 us per allocation on the build machine: ~3 % of a 2 MiB
+// cuMemAlloc + cuMemFree on the H200).
 #pragma once
 
 #include <pthread.h>
@@ -40,7 +46,7 @@ struct LedgerEntry {
 
 struct LedgerFile {
   static constexpr uint64_t kMagic = 0x31524447444c4756ull;  // "VGLDGDR1"
-  static constexpr uint32_t kVersion = 1;
+  static constexpr uint32_t kVersion = 2;                    // 2: high_water
   static constexpr uint32_t kMaxEntries = 1024;
   uint64_t magic;
   uint32_t version;
@@ -48,7 +54,9 @@ struct LedgerFile {
   pthread_mutex_t mu;  // robust, process-shared; guards everything below
   uint64_t last_reap_ns;
   uint64_t reaped;
-  uint64_t peak;  // highest slot total seen
+  uint64_t peak;        // highest slot total seen
+  uint32_t high_water;  // entries[high_water..] are all free (<= kMaxEntries)
+  uint32_t reserved;
   LedgerEntry entries[kMaxEntries];
 };
 
@@ -93,6 +101,8 @@ class SharedLedger {
   LedgerEntry* Self();  // lock held; nullptr if not attached
   bool AttachLocked(pid_t pid);
   uint64_t TotalLocked();
+  uint32_t EndLocked() const;                             // scan bound: high_water, clamped
+  void UseEntryLocked(uint32_t i, const LedgerEntry& e);  // raises high_water first
   int ReapLocked();
   void MaybeReapLocked();
 

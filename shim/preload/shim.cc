@@ -4,8 +4,9 @@
 // real driver (unless refused), and vcore_post, exactly as in the kernel host (DESIGN.md, "The
 // shim host"). mmap of /dev/nvidia-uvm (managed memory, nvidia-rm-abi.md §7) is asked of the
 // core's managed-memory policy. Anything else passes straight to libc: the ioctl wrapper costs
-// one relaxed byte load for a non-NVIDIA fd, and kernel launches issue no ioctl at all
-// (memory-quota-h200.md, "Cost").
+// two relaxed byte loads (the fd's kind, the diagnostic mode) for a non-NVIDIA fd, close() of a
+// non-NVIDIA fd no system call of its own, and kernel launches issue no ioctl at all
+// (memory-quota-h200.md, "Cost"; counted on the H200 with VGPU_SHIM_COUNT=1, shim-h200.md).
 //
 // Lock order: init_mu > (core slot lock > ledger mutex). No shim lock is held across a real
 // ioctl; files_[] and the fd table are lock-free.
@@ -28,6 +29,7 @@
 #include "log.h"
 #include "shim/base/real_calls.h"
 #include "shim/base/rm_abi.h"
+#include "shim/include/vshim_diag.h"
 #include "shim/include/vshim_hooks.h"
 #include "state.h"
 
@@ -154,15 +156,38 @@ enum vcore_file_kind CoreKind(DevKind k) {
 
 bool Filtered(DevKind k) { return k == DevKind::kCtl || k == DevKind::kGpu || k == DevKind::kUvm; }
 
-// VGPU_SHIM_PASSTHROUGH=1: a diagnostic mode that keeps every wrapper but never calls the core
-// (no limits, no views), to tell interposition cost from filtering cost. Read once.
-bool Passthrough() {
-  static const bool on = [] {
-    const char* v = getenv("VGPU_SHIM_PASSTHROUGH");
+// Diagnostic switches, read from the environment at the first wrapper call and kept in one
+// byte, so a wrapper pays one relaxed load for both:
+//   VGPU_SHIM_PASSTHROUGH=1  keep every wrapper but never call the core (no limits, no views),
+//                            to tell interposition cost from filtering cost;
+//   VGPU_SHIM_COUNT=1        count the calls reaching the wrappers (vshim_diag.h).
+constexpr uint8_t kModeKnown = 1, kModePassthrough = 2, kModeCount = 4;
+std::atomic<uint8_t> mode_bits{0};
+
+uint8_t ReadMode() {
+  auto on = [](const char* name) {
+    const char* v = getenv(name);
     return v != nullptr && strcmp(v, "1") == 0;
-  }();
-  return on;
+  };
+  uint8_t m = kModeKnown;
+  m |= on("VGPU_SHIM_PASSTHROUGH") ? kModePassthrough : 0;
+  m |= on("VGPU_SHIM_COUNT") ? kModeCount : 0;
+  mode_bits.store(m, std::memory_order_relaxed);  // same value from every racing reader
+  return m;
 }
+
+inline uint8_t Mode() {
+  uint8_t m = mode_bits.load(std::memory_order_relaxed);
+  return __builtin_expect(m != 0, 1) ? m : ReadMode();
+}
+inline bool Passthrough() { return (Mode() & kModePassthrough) != 0; }
+
+struct Counters {
+  std::atomic<uint64_t> ioctls, nvidia_ioctls, mmaps, opens, closes;
+};
+Counters counters;
+
+inline void Count(std::atomic<uint64_t>& c) { c.fetch_add(1, std::memory_order_relaxed); }
 
 // Registers a freshly opened (or first-seen) NVIDIA fd with the core. false: refuse it.
 bool AttachFile(int fd, DevKind kind) {
@@ -208,6 +233,9 @@ ShimFile* FileFor(int fd, DevKind kind) {
 }
 
 int AfterOpen(int fd, const char* path) {
+  if (Mode() & kModeCount) {
+    Count(counters.opens);
+  }
   if (fd < 0 || InBorrowedMemory()) {
     return fd;
   }
@@ -441,7 +469,14 @@ VSHIM_EXPORT int ioctl(int fd, unsigned long req, ...) {
   void* arg = va_arg(ap, void*);
   va_end(ap);
   DevKind k = ProcessFdTable().Get(fd);
-  if (!vs::Filtered(k) || vs::Passthrough()) {
+  uint8_t mode = vs::Mode();
+  if (mode & vs::kModeCount) [[unlikely]] {
+    vs::Count(vs::counters.ioctls);
+    if (vs::Filtered(k)) {
+      vs::Count(vs::counters.nvidia_ioctls);
+    }
+  }
+  if (!vs::Filtered(k) || (mode & vs::kModePassthrough)) {
     return real::Ioctl(fd, req, arg);
   }
   return vs::FilteredIoctl(fd, k, req, arg);
@@ -489,11 +524,24 @@ VSHIM_EXPORT int __openat64_2(int dirfd, const char* path, int flags) {
 }
 
 VSHIM_EXPORT int close(int fd) {
+  if (vs::Mode() & vs::kModeCount) [[unlikely]] {
+    vs::Count(vs::counters.closes);
+  }
+  bool tracked =
+      fd >= 0 && fd < vs::kMaxFiles && vs::files[fd].load(std::memory_order_relaxed) != nullptr;
+  if (!tracked) {
+    // Not an NVIDIA file of ours: forget its kind (a later fd of this number is classified
+    // afresh) and close. No getpid here: in a vfork child the Clear is harmless too (the
+    // parent re-classifies that fd from /proc/self/fd at its next ioctl), so only a tracked
+    // fd needs the borrowed-memory check below.
+    ProcessFdTable().Clear(fd);
+    return real::Close(fd);
+  }
   if (vs::InBorrowedMemory()) {
     return real::Close(fd);
   }
   ProcessFdTable().Clear(fd);
-  vs::ShimFile* f = (fd >= 0 && fd < vs::kMaxFiles) ? vs::files[fd].exchange(nullptr) : nullptr;
+  vs::ShimFile* f = vs::files[fd].exchange(nullptr);
   int rc = real::Close(fd);
   int saved = errno;
   vs::ReleaseFile(f);  // after the real close, as vcore_file_close requires
@@ -609,6 +657,9 @@ VSHIM_EXPORT int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
 // Managed memory is an mmap of /dev/nvidia-uvm (abi.md §4.2, §7); the core allows the one
 // context mapping libcuda makes first on each UVM file (vcore_uvm_file_mmap_allowed).
 VSHIM_EXPORT void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
+  if (vs::Mode() & vs::kModeCount) [[unlikely]] {
+    vs::Count(vs::counters.mmaps);
+  }
   if (fd >= 0 && ProcessFdTable().Get(fd) == DevKind::kUvm && !vs::Passthrough()) {
     vs::ShimState* st = vs::CurrentState();
     vs::ShimFile* f = fd < vs::kMaxFiles ? vs::files[fd].load(std::memory_order_acquire) : nullptr;
@@ -635,6 +686,21 @@ VSHIM_EXPORT pid_t fork(void) {
     }
   }
   return pid;
+}
+
+VSHIM_EXPORT int vshim_get_counters(struct vshim_counters* out) {
+  if (out == nullptr) {
+    return -1;
+  }
+  auto get = [](const std::atomic<uint64_t>& c) { return c.load(std::memory_order_relaxed); };
+  *out = {get(vs::counters.ioctls),
+          get(vs::counters.nvidia_ioctls),
+          get(vs::counters.mmaps),
+          get(vs::counters.opens),
+          get(vs::counters.closes),
+          (vs::Mode() & vs::kModeCount) ? 1u : 0u,
+          0u};
+  return 0;
 }
 
 // Clean exit: this process's charges leave the slot (the driver frees its objects as the

@@ -3,7 +3,11 @@
 # CUDA (driver and runtime API), PyTorch, NVML and nvidia-smi under the shim, and prints a
 # summary table (also written to OUTDIR/summary.md; per-test logs in OUTDIR/logs/).
 # usage: tests/gpu/run-all.sh [OUTDIR] [--quick] [--prebuilt]
-#   --quick: fewer benchmark rounds; --prebuilt: use build/gpu as it is (built elsewhere, carried)
+#   --quick: fewer benchmark rounds (too few to decide the overhead targets);
+#   --prebuilt: use build/gpu as it is (built elsewhere, carried)
+# Results: PASS, FAIL; UNDECIDED (an overhead whose 95 % interval straddles its target: not a
+# pass); DEVIATION (the quota held, but the stream-ordered pool stops one pool chunk, not one
+# 2 MiB granule, below it, because the driver asks for nothing smaller: see shim-h200.md).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-$root/build/gpu/results}
@@ -55,7 +59,9 @@ smi_used_mib() {  # pid: the driver's own per-process figure, read without the s
 for mode in alloc vmm async; do
   cfg=$(newslot)
   log=$out/logs/quota-$mode.txt
-  VGPU_CONFIG=$cfg timeout 300 env LD_PRELOAD="$SHIM" "$B/drv_quota" "$mode" hold > "$log" 2>&1 &
+  # VGPU_LOG=info: every refusal is one stderr line naming its request (the first alone is
+  # printed at the default level), so the log shows every size the driver asked for.
+  VGPU_CONFIG=$cfg VGPU_LOG=info timeout 300 env LD_PRELOAD="$SHIM" "$B/drv_quota" "$mode" hold > "$log" 2>&1 &
   pid=$!
   if wait_for "$log" HOLD 1200 "$pid"; then
     res=$(grep RESULT "$log")
@@ -65,19 +71,41 @@ for mode in alloc vmm async; do
     charged=$(field "$led" total); peak=$(field "$led" peak)
     total=$(field "$res" total_after); free=$(field "$res" free_after)
     refusal=$(field "$res" refusal); alloc=$(field "$res" allocated)
+    # The smallest request the shim refused (refusal lines: "...; quota Q, charged C, request R").
+    minreq=$(grep -o 'quota exceeded; quota [0-9]*, charged [0-9]*, request [0-9]*' "$log" |
+             awk '{print $NF}' | sort -n | head -1)
+    nref=$(grep -c 'quota exceeded; quota' "$log")
     ok=PASS
     [[ $refusal == CUDA_ERROR_OUT_OF_MEMORY ]] || ok=FAIL
     (( peak <= QUOTA && charged <= QUOTA )) || ok=FAIL
-    (( QUOTA - charged < 2 * MiB )) || ok=FAIL
     (( total == QUOTA )) || ok=FAIL
     (( free == QUOTA - charged )) || ok=FAIL
-    row "quota 4 GiB, $mode until refusal" $ok "refused with $refusal after $((alloc / MiB)) MiB; driver-reported charge (context included) $charged B = $((charged / MiB)) MiB, peak $peak B (quota $QUOTA); gap to quota $(((QUOTA - charged) / 1024)) KiB; cuMemGetInfo total $total free $free; nvidia-smi per-process used ${smi:-?} MiB"
+    if (( QUOTA - charged >= 2 * MiB )) && [[ $ok == PASS ]]; then
+      # Not within one granule. Acceptable as a documented deviation only when every request
+      # the driver made was bigger than what was left: then nothing could be granted without
+      # the charge passing the quota.
+      ok=FAIL
+      [[ -n $minreq ]] && (( minreq > QUOTA - charged )) && ok=DEVIATION
+    fi
+    row "quota 4 GiB, $mode until refusal" $ok "refused with $refusal after $((alloc / MiB)) MiB; driver-reported charge (context included) $charged B = $((charged / MiB)) MiB, peak $peak B (quota $QUOTA); gap to quota $(((QUOTA - charged) / 1024)) KiB; $nref refusals, smallest request ${minreq:-?} B$([[ $ok == DEVIATION ]] && echo ' > gap: within one pool chunk, not one 2 MiB granule'); cuMemGetInfo total $total free $free; nvidia-smi per-process used ${smi:-?} MiB"
   else
     row "quota 4 GiB, $mode until refusal" FAIL "no HOLD line: $(tail -3 "$log" | tr '\n' ' ')"
   fi
   kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
   grep -h "vgpu-shim" "$log" | head -2 | sed 's/^/    stderr: /'
 done
+
+# --- 1b. How the stream-ordered pool grows (evidence for the async row; not a table row) ------
+cfg=$(newslot)
+sed -i 's/^memory_quota.*/memory_quota = 100G/' "$cfg"
+VGPU_CONFIG=$cfg timeout 120 env LD_PRELOAD="$SHIM" "$B/async_pool" growth > "$out/logs/async-growth.txt" 2>&1
+cfg=$(newslot)
+VGPU_CONFIG=$cfg VGPU_LOG=info timeout 120 env LD_PRELOAD="$SHIM" "$B/async_pool" edge > "$out/logs/async-edge.txt" 2>&1
+echo "async pool growth (logs/async-growth.txt, async-edge.txt):"
+grep -E '^(GROWTH|MAXSIZE|EDGE|POOL)' "$out/logs/async-growth.txt" "$out/logs/async-edge.txt" | sed 's/^[^:]*://; s/^/    /'
+# The requests the driver made between each EDGE attempt's markers.
+awk '/^MARK begin/ {p = $3 " " $4; r = ""; n = 0} /quota exceeded; quota/ {n++; r = r " " $NF}
+     /^MARK end/ {print "    refusals " p ": " n (n ? " (requests" r ")" : "")}' "$out/logs/async-edge.txt"
 
 # --- 2. PyTorch until torch.OutOfMemoryError --------------------------------------------------
 cfg=$(newslot)
@@ -175,44 +203,14 @@ rc=$?
 ok=PASS; [[ $rc == 0 ]] || ok=FAIL
 row "PyTorch training under shim (strict)" $ok "exit $rc; $(grep -c 'refused' "$log") refusal lines; $(grep -m1 -E 'refused|Error' "$log" | cut -c1-200)"
 
-# --- 7. Overhead: same program with and without the shim, interleaved rounds -----------------
-bench() {  # name rounds target key cmd...
-  local name=$1 rounds=$2 target=$3 key=$4; shift 4
-  # Without values (a run failed) there is no ratio: say so instead of a traceback.
-  local cfg base=() shim=()
-  cfg=$(newslot)
-  sed -i 's/^memory_quota.*/memory_quota = 100G/' "$cfg"
-  for r in $(seq 1 "$rounds"); do
-    for variant in $( ((r % 2)) && echo "base shim" || echo "shim base"); do
-      local o
-      if [[ $variant == base ]]; then
-        o=$(timeout 300 "$@" 2>&1 | grep RESULT)
-        base+=("$(field "$o" "$key")")
-      else
-        o=$(VGPU_CONFIG=$cfg timeout 300 env LD_PRELOAD="$SHIM" "$@" 2>&1 | grep RESULT)
-        shim+=("$(field "$o" "$key")")
-      fi
-    done
-  done
-  echo "$name base: ${base[*]}" >> "$out/logs/bench.txt"
-  echo "$name shim: ${shim[*]}" >> "$out/logs/bench.txt"
-  local line
-  line=$(python3 - "$target" "${base[*]}" "${shim[*]}" <<'PY'
-import statistics, sys
-t = float(sys.argv[1]); b = [float(x) for x in sys.argv[2].split() if x]; s = [float(x) for x in sys.argv[3].split() if x]
-if not b or not s or len(b) != len(s):
-    print(f"FAIL|runs failed: {len(b)} without shim, {len(s)} with shim gave a value"); sys.exit()
-rmin = min(s) / min(b); rmed = statistics.median(s) / statistics.median(b)
-ok = "PASS" if rmin <= t and rmed <= t else "FAIL"
-print(f"{ok}|ratio min {rmin:.4f}, median {rmed:.4f} (target <= {t}); no shim min {min(b):.4f} med {statistics.median(b):.4f}, shim min {min(s):.4f} med {statistics.median(s):.4f}; {len(b)} rounds")
-PY
-)
-  row "$name" "${line%%|*}" "${line#*|}"
-}
-R=6; [[ $quick == 1 ]] && R=2
-bench "overhead: launch loop (100k empty kernels, best of 5), us/launch" "$R" 1.01 us_per_launch "$B/bench_launch" 100000 5
-bench "overhead: context + 1000 cuMemAlloc/cuMemFree 2 MiB, ms" $((R * 2)) 1.05 ms "$B/bench_alloc" 1000
-bench "overhead: PyTorch training step (MLP, AdamW), ms/step" "$R" 1.01 ms_per_step python3 tests/gpu/progs/torch_train.py 300 30
+# --- 7. Overhead: same programs with and without the shim, paired rounds in random order ---
+# tests/gpu/overhead.py: steady-state figures, many rounds, a 95 % interval of the median paired
+# ratio decides PASS / FAIL / UNDECIDED; a VGPU_SHIM_COUNT=1 run counts the calls the measured
+# loop made through the shim (0: the shim ran no code during the loop).
+qarg=(); [[ $quick == 1 ]] && qarg=(--quick)
+while IFS='|' read -r tag name verdict detail; do
+  [[ $tag == ROW ]] && row "$name" "$verdict" "$detail"
+done < <(python3 tests/gpu/overhead.py "$SHIM" "$B" "$out/logs" "${qarg[@]}" 2>&1 | tee -a "$out/logs/overhead-stdout.txt")
 
 # --- summary ---------------------------------------------------------------------------------
 {
@@ -224,5 +222,7 @@ echo
 echo "== summary ($(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $(uname -r))"
 cat "$out/summary.md"
 fails=$(grep -c '| FAIL |' "$out/summary.md")
-echo "$(grep -c '| PASS |' "$out/summary.md") passed, $fails failed"
-[[ $fails == 0 ]]
+undecided=$(grep -c '| UNDECIDED |' "$out/summary.md")
+deviations=$(grep -c '| DEVIATION |' "$out/summary.md")
+echo "$(grep -c '| PASS |' "$out/summary.md") passed, $fails failed, $undecided undecided, $deviations deviations"
+[[ $fails == 0 && $undecided == 0 && $deviations == 0 ]]

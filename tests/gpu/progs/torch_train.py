@@ -1,4 +1,11 @@
 # A small PyTorch training step loop (MLP + AdamW), for the corpus and the overhead bench.
+# usage: torch_train.py [STEPS=5] [WARMUP=0] [BATCHES=1]
+# Times BATCHES batches of STEPS steps after WARMUP steps (torch.cuda.synchronize around each
+# batch) and prints "RESULT ms_per_step=MEDIAN ms_min=MIN ioctls_in_steps=K": the median and
+# the fastest batch, and the ioctls the measured steps made through libvgpu-shim.so's wrapper
+# when it runs with VGPU_SHIM_COUNT=1 (else n/a).
+import ctypes
+import statistics
 import sys
 import time
 
@@ -6,6 +13,7 @@ import torch
 
 steps = int(sys.argv[1]) if len(sys.argv) > 1 else 5
 warmup = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+batches = int(sys.argv[3]) if len(sys.argv) > 3 else 1
 torch.manual_seed(0)
 dev = torch.device("cuda")
 model = torch.nn.Sequential(
@@ -14,6 +22,21 @@ model = torch.nn.Sequential(
 opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
 x = torch.randn(256, 1024, device=dev)
 y = torch.randn(256, 1024, device=dev)
+
+
+class Counters(ctypes.Structure):  # struct vshim_counters, shim/include/vshim_diag.h
+    _fields_ = [(n, ctypes.c_uint64) for n in ("ioctls", "nvidia_ioctls", "mmaps", "opens", "closes")] + [
+        ("enabled", ctypes.c_uint32), ("reserved", ctypes.c_uint32)]
+
+
+def counters():
+    try:
+        fn = ctypes.CDLL(None).vshim_get_counters
+    except AttributeError:
+        return None
+    c = Counters()
+    fn(ctypes.byref(c))
+    return c if c.enabled else None
 
 
 def step():
@@ -27,15 +50,19 @@ def step():
 for _ in range(warmup):
     step()
 torch.cuda.synchronize()
-t0 = time.perf_counter()
-for _ in range(steps):
-    opt.zero_grad(set_to_none=True)
-    loss = torch.nn.functional.mse_loss(model(x), y)
-    loss.backward()
-    opt.step()
-torch.cuda.synchronize()
-ms = (time.perf_counter() - t0) * 1e3 / max(steps, 1)
+c0 = counters()
+t_all = time.perf_counter()
+per_step = []
+for _ in range(batches):
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        loss = step()
+    torch.cuda.synchronize()
+    per_step.append((time.perf_counter() - t0) * 1e3 / max(steps, 1))
+c1 = counters()
+io = str(c1.ioctls - c0.ioctls) if c0 and c1 else "n/a"
 free, total = torch.cuda.mem_get_info()
-print(f"RESULT ms_per_step={ms:.4f}")
-print(f"torch_train steps={steps} loss={loss.item():.4f} s={time.perf_counter() - t0:.3f} "
+print(f"RESULT ms_per_step={statistics.median(per_step):.4f} ms_min={min(per_step):.4f} "
+      f"ioctls_in_steps={io}")
+print(f"torch_train steps={steps}x{batches} loss={loss.item():.4f} s={time.perf_counter() - t_all:.3f} "
       f"mem_get_info free={free} total={total}")

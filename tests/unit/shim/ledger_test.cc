@@ -220,6 +220,42 @@ TEST_F(LedgerTest, ForkChildBecomesItsOwnMember) {
   close(done[1]);
 }
 
+// Sums stop at high_water: members above a freed entry still count, reaps lower the bound,
+// and the next member takes the lowest free entry below it.
+TEST_F(LedgerTest, HighWaterBoundsTheSumWithoutMissingAMember) {
+  fake_procs = {{11, 1}, {12, 1}, {13, 1}, {14, 1}};
+  auto a = Open(FakeStart);
+  auto b = Open(FakeStart);
+  auto c = Open(FakeStart);
+  ASSERT_TRUE(a->Attach(11));
+  ASSERT_TRUE(b->Attach(12));
+  ASSERT_TRUE(c->Attach(13));
+  int fd = open(path_.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  auto* f = static_cast<LedgerFile*>(
+      mmap(nullptr, sizeof(LedgerFile), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  close(fd);
+  ASSERT_NE(f, MAP_FAILED);
+  EXPECT_EQ(f->high_water, 3u);
+  b->Detach();  // a hole at entry 1
+  ASSERT_EQ(c->TryCharge(3 * kGiB, 4 * kGiB), 0);
+  EXPECT_EQ(a->TryCharge(2 * kGiB, 4 * kGiB), -ENOSPC);  // c's charge, past the hole, counts
+  EXPECT_EQ(a->Charged(), 3 * kGiB);
+  fake_procs.erase(13);  // c dies: the reap frees entry 2 and lowers the bound to a's entry
+  EXPECT_EQ(a->TryCharge(2 * kGiB, 4 * kGiB), 0);
+  EXPECT_EQ(f->high_water, 1u);
+  auto d = Open(FakeStart);
+  ASSERT_TRUE(d->Attach(14));  // takes entry 1, raising the bound first
+  EXPECT_EQ(f->high_water, 2u);
+  EXPECT_EQ(d->TryCharge(3 * kGiB, 4 * kGiB), -ENOSPC);
+  EXPECT_EQ(d->TryCharge(2 * kGiB, 4 * kGiB), 0);
+  EXPECT_EQ(a->Charged(), 4 * kGiB);
+  // A bound written out of range (a corrupted file) is clamped, not followed.
+  f->high_water = 1u << 30;
+  EXPECT_EQ(a->Charged(), 4 * kGiB);
+  munmap(f, sizeof(LedgerFile));
+}
+
 TEST(ProcStartTime, ReadsOwnAndRejectsMissing) {
   EXPECT_TRUE(ProcStartTime(getpid()).has_value());
   EXPECT_FALSE(ProcStartTime(0x7ffffff0).has_value());
