@@ -27,6 +27,35 @@ constexpr uint32_t kEngineGr = 1;  // NV2080_ENGINE_TYPE_GRAPHICS: the compute T
 constexpr uint64_t kMaxSleepNs = 5'000'000;
 constexpr uint64_t kReapplyNs = 1'000'000'000;
 
+// Clock weighting
+// ---------------
+// The controller (kmod/core/sched) integrates reported GPU time against the cap. The host
+// reports work instead: busy_ns * q, q = f_busy / f_ref (compute-bound work per busy second is
+// proportional to the SM clock; sm_clock.h has the measurement that motivates it).
+//  - f_busy: mean of SM clock samples taken every clock_poll_ns (20 ms) while the slot is gated
+//    ON, i.e. while its work can run; at 50 ms periods that is >= 1 sample per on phase above
+//    duty 40 % and one every few periods below, and the meter folds them into each perfmon
+//    span (200 ms). The clock moves on the power controller's time scale (tens of ms and more),
+//    so the samples need not be aligned with the perfmon samples, which lag by <= ~0.4 s.
+//  - f_ref: the clock the GPU sustains when this tenant saturates it uncapped: configured
+//    (compute_ref_clock_mhz), or learned from spans with no off edge for kLearnQuietNs and
+//    >= 90 % busy, as an exponential average over kLearnSpans spans (~1 s at 200 ms). Before
+//    any is known q = 1 (the time cap of the previous runs).
+//  - q is clamped to [1, kMaxWorkPerTimePm / 1000]: a GPU running slower than its reference
+//    (thermal throttling, or idle clocks sampled in a light tenant's on phase) is not credited,
+//    so a cap never gives more GPU time than its share; 1.5 bounds what a bad sample can take
+//    away (measured boost/saturated ratio on the H200: 1.05-1.16).
+// The controller's gains are unchanged: q only rescales the measured quantity, by <= 16 %,
+// and changes on the clock's own time scale, slower than the 500 ms integral.
+constexpr uint64_t kLearnQuietNs = 1'000'000'000;
+constexpr uint32_t kLearnSpans = 4;
+constexpr uint32_t kMaxWorkPerTimePm = 1500;
+constexpr uint64_t kClockBindRetryNs = 1'000'000'000;
+// NV2080_CTRL_CMD_GPU_GET_GID_INFO (ctrl2080gpu.h): index@0 flags@4 length@8 data[256]@12;
+// flags 0 = FORMAT_ASCII | TYPE_SHA1 gives "GPU-%08x-%04x-%04x-%04x-%012x", NVML's UUID form.
+constexpr uint32_t kCtrlGpuGetGidInfo = 0x2080014a;
+constexpr uint32_t kGidInfoParamsSize = 12 + 256;
+
 void SleepUntil(uint64_t deadline_ns) {
   timespec ts;
   ts.tv_sec = static_cast<time_t>(deadline_ns / 1'000'000'000);
@@ -224,6 +253,10 @@ void ComputeHost::Gate(bool off) {
   }
   gated_ = off;
   last_gate_change_ns_ = MonotonicNs();
+  if (off) {
+    last_gate_off_ns_.store(last_gate_change_ns_, std::memory_order_relaxed);
+  }
+  gate_on_.store(!off, std::memory_order_relaxed);
 }
 
 void ComputeHost::SetTimeslice(uint64_t us) {
@@ -343,9 +376,106 @@ void ComputeHost::MeasureOnce() {
   // Cap: unattributed busy counts as ours (perfmon.h); weight: only what names us.
   const uint64_t own =
       d.own_busy_ns + (mode_.load() == VCORE_SCHED_MODE_CAP ? d.unattributed_busy_ns : 0);
+  // Work, not time ("Clock weighting"). Both sides of a weight split ran at the same clock, so
+  // the weighting leaves weight shares as they were.
+  const uint64_t q = WorkPerTime(d.own_busy_ns + d.unattributed_busy_ns, d.span_ns);
   std::lock_guard<std::mutex> lock(rep_mu_);
-  reports_.push_back({kSlot, 0, own, d.span_ns, end});
-  reports_.push_back({kForeign, 0, d.other_busy_ns, d.span_ns, end});
+  reports_.push_back({kSlot, 0, own * q / 1000, d.span_ns, end});
+  reports_.push_back({kForeign, 0, d.other_busy_ns * q / 1000, d.span_ns, end});
+}
+
+// Meter thread: folds the clock samples taken since the last span, learns the reference.
+uint32_t ComputeHost::WorkPerTime(uint64_t busy_ns, uint64_t span_ns) {
+  if (cfg_.clock == nullptr) {
+    return 1000;
+  }
+  uint64_t sum, n;
+  {
+    std::lock_guard<std::mutex> lock(clk_mu_);
+    sum = clk_sum_;
+    n = clk_n_;
+    clk_sum_ = clk_n_ = 0;
+  }
+  uint32_t busy = busy_mhz_.load(std::memory_order_relaxed);
+  if (n != 0) {
+    busy = static_cast<uint32_t>(sum / n);  // else the last known (slot off the whole span)
+    busy_mhz_.store(busy, std::memory_order_relaxed);
+  }
+  uint32_t ref = cfg_.ref_clock_mhz != 0 ? cfg_.ref_clock_mhz : ref_mhz_.load();
+  const uint64_t last_off = last_gate_off_ns_.load(std::memory_order_relaxed);
+  const bool quiet = last_off == 0 || MonotonicNs() - last_off > kLearnQuietNs;
+  if (cfg_.ref_clock_mhz == 0 && n != 0 && quiet && span_ns != 0 && busy_ns * 10 >= span_ns * 9) {
+    ref = ref == 0 ? busy : (ref * (kLearnSpans - 1) + busy) / kLearnSpans;
+  }
+  ref_mhz_.store(ref, std::memory_order_relaxed);
+  uint32_t q = 1000;
+  if (busy != 0 && ref != 0) {
+    q = static_cast<uint32_t>(
+        std::clamp<uint64_t>(uint64_t{busy} * 1000 / ref, 1000, kMaxWorkPerTimePm));
+  }
+  work_pm_.store(q, std::memory_order_relaxed);
+  return q;
+}
+
+// Clock thread: binds the clock source to the tenant's GPU once, then samples the SM clock
+// while the slot is gated on. Its own thread because NVML may take its time (an RM control
+// that goes to GSP); only this thread waits for it.
+void ComputeHost::ClockOnce() {
+  if (clock_failed_) {
+    return;
+  }
+  if (!clock_bound_) {
+    const uint64_t now = MonotonicNs();
+    if (now < clock_bind_next_ns_) {
+      return;
+    }
+    clock_bind_next_ns_ = now + kClockBindRetryNs;
+    const std::vector<ClientObjs> objs = Snapshot();
+    if (objs.empty()) {
+      return;  // no GPU context yet: try again later
+    }
+    const uint32_t sub = Subdevice(objs[0].h_client, objs[0].h_device);
+    uint8_t p[kGidInfoParamsSize] = {};
+    uint32_t status = 0;
+    const bool gid =
+        sub != 0 &&
+        rm_(rm_ctx_, objs[0].h_client, sub, kCtrlGpuGetGidInfo, p, sizeof p, &status) == 0 &&
+        status == 0;
+    uint32_t len = 0;
+    memcpy(&len, p + 8, 4);
+    char uuid[96] = "";
+    if (gid && len > 0 && len < sizeof uuid) {
+      memcpy(uuid, p + 12, len);
+      uuid[len] = '\0';
+    }
+    clock_bound_ = cfg_.clock->Bind(uuid[0] != '\0' ? uuid : nullptr);
+    clock_failed_ = !clock_bound_;
+    if (cfg_.log_fd >= 0) {
+      dprintf(cfg_.log_fd, "clock: %s (gpu %s)\n",
+              clock_bound_ ? "SM clock bound" : "no SM clock: GPU time counted as is",
+              uuid[0] != '\0' ? uuid : "?");
+    }
+    return;
+  }
+  if (!gate_on_.load(std::memory_order_relaxed)) {
+    return;
+  }
+  const uint32_t mhz = cfg_.clock->SmMhz();
+  if (mhz != 0 && gate_on_.load(std::memory_order_relaxed)) {
+    std::lock_guard<std::mutex> lock(clk_mu_);
+    clk_sum_ += mhz;
+    clk_n_++;
+  }
+}
+
+void* ComputeHost::ClockMain(void* self) {
+  auto* h = static_cast<ComputeHost*>(self);
+  while (h->running_.load(std::memory_order_acquire)) {
+    const uint64_t next = MonotonicNs() + h->cfg_.clock_poll_ns;
+    h->ClockOnce();
+    SleepUntil(next);
+  }
+  return nullptr;
 }
 
 void ComputeHost::Loop() {
@@ -362,6 +492,11 @@ void ComputeHost::Loop() {
         std::lock_guard<std::mutex> rlock(rep_mu_);
         reports.swap(reports_);
       }
+      if (watchdog_fired_.exchange(false) && gated_) {
+        // The watchdog enabled the channels while this thread was stuck with the slot gated
+        // off: make the channels match the controller's state again.
+        Gate(true);
+      }
       const int n =
           vcore_sched_tick(&sched_, now, reports.data(), static_cast<uint32_t>(reports.size()),
                            acts, VCORE_SCHED_MAX_ACTIONS, &next);
@@ -376,7 +511,8 @@ void ComputeHost::Loop() {
                 "t=%.3f share=%u mode=%u share1s=%u share10s=%u duty=%u debt_ms=%.1f "
                 "overshoot_ms=%.1f throttled_ms=%.1f ts_us=%u gates=%llu controls=%llu "
                 "errors=%llu bad_cmd=%#x bad_status=%#x samples=%llu period_us=%llu "
-                "measure_errors=%llu preempts=%llu preempt_skips=%llu preempt_max_ms=%.1f\n",
+                "measure_errors=%llu preempts=%llu preempt_skips=%llu preempt_max_ms=%.1f "
+                "clk_mhz=%u ref_mhz=%u work_pm=%u watchdog=%llu\n",
                 now / 1e9, st.share, st.mode, st.share_1s_pm, st.share_10s_pm, st.duty_pm,
                 st.debt_ns / 1e6, st.overshoot_ns / 1e6, st.throttled_ns / 1e6, st.timeslice_us,
                 static_cast<unsigned long long>(st.gate_actions),
@@ -386,7 +522,9 @@ void ComputeHost::Loop() {
                 static_cast<unsigned long long>(sample_period_ns_.load() / 1000),
                 static_cast<unsigned long long>(measure_errors_.load()),
                 static_cast<unsigned long long>(pre_done_.load()),
-                static_cast<unsigned long long>(pre_skips_.load()), pre_max_ns_.load() / 1e6);
+                static_cast<unsigned long long>(pre_skips_.load()), pre_max_ns_.load() / 1e6,
+                busy_mhz_.load(), cfg_.ref_clock_mhz != 0 ? cfg_.ref_clock_mhz : ref_mhz_.load(),
+                work_pm_.load(), static_cast<unsigned long long>(watchdog_releases_.load()));
       }
       const uint64_t cap = now + kMaxSleepNs;
       if (next > cap || next == 0) {
@@ -450,10 +588,13 @@ void* ComputeHost::ThreadMain(void* self) {
 // serializes the controls itself.
 void* ComputeHost::WatchdogMain(void* self) {
   auto* h = static_cast<ComputeHost*>(self);
+  uint64_t released_beat = 0;  // the stall already handled: one release per stall
   while (h->running_.load(std::memory_order_acquire)) {
     SleepUntil(MonotonicNs() + 50'000'000);  // short: Stop() joins this thread at process exit
     const uint64_t beat = h->heartbeat_ns_.load(std::memory_order_acquire);
-    if (beat != 0 && MonotonicNs() - beat > kWatchdogNs) {
+    if (beat != 0 && beat != released_beat && MonotonicNs() - beat > kWatchdogNs) {
+      released_beat = beat;
+      h->watchdog_releases_++;
       for (const ClientObjs& c : h->Snapshot()) {
         const uint32_t sub = h->CachedSubdevice(c.h_client, c.h_device);
         for (size_t i = 0; sub != 0 && i < c.channels.size(); i += 64) {
@@ -466,6 +607,9 @@ void* ComputeHost::WatchdogMain(void* self) {
                  sizeof p, &status);
         }
       }
+      // After the enable: whatever gate edge the control thread issued meanwhile, its next
+      // tick re-issues its own state over ours.
+      h->watchdog_fired_.store(true, std::memory_order_release);
     }
   }
   return nullptr;
@@ -485,6 +629,9 @@ bool ComputeHost::Start() {
     StopWorkers();
     return false;
   }
+  // Without its clock thread the host still caps GPU time (q = 1): not a reason to fail.
+  clock_started_ =
+      cfg_.clock != nullptr && pthread_create(&clock_thread_, nullptr, ClockMain, this) == 0;
   if (pthread_create(&thread_, nullptr, ThreadMain, this) != 0) {
     running_.store(false);
     StopWorkers();
@@ -500,8 +647,9 @@ bool ComputeHost::Start() {
   return true;
 }
 
-// Joins the PREEMPT worker and the meter. Either may be waiting in RM (a long kernel): process
-// exit must not wait for that forever, so each gets 2 s; false if one did not return.
+// Joins the PREEMPT worker, the meter and the clock thread. Each may be waiting in RM (a long
+// kernel) or NVML: process exit must not wait for that forever, so together they get 2 s; false
+// if one did not return.
 bool ComputeHost::StopWorkers() {
   {
     std::lock_guard<std::mutex> lock(pre_mu_);
@@ -513,7 +661,12 @@ bool ComputeHost::StopWorkers() {
   deadline.tv_sec += 2;
   const bool pre = pthread_timedjoin_np(preempt_, nullptr, &deadline) == 0;
   const bool meter = pthread_timedjoin_np(meter_, nullptr, &deadline) == 0;
-  return pre && meter;
+  bool clock = true;
+  if (clock_started_) {
+    clock = pthread_timedjoin_np(clock_thread_, nullptr, &deadline) == 0;
+    clock_started_ = !clock;
+  }
+  return pre && meter && clock;
 }
 
 bool ComputeHost::Stop() {
@@ -556,6 +709,10 @@ ComputeCounters ComputeHost::Counters() {
   c.preempts = pre_done_.load();
   c.preempt_skips = pre_skips_.load();
   c.preempt_max_ns = pre_max_ns_.load();
+  c.watchdog_releases = watchdog_releases_.load();
+  c.busy_clock_mhz = busy_mhz_.load();
+  c.ref_clock_mhz = cfg_.ref_clock_mhz != 0 ? cfg_.ref_clock_mhz : ref_mhz_.load();
+  c.work_per_time_pm = work_pm_.load();
   c.control_errors += pre_errors_.load();
   return c;
 }

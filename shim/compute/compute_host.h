@@ -20,7 +20,15 @@
 //    thread of the second GPU run stopped ticking while it only measured: docs/results). A
 //    blocked measurement leaves the controller in open loop; a blocked PREEMPT skips later ones.
 //  - a watchdog re-enables the channels after kWatchdogNs without a tick, whatever the control
-//    thread is stuck in (it needs no lock that thread holds).
+//    thread is stuck in (it needs no lock that thread holds), once per stall; when the control
+//    thread comes back it re-issues its own gate state, since the watchdog changed the channels
+//    behind its back (unit test: shim_compute_clock_test's WatchdogReleaseThenGatingResumes).
+//    The H200 run that looked like a stopped control thread (docs/results, run 2, long kernel)
+//    was not one: its controller.log ticks through the whole capped phase (see the results doc).
+//
+// Work, not time: with a ClockSource the measured GPU time is weighted by the SM clock it ran
+// at relative to the clock the GPU sustains uncapped under load (sm_clock.h explains why;
+// compute_host.cc "Clock weighting" explains the estimate, the period and the clamps).
 #pragma once
 
 #include <pthread.h>
@@ -35,6 +43,8 @@
 extern "C" {
 #include "sched/vcore_sched.h"
 }
+
+#include "shim/compute/sm_clock.h"
 
 namespace vgpu::shim::compute {
 
@@ -53,6 +63,10 @@ struct ComputeConfig {
   // shim host corrects only on a 30 s window, where the noise is below that calibration error.
   uint64_t weight_window_ns = 30'000'000'000;
   int log_fd = -1;  // one line per second of counters, if >= 0
+  // Clock weighting (nullptr: GPU time is counted as is). Not owned; must outlive the host.
+  ClockSource* clock = nullptr;
+  uint32_t ref_clock_mhz = 0;           // the GPU's saturated uncapped SM clock; 0: learn it
+  uint64_t clock_poll_ns = 20'000'000;  // SM clock sample interval while gated on
 };
 
 struct ComputeCounters {
@@ -67,6 +81,10 @@ struct ComputeCounters {
   uint64_t preempt_max_ns = 0;  // longest PREEMPT(bWait=1) seen
   uint32_t last_bad_status = 0;
   uint32_t last_bad_cmd = 0;
+  uint64_t watchdog_releases = 0;    // stalls of the control thread the watchdog gated back on
+  uint32_t busy_clock_mhz = 0;       // mean SM clock of the last measured span's on phases
+  uint32_t ref_clock_mhz = 0;        // configured or learned saturated uncapped clock
+  uint32_t work_per_time_pm = 1000;  // last weight applied to measured GPU time (permille)
 };
 
 class ComputeHost {
@@ -113,6 +131,10 @@ class ComputeHost {
   static void* ThreadMain(void* self);
   static void* PreemptMain(void* self);
   static void* MeterMain(void* self);
+  static void* ClockMain(void* self);
+  void ClockOnce();  // clock thread
+  // Weight (permille) for GPU time measured over a span: clock while busy / reference clock.
+  uint32_t WorkPerTime(uint64_t busy_ns, uint64_t span_ns);
   bool StopWorkers();
   static void* WatchdogMain(void* self);
   void Loop();
@@ -165,6 +187,17 @@ class ComputeHost {
   std::vector<vcore_sched_report> reports_;
   pthread_t meter_{};
 
+  // Clock thread and the clock weighting (compute_host.cc, "Clock weighting").
+  std::atomic<bool> gate_on_{true};                  // !gated_, for the clock thread
+  std::atomic<uint64_t> last_gate_off_ns_{0};        // when the slot was last gated off
+  std::mutex clk_mu_;                                // guards clk_sum_, clk_n_
+  uint64_t clk_sum_ = 0, clk_n_ = 0;                 // on-phase samples since the meter took them
+  bool clock_bound_ = false, clock_failed_ = false;  // clock thread only
+  uint64_t clock_bind_next_ns_ = 0;
+  std::atomic<uint32_t> busy_mhz_{0}, ref_mhz_{0}, work_pm_{1000};
+  pthread_t clock_thread_{};
+  bool clock_started_ = false;
+
   // PREEMPT worker: takes the TSGs of one off edge at a time (pre_mu_ guards pre_*).
   std::mutex pre_mu_;
   std::condition_variable pre_cv_;
@@ -176,6 +209,10 @@ class ComputeHost {
 
   std::atomic<bool> running_{false};
   std::atomic<uint64_t> heartbeat_ns_{0};
+  // Set by the watchdog after it re-enabled the channels of a stuck control thread; the control
+  // thread re-issues its gate state when it sees it.
+  std::atomic<bool> watchdog_fired_{false};
+  std::atomic<uint64_t> watchdog_releases_{0};
   pthread_t thread_{};
   pthread_t watchdog_{};
   bool started_ = false;

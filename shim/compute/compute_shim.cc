@@ -6,6 +6,12 @@
 //   compute_foreign_share  / VGPU_COMPUTE_FOREIGN_SHARE  weight: the other tenants' total share
 //                                                        (default 100 - compute_share)
 //   compute_log            / VGPU_COMPUTE_LOG            file for one counters line per second
+//   compute_clock          / VGPU_COMPUTE_CLOCK          on | off (default on): cap work, not
+//                                                        time, by weighting GPU time with the
+//                                                        SM clock (NVML, sm_clock.h)
+//   compute_ref_clock_mhz  / VGPU_COMPUTE_REF_CLOCK_MHZ  the GPU's SM clock when saturated
+//                                                        uncapped (default: learned while the
+//                                                        slot runs ungated, else no weighting)
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -21,6 +27,7 @@ namespace {
 
 std::mutex mu;  // guards host, host_pid
 ComputeHost* host = nullptr;
+NvmlClock* clock = nullptr;
 pid_t host_pid = 0;
 
 const char* Setting(const char* key, const char* env) {
@@ -73,6 +80,10 @@ bool ParseConfig(ComputeConfig* cfg) {
     const long v = strtol(f, nullptr, 10);
     cfg->foreign_share = v >= 1 && v <= 100 ? static_cast<uint32_t>(v) : 0;
   }
+  if (const char* ref = Setting("compute_ref_clock_mhz", "VGPU_COMPUTE_REF_CLOCK_MHZ")) {
+    const long v = strtol(ref, nullptr, 10);
+    cfg->ref_clock_mhz = v >= 1 && v <= 10000 ? static_cast<uint32_t>(v) : 0;
+  }
   if (const char* log = Setting("compute_log", "VGPU_COMPUTE_LOG")) {
     cfg->log_fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   }
@@ -95,6 +106,11 @@ extern "C" __attribute__((visibility("default"))) void vshim_compute_start(void)
   if (!vc::ParseConfig(&cfg)) {
     return;
   }
+  const char* clk = vc::Setting("compute_clock", "VGPU_COMPUTE_CLOCK");
+  if (clk == nullptr || strcmp(clk, "off") != 0) {
+    vc::clock = new vc::NvmlClock();
+    cfg.clock = vc::clock;
+  }
   vc::host = new vc::ComputeHost(cfg, vc::RmControl, nullptr);
   vc::host_pid = getpid();
   vshim_set_obj_hook(vc::OnObject, vc::host);
@@ -113,10 +129,13 @@ extern "C" __attribute__((visibility("default"))) void vshim_compute_stop(void) 
     // Fork child: the threads stayed in the parent, which still drives the TSGs (they belong to
     // the parent's clients). Forget the copy without joining threads that do not exist here.
     vc::host = nullptr;
+    vc::clock = nullptr;
     return;
   }
   if (vc::host->Stop()) {
     delete vc::host;
-  }  // else a PREEMPT is still blocked in RM on its worker thread: leak the host, exit anyway
+    delete vc::clock;
+  }  // else a worker is still blocked in RM or NVML: leak the host (and its clock), exit anyway
   vc::host = nullptr;
+  vc::clock = nullptr;
 }

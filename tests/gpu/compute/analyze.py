@@ -38,8 +38,8 @@ def caps(recs, tag):
     return base
 
 
-def spin(recs):
-    phases = [r for r in recs if r["tag"] == "spin"]
+def spin(recs, tag):
+    phases = [r for r in recs if r["tag"] == tag]
     if not phases:
         return
     free = [r for r in phases if r["share"] == 100]
@@ -47,7 +47,7 @@ def spin(recs):
     # Completions inside the phase only: `steps` also counts the in-flight kernels drained
     # after the phase ended, which for 1 s kernels is most of a short phase.
     rate = sum(free[0]["per_s"]) / free[0]["seconds"] if free else 0
-    print(f"\nspin (long kernel): uncapped {rate:.2f} kernels/s")
+    print(f"\n{tag} (long kernel): uncapped {rate:.2f} kernels/s")
     for r in capped:
         got = sum(r["per_s"]) / r["seconds"]
         print(f"  cap {r['share']}: {sum(r['per_s'])} kernels in {r['seconds']:.0f} s = "
@@ -90,11 +90,13 @@ def main():
     bare = [r for r in recs if r["tag"] == "bare"]
     base = caps(recs, "matmul")
     caps(recs, "graph")
+    caps(recs, "timecap")
     if bare and base:
         b = statistics.median(bare[0]["per_s"][1:])
         print(f"\nuncapped overhead (matmul, preload at share 100 vs no preload): "
               f"{b:.1f} vs {base:.1f} steps/s = {100 * (b - base) / b:+.2f} %")
-    spin(recs)
+    spin(recs, "spin")
+    spin(recs, "burn")
     weight(recs)
 
 

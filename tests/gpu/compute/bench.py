@@ -8,7 +8,13 @@ throughput in 1 s windows (and 100 ms bins for hand-over). Prints one JSON objec
 Workloads (the issue's acceptance loops):
   matmul  bf16 4096x4096x4096 torch.matmul, 8 per step
   graph   the same 8 matmuls captured once in a CUDA graph, replayed
-  spin    one torch.cuda._sleep kernel of ~--spin-ms per step (a long-running kernel)
+  spin    one torch.cuda._sleep kernel of ~--spin-ms per step. NOT a measure of work: _sleep
+          spins until clock64() has advanced by N cycles, and clock64 is a per-SM counter that
+          keeps counting while the kernel is switched out ("threads are time sliced", CUDA C++
+          Programming Guide, clock()), so a preempted _sleep kernel still ends on time.
+  burn    one kernel of 528 blocks (4 per SM on the H200's 132, all resident at once) whose every
+          thread runs a chain of dependent FMAs for ~--spin-ms: a long-running kernel with a
+          fixed amount of work, so its completion rate drops if it is kept off the GPU (CuPy).
 
 Steps are pipelined two deep (CUDA events), so the GPU never waits on Python, and each step's
 completion time is taken when its event completes.
@@ -63,6 +69,29 @@ def make_step(kind, spin_ms):
         cycles_per_ms = 200000000 / ((time.monotonic() - t) * 1000)
         n = int(cycles_per_ms * spin_ms)
         return lambda: torch.cuda._sleep(n)
+    if kind == "burn":
+        import cupy as cp
+        k = cp.RawKernel(r"""
+        extern "C" __global__ void burn(float* out, long long iters) {
+          float a = threadIdx.x * 1e-6f;
+          for (long long i = 0; i < iters; i++) a = fmaf(a, 0.999999f, 1e-7f);
+          if (a == -1.0f) out[blockIdx.x] = a;  // never true; keeps the chain alive
+        }""", "burn")
+        out = cp.zeros(528, dtype=cp.float32)
+        # On torch's stream, so the torch events of run_phase() order after the kernel.
+        stream = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
+
+        def burn(iters):
+            with stream:
+                k((528,), (256,), (out, cp.int64(iters)))
+        burn(1000)
+        torch.cuda.synchronize()
+        t = time.monotonic()
+        burn(20_000_000)
+        torch.cuda.synchronize()
+        n = int(20_000_000 * spin_ms / ((time.monotonic() - t) * 1000))
+        print(f"burn: {n} FMA iterations per thread for ~{spin_ms:.0f} ms", file=sys.stderr)
+        return lambda: burn(n)
     raise SystemExit(f"unknown workload {kind}")
 
 
@@ -112,7 +141,7 @@ def main():
     args = ap.parse_args()
     ctl = os.environ.get("VGPU_COMPUTE_CTL_FILE", "")
     step = make_step(args.workload, args.spin_ms)
-    for _ in range(20):  # warm-up: cuBLAS handles, clocks
+    for _ in range(2 if args.workload in ("spin", "burn") else 20):  # cuBLAS handles, clocks
         step()
     torch.cuda.synchronize()
     first = True

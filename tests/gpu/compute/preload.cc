@@ -7,7 +7,8 @@
 //
 // Environment:
 //   VGPU_COMPUTE_SHARE, VGPU_COMPUTE_MODE (cap|weight), VGPU_COMPUTE_FOREIGN_SHARE,
-//   VGPU_COMPUTE_LOG       as in shim/compute/compute_shim.cc;
+//   VGPU_COMPUTE_LOG, VGPU_COMPUTE_CLOCK, VGPU_COMPUTE_REF_CLOCK_MHZ
+//                          as in shim/compute/compute_shim.cc;
 //   VGPU_COMPUTE_CTL_FILE  a file polled every 20 ms; its content "<share> <cap|weight>" is
 //                          applied when it changes (the benchmark drives its phases this way).
 #include <fcntl.h>
@@ -114,6 +115,13 @@ void EnsureHost() {
   }
   if (const char* log = getenv("VGPU_COMPUTE_LOG")) {
     cfg.log_fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  }
+  if (const char* ref = getenv("VGPU_COMPUTE_REF_CLOCK_MHZ")) {
+    cfg.ref_clock_mhz = static_cast<uint32_t>(atoi(ref));
+  }
+  const char* clk = getenv("VGPU_COMPUTE_CLOCK");
+  if (clk == nullptr || strcmp(clk, "off") != 0) {
+    cfg.clock = new vc::NvmlClock();  // lives as long as the process
   }
   host = new vc::ComputeHost(cfg, RmControl, nullptr);
   host_pid = getpid();

@@ -1,0 +1,274 @@
+// The shim host (shim/compute/ComputeHost) capping work rather than time: GPU time weighted by
+// the SM clock relative to the saturated uncapped clock; and the watchdog's recovery when the
+// control thread comes back from a stall. A fake RM (a saturating tenant: busy whenever its
+// channels are enabled, perfmon samples every 10 ms) and a fake clock. Real threads and time,
+// so tolerances are wide; each bound is far from what the old behaviour gives.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "shim/compute/compute_host.h"
+#include "shim/compute/perfmon.h"
+#include "shim/compute/sm_clock.h"
+
+extern "C" {
+#include "sched/vcore_sched_ctrl.h"
+}
+
+namespace vgpu::shim::compute {
+namespace {
+
+constexpr uint32_t kClient = 0xc1d00001, kDevice = 0x5c000001, kSub = 0x5c000002;
+constexpr uint32_t kGrTsg = 0x5c000010;
+constexpr char kUuid[] = "GPU-12345678-9abc-def0-1234-56789abcdef0";
+
+class FakeRm {
+ public:
+  static int Control(void* ctx, uint32_t c, uint32_t o, uint32_t cmd, void* p, uint32_t size,
+                     uint32_t* status) {
+    return static_cast<FakeRm*>(ctx)->Do(c, o, cmd, p, size, status);
+  }
+
+  int Do(uint32_t, uint32_t o, uint32_t cmd, void* p, uint32_t size, uint32_t* status) {
+    std::unique_lock<std::mutex> lock(mu);
+    Advance();
+    *status = 0;
+    if (cmd == 0xd05) {  // GET_CHILD_HANDLE
+      static_cast<uint32_t*>(p)[2] = kSub;
+    } else if (cmd == 0x2080014a) {  // GPU_GET_GID_INFO, ASCII
+      EXPECT_EQ(o, kSub);
+      EXPECT_EQ(size, 268u);
+      EXPECT_EQ(static_cast<uint32_t*>(p)[1], 0u) << "FORMAT_ASCII";
+      const uint32_t len = sizeof kUuid - 1;
+      memcpy(static_cast<uint8_t*>(p) + 8, &len, 4);
+      memcpy(static_cast<uint8_t*>(p) + 12, kUuid, len);
+    } else if (cmd == VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS) {
+      enabled = static_cast<uint8_t*>(p)[0] == 0;
+      if (!enabled) {
+        last_disable_ns = MonotonicNs();
+      }
+      if (!enabled && block_disable_ms != 0) {  // the control thread stuck in RM, gated off
+        const int ms = block_disable_ms;
+        block_disable_ms = 0;
+        lock.unlock();
+        std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+        lock.lock();
+      }
+    } else if (cmd == kCtrlPerfmonSamplesV2) {
+      Fill(static_cast<uint8_t*>(p));
+    }
+    return 0;
+  }
+
+  // Closes 10 ms samples up to now; busy time goes to the sample it fell in (the channel state
+  // is constant between two RM calls).
+  void Advance() {
+    const uint64_t now = MonotonicNs();
+    if (last == 0) {
+      last = sample_start = now;
+      return;
+    }
+    while (true) {
+      const uint64_t boundary = sample_start + 10'000'000;
+      const uint64_t upto = std::min(now, boundary);
+      if (enabled) {
+        busy_in_sample += upto - last;
+        busy_total += upto - last;
+      }
+      last = upto;
+      if (upto < boundary) {
+        break;
+      }
+      samples.push_back({boundary, static_cast<uint32_t>(busy_in_sample * 10000 / 10'000'000)});
+      busy_in_sample = 0;
+      sample_start = boundary;
+    }
+  }
+
+  void Fill(uint8_t* b) {
+    PerfmonPrepare(b);
+    const uint32_t n = std::min<size_t>(samples.size(), kPerfmonSampleCount);
+    for (uint32_t i = 0; i < n; i++) {
+      const auto& s = samples[samples.size() - n + i];
+      uint8_t* e = b + 16 + static_cast<size_t>(i) * kPerfmonSampleSize;
+      memcpy(e, &s.first, 8);
+      memcpy(e + kSampleGrOffset, &s.second, 4);
+      const uint32_t pid = static_cast<uint32_t>(getpid());
+      memcpy(e + kSampleGrOffset + 8, &pid, 4);
+    }
+    if (samples.size() > kPerfmonSampleCount - 1) {
+      samples.erase(samples.begin(), samples.end() - (kPerfmonSampleCount - 1));
+    }
+  }
+
+  // GPU busy fraction of wall time over [now, now + ms).
+  double BusyShareOver(int ms) {
+    uint64_t b0, t0;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      Advance();
+      b0 = busy_total;
+      t0 = MonotonicNs();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    std::lock_guard<std::mutex> lock(mu);
+    Advance();
+    return static_cast<double>(busy_total - b0) / static_cast<double>(MonotonicNs() - t0);
+  }
+
+  std::mutex mu;
+  int block_disable_ms = 0;
+  bool enabled = true;
+  uint64_t last_disable_ns = 0;
+  uint64_t last = 0, sample_start = 0, busy_in_sample = 0, busy_total = 0;
+  std::vector<std::pair<uint64_t, uint32_t>> samples;
+};
+
+class FakeClock : public ClockSource {
+ public:
+  bool Bind(const char* uuid) override {
+    bound_uuid = uuid != nullptr ? uuid : "";
+    return bind_ok;
+  }
+  uint32_t SmMhz() override {
+    reads++;
+    return mhz.load();
+  }
+  bool bind_ok = true;
+  std::string bound_uuid;
+  std::atomic<uint32_t> mhz{1000};
+  std::atomic<int> reads{0};
+};
+
+void AddObjects(ComputeHost& h) {
+  h.OnTsg(kClient, kDevice, kGrTsg, 1);
+  for (uint32_t i = 0; i < 8; i++) {
+    h.OnChannel(kClient, kGrTsg, 0x5c000100 + i);
+  }
+}
+
+ComputeConfig Config(uint32_t share, ClockSource* clock) {
+  ComputeConfig cfg;
+  cfg.share = share;
+  cfg.measure_ns = 20'000'000;
+  cfg.clock = clock;
+  cfg.clock_poll_ns = 5'000'000;
+  if (getenv("GC_LOG")) cfg.log_fd = 2;
+  return cfg;
+}
+
+// The GPU runs the tenant's busy time 25 % faster than its saturated reference: a cap of 50 %
+// of the work is 40 % of the GPU time.
+TEST(ComputeClock, ConfiguredReferenceCapsWorkNotTime) {
+  FakeRm rm;
+  FakeClock clock;
+  clock.mhz = 1250;
+  ComputeConfig cfg = Config(50, &clock);
+  cfg.ref_clock_mhz = 1000;
+  ComputeHost h(cfg, FakeRm::Control, &rm);
+  AddObjects(h);
+  ASSERT_TRUE(h.Start());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const double share = rm.BusyShareOver(1500);
+  const ComputeCounters c = h.Counters();
+  EXPECT_TRUE(h.Stop());
+  EXPECT_EQ(clock.bound_uuid, kUuid) << "bound to the tenant's GPU by its RM UUID";
+  EXPECT_GT(clock.reads.load(), 20);
+  EXPECT_EQ(c.busy_clock_mhz, 1250u);
+  EXPECT_EQ(c.ref_clock_mhz, 1000u);
+  EXPECT_EQ(c.work_per_time_pm, 1250u);
+  EXPECT_NEAR(share, 0.40, 0.06) << "time cap would give 0.50";
+}
+
+// No configured reference: learned while the slot runs ungated and saturating (share 100), then
+// applied once the cap starts and the clock boosts.
+TEST(ComputeClock, LearnsTheReferenceWhileUngatedThenWeights) {
+  FakeRm rm;
+  FakeClock clock;
+  clock.mhz = 1000;
+  ComputeHost h(Config(100, &clock), FakeRm::Control, &rm);
+  AddObjects(h);
+  ASSERT_TRUE(h.Start());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_EQ(h.Counters().ref_clock_mhz, 1000u);
+  h.Set(50, VCORE_SCHED_MODE_CAP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  clock.mhz = 1200;  // the duty-cycled GPU boosts
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const double share = rm.BusyShareOver(1500);
+  const ComputeCounters c = h.Counters();
+  EXPECT_TRUE(h.Stop());
+  EXPECT_EQ(c.ref_clock_mhz, 1000u) << "not re-learned from gated spans";
+  EXPECT_EQ(c.work_per_time_pm, 1200u);
+  EXPECT_NEAR(share, 0.50 / 1.2, 0.06);
+}
+
+// A clock below the reference is not credited: never more GPU time than the share.
+TEST(ComputeClock, SlowerClockNeverRaisesTheTimeShare) {
+  FakeRm rm;
+  FakeClock clock;
+  clock.mhz = 600;
+  ComputeConfig cfg = Config(30, &clock);
+  cfg.ref_clock_mhz = 1000;
+  ComputeHost h(cfg, FakeRm::Control, &rm);
+  AddObjects(h);
+  ASSERT_TRUE(h.Start());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const double share = rm.BusyShareOver(1500);
+  const ComputeCounters c = h.Counters();
+  EXPECT_TRUE(h.Stop());
+  EXPECT_EQ(c.work_per_time_pm, 1000u);
+  EXPECT_NEAR(share, 0.30, 0.06);
+}
+
+// No clock (NVML missing): bind fails once, GPU time is capped as is.
+TEST(ComputeClock, UnboundClockLeavesTheTimeCap) {
+  FakeRm rm;
+  FakeClock clock;
+  clock.bind_ok = false;
+  clock.mhz = 2000;
+  ComputeHost h(Config(40, &clock), FakeRm::Control, &rm);
+  AddObjects(h);
+  ASSERT_TRUE(h.Start());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const double share = rm.BusyShareOver(1500);
+  const ComputeCounters c = h.Counters();
+  EXPECT_TRUE(h.Stop());
+  EXPECT_EQ(clock.reads.load(), 0);
+  EXPECT_EQ(c.work_per_time_pm, 1000u);
+  EXPECT_NEAR(share, 0.40, 0.06);
+}
+
+// The control thread stuck in RM with the slot gated off: the watchdog enables the channels once;
+// when the thread comes back, it must gate them off again. Before, the controller still believed
+// the slot was off (and deep in debt from the stall's busy time), so it issued nothing and the
+// channels stayed enabled for seconds: the tenant ran uncapped.
+TEST(ComputeClock, WatchdogReleaseThenGatingResumes) {
+  FakeRm rm;
+  rm.block_disable_ms = 1200;
+  ComputeHost h(Config(30, nullptr), FakeRm::Control, &rm);
+  AddObjects(h);
+  ASSERT_TRUE(h.Start());
+  std::this_thread::sleep_for(std::chrono::milliseconds(900));
+  {
+    std::lock_guard<std::mutex> lock(rm.mu);
+    EXPECT_TRUE(rm.enabled) << "watchdog re-enabled while the control thread is stuck";
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));  // the stall ended at ~1.2 s
+  const double share = rm.BusyShareOver(1000);
+  const ComputeCounters c = h.Counters();
+  EXPECT_TRUE(h.Stop());
+  EXPECT_EQ(c.watchdog_releases, 1u) << "one release per stall";
+  EXPECT_LT(share, 0.35) << "gating resumed after the stall";
+  std::lock_guard<std::mutex> lock(rm.mu);
+  EXPECT_TRUE(rm.enabled) << "Stop() leaves the channels enabled";
+}
+
+}  // namespace
+}  // namespace vgpu::shim::compute
