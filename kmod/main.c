@@ -16,6 +16,7 @@
 #include <linux/namei.h>
 #include <linux/string.h>
 
+#include "rmops.h"
 #include "vgpu.h"
 
 static char *real_ctl = "/dev/nvidiactl";
@@ -147,6 +148,11 @@ static int __init vgpu_init(void)
 		pr_info("%s not present (%d); loaded unbound, will bind on "
 			"slot creation\n",
 			real_ctl, err);
+	/* The in-kernel RM entry binds now if the driver is loaded, else on
+	 * first use (rmops.h). */
+	err = vgpu_rm_bind();
+	if (err)
+		pr_info("in-kernel RM entry not available yet (%d)\n", err);
 	pr_info("loaded: major %u, up to %u slots\n", MAJOR(vgpu_devt),
 		VGPU_MAX_SLOTS);
 	return 0;
@@ -167,6 +173,8 @@ static void __exit vgpu_exit(void)
 	vgpu_filter_exit();
 	if (vgpu_is_bound)
 		path_put(&vgpu_real_ctl);
+	/* Last: no slot, file or kernel thread can issue an RM call now. */
+	vgpu_rm_unbind();
 	pr_info("unloaded\n");
 }
 
