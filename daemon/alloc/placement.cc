@@ -16,7 +16,8 @@ class TopologyPlacer final : public Placer {
 
   std::string_view Name() const override { return eval_->Name(); }
 
-  Result<size_t> Place(std::span<const GpuLoad> loads, const PlacementRequest& r) const override {
+  Result<std::vector<size_t>> Place(std::span<const GpuLoad> loads,
+                                    const PlacementRequest& r) const override {
     std::vector<topology::GpuLoad> tl(loads.size());
     for (size_t i = 0; i < loads.size() && i < memory_.size(); ++i) {
       tl[i].cores_used = 100 - static_cast<int>(std::min<uint32_t>(loads[i].cores_free, 100));
@@ -25,7 +26,7 @@ class TopologyPlacer final : public Placer {
       tl[i].healthy = loads[i].healthy;
     }
     topology::PlacementRequest tr;
-    tr.gpu_count = 1;
+    tr.gpu_count = static_cast<int>(r.gpu_count);
     tr.whole_gpu = r.whole_gpu;
     tr.cores = r.cores == 0 ? 1 : static_cast<int>(r.cores);
     tr.memory_bytes = r.memory_bytes;
@@ -33,11 +34,12 @@ class TopologyPlacer final : public Placer {
     if (!placed.ok()) {
       return placed.status();
     }
-    if (placed->gpus.size() != 1) {
+    if (placed->gpus.size() != r.gpu_count) {
       return InternalError("evaluator returned " + std::to_string(placed->gpus.size()) +
-                           " GPUs for a one-GPU request");
+                           " GPUs for a " + std::to_string(r.gpu_count) + "-GPU request");
     }
-    return static_cast<size_t>(placed->gpus[0]);
+    std::vector<size_t> out(placed->gpus.begin(), placed->gpus.end());
+    return out;
   }
 
  private:
@@ -62,6 +64,9 @@ Result<std::unique_ptr<Placer>> MakePlacer(std::string_view policy, std::span<co
     g.memory_bytes = gpus[i].memory_bytes;
     g.numa_node = gpus[i].numa;
     g.pci_bus_id = gpus[i].pci_bus_id;
+    g.pci_root = gpus[i].pci_root;
+    g.pci_path = gpus[i].pci_path;
+    g.nvlinks = gpus[i].nvlinks;
     tg.push_back(std::move(g));
     memory.push_back(gpus[i].memory_bytes);
   }

@@ -1,7 +1,10 @@
 #include "vgpu/checkpoint/checkpoint.h"
 
+#include <fcntl.h>
+#include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <fstream>
@@ -15,7 +18,8 @@ namespace {
 
 using nlohmann::json;
 constexpr std::string_view kFormat = "vgpu-manager-checkpoint";
-constexpr int kVersion = 1;
+constexpr int kVersion = 2;
+constexpr int kOldestVersion = 1;  // snapshot only, no journal
 
 uint32_t Crc32(std::string_view data) {
   return static_cast<uint32_t>(
@@ -121,15 +125,27 @@ std::string Serialize(const std::vector<slots::SlotRecord>& records) {
   return SerializeEncoded(refs);
 }
 
-Result<std::vector<slots::SlotRecord>> Deserialize(std::string_view text) {
-  json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+std::string PutEntry(const std::string& record_json) {
+  return "{\"crc32\":" + std::to_string(Crc32(record_json)) + ",\"put\":" + record_json + "}\n";
+}
+
+std::string DeleteEntry(uint32_t slot_id) {
+  std::string id = std::to_string(slot_id);
+  return "{\"crc32\":" + std::to_string(Crc32(id)) + ",\"delete\":" + id + "}\n";
+}
+
+namespace {
+
+Result<std::vector<slots::SlotRecord>> ParseSnapshot(std::string_view line) {
+  json doc = json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) {
     return DataLossError("not JSON");
   }
   if (doc.value("format", "") != kFormat) {
     return DataLossError("format is not " + std::string(kFormat));
   }
-  if (!doc.contains("version") || doc["version"] != kVersion) {
+  if (!doc.contains("version") || !doc["version"].is_number_integer() ||
+      doc["version"].get<int>() < kOldestVersion || doc["version"].get<int>() > kVersion) {
     return DataLossError("unsupported version");
   }
   if (!doc.contains("payload") || !doc.contains("crc32") || !doc["crc32"].is_number_unsigned()) {
@@ -156,11 +172,126 @@ Result<std::vector<slots::SlotRecord>> Deserialize(std::string_view text) {
   return out;
 }
 
-Status CheckpointStore::Save(const std::vector<slots::SlotRecord>& records) const {
+// Applies one journal line to `records` (a put replaces the record of its slot id, or adds one).
+Status ApplyEntry(std::string_view line, std::vector<slots::SlotRecord>& records) {
+  json doc = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("crc32") ||
+      !doc["crc32"].is_number_unsigned()) {
+    return DataLossError("not a journal entry");
+  }
+  uint32_t want = doc["crc32"].get<uint32_t>();
+  if (doc.contains("put")) {
+    if (Crc32(doc["put"].dump()) != want) {
+      return DataLossError("crc32 mismatch");
+    }
+    auto r = FromJson(doc["put"]);
+    if (!r.ok()) {
+      return r.status();
+    }
+    auto it = std::find_if(records.begin(), records.end(),
+                           [&](const auto& x) { return x.config.id == r->config.id; });
+    if (it == records.end()) {
+      records.push_back(std::move(*r));
+    } else {
+      *it = std::move(*r);
+    }
+    return OkStatus();
+  }
+  if (doc.contains("delete") && doc["delete"].is_number_unsigned()) {
+    if (Crc32(doc["delete"].dump()) != want) {
+      return DataLossError("crc32 mismatch");
+    }
+    uint32_t id = doc["delete"].get<uint32_t>();
+    std::erase_if(records, [&](const auto& x) { return x.config.id == id; });
+    return OkStatus();
+  }
+  return DataLossError("journal entry is neither put nor delete");
+}
+
+}  // namespace
+
+Result<std::vector<slots::SlotRecord>> Deserialize(std::string_view text, size_t* journal_entries,
+                                                   bool* torn_tail) {
+  size_t end = text.find('\n');
+  if (end == std::string_view::npos) {
+    // Version 1 files and hand edits may lack the final newline; a torn snapshot fails to parse.
+    end = text.size();
+  }
+  auto snapshot = ParseSnapshot(text.substr(0, end));
+  if (!snapshot.ok()) {
+    return snapshot.status();
+  }
+  std::vector<slots::SlotRecord> records = std::move(*snapshot);
+  size_t entries = 0;
+  size_t pos = end == text.size() ? end : end + 1;
+  while (pos < text.size()) {
+    size_t eol = text.find('\n', pos);
+    if (eol == std::string_view::npos) {
+      // An append cut short by a crash: never acknowledged as durable, so not part of the state.
+      if (torn_tail != nullptr) {
+        *torn_tail = true;
+      }
+      break;
+    }
+    ++entries;
+    Status s = ApplyEntry(text.substr(pos, eol - pos), records);
+    if (!s.ok()) {
+      return DataLossError("journal entry " + std::to_string(entries) + ": " + s.message());
+    }
+    pos = eol + 1;
+  }
+  if (journal_entries != nullptr) {
+    *journal_entries = entries;
+  }
+  return records;
+}
+
+CheckpointStore::~CheckpointStore() { CloseJournal(); }
+
+void CheckpointStore::CloseJournal() {
+  if (journal_fd_ >= 0) {
+    ::close(journal_fd_);
+    journal_fd_ = -1;
+  }
+}
+
+Status CheckpointStore::Append(std::string_view lines) {
+  if (journal_fd_ < 0) {
+    journal_fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (journal_fd_ < 0) {
+      return ErrnoError("checkpoint: open " + path_.string() + " for append", errno);
+    }
+  }
+  size_t off = 0;
+  while (off < lines.size()) {
+    ssize_t n = ::write(journal_fd_, lines.data() + off, lines.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      int err = errno;
+      CloseJournal();
+      return ErrnoError("checkpoint: append to " + path_.string(), err);
+    }
+    off += static_cast<size_t>(n);
+  }
+  // The size changes with every append, so fdatasync still writes the inode's size; it skips
+  // only timestamps.
+  if (::fdatasync(journal_fd_) != 0) {
+    int err = errno;
+    CloseJournal();
+    return ErrnoError("checkpoint: fdatasync " + path_.string(), err);
+  }
+  return OkStatus();
+}
+
+Status CheckpointStore::Save(const std::vector<slots::SlotRecord>& records) {
+  CloseJournal();  // the rename replaces the file it points at
   return slots::WriteFileAtomically(path_, Serialize(records)).Annotate("checkpoint");
 }
 
-Status CheckpointStore::SaveEncoded(const std::vector<const std::string*>& record_json) const {
+Status CheckpointStore::SaveEncoded(const std::vector<const std::string*>& record_json) {
+  CloseJournal();
   return slots::WriteFileAtomically(path_, SerializeEncoded(record_json)).Annotate("checkpoint");
 }
 
@@ -176,7 +307,7 @@ Result<LoadResult> CheckpointStore::Load() const {
   out.found = true;
   std::ostringstream ss;
   ss << in.rdbuf();
-  auto records = Deserialize(ss.str());
+  auto records = Deserialize(ss.str(), &out.journal_entries, &out.torn_tail);
   if (records.ok()) {
     out.records = std::move(*records);
     return out;

@@ -53,7 +53,7 @@ Result<ReconcileReport> SlotManager::Reconcile() {
     }
   }
   std::lock_guard lock(mu_);
-  slots_.clear();
+  slots_.Clear();
   auto now = clock_();
   std::set<uint32_t> matched;
   for (SlotRecord& r : loaded->records) {
@@ -81,16 +81,13 @@ Result<ReconcileReport> SlotManager::Reconcile() {
       ++report.recreated;
       LogWarn("event=slot_recreated " + Describe(r) + " reason=\"in checkpoint, not live\"");
     }
-    slots_[r.config.id] = Tracked{r, now, std::nullopt, {}, {}};
+    slots_.Put(TrackedSlot{r, now, std::nullopt});
   }
   for (const auto& l : *live) {
     if (matched.count(l.id) != 0) {
       continue;
     }
-    bool duplicate = std::any_of(slots_.begin(), slots_.end(), [&](const auto& kv) {
-      return kv.second.record.config.name == l.name;
-    });
-    if (duplicate) {
+    if (slots_.FindByName(l.name) != nullptr) {
       Status s = backend_.Destroy(l.id);
       LogWarn("event=slot_duplicate_destroyed slot=" + std::to_string(l.id) + " name=" + l.name +
               " result=\"" + s.ToString() + "\"");
@@ -105,57 +102,33 @@ Result<ReconcileReport> SlotManager::Reconcile() {
     if (l.exclusive) {
       r.gpu_ids = {FormatDeviceId({ResourceKind::kWholeGpu, l.gpu, 0})};
     }
-    slots_[l.id] = Tracked{r, now, std::nullopt, {}, {}};
+    slots_.Put(TrackedSlot{r, now, std::nullopt});
     ++report.adopted;
     LogWarn("event=slot_adopted " + Describe(r) + " reason=\"live, not in checkpoint\"");
   }
   // The kubelet's assignments are the truth about owners and core shares.
   for (const auto& a : assignments) {
-    Tracked* target = nullptr;
-    const auto* memory = IdsFor(a, options_.memory_resource);
-    const auto* whole = IdsFor(a, options_.gpu_resource);
-    if (whole != nullptr && !whole->empty()) {
-      for (auto& [id, t] : slots_) {
-        if (t.record.config.exclusive && t.record.gpu_ids == Sorted(*whole)) {
-          target = &t;
-        }
+    for (TrackedSlot* target : SlotsOfLocked(a)) {
+      bool changed = false;
+      Status s = LinkLocked(*target, a, &changed);
+      if (!s.ok()) {
+        LogWarn("event=reconcile_link_failed " + Describe(target->record) + " error=\"" +
+                s.ToString() + "\"");
+      } else if (changed) {
+        ++report.relinked;
       }
-    } else if (memory != nullptr && !memory->empty()) {
-      auto mset = ParseIdSet(*memory, ResourceKind::kMemory);
-      if (!mset.ok()) {
-        continue;
-      }
-      std::string key = alloc::SlotKey(mset->gpu, mset->units);
-      for (auto& [id, t] : slots_) {
-        if (t.record.config.name == key) {
-          target = &t;
-        }
-      }
-    }
-    if (target == nullptr) {
-      continue;
-    }
-    bool changed = false;
-    Status s = LinkLocked(*target, a, &changed);
-    if (!s.ok()) {
-      LogWarn("event=reconcile_link_failed " + Describe(target->record) + " error=\"" +
-              s.ToString() + "\"");
-    } else if (changed) {
-      ++report.relinked;
     }
   }
   VGPU_RETURN_IF_ERROR(SaveNowLocked());
-  if (!options_.cdi_kind.empty()) {
-    for (const auto& [id, t] : slots_) {
-      Status s = WriteCdiSpec(t.record);
+  if (grants_.cdi_enabled()) {
+    for (const auto& [id, t] : slots_.all()) {
+      Status s = grants_.WriteCdiSpec(t.record);
       if (!s.ok()) {
         LogWarn("event=cdi_spec_failed " + Describe(t.record) + " error=\"" + s.ToString() + "\"");
       }
     }
   }
-  if (!writer_.joinable()) {
-    writer_ = std::thread([this] { WriterLoop(); });
-  }
+  writer_.Start();
   BumpLocked();
   return report;
 }
@@ -179,15 +152,15 @@ Result<SlotRecord> SlotManager::CreateManual(std::optional<uint32_t> gpu, uint64
     }
     chosen = *gpu;
   } else {
-    alloc::PlacementRequest req{core_percent, units * options_.memory_unit_bytes, false};
+    alloc::PlacementRequest req{core_percent, units * options_.memory_unit_bytes, false, 1};
     auto placed = placer_->Place(loads, req);
     if (!placed.ok()) {
       return placed.status();
     }
-    chosen = gpus_[*placed].index;
+    chosen = gpus_[placed->front()].index;
   }
   std::set<uint32_t> used;
-  for (const auto& [id, t] : slots_) {
+  for (const auto& [id, t] : slots_.all()) {
     for (const std::string& m : t.record.memory_ids) {
       auto d = alloc::ParseDeviceId(m, ResourceKind::kMemory);
       if (d.ok() && d->gpu == chosen) {
@@ -211,21 +184,20 @@ Result<SlotRecord> SlotManager::CreateManual(std::optional<uint32_t> gpu, uint64
     return grant.status();
   }
   std::string key = alloc::SlotKey(set.gpu, set.units);
-  for (auto& [id, t] : slots_) {
-    if (t.record.config.name != key) {
-      continue;
-    }
-    SlotRecord r = t.record;
-    r.config.compute_share_percent = core_percent;
-    r.manual = true;
-    r.linked = true;
-    r.pod_name = label;
-    VGPU_RETURN_IF_ERROR(backend_.Update(r.config));
-    t.record = r;
-    VGPU_RETURN_IF_ERROR(SaveNowLocked());
-    return r;
+  TrackedSlot* t = slots_.FindByName(key);
+  if (t == nullptr) {
+    return InternalError("slot " + key + " vanished after creation");
   }
-  return InternalError("slot " + key + " vanished after creation");
+  SlotRecord r = t->record;
+  r.config.compute_share_percent = core_percent;
+  r.manual = true;
+  r.linked = true;
+  r.pod_name = label;
+  VGPU_RETURN_IF_ERROR(backend_.Update(r.config));
+  t->record = r;
+  slots_.MarkChanged(r.config.id);
+  VGPU_RETURN_IF_ERROR(SaveNowLocked());
+  return r;
 }
 
 Status SlotManager::DeleteSlot(uint32_t id) {

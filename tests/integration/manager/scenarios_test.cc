@@ -11,6 +11,7 @@
 
 #include "fake_kubelet.h"
 #include "manager_process.h"
+#include "vgpu/checkpoint/checkpoint.h"
 
 namespace vgpu::testing {
 namespace {
@@ -58,8 +59,9 @@ class ManagerScenario : public ::testing::Test {
     auto deadline = std::chrono::steady_clock::now() + 10s;
     while (std::chrono::steady_clock::now() < deadline) {
       std::ifstream in(manager_->CheckpointFile());
-      json doc = json::parse(in, nullptr, false);
-      if (!doc.is_discarded() && doc.contains("payload") && doc["payload"]["slots"].size() == n) {
+      std::string text((std::istreambuf_iterator<char>(in)), {});
+      auto records = checkpoint::Deserialize(text);  // snapshot + journal, replayed
+      if (records.ok() && records->size() == n) {
         return true;
       }
       std::this_thread::sleep_for(20ms);
@@ -330,7 +332,8 @@ TEST_F(ManagerScenario, InvalidRequestsGetClearErrors) {
       {kMem, {"vcuda-memory-gpu0-999"}, "does not exist: gpu0 has 64"},
       {kMem, {"nvidia.com/gpu-0"}, "is not a vcuda-memory ID"},
       {kCore, {"vcuda-core-gpu0-1", "vcuda-core-gpu1-1"}, "span GPUs"},
-      {kGpu, {"vcuda-gpu0", "vcuda-gpu1"}, "one whole GPU per container"},
+      {kGpu, {"vcuda-gpu0", "vcuda-gpu0"}, "appears twice"},
+      {kGpu, {"vcuda-gpu0", "vcuda-gpu9"}, "gpu9 does not exist"},
   };
   for (const auto& tc : cases) {
     grpc::Status s = kubelet_->Allocate(tc.resource, tc.ids, &resp);

@@ -62,8 +62,8 @@ class SlotManagerTest : public ::testing::Test {
     char tmpl[] = "/tmp/vgpu-slotmgr-XXXXXX";
     dir_ = ::mkdtemp(tmpl);
     store_ = std::make_unique<checkpoint::CheckpointStore>(dir_ / "cp");
-    gpus_ = {{0, "GPU-a", 4ull << 30, 0, "0000:01:00.0"},
-             {1, "GPU-b", 4ull << 30, 1, "0000:02:00.0"}};
+    gpus_ = {{0, "GPU-a", 4ull << 30, 0, "0000:01:00.0", "", {}, {}},
+             {1, "GPU-b", 4ull << 30, 1, "0000:02:00.0", "", {}, {}}};
   }
   ~SlotManagerTest() override { fs::remove_all(dir_); }
 
@@ -152,7 +152,9 @@ TEST_F(SlotManagerTest, RefusesUnsatisfiableRequestsWithReasons) {
       {ResourceKind::kMemory, {}, "no vcuda-memory device IDs"},
       {ResourceKind::kCore, {"vcuda-core-gpu0-1", "vcuda-core-gpu1-2"}, "span GPUs"},
       {ResourceKind::kCore, {"vcuda-core-gpu0-100"}, "does not exist"},
-      {ResourceKind::kWholeGpu, {"vcuda-gpu0", "vcuda-gpu1"}, "one whole GPU per container"},
+      {ResourceKind::kWholeGpu, {"vcuda-gpu0", "vcuda-gpu0"}, "appears twice"},
+      {ResourceKind::kWholeGpu, {"vcuda-gpu0", "vcuda-gpu7"}, "gpu7 does not exist"},
+      {ResourceKind::kWholeGpu, {}, "no device IDs"},
   };
   for (const auto& tc : cases) {
     auto g = m->Allocate(tc.kind, tc.ids);

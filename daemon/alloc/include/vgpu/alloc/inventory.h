@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "vgpu/status.h"
+#include "vgpu/topology/topology.h"
 
 namespace vgpu::alloc {
 
@@ -17,6 +18,11 @@ struct GpuInfo {
   uint64_t memory_bytes = 0;
   int numa = -1;  // -1: unknown / no NUMA preference
   std::string pci_bus_id;
+  // Where the GPU sits (topology/topology.h): the placer's link levels come from these, so a
+  // multi-GPU request gets NVLink peers and PCIe neighbours rather than any two GPUs.
+  std::string pci_root;
+  std::vector<std::string> pci_path;
+  std::vector<topology::NvLinkPeer> nvlinks;
 };
 
 struct Inventory {

@@ -1,12 +1,22 @@
-// The manager's checkpoint: every slot record, written atomically (temp file, fsync, rename,
-// fsync of the directory) with a CRC-32 (zlib) over the payload, so a torn or edited file is
-// detected rather than trusted. Layout (JSON, one object):
+// The manager's checkpoint: a snapshot of every slot record followed by an append-only journal
+// of changes, one JSON object per line, each with a CRC-32 (zlib) over its payload, so a torn or
+// edited file is detected rather than trusted.
 //
-//   {"format": "vgpu-manager-checkpoint", "version": 1,
-//    "payload": {"slots": [ {...SlotRecord...}, ... ]},
-//    "crc32": <u32 over payload.dump()>}
+//   {"crc32":<u32 over payload.dump()>,"format":"vgpu-manager-checkpoint",
+//    "payload":{"slots":[ {...SlotRecord...}, ... ]},"version":2}        <- snapshot, line 1
+//   {"crc32":<u32 over put.dump()>,"put":{...SlotRecord...}}            <- slot created/changed
+//   {"crc32":<u32 over delete.dump()>,"delete":<slot id>}              <- slot destroyed
 //
-// nlohmann::json dumps objects with sorted keys, so payload.dump() is canonical.
+// Why a journal: rewriting every record on every change costs O(slots) bytes and an fsync of a
+// new file per Allocate; an entry is one record appended (O(1)), and many entries share one
+// fdatasync (group commit, checkpoint_writer.h). Compaction writes a new snapshot atomically
+// (temp file, fsync, rename, fsync of the directory), which drops the journal in the same step.
+// Loading replays entries in order (put replaces by slot id). Entries are only appended, so a
+// crash can tear only the tail: an unterminated last line is dropped (its change was not yet
+// durable, and reconciliation with the live slots restores it). Anything else that fails to
+// parse or to match its CRC, including a torn snapshot, makes the file corrupt.
+// nlohmann::json dumps objects with sorted keys, so payload.dump() is canonical. Version 1 files
+// (snapshot only) load unchanged.
 #pragma once
 
 #include <filesystem>
@@ -23,6 +33,8 @@ struct LoadResult {
   bool found = false;                // a checkpoint file existed
   std::string corrupt_reason;        // non-empty when the file was corrupt
   std::filesystem::path kept_aside;  // where the corrupt file was moved (<path>.corrupt-<ts>)
+  size_t journal_entries = 0;        // entries replayed after the snapshot
+  bool torn_tail = false;            // an unterminated last entry was dropped
 };
 
 std::string Serialize(const std::vector<slots::SlotRecord>& records);
@@ -31,20 +43,38 @@ std::string Serialize(const std::vector<slots::SlotRecord>& records);
 std::string RecordJson(const slots::SlotRecord& record);
 // The file text for already-encoded records; identical to Serialize() of the same records.
 std::string SerializeEncoded(const std::vector<const std::string*>& record_json);
-Result<std::vector<slots::SlotRecord>> Deserialize(std::string_view text);
+// Journal lines (terminated by '\n') for one changed or destroyed record.
+std::string PutEntry(const std::string& record_json);
+std::string DeleteEntry(uint32_t slot_id);
+// Snapshot plus journal, replayed. `torn_tail`, when non-null, reports a dropped unterminated
+// last entry.
+Result<std::vector<slots::SlotRecord>> Deserialize(std::string_view text,
+                                                   size_t* journal_entries = nullptr,
+                                                   bool* torn_tail = nullptr);
 
+// Not thread-safe: one writer at a time (CheckpointWriter serializes).
 class CheckpointStore {
  public:
   explicit CheckpointStore(std::filesystem::path path) : path_(std::move(path)) {}
+  ~CheckpointStore();
+  CheckpointStore(const CheckpointStore&) = delete;
+  CheckpointStore& operator=(const CheckpointStore&) = delete;
   const std::filesystem::path& path() const { return path_; }
-  Status Save(const std::vector<slots::SlotRecord>& records) const;
-  Status SaveEncoded(const std::vector<const std::string*>& record_json) const;
+  // Compaction: a new snapshot of `records`, written atomically; the journal is gone with it.
+  Status Save(const std::vector<slots::SlotRecord>& records);
+  Status SaveEncoded(const std::vector<const std::string*>& record_json);
+  // Appends journal lines (PutEntry/DeleteEntry) to the current file and fdatasyncs them. The
+  // file must exist (a snapshot is saved first). On error the tail may be torn: the next write
+  // must be a snapshot (Save), never another Append.
+  Status Append(std::string_view lines);
   // Missing file: empty, found=false. Corrupt file: renamed to <path>.corrupt-<unix seconds>,
   // empty records, corrupt_reason set; the caller rebuilds. Unreadable: error.
   Result<LoadResult> Load() const;
 
  private:
+  void CloseJournal();
   std::filesystem::path path_;
+  int journal_fd_ = -1;  // O_APPEND descriptor of the current file; reopened after each Save
 };
 
 }  // namespace vgpu::checkpoint

@@ -1,8 +1,12 @@
-// SlotManager: the manager's state and every decision about slots. The gRPC device-plugin
-// services, the standalone control API and the metrics exporter all call into it; it owns no
-// sockets. Thread-safe: one mutex serializes every change (Allocate is short and never waits on
-// the kubelet, shared/reference/device-plugin-api.md §2.5), and the checkpoint is written
-// before any change is reported as done.
+// SlotManager: every decision about slots. The gRPC device-plugin services, the standalone
+// control API and the metrics exporter all call into it; it owns no sockets. Thread-safe: one
+// mutex serializes every change (Allocate is short and never waits on the kubelet,
+// shared/reference/device-plugin-api.md §2.5). It delegates the parts with one job each:
+// SlotTable (the slots and what changed), GrantBuilder (container edits, CDI specs),
+// PreferredPicker (GetPreferredAllocation), checkpoint::CheckpointWriter (group-committed
+// journal). Its methods live in slot_manager.cc (state, health, destroy, orphans), allocate.cc
+// (Allocate, GetPreferredAllocation), link.cc (PreStartContainer) and reconcile.cc (start-up,
+// standalone slots).
 //
 // Identity: the memory IDs the kubelet picked define a slot (daemon/alloc/device_ids.h), so
 // Allocate needs no pod lookup; PreStartContainer links the slot to its container and core
@@ -26,6 +30,11 @@
 #include "vgpu/alloc/inventory.h"
 #include "vgpu/alloc/placement.h"
 #include "vgpu/checkpoint/checkpoint.h"
+#include "vgpu/checkpoint/checkpoint_writer.h"
+#include "vgpu/manager/grant_builder.h"
+#include "vgpu/manager/manager_options.h"
+#include "vgpu/manager/preferred.h"
+#include "vgpu/manager/slot_table.h"
 #include "vgpu/podresources/pod_resources.h"
 #include "vgpu/slots/slot.h"
 #include "vgpu/slots/slot_record.h"
@@ -33,35 +42,7 @@
 
 namespace vgpu::manager {
 
-using Clock = std::function<std::chrono::steady_clock::time_point()>;
 using alloc::ResourceKind;
-
-struct ManagerOptions {
-  uint64_t memory_unit_bytes = 256ull << 20;
-  std::string core_resource = "tencent.com/vcuda-core";
-  std::string memory_resource = "tencent.com/vcuda-memory";
-  std::string gpu_resource = "tencent.com/vcuda-gpu";
-  slots::ManagedPolicy managed_policy = slots::ManagedPolicy::kRefuse;
-  slots::UnknownPolicy unknown_policy = slots::UnknownPolicy::kRefuse;
-  std::chrono::seconds orphan_grace{30};  // --allocation-check-period
-  std::string cdi_kind;                   // "vendor.com/class"; empty: no CDI names
-  // With cdi_kind: each slot's edits are also written as a CDI spec (cdiVersion 0.5.0, one
-  // device "slot<ID>") into this directory, so runtimes that resolve CDI names find them
-  // (shared/reference/device-plugin-api.md §5); removed with the slot.
-  std::string cdi_spec_dir = "/var/run/cdi";
-  std::string driver_library_dir;         // mounted at /usr/local/nvidia when it exists
-  slots::ContainerEdits extra;            // --extra-config, added to every container
-  // Test seam for crash-consistency tests: called at named points ("after-slot-create",
-  // "after-checkpoint"); the manager binary kills itself there when told to by environment.
-  std::function<void(std::string_view point)> crash_point;
-};
-
-// What a container gets from one Allocate.
-struct Grant {
-  slots::ContainerEdits edits;
-  std::map<std::string, std::string> annotations;
-  std::vector<std::string> cdi_devices;
-};
 
 struct DeviceEntry {
   std::string id;
@@ -96,11 +77,10 @@ class SlotManager {
   // Starts the checkpoint writer.
   Result<ReconcileReport> Reconcile();
 
-  // Checkpoint writes are asynchronous on the Allocate path: the live slots (module or slot
-  // directories) and the kubelet's pod-resources are the truth Reconcile rebuilds from, so the
-  // checkpoint need not be durable before Allocate answers, and a coalescing writer keeps an
-  // O(slots) file write off the kubelet's admission path. Waits until every change made so far
-  // is on disk; false on timeout (the writer logs why it is failing).
+  // Checkpoint writes are asynchronous on the Allocate path: each change queues one journal
+  // entry and the writer thread group-commits them (checkpoint_writer.h says why that is safe).
+  // Waits until every change made so far is on disk; false on timeout (the writer logs why it
+  // is failing).
   bool FlushCheckpoint(std::chrono::milliseconds timeout);
 
   const std::string& ResourceName(ResourceKind kind) const;
@@ -109,9 +89,11 @@ class SlotManager {
   // the GPU is held in the other mode: whole vs shared, so the kubelet does not pick it).
   std::vector<DeviceEntry> Devices(ResourceKind kind) const;
 
+  // Memory IDs: the slot they define. Whole-GPU IDs: one exclusive slot per GPU (several GPUs
+  // for one container are allowed). Core IDs: nothing yet (linked at PreStart).
   Result<Grant> Allocate(ResourceKind kind, const std::vector<std::string>& ids);
   // GetPreferredAllocation: `size` IDs of `available`, all on one GPU the placer chose (or
-  // the GPU of `must_include`).
+  // the GPU of `must_include`); for whole GPUs, the best-linked set of GPUs.
   Result<std::vector<std::string>> Preferred(ResourceKind kind,
                                              const std::vector<std::string>& available,
                                              const std::vector<std::string>& must_include,
@@ -150,31 +132,19 @@ class SlotManager {
   std::string_view backend_kind() const { return backend_.Kind(); }
 
  private:
-  struct Tracked {
-    slots::SlotRecord record;
-    std::chrono::steady_clock::time_point created;
-    std::optional<std::chrono::steady_clock::time_point> unlisted_since;
-    // The checkpoint encoding of `encoded_record`; re-encoded only when record changes.
-    slots::SlotRecord encoded_record;
-    std::shared_ptr<const std::string> encoded;
-  };
-
   const alloc::GpuInfo* FindGpu(uint32_t index) const;
   Result<Grant> AllocateUncounted(ResourceKind kind, const std::vector<std::string>& ids);
-  // Encodes changed records and hands the state to the writer (returns at once).
-  Status SaveLocked();
-  // Same, and writes it before returning (start-up, standalone API).
+  // Queues the changed records' journal entries (returns at once).
+  void SaveLocked();
+  // Writes a snapshot of every record before returning (start-up, standalone API).
   Status SaveNowLocked();
-  std::vector<std::shared_ptr<const std::string>> EncodeLocked();
-  void WriterLoop();
-  Grant MakeGrant(const slots::SlotRecord& r) const;
-  std::string CdiSpecPath(uint32_t slot_id) const;
-  Status WriteCdiSpec(const slots::SlotRecord& r) const;
   std::vector<alloc::GpuLoad> LoadsLocked() const;
   Status DestroyLocked(uint32_t id, std::string_view reason);
-  Status LinkLocked(Tracked& t, const podresources::ContainerAssignment& owner, bool* changed);
+  Status LinkLocked(TrackedSlot& t, const podresources::ContainerAssignment& owner, bool* changed);
+  // The slot(s) a container's pod-resources entry names; empty when none.
+  std::vector<TrackedSlot*> SlotsOfLocked(const podresources::ContainerAssignment& owner);
   Result<Grant> AllocateMemoryLocked(const alloc::IdSet& set, const std::vector<std::string>& ids);
-  Result<Grant> AllocateWholeLocked(uint32_t gpu, const std::string& id);
+  Result<Grant> AllocateWholeLocked(const std::vector<alloc::DeviceId>& gpus);
   void BumpLocked();
 
   ManagerOptions options_;
@@ -184,30 +154,18 @@ class SlotManager {
   podresources::PodResourcesSource* pod_resources_;  // null in standalone mode
   std::unique_ptr<alloc::Placer> placer_;
   Clock clock_;
+  GrantBuilder grants_;
 
   mutable std::mutex mu_;
   mutable std::condition_variable changed_;
-  std::map<uint32_t, Tracked> slots_;     // by backend slot id; guarded by mu_
+  SlotTable slots_;                       // guarded by mu_
   std::map<uint32_t, bool> gpu_healthy_;  // guarded by mu_
   uint64_t generation_ = 1;               // guarded by mu_
   AllocationCounters counters_;           // guarded by mu_
-  // Checkpoint writer. Lock order: mu_, then write_mu_ (the writer thread takes write_mu_ alone).
-  std::vector<std::shared_ptr<const std::string>> pending_;  // guarded by mu_
-  uint64_t save_seq_ = 0;                                    // guarded by mu_
-  bool stopping_ = false;                                    // guarded by mu_
-  std::condition_variable writer_wake_;
-  mutable std::condition_variable written_;
-  std::mutex write_mu_;                   // one writer of the file at a time
-  std::atomic<uint64_t> written_seq_{0};  // highest save_seq_ on disk; set under write_mu_
-  std::thread writer_;
-  // GetPreferredAllocation is called per resource, in random order (§2.5): remember the GPU
-  // chosen for one resource so the other resource of the same container lands on it too.
-  struct PendingPick {
-    ResourceKind kind;
-    uint32_t gpu;
-    std::chrono::steady_clock::time_point at;
-  };
-  std::optional<PendingPick> pending_pick_;  // guarded by mu_
+  PreferredPicker picker_;                // guarded by mu_
+  // Lock order: mu_, then the writer's own locks; the writer calls back into mu_ only from its
+  // thread with none of its locks held (checkpoint_writer.h).
+  checkpoint::CheckpointWriter writer_;
 };
 
 }  // namespace vgpu::manager

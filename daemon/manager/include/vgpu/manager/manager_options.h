@@ -1,0 +1,47 @@
+// The manager's settings (from daemon/config) and what one Allocate hands a container.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vgpu/slots/slot.h"
+
+namespace vgpu::manager {
+
+using Clock = std::function<std::chrono::steady_clock::time_point()>;
+
+struct ManagerOptions {
+  uint64_t memory_unit_bytes = 256ull << 20;
+  std::string core_resource = "tencent.com/vcuda-core";
+  std::string memory_resource = "tencent.com/vcuda-memory";
+  std::string gpu_resource = "tencent.com/vcuda-gpu";
+  slots::ManagedPolicy managed_policy = slots::ManagedPolicy::kRefuse;
+  slots::UnknownPolicy unknown_policy = slots::UnknownPolicy::kRefuse;
+  std::chrono::seconds orphan_grace{30};  // --allocation-check-period
+  std::string cdi_kind;                   // "vendor.com/class"; empty: no CDI names
+  // With cdi_kind: each slot's edits are also written as a CDI spec (cdiVersion 0.5.0, one
+  // device "slot<ID>") into this directory, so runtimes that resolve CDI names find them
+  // (shared/reference/device-plugin-api.md §5); removed with the slot.
+  std::string cdi_spec_dir = "/var/run/cdi";
+  std::string driver_library_dir;  // mounted at /usr/local/nvidia when it exists
+  slots::ContainerEdits extra;     // --extra-config, added to every container
+  // Test seam for crash-consistency tests: called at named points ("after-slot-create",
+  // "after-checkpoint"); the manager binary kills itself there when told to by environment.
+  std::function<void(std::string_view point)> crash_point;
+  // Journal entries between two checkpoint snapshots (checkpoint_writer.h).
+  size_t checkpoint_compact_after = 1024;
+};
+
+// What a container gets from one Allocate.
+struct Grant {
+  slots::ContainerEdits edits;
+  std::map<std::string, std::string> annotations;
+  std::vector<std::string> cdi_devices;
+};
+
+}  // namespace vgpu::manager
