@@ -252,6 +252,12 @@ u64 vgpu_filter_peak(struct vgpu_slot *slot)
 	return v;
 }
 
+/* The compute controller's view of the TSG registry (kmod/compute.c). */
+struct vcore_slot *vgpu_filter_core(struct vgpu_slot *slot)
+{
+	return slot->filter->core;
+}
+
 /* ---- slots and files ------------------------------------------------- */
 
 static char vgpu_version[VCORE_VERSION_MAX];

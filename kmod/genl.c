@@ -14,6 +14,7 @@
 
 #include "vgpu.h"
 #include "core/vcore.h"
+#include "core/sched/vcore_sched.h"
 
 static const struct nla_policy vgpu_policy[VGPU_A_MAX + 1] = {
 	[VGPU_A_SLOT_ID] = NLA_POLICY_MAX(NLA_U32, VGPU_MAX_SLOTS - 1),
@@ -22,6 +23,8 @@ static const struct nla_policy vgpu_policy[VGPU_A_MAX + 1] = {
 			      .len = VGPU_SLOT_NAME_LEN - 1},
 	[VGPU_A_SLOT_MEM_QUOTA] = {.type = NLA_U64},
 	[VGPU_A_SLOT_COMPUTE_SHARE] = NLA_POLICY_RANGE(NLA_U32, 1, 100),
+	[VGPU_A_SLOT_COMPUTE_MODE] =
+		NLA_POLICY_RANGE(NLA_U32, 1, __VGPU_COMPUTE_MAX - 1),
 	[VGPU_A_SLOT_MANAGED_POLICY] =
 		NLA_POLICY_RANGE(NLA_U32, 1, __VGPU_MANAGED_MAX - 1),
 	[VGPU_A_SLOT_UNKNOWN_POLICY] =
@@ -67,10 +70,11 @@ static int vgpu_nl_admin(struct sk_buff *skb, struct genl_info *info)
 
 static int vgpu_nl_put_stats(struct sk_buff *skb, struct vgpu_slot *slot)
 {
+	struct vcore_sched_slot_stats cst;
 	struct vcore_stats *cs;
 	struct nlattr *nest;
 	u64 v[__VGPU_STAT_MAX] = {};
-	u64 unknown;
+	u64 unknown, errors;
 	int s, i;
 
 	cs = kzalloc(sizeof(*cs), GFP_KERNEL);
@@ -101,6 +105,17 @@ static int vgpu_nl_put_stats(struct sk_buff *skb, struct vgpu_slot *slot)
 	v[VGPU_STAT_CLIENTS] = cs->clients;
 	v[VGPU_STAT_TSGS] = cs->tsgs;
 	kfree(cs);
+	if (vgpu_compute_slot_stats(slot, &cst, &errors)) {
+		v[VGPU_STAT_GPU_BUSY_NS] = cst.busy_ns;
+		v[VGPU_STAT_THROTTLED_NS] = cst.throttled_ns;
+		v[VGPU_STAT_OVERSHOOT_NS] = cst.overshoot_ns;
+		v[VGPU_STAT_DEBT_NS] = cst.debt_ns;
+		v[VGPU_STAT_SHARE_1S_PM] = cst.share_1s_pm;
+		v[VGPU_STAT_SHARE_10S_PM] = cst.share_10s_pm;
+		v[VGPU_STAT_GATE_ACTIONS] = cst.gate_actions;
+		v[VGPU_STAT_TIMESLICE_US] = cst.timeslice_us;
+		v[VGPU_STAT_COMPUTE_ERRORS] = errors;
+	}
 
 	nest = nla_nest_start(skb, VGPU_A_SLOT_STATS);
 	if (!nest)
@@ -141,6 +156,8 @@ static int vgpu_nl_put_slot_locked(struct sk_buff *skb, struct vgpu_slot *slot)
 			      VGPU_A_PAD) ||
 	    nla_put_u32(skb, VGPU_A_SLOT_COMPUTE_SHARE,
 			slot->cfg.compute_share) ||
+	    nla_put_u32(skb, VGPU_A_SLOT_COMPUTE_MODE,
+			slot->cfg.compute_mode ?: VGPU_COMPUTE_CAP) ||
 	    nla_put_u32(skb, VGPU_A_SLOT_MANAGED_POLICY,
 			slot->cfg.managed_policy) ||
 	    nla_put_u32(skb, VGPU_A_SLOT_UNKNOWN_POLICY,
@@ -234,6 +251,10 @@ static u32 vgpu_nl_parse_config(struct genl_info *info,
 		cfg->compute_share = nla_get_u32(a[VGPU_A_SLOT_COMPUTE_SHARE]);
 		mask |= VGPU_CFG_SHARE;
 	}
+	if (a[VGPU_A_SLOT_COMPUTE_MODE]) {
+		cfg->compute_mode = nla_get_u32(a[VGPU_A_SLOT_COMPUTE_MODE]);
+		mask |= VGPU_CFG_MODE;
+	}
 	if (a[VGPU_A_SLOT_MANAGED_POLICY]) {
 		cfg->managed_policy =
 			nla_get_u32(a[VGPU_A_SLOT_MANAGED_POLICY]);
@@ -247,10 +268,35 @@ static u32 vgpu_nl_parse_config(struct genl_info *info,
 	return mask;
 }
 
+/*
+ * Hands slot @id's share and mode to the compute controller (compute.c).
+ * @mode: a new mode to record first (slot.c's update does not know it), or 0.
+ */
+static int vgpu_nl_compute_apply(struct genl_info *info, u32 id, u32 mode)
+{
+	struct vgpu_slot *slot = vgpu_slot_lookup(id); /* pairs with put */
+	int err;
+
+	if (!slot)
+		return -ENOENT;
+	if (mode) {
+		mutex_lock(&slot->lock);
+		slot->cfg.compute_mode = mode;
+		mutex_unlock(&slot->lock);
+	}
+	err = vgpu_compute_slot_apply(slot);
+	vgpu_slot_put(slot);
+	if (err)
+		GENL_SET_ERR_MSG(info, "vgpu: compute share not applied (see "
+				       "dmesg)");
+	return err;
+}
+
 static int vgpu_nl_slot_new(struct sk_buff *skb, struct genl_info *info)
 {
 	struct vgpu_slot_config cfg = {
 		.compute_share = 100,
+		.compute_mode = VGPU_COMPUTE_CAP,
 		.unknown_policy = VGPU_UNKNOWN_REFUSE,
 	};
 	u32 mask, flags = 0, id;
@@ -280,6 +326,12 @@ static int vgpu_nl_slot_new(struct sk_buff *skb, struct genl_info *info)
 			info, "vgpu: driver version not supported (see dmesg)");
 	if (err)
 		return err;
+	err = vgpu_nl_compute_apply(info, id, 0);
+	if (err) {
+		/* No slot without the share it was asked for. */
+		vgpu_slot_destroy(id, VGPU_DEL_F_DEFER);
+		return err;
+	}
 	return vgpu_nl_reply_slot(info, VGPU_CMD_SLOT_NEW, id);
 }
 
@@ -306,12 +358,19 @@ static int vgpu_nl_slot_set(struct sk_buff *skb, struct genl_info *info)
 		GENL_SET_ERR_MSG(info, "vgpu: no such slot");
 	if (err)
 		return err;
+	if (mask & (VGPU_CFG_SHARE | VGPU_CFG_MODE)) {
+		err = vgpu_nl_compute_apply(
+			info, id, mask & VGPU_CFG_MODE ? cfg.compute_mode : 0);
+		if (err)
+			return err;
+	}
 	return vgpu_nl_reply_slot(info, VGPU_CMD_SLOT_SET, id);
 }
 
 static int vgpu_nl_slot_del(struct sk_buff *skb, struct genl_info *info)
 {
-	u32 flags = 0;
+	struct vgpu_slot *slot;
+	u32 flags = 0, id;
 	int err;
 
 	err = vgpu_nl_admin(skb, info);
@@ -321,8 +380,16 @@ static int vgpu_nl_slot_del(struct sk_buff *skb, struct genl_info *info)
 		return -EINVAL;
 	if (info->attrs[VGPU_A_DEL_FLAGS])
 		flags = nla_get_u32(info->attrs[VGPU_A_DEL_FLAGS]);
-	err = vgpu_slot_destroy(nla_get_u32(info->attrs[VGPU_A_SLOT_ID]),
-				flags);
+	id = nla_get_u32(info->attrs[VGPU_A_SLOT_ID]);
+	slot = vgpu_slot_lookup(id); /* pairs with the put below */
+	err = vgpu_slot_destroy(id, flags);
+	/*
+	 * Off the controller, gates open: a deferred destroy leaves the files
+	 * (and so the TSGs) alive, and they must not stay disabled.
+	 */
+	if (!err && slot)
+		vgpu_compute_slot_gone(slot);
+	vgpu_slot_put(slot);
 	if (err == -EBUSY)
 		GENL_SET_ERR_MSG(
 			info, "vgpu: slot has open files (use the defer flag)");
@@ -531,17 +598,31 @@ void vgpu_event_refusal(struct vgpu_slot *slot, u32 type, u64 size, u64 charged,
 	vgpu_event_send(skb, hdr);
 }
 
+/*
+ * The compute controller's lifetime rides on the control plane's: it is only
+ * configured through netlink, and main.c tears netlink down first and the
+ * slots after, which is exactly when the controller must stop (its threads
+ * re-open every gate and drop their slot references before the slot table
+ * goes).
+ */
 int vgpu_genl_init(void)
 {
-	int err = genl_register_family(&vgpu_genl_family);
+	int err = vgpu_compute_init();
 
-	if (!err)
-		WRITE_ONCE(vgpu_genl_live, true);
-	return err;
+	if (err)
+		return err;
+	err = genl_register_family(&vgpu_genl_family);
+	if (err) {
+		vgpu_compute_exit();
+		return err;
+	}
+	WRITE_ONCE(vgpu_genl_live, true);
+	return 0;
 }
 
 void vgpu_genl_exit(void)
 {
 	WRITE_ONCE(vgpu_genl_live, false);
 	genl_unregister_family(&vgpu_genl_family);
+	vgpu_compute_exit();
 }

@@ -12,6 +12,7 @@
 
 #include "vgpu.h"
 #include "core/vcore.h"
+#include "core/sched/vcore_sched.h"
 
 static struct vgpu_slot *vgpu_dev_slot(struct device *dev)
 {
@@ -52,6 +53,20 @@ VGPU_CFG_ATTR(compute_share, "%u");
 VGPU_CFG_ATTR(managed_policy, "%u");
 VGPU_CFG_ATTR(unknown_policy, "%u");
 
+static ssize_t compute_mode_show(struct device *dev,
+				 struct device_attribute *attr, char *buf)
+{
+	struct vgpu_slot *slot = vgpu_dev_slot(dev);
+	ssize_t n;
+
+	mutex_lock(&slot->lock);
+	n = sysfs_emit(buf, "%s\n",
+		       vgpu_compute_mode_name(slot->cfg.compute_mode));
+	mutex_unlock(&slot->lock);
+	return n;
+}
+static DEVICE_ATTR_RO(compute_mode);
+
 static ssize_t open_files_show(struct device *dev,
 			       struct device_attribute *attr, char *buf)
 {
@@ -81,11 +96,17 @@ static ssize_t pids_show(struct device *dev, struct device_attribute *attr,
 static DEVICE_ATTR_RO(pids);
 
 static struct attribute *vgpu_slot_attrs[] = {
-	&dev_attr_slot_id.attr,	       &dev_attr_gpu.attr,
-	&dev_attr_name.attr,	       &dev_attr_mem_quota.attr,
-	&dev_attr_compute_share.attr,  &dev_attr_managed_policy.attr,
-	&dev_attr_unknown_policy.attr, &dev_attr_open_files.attr,
-	&dev_attr_pids.attr,	       NULL,
+	&dev_attr_slot_id.attr,
+	&dev_attr_gpu.attr,
+	&dev_attr_name.attr,
+	&dev_attr_mem_quota.attr,
+	&dev_attr_compute_share.attr,
+	&dev_attr_compute_mode.attr,
+	&dev_attr_managed_policy.attr,
+	&dev_attr_unknown_policy.attr,
+	&dev_attr_open_files.attr,
+	&dev_attr_pids.attr,
+	NULL,
 };
 
 static const struct attribute_group vgpu_slot_group = {
@@ -150,6 +171,29 @@ VGPU_HOST_STAT_ATTR(opens, VGPU_STAT_OPENS);
 VGPU_HOST_STAT_ATTR(mmaps, VGPU_STAT_MMAPS);
 VGPU_HOST_STAT_ATTR(attaches, VGPU_STAT_ATTACHES);
 
+/* The compute controller's counters (0 while the slot is not controlled). */
+#define VGPU_COMPUTE_STAT_ATTR(name, expr)                                     \
+	static ssize_t name##_show(struct device *dev,                         \
+				   struct device_attribute *attr, char *buf)   \
+	{                                                                      \
+		struct vcore_sched_slot_stats st;                              \
+		u64 errors;                                                    \
+                                                                               \
+		vgpu_compute_slot_stats(vgpu_dev_slot(dev), &st, &errors);     \
+		return sysfs_emit(buf, "%llu\n", (unsigned long long)(expr));  \
+	}                                                                      \
+	static DEVICE_ATTR_RO(name)
+
+VGPU_COMPUTE_STAT_ATTR(gpu_busy_ns, st.busy_ns);
+VGPU_COMPUTE_STAT_ATTR(throttled_ns, st.throttled_ns);
+VGPU_COMPUTE_STAT_ATTR(overshoot_ns, st.overshoot_ns);
+VGPU_COMPUTE_STAT_ATTR(debt_ns, st.debt_ns);
+VGPU_COMPUTE_STAT_ATTR(share_1s_pm, st.share_1s_pm);
+VGPU_COMPUTE_STAT_ATTR(share_10s_pm, st.share_10s_pm);
+VGPU_COMPUTE_STAT_ATTR(gate_actions, st.gate_actions);
+VGPU_COMPUTE_STAT_ATTR(timeslice_us, st.timeslice_us);
+VGPU_COMPUTE_STAT_ATTR(compute_errors, errors);
+
 static struct attribute *vgpu_stats_attrs[] = {
 	&dev_attr_mem_charged.attr,
 	&dev_attr_mem_peak.attr,
@@ -167,6 +211,15 @@ static struct attribute *vgpu_stats_attrs[] = {
 	&dev_attr_opens.attr,
 	&dev_attr_mmaps.attr,
 	&dev_attr_attaches.attr,
+	&dev_attr_gpu_busy_ns.attr,
+	&dev_attr_throttled_ns.attr,
+	&dev_attr_overshoot_ns.attr,
+	&dev_attr_debt_ns.attr,
+	&dev_attr_share_1s_pm.attr,
+	&dev_attr_share_10s_pm.attr,
+	&dev_attr_gate_actions.attr,
+	&dev_attr_timeslice_us.attr,
+	&dev_attr_compute_errors.attr,
 	NULL,
 };
 

@@ -46,6 +46,7 @@ struct vgpu_slot_config {
 	char name[VGPU_SLOT_NAME_LEN];
 	u64 mem_quota;
 	u32 compute_share;
+	u32 compute_mode; /* enum vgpu_compute_mode */
 	u32 managed_policy;
 	u32 unknown_policy;
 };
@@ -122,6 +123,7 @@ const char *vgpu_node_name_fmt(enum vgpu_node_kind kind);
 #define VGPU_CFG_SHARE	 BIT(2)
 #define VGPU_CFG_MANAGED BIT(3)
 #define VGPU_CFG_UNKNOWN BIT(4)
+#define VGPU_CFG_MODE	 BIT(5)
 
 static inline void vgpu_stat_inc(struct vgpu_slot *slot, enum vgpu_stat_attr s)
 {
@@ -166,7 +168,27 @@ u32 __user *vgpu_overquota_status_addr(struct vcore_call *call,
 void vgpu_overquota_settle(struct vgpu_file *vf, u32 __user *status);
 bool vgpu_overquota_pending_any(void);
 
+/*
+ * compute.c: the compute share controller's kernel host (compute.h). A slot is
+ * under control unless it is in cap mode with share 100. apply() follows the
+ * slot's config (call it after every change), gone() at destroy: both re-open
+ * any gate they close. init/exit ride on genl's (the module's first and last
+ * control-plane steps: no config can arrive before or after).
+ */
+struct vcore_sched_slot_stats;
+int vgpu_compute_init(void);
+void vgpu_compute_exit(void);
+int vgpu_compute_slot_apply(struct vgpu_slot *slot);
+void vgpu_compute_slot_gone(struct vgpu_slot *slot);
+/* false (and *st zeroed) when the slot is not under control. */
+bool vgpu_compute_slot_stats(struct vgpu_slot *slot,
+			     struct vcore_sched_slot_stats *st, u64 *errors);
+const char *vgpu_compute_mode_name(u32 mode);
+
 /* filter.c: the filter core's host (kmod/core, vcore.h). */
+struct vcore_slot;
+/* The core's slot (its TSG registry), valid while the slot is referenced. */
+struct vcore_slot *vgpu_filter_core(struct vgpu_slot *slot);
 int vgpu_filter_init(void);
 void vgpu_filter_exit(void);
 int vgpu_filter_slot_new(struct vgpu_slot *slot);

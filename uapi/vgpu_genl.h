@@ -27,6 +27,7 @@
  *     VGPU_A_SLOT_NAME           string < VGPU_SLOT_NAME_LEN, optional label (e.g. pod/container)
  *     VGPU_A_SLOT_MEM_QUOTA      u64 bytes of video memory, optional; 0 (default) = unlimited
  *     VGPU_A_SLOT_COMPUTE_SHARE  u32 percent 1..100, optional, default 100
+ *     VGPU_A_SLOT_COMPUTE_MODE   u32 enum vgpu_compute_mode, optional, default CAP
  *     VGPU_A_SLOT_MANAGED_POLICY u32 enum vgpu_managed_policy, optional, default
  *                                REFUSE when a memory quota is set, else ALLOW_UNCOUNTED
  *     VGPU_A_SLOT_UNKNOWN_POLICY u32 enum vgpu_unknown_policy, optional, default REFUSE
@@ -50,7 +51,8 @@
  *   across several messages; each message carries VGPU_A_GENERATION, and a dump that spanned
  *   a change is flagged NLM_F_DUMP_INTR (retry it). A slot is described by:
  *     VGPU_A_SLOT_ID, VGPU_A_SLOT_GPU, VGPU_A_SLOT_NAME, VGPU_A_SLOT_MEM_QUOTA,
- *     VGPU_A_SLOT_COMPUTE_SHARE, VGPU_A_SLOT_MANAGED_POLICY, VGPU_A_SLOT_UNKNOWN_POLICY,
+ *     VGPU_A_SLOT_COMPUTE_SHARE, VGPU_A_SLOT_COMPUTE_MODE, VGPU_A_SLOT_MANAGED_POLICY,
+ *     VGPU_A_SLOT_UNKNOWN_POLICY,
  *     VGPU_A_SLOT_FLAGS, VGPU_A_SLOT_STATE (enum vgpu_slot_state),
  *     VGPU_A_SLOT_NODE_CTL, VGPU_A_SLOT_NODE_DEV, VGPU_A_SLOT_NODE_UVM (node names under /dev),
  *     VGPU_A_SLOT_OPEN_FILES u32, VGPU_A_SLOT_PROCS (nested: VGPU_A_PROC_PID u32 repeated),
@@ -129,6 +131,7 @@ enum vgpu_attr {
 	VGPU_A_EVENT_CHARGED,	    /* u64 */
 	VGPU_A_EVENT_DETAIL,	    /* string */
 	VGPU_A_PAD,		    /* alignment padding for u64 attributes */
+	VGPU_A_SLOT_COMPUTE_MODE,   /* u32 enum vgpu_compute_mode */
 	__VGPU_A_MAX
 };
 #define VGPU_A_MAX (__VGPU_A_MAX - 1)
@@ -164,9 +167,38 @@ enum vgpu_stat_attr {
 	VGPU_STAT_OBJECTS,   /* live RM objects of the slot (gauge) */
 	VGPU_STAT_CLIENTS,   /* live RM clients of the slot (gauge) */
 	VGPU_STAT_TSGS,	     /* live channel groups of the slot (gauge) */
+	/*
+	 * Compute share (the controller, kmod/core/sched); all 0 while the
+	 * slot is not under control (share 100 in cap mode).
+	 */
+	VGPU_STAT_GPU_BUSY_NS,	  /* GPU time the slot's TSGs used, measured */
+	VGPU_STAT_THROTTLED_NS,	  /* time the slot's channels were gated off */
+	VGPU_STAT_OVERSHOOT_NS,	  /* GPU time measured while gated off */
+	VGPU_STAT_DEBT_NS,	  /* cap: GPU time owed now (gauge) */
+	VGPU_STAT_SHARE_1S_PM,	  /* achieved share of the GPU, last 1 s,
+				     permille (gauge) */
+	VGPU_STAT_SHARE_10S_PM,	  /* same over the last 10 s (gauge) */
+	VGPU_STAT_GATE_ACTIONS,	  /* gate off + gate on edges issued */
+	VGPU_STAT_TIMESLICE_US,	  /* weight: last timeslice set (gauge) */
+	VGPU_STAT_COMPUTE_ERRORS, /* RM controls of the controller that
+				     failed */
 	__VGPU_STAT_MAX
 };
 #define VGPU_STAT_MAX (__VGPU_STAT_MAX - 1)
+
+/*
+ * How VGPU_A_SLOT_COMPUTE_SHARE is enforced (issue 9). CAP: a hard limit,
+ * never more than the share even on an idle GPU (channels are duty-cycled
+ * off). WEIGHT: work-conserving, the share applies under contention and idle
+ * time is lent out (timeslices). A slot in CAP mode with share 100 is not
+ * controlled at all.
+ */
+enum vgpu_compute_mode {
+	VGPU_COMPUTE_UNSPEC,
+	VGPU_COMPUTE_CAP,
+	VGPU_COMPUTE_WEIGHT,
+	__VGPU_COMPUTE_MAX
+};
 
 enum vgpu_slot_flag {
 	VGPU_SLOT_F_UVM = 1U << 0, /* also create /dev/vgpu-uvm<ID> */

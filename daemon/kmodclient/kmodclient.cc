@@ -22,9 +22,9 @@ nla_policy* SlotPolicy() {
   static nla_policy p[VGPU_A_MAX + 1];
   static const bool filled = [] {
     for (int a : {VGPU_A_SLOT_ID, VGPU_A_SLOT_GPU, VGPU_A_SLOT_COMPUTE_SHARE,
-                  VGPU_A_SLOT_MANAGED_POLICY, VGPU_A_SLOT_UNKNOWN_POLICY, VGPU_A_SLOT_FLAGS,
-                  VGPU_A_SLOT_STATE, VGPU_A_SLOT_OPEN_FILES, VGPU_A_DEL_FLAGS, VGPU_A_GENERATION,
-                  VGPU_A_DRIVER_SLOTS, VGPU_A_EVENT_TYPE, VGPU_A_EVENT_PID}) {
+                  VGPU_A_SLOT_COMPUTE_MODE, VGPU_A_SLOT_MANAGED_POLICY, VGPU_A_SLOT_UNKNOWN_POLICY,
+                  VGPU_A_SLOT_FLAGS, VGPU_A_SLOT_STATE, VGPU_A_SLOT_OPEN_FILES, VGPU_A_DEL_FLAGS,
+                  VGPU_A_GENERATION, VGPU_A_DRIVER_SLOTS, VGPU_A_EVENT_TYPE, VGPU_A_EVENT_PID}) {
       p[a].type = NLA_U32;
     }
     for (int a : {VGPU_A_SLOT_MEM_QUOTA, VGPU_A_EVENT_SIZE, VGPU_A_EVENT_CHARGED}) {
@@ -173,6 +173,24 @@ std::string_view StatName(int stat) {
       return "clients";
     case VGPU_STAT_TSGS:
       return "tsgs";
+    case VGPU_STAT_GPU_BUSY_NS:
+      return "gpu_busy_ns";
+    case VGPU_STAT_THROTTLED_NS:
+      return "throttled_ns";
+    case VGPU_STAT_OVERSHOOT_NS:
+      return "overshoot_ns";
+    case VGPU_STAT_DEBT_NS:
+      return "debt_ns";
+    case VGPU_STAT_SHARE_1S_PM:
+      return "share_1s_pm";
+    case VGPU_STAT_SHARE_10S_PM:
+      return "share_10s_pm";
+    case VGPU_STAT_GATE_ACTIONS:
+      return "gate_actions";
+    case VGPU_STAT_TIMESLICE_US:
+      return "timeslice_us";
+    case VGPU_STAT_COMPUTE_ERRORS:
+      return "compute_errors";
     default:
       return "";
   }
@@ -217,6 +235,17 @@ std::string_view UnknownPolicyName(uint32_t p) {
   }
 }
 
+std::string_view ComputeModeName(uint32_t m) {
+  switch (m) {
+    case VGPU_COMPUTE_CAP:
+      return "cap";
+    case VGPU_COMPUTE_WEIGHT:
+      return "weight";
+    default:
+      return "unset";
+  }
+}
+
 std::string_view SlotStateName(uint32_t s) {
   switch (s) {
     case VGPU_SLOT_STATE_ACTIVE:
@@ -232,6 +261,10 @@ bool PutSlotConfig(nl_msg* msg, const SlotConfig& cfg) {
   if (cfg.name && nla_put_string(msg, VGPU_A_SLOT_NAME, cfg.name->c_str()) < 0) return false;
   if (cfg.mem_quota && nla_put_u64(msg, VGPU_A_SLOT_MEM_QUOTA, *cfg.mem_quota) < 0) return false;
   if (cfg.compute_share && nla_put_u32(msg, VGPU_A_SLOT_COMPUTE_SHARE, *cfg.compute_share) < 0) {
+    return false;
+  }
+  if (cfg.compute_mode &&
+      nla_put_u32(msg, VGPU_A_SLOT_COMPUTE_MODE, static_cast<uint32_t>(*cfg.compute_mode)) < 0) {
     return false;
   }
   if (cfg.managed &&
@@ -253,6 +286,7 @@ Result<SlotInfo> ParseSlot(nlattr* const* a) {
   s.name = Str(a, VGPU_A_SLOT_NAME);
   s.mem_quota = U64(a, VGPU_A_SLOT_MEM_QUOTA);
   s.compute_share = U32(a, VGPU_A_SLOT_COMPUTE_SHARE);
+  s.compute_mode = U32(a, VGPU_A_SLOT_COMPUTE_MODE);
   s.managed_policy = U32(a, VGPU_A_SLOT_MANAGED_POLICY);
   s.unknown_policy = U32(a, VGPU_A_SLOT_UNKNOWN_POLICY);
   s.flags = U32(a, VGPU_A_SLOT_FLAGS);

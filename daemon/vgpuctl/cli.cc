@@ -100,6 +100,14 @@ Result<kmod::SlotConfig> ParseSlotConfig(const ParsedArgs& args) {
     if (!n.ok()) return n.status();
     cfg.compute_share = *n;
   }
+  if (auto it = args.flags.find("--mode"); it != args.flags.end()) {
+    if (it->second == "cap")
+      cfg.compute_mode = kmod::ComputeMode::kCap;
+    else if (it->second == "weight")
+      cfg.compute_mode = kmod::ComputeMode::kWeight;
+    else
+      return InvalidArgumentError("--mode: '" + it->second + "' (use cap or weight)");
+  }
   if (auto it = args.flags.find("--managed"); it != args.flags.end()) {
     if (it->second == "refuse")
       cfg.managed = kmod::ManagedPolicy::kRefuse;
@@ -147,6 +155,7 @@ nlohmann::json SlotToJson(const kmod::SlotInfo& s) {
           {"name", s.name},
           {"mem_quota", s.mem_quota},
           {"compute_share", s.compute_share},
+          {"compute_mode", kmod::ComputeModeName(s.compute_mode)},
           {"managed_policy", kmod::ManagedPolicyName(s.managed_policy)},
           {"unknown_policy", kmod::UnknownPolicyName(s.unknown_policy)},
           {"uvm", (s.flags & VGPU_SLOT_F_UVM) != 0},
@@ -173,6 +182,22 @@ nlohmann::json EventToJson(const kmod::Event& e) {
 namespace {
 std::string QuotaText(uint64_t q) { return q ? FormatBytes(q) : "unlimited"; }
 
+// Achieved share over the last 1 s and 10 s ("31.2%/30.0%"), from the permille counters;
+// "-" for a slot the controller does not run (cap 100, or nothing measured yet).
+std::string AchievedText(const kmod::SlotInfo& s) {
+  if (s.stats[VGPU_STAT_GPU_BUSY_NS] == 0 && s.stats[VGPU_STAT_SHARE_10S_PM] == 0) return "-";
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "%.1f%%/%.1f%%", s.stats[VGPU_STAT_SHARE_1S_PM] / 10.0,
+                s.stats[VGPU_STAT_SHARE_10S_PM] / 10.0);
+  return buf;
+}
+
+std::string Seconds(uint64_t ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.3f s", static_cast<double>(ns) / 1e9);
+  return buf;
+}
+
 std::string JoinPids(const std::vector<uint32_t>& pids) {
   std::string out;
   for (uint32_t p : pids) out += (out.empty() ? "" : ",") + std::to_string(p);
@@ -182,17 +207,17 @@ std::string JoinPids(const std::vector<uint32_t>& pids) {
 
 std::string SlotTable(const std::vector<kmod::SlotInfo>& slots) {
   std::vector<std::vector<std::string>> rows = {{"ID", "GPU", "NAME", "QUOTA", "CHARGED", "PEAK",
-                                                 "DENIED", "SHARE", "MANAGED", "STATE", "FILES",
-                                                 "PIDS", "CTL"}};
+                                                 "DENIED", "SHARE", "MODE", "ACHIEVED(1s/10s)",
+                                                 "MANAGED", "STATE", "FILES", "PIDS", "CTL"}};
   for (const auto& s : slots) {
-    rows.push_back({std::to_string(s.id), std::to_string(s.gpu), s.name.empty() ? "-" : s.name,
-                    QuotaText(s.mem_quota), FormatBytes(s.stats[VGPU_STAT_MEM_CHARGED]),
-                    FormatBytes(s.stats[VGPU_STAT_MEM_PEAK]),
-                    std::to_string(s.stats[VGPU_STAT_MEM_DENIALS]),
-                    std::to_string(s.compute_share) + "%",
-                    std::string(kmod::ManagedPolicyName(s.managed_policy)),
-                    std::string(kmod::SlotStateName(s.state)), std::to_string(s.open_files),
-                    JoinPids(s.pids), s.node_ctl.empty() ? "-" : "/dev/" + s.node_ctl});
+    rows.push_back(
+        {std::to_string(s.id), std::to_string(s.gpu), s.name.empty() ? "-" : s.name,
+         QuotaText(s.mem_quota), FormatBytes(s.stats[VGPU_STAT_MEM_CHARGED]),
+         FormatBytes(s.stats[VGPU_STAT_MEM_PEAK]), std::to_string(s.stats[VGPU_STAT_MEM_DENIALS]),
+         std::to_string(s.compute_share) + "%", std::string(kmod::ComputeModeName(s.compute_mode)),
+         AchievedText(s), std::string(kmod::ManagedPolicyName(s.managed_policy)),
+         std::string(kmod::SlotStateName(s.state)), std::to_string(s.open_files), JoinPids(s.pids),
+         s.node_ctl.empty() ? "-" : "/dev/" + s.node_ctl});
   }
   std::vector<size_t> width(rows[0].size(), 0);
   for (const auto& r : rows) {
@@ -215,7 +240,11 @@ std::string SlotDetail(const kmod::SlotInfo& s) {
       << "  gpu             " << s.gpu << '\n'
       << "  state           " << kmod::SlotStateName(s.state) << '\n'
       << "  memory quota    " << QuotaText(s.mem_quota) << '\n'
-      << "  compute share   " << s.compute_share << "%\n"
+      << "  compute share   " << s.compute_share << "% " << kmod::ComputeModeName(s.compute_mode)
+      << '\n'
+      << "  compute         busy " << Seconds(s.stats[VGPU_STAT_GPU_BUSY_NS]) << ", throttled "
+      << Seconds(s.stats[VGPU_STAT_THROTTLED_NS]) << ", achieved (1s/10s) " << AchievedText(s)
+      << '\n'
       << "  managed memory  " << kmod::ManagedPolicyName(s.managed_policy) << '\n'
       << "  unknown ioctls  " << kmod::UnknownPolicyName(s.unknown_policy) << '\n'
       << "  nodes           " << (s.node_ctl.empty() ? "" : "/dev/" + s.node_ctl) << ' '

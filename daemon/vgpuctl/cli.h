@@ -35,7 +35,7 @@ Result<ParsedArgs> ParseArgs(std::string_view command, std::span<const std::stri
 // "4Gi", "512Mi", "1G", "1048576", "0" -> bytes. Names @flag in the error.
 Result<uint64_t> ParseSize(std::string_view flag, std::string_view text);
 Result<uint32_t> ParseU32(std::string_view flag, std::string_view text, uint32_t min, uint32_t max);
-// Reads --name/--memory/--share/--managed/--unknown from @args into a config.
+// Reads --name/--memory/--share/--mode/--managed/--unknown from @args into a config.
 Result<kmod::SlotConfig> ParseSlotConfig(const ParsedArgs& args);
 
 std::string FormatBytes(uint64_t bytes);  // "4.0 GiB", "unlimited" for 0 is the caller's job

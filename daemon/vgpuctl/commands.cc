@@ -12,14 +12,11 @@
 namespace vgpu::ctl {
 namespace {
 
-constexpr FlagSpec kConfigFlags[] = {{"--name", true},
-                                     {"--memory", true},
-                                     {"--share", true},
-                                     {"--managed", true},
-                                     {"--unknown", true}};
-constexpr FlagSpec kCreateFlags[] = {{"--gpu", true},   {"--name", true},    {"--memory", true},
-                                     {"--share", true}, {"--managed", true}, {"--unknown", true},
-                                     {"--uvm", false}};
+constexpr FlagSpec kConfigFlags[] = {{"--name", true}, {"--memory", true},  {"--share", true},
+                                     {"--mode", true}, {"--managed", true}, {"--unknown", true}};
+constexpr FlagSpec kCreateFlags[] = {{"--gpu", true},     {"--name", true}, {"--memory", true},
+                                     {"--share", true},   {"--mode", true}, {"--managed", true},
+                                     {"--unknown", true}, {"--uvm", false}};
 constexpr FlagSpec kDestroyFlags[] = {{"--defer", false}};
 constexpr FlagSpec kEventsFlags[] = {{"--count", true}, {"--timeout", true}};
 
@@ -192,12 +189,15 @@ int RunHelp(CommandContext& ctx, std::span<const std::string>);
 // The table of contents. Add a command with one row.
 constexpr Command kCommands[] = {
     {"create",
-     "--gpu N [--name S] [--memory SIZE] [--share PCT] [--managed refuse|allow-uncounted] "
+     "--gpu N [--name S] [--memory SIZE] [--share PCT] [--mode cap|weight] "
+     "[--managed refuse|allow-uncounted] "
      "[--unknown refuse|allow-log] [--uvm]",
      "create a slot on GPU N", RunCreate},
     {"list", "", "list slots with usage", RunList},
     {"inspect", "ID", "show one slot with every counter", RunInspect},
-    {"set", "ID [--name S] [--memory SIZE] [--share PCT] [--managed ...] [--unknown ...]",
+    {"set",
+     "ID [--name S] [--memory SIZE] [--share PCT] [--mode cap|weight] [--managed ...] "
+     "[--unknown ...]",
      "change a slot's limits and policies", RunSet},
     {"destroy", "ID [--defer]", "destroy a slot (--defer: revoke open files, free at last close)",
      RunDestroy},

@@ -129,6 +129,7 @@ void nvsim_rm_control(const struct nvsim_caller *c, struct nvos54 *p);
 void nvsim_rm_vid_heap(const struct nvsim_caller *c, struct nvos32 *p);
 void nvsim_rm_map_memory(const struct nvsim_caller *c, struct nvos33_with_fd *p);
 void nvsim_rm_unmap_memory(const struct nvsim_caller *c, struct nvos34 *p);
+void nvsim_rm_update_mapping_info(const struct nvsim_caller *c, struct nvos56 *p);
 void nvsim_rm_alloc_memory(const struct nvsim_caller *c, struct nvos02_with_fd *p);
 void nvsim_rm_free_file_clients(const void *os_info);
 u32 nvsim_rm_check_client(const struct nvsim_caller *c, u32 hclient);

@@ -90,6 +90,7 @@
 #define NV01_MEMORY_SYSTEM 0x3e
 #define NV01_MEMORY_LOCAL_USER 0x40
 #define NV01_MEMORY_SYSTEM_OS_DESCRIPTOR 0x71
+#define NV04_DISPLAY_COMMON 0x73
 #define NV50_MEMORY_VIRTUAL 0x50a0
 #define KEPLER_CHANNEL_GROUP_A 0xa06c
 #define RM_USER_SHARED_DATA 0xde
@@ -190,6 +191,18 @@ struct nvos34 { /* RM_UNMAP_MEMORY */
 	__u32 flags;
 };
 NVSIM_ASSERT(sizeof(struct nvos34) == 32, "NVOS34 is 32 B");
+
+struct nvos56 { /* RM_UPDATE_DEVICE_MAPPING_INFO */
+	__u32 hClient;
+	__u32 hDevice;
+	__u32 hMemory;
+	__u32 pad0;
+	__u64 pOldCpuAddress;
+	__u64 pNewCpuAddress;
+	__u32 status;
+	__u32 pad1;
+};
+NVSIM_ASSERT(sizeof(struct nvos56) == 40, "NVOS56 is 40 B");
 
 struct nvos32 { /* RM_VID_HEAP_CONTROL */
 	__u32 hRoot;

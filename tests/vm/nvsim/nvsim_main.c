@@ -284,6 +284,10 @@ static int nvsim_dispatch(struct nvsim_file *nvf, unsigned int nr, void *buf, si
 		NVSIM_NEED(sizeof(struct nvos34), NVSIM_CTL);
 		nvsim_rm_unmap_memory(&c, buf);
 		return 0;
+	case NV_ESC_RM_UPDATE_DEVICE_MAPPING_INFO:
+		NVSIM_NEED(sizeof(struct nvos56), NVSIM_CTL);
+		nvsim_rm_update_mapping_info(&c, buf);
+		return 0;
 	case NV_ESC_RM_ALLOC_MEMORY:
 		NVSIM_NEED(sizeof(struct nvos02_with_fd), NVSIM_DEV);
 		nvsim_rm_alloc_memory(&c, buf);

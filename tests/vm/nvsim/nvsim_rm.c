@@ -241,6 +241,9 @@ static u32 nvsim_alloc_class(const struct nvsim_caller *c, struct nvsim_client *
 		return NV_OK;
 	case NV50_MEMORY_VIRTUAL: /* a VA reservation: consumes no video memory */
 		return gpu ? NV_OK : NV_ERR_INVALID_OBJECT_PARENT;
+	case NV04_DISPLAY_COMMON:
+		/* The H200 has no display engine: nvidia-smi's probe gets 0x56 (recorded corpus). */
+		return NV_ERR_NOT_SUPPORTED;
 	case KEPLER_CHANNEL_GROUP_A:
 		if (!parent || parent->hclass != NV01_DEVICE_0)
 			return NV_ERR_INVALID_OBJECT_PARENT;
@@ -343,11 +346,15 @@ void nvsim_rm_free(const struct nvsim_caller *c, struct nvos00 *p)
 		if (p->hObjectOld == p->hRoot) {
 			nvsim_client_destroy(cl);
 		} else {
+			/*
+			 * An unknown handle frees nothing and succeeds: serverFreeResourceTree
+			 * (resserv rs_server.c) turns "not found" into NV_OK under
+			 * RS_COMPATABILITY_MODE, which the shipped driver sets; libcuda relies
+			 * on it (the corpus frees handles before allocating them).
+			 */
 			obj = nvsim_obj_find(cl, p->hObjectOld);
 			if (obj)
 				nvsim_obj_destroy(obj);
-			else
-				status = NV_ERR_OBJECT_NOT_FOUND;
 		}
 	}
 	p->status = status;
@@ -749,6 +756,30 @@ void nvsim_rm_unmap_memory(const struct nvsim_caller *c, struct nvos34 *p)
 	cl = nvsim_client_get(c, p->hClient, &status);
 	if (cl && !nvsim_obj_find(cl, p->hMemory))
 		status = NV_ERR_OBJECT_NOT_FOUND;
+	p->status = status;
+	mutex_unlock(&nvsim_rm_lock);
+}
+
+/*
+ * RM_UPDATE_DEVICE_MAPPING_INFO (NVOS56, ctl): libcuda moves a CPU mapping of hMemory from
+ * pOldCpuAddress to pNewCpuAddress (mremap) and tells RM. nvsim keeps no CPU addresses of
+ * mappings (the mmap context holds pages, not addresses), so after the client, device and
+ * memory checks there is nothing to update.
+ */
+void nvsim_rm_update_mapping_info(const struct nvsim_caller *c, struct nvos56 *p)
+{
+	struct nvsim_client *cl;
+	struct nvsim_obj *dev, *mem;
+	u32 status;
+
+	mutex_lock(&nvsim_rm_lock);
+	cl = nvsim_client_get(c, p->hClient, &status);
+	if (cl) {
+		dev = nvsim_obj_find(cl, p->hDevice);
+		mem = nvsim_obj_find(cl, p->hMemory);
+		if (!dev || !mem || !dev->gpu)
+			status = NV_ERR_OBJECT_NOT_FOUND;
+	}
 	p->status = status;
 	mutex_unlock(&nvsim_rm_lock);
 }

@@ -25,6 +25,11 @@ enum class ManagedPolicy : uint32_t {
   kRefuse = VGPU_MANAGED_REFUSE,
   kAllowUncounted = VGPU_MANAGED_ALLOW_UNCOUNTED,
 };
+// How the compute share is enforced (uapi enum vgpu_compute_mode).
+enum class ComputeMode : uint32_t {
+  kCap = VGPU_COMPUTE_CAP,        // hard limit, even on an idle GPU
+  kWeight = VGPU_COMPUTE_WEIGHT,  // work-conserving share under contention
+};
 enum class UnknownPolicy : uint32_t {
   kRefuse = VGPU_UNKNOWN_REFUSE,
   kAllowLog = VGPU_UNKNOWN_ALLOW_LOG,
@@ -36,6 +41,7 @@ struct SlotConfig {
   std::optional<std::string> name;
   std::optional<uint64_t> mem_quota;      // bytes, 0 = unlimited
   std::optional<uint32_t> compute_share;  // percent 1..100
+  std::optional<ComputeMode> compute_mode;
   std::optional<ManagedPolicy> managed;
   std::optional<UnknownPolicy> unknown;
 };
@@ -54,6 +60,7 @@ struct SlotInfo {
   std::string name;
   uint64_t mem_quota = 0;
   uint32_t compute_share = 0;
+  uint32_t compute_mode = 0;  // enum vgpu_compute_mode; 0 from a module without modes
   uint32_t managed_policy = 0;
   uint32_t unknown_policy = 0;
   uint32_t flags = 0;
@@ -89,6 +96,7 @@ std::string_view StatName(int stat);             // "mem_charged", ...; "" for u
 std::string_view EventName(uint32_t type);       // "quota_denied", ...
 std::string_view ManagedPolicyName(uint32_t p);  // "refuse", "allow-uncounted"
 std::string_view UnknownPolicyName(uint32_t p);  // "refuse", "allow-log"
+std::string_view ComputeModeName(uint32_t m);    // "cap", "weight"
 std::string_view SlotStateName(uint32_t s);      // "active", "dying"
 
 // Message encoding and decoding, separate from the socket so they are testable alone.

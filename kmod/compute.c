@@ -1,0 +1,650 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The compute share controller's kernel host (issue 9, "both hosts"): one
+ * kthread per GPU drives every controlled slot's TSGs and channels through the
+ * driver's in-kernel RM interface (rmops.h), with the controller of the filter
+ * core (kmod/core/sched/vcore_sched.h) deciding when.
+ *
+ * Per tick: walk each slot's TSG registry (the core records every TSG and
+ * channel its clients allocate), measure the GPU time each slot used since the
+ * last tick (compute_meter.c), vcore_sched_tick(), issue its actions, sleep
+ * until the controller's next edge (at most 50 ms, so new TSGs are seen
+ * promptly). Actions, as measured on the H200 (compute-control-h200.md):
+ *   GATE_OFF  FIFO_DISABLE_CHANNELS(bDisable=1, onlySched=1) on the slot's
+ *             channels, then PREEMPT(bWait=1) on its TSGs from a worker (on the
+ *             H200 it did not return while long kernels ran: never block the
+ *             thread on it);
+ *   GATE_ON   FIFO_DISABLE_CHANNELS(bDisable=0) on the same channels;
+ *   TIMESLICE SET_TIMESLICE on the slot's GR TSGs.
+ * FIFO_DISABLE_CHANNELS is a subdevice control: the module allocates its own
+ * client, device and subdevice per GPU and lists the tenants' clients in
+ * hClientList (a kernel-privileged caller may name any client). That saves a
+ * per-tenant subdevice lookup; nvsim accepts it, the real driver on GSP is
+ * unverified (compute-kernel-host.md says what to try if it refuses).
+ *
+ * Never leave a tenant disabled: removing a slot from control (config change,
+ * destroy) issues its GATE_ON; stopping the thread (last slot gone, module
+ * exit) runs vcore_sched_release_all() and issues every GATE_ON before the
+ * thread returns. A process that exits takes its TSGs with it (the driver
+ * frees them when the real file is released); a TSG or channel that appears
+ * while its slot is gated off is gated off on the next tick.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/delay.h>
+#include <linux/hrtimer.h>
+#include <linux/kthread.h>
+#include <linux/ktime.h>
+#include <linux/mm.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+
+#include "vgpu.h"
+#include "compute.h"
+#include "rmops.h"
+#include "core/vcore.h"
+#include "core/sched/vcore_sched_ctrl.h"
+
+#define VGPU_COMPUTE_MAX_SLEEP_NS (50 * NSEC_PER_MSEC)
+#define VGPU_COMPUTE_MIN_SLEEP_NS (500 * NSEC_PER_USEC)
+/* libcuda sets its own timeslice at context setup: ours is re-asserted. */
+#define VGPU_COMPUTE_TS_REFRESH_NS NSEC_PER_SEC
+
+/* vgpu_compute_lock protects: vgpu_compute_gpus, each g->thread. */
+static DEFINE_MUTEX(vgpu_compute_lock);
+static LIST_HEAD(vgpu_compute_gpus);
+
+const char *vgpu_compute_mode_name(u32 mode)
+{
+	return mode == VGPU_COMPUTE_WEIGHT ? "weight" : "cap";
+}
+
+static u32 vgpu_compute_sched_mode(u32 mode)
+{
+	return mode == VGPU_COMPUTE_WEIGHT ? VCORE_SCHED_MODE_WEIGHT
+					   : VCORE_SCHED_MODE_CAP;
+}
+
+int vgpu_compute_rm_control(struct vgpu_compute_gpu *g,
+			    struct vgpu_compute_slot *cs, u32 hclient,
+			    u32 hobject, u32 cmd, void *params, u32 size)
+{
+	u32 status = VGPU_RM_STATUS_UNSET;
+	int err = vgpu_rm_control(hclient, hobject, cmd, params, size, &status);
+
+	if (!err && status == VGPU_NV_OK)
+		return 0;
+	if (cs)
+		cs->errors++;
+	pr_debug("gpu %u: control 0x%08x on 0x%x/0x%x: err %d status 0x%x\n",
+		 g->gpu, cmd, hclient, hobject, err, status);
+	return err ?: -EIO;
+}
+
+/* ---- the module's own RM objects on this GPU ------------------------- */
+
+/* NV0080_ALLOC_PARAMETERS (56 B, nvidia-rm-abi.md §4.1). */
+struct vgpu_nv0080_alloc_params {
+	u32 deviceId;
+	u32 hClientShare;
+	u32 hTargetClient;
+	u32 hTargetDevice;
+	u32 flags;
+	u32 pad0;
+	u64 vaSpaceSize;
+	u64 vaStartInternal;
+	u64 vaLimitInternal;
+	u32 vaMode;
+	u32 pad1;
+};
+static_assert(sizeof(struct vgpu_nv0080_alloc_params) == 56);
+
+static void vgpu_compute_rm_teardown(struct vgpu_compute_gpu *g)
+{
+	u32 status;
+
+	if (g->h_client)
+		vgpu_rm_free(g->h_client, g->h_client, g->h_client, &status);
+	g->h_client = g->h_device = g->h_subdevice = 0;
+	g->rm_ready = false;
+}
+
+/*
+ * Client, device (deviceId = the GPU's minor: equal to RM's device instance
+ * on nvsim and on single-partition GPUs), subdevice 0.
+ */
+static int vgpu_compute_rm_setup(struct vgpu_compute_gpu *g)
+{
+	struct vgpu_nv0080_alloc_params dp = {.deviceId = g->gpu};
+	u32 sub = 0, h = 0, status = VGPU_RM_STATUS_UNSET;
+	int err;
+
+	err = vgpu_rm_bind();
+	if (err)
+		return err;
+	err = vgpu_rm_alloc(0, 0, &h, VGPU_NV01_ROOT_CLIENT, NULL, &status);
+	if (err || status)
+		goto fail; /* nothing to free */
+	g->h_client = h;
+	err = vgpu_rm_alloc(g->h_client, g->h_client, &g->h_device,
+			    VGPU_NV01_DEVICE_0, &dp, &status);
+	if (err || status)
+		goto fail;
+	err = vgpu_rm_alloc(g->h_client, g->h_device, &g->h_subdevice,
+			    VGPU_NV20_SUBDEVICE_0, &sub, &status);
+	if (err || status)
+		goto fail;
+	g->rm_ready = true;
+	return 0;
+fail:
+	pr_warn_ratelimited("gpu %u: compute control client: err %d status "
+			    "0x%x\n",
+			    g->gpu, err, status);
+	vgpu_compute_rm_teardown(g); /* frees the client if it was made */
+	return err ?: -EIO;
+}
+
+/* ---- registry walks --------------------------------------------------- */
+
+static int vgpu_compute_tsg_seen(void *arg, const struct vcore_tsg_info *ti)
+{
+	struct vgpu_compute_slot *cs = arg;
+	struct vgpu_compute_tsg *t;
+	unsigned int i;
+
+	for (i = 0; i < cs->ntsgs; i++) {
+		t = &cs->tsgs[i];
+		if (t->h_client == ti->h_client && t->h_tsg == ti->h_tsg) {
+			t->seen = true;
+			return 0;
+		}
+	}
+	if (cs->ntsgs == VGPU_COMPUTE_MAX_TSGS)
+		return 0; /* gated with the rest, not measured */
+	t = &cs->tsgs[cs->ntsgs++];
+	memset(t, 0, sizeof(*t));
+	t->h_client = ti->h_client;
+	t->h_tsg = ti->h_tsg;
+	t->engine_type = ti->engine_type;
+	t->seen = true;
+	return 0;
+}
+
+/* Brings cs->tsgs up to the core's registry; cheap when nothing changed. */
+static void vgpu_compute_walk(struct vgpu_compute_slot *cs)
+{
+	struct vcore_slot *core = vgpu_filter_core(cs->slot);
+	unsigned int i, n = 0;
+	u64 gen;
+
+	gen = vcore_slot_tsg_generation(core);
+	if (gen == cs->tsg_gen)
+		return;
+	cs->tsg_gen = gen;
+	cs->tsgs_changed = true;
+	for (i = 0; i < cs->ntsgs; i++)
+		cs->tsgs[i].seen = false;
+	vcore_slot_for_each_tsg(core, vgpu_compute_tsg_seen, cs);
+	for (i = 0; i < cs->ntsgs; i++)
+		if (cs->tsgs[i].seen)
+			cs->tsgs[n++] = cs->tsgs[i];
+	cs->ntsgs = n;
+}
+
+struct vgpu_compute_chans {
+	struct vgpu_compute_gpu *g;
+	unsigned int n;
+};
+
+static int vgpu_compute_chan_seen(void *arg,
+				  const struct vcore_channel_info *ch)
+{
+	struct vgpu_compute_chans *c = arg;
+
+	if (c->n == VGPU_COMPUTE_MAX_CHANNELS)
+		return 1;
+	c->g->chan_client[c->n] = ch->h_client;
+	c->g->chan_handle[c->n] = ch->h_channel;
+	c->n++;
+	return 0;
+}
+
+/* ---- actions ---------------------------------------------------------- */
+
+static void vgpu_compute_preempt_work(struct work_struct *work)
+{
+	struct vgpu_compute_gpu *g =
+		container_of(work, struct vgpu_compute_gpu, preempt_work);
+	u32 client[VGPU_COMPUTE_MAX_TSGS], tsg[VGPU_COMPUTE_MAX_TSGS];
+	struct vcs_preempt_params pp;
+	unsigned int i, n;
+	u32 status;
+
+	spin_lock(&g->preempt_lock);
+	n = g->npreempt;
+	memcpy(client, g->preempt_client, n * sizeof(u32));
+	memcpy(tsg, g->preempt_tsg, n * sizeof(u32));
+	g->npreempt = 0;
+	spin_unlock(&g->preempt_lock);
+	for (i = 0; i < n; i++) {
+		vcore_sched_fill_preempt(&pp);
+		/* A TSG freed meanwhile answers an error: nothing to do. */
+		vgpu_rm_control(client[i], tsg[i], VCS_NVA06C_CTRL_CMD_PREEMPT,
+				&pp, sizeof(pp), &status);
+	}
+}
+
+static void vgpu_compute_queue_preempt(struct vgpu_compute_gpu *g,
+				       struct vgpu_compute_slot *cs)
+{
+	unsigned int i, j;
+
+	spin_lock(&g->preempt_lock);
+	for (i = 0; i < cs->ntsgs; i++) {
+		for (j = 0; j < g->npreempt; j++)
+			if (g->preempt_client[j] == cs->tsgs[i].h_client &&
+			    g->preempt_tsg[j] == cs->tsgs[i].h_tsg)
+				break;
+		if (j < g->npreempt || g->npreempt == VGPU_COMPUTE_MAX_TSGS)
+			continue;
+		g->preempt_client[g->npreempt] = cs->tsgs[i].h_client;
+		g->preempt_tsg[g->npreempt] = cs->tsgs[i].h_tsg;
+		g->npreempt++;
+	}
+	spin_unlock(&g->preempt_lock);
+	queue_work(system_unbound_wq, &g->preempt_work);
+}
+
+/* Disables (@off) or re-enables every channel of the slot. */
+static void vgpu_compute_gate(struct vgpu_compute_gpu *g,
+			      struct vgpu_compute_slot *cs, bool off)
+{
+	struct vgpu_compute_chans c = {.g = g};
+	struct vcs_disable_channels_params *dc;
+	unsigned int i, k, n;
+
+	if (vcore_slot_for_each_channel(vgpu_filter_core(cs->slot),
+					vgpu_compute_chan_seen, &c))
+		pr_warn_ratelimited("slot %u: more than %u channels, the rest "
+				    "is not gated\n",
+				    cs->id, VGPU_COMPUTE_MAX_CHANNELS);
+	if (!c.n)
+		return;
+	if (!g->rm_ready) {
+		cs->errors++;
+		return;
+	}
+	dc = kmalloc(sizeof(*dc), GFP_KERNEL);
+	if (!dc) {
+		cs->errors++;
+		return;
+	}
+	for (i = 0; i < c.n; i += n) {
+		n = min_t(unsigned int, c.n - i,
+			  VCS_NV2080_CTRL_FIFO_DISABLE_CHANNELS_MAX_ENTRIES);
+		vcore_sched_fill_disable(dc, 0, &g->chan_handle[i], n, off);
+		for (k = 0; k < n; k++)
+			dc->hClientList[k] = g->chan_client[i + k];
+		vgpu_compute_rm_control(
+			g, cs, g->h_client, g->h_subdevice,
+			VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, dc,
+			sizeof(*dc));
+	}
+	kfree(dc);
+	if (off)
+		vgpu_compute_queue_preempt(g, cs);
+}
+
+static void vgpu_compute_timeslice(struct vgpu_compute_gpu *g,
+				   struct vgpu_compute_slot *cs, u64 now)
+{
+	struct vcs_timeslice_params ts;
+	unsigned int i;
+
+	cs->ts_issued_ns = now;
+	for (i = 0; i < cs->ntsgs; i++) {
+		if (cs->tsgs[i].engine_type != VGPU_ENGINE_GR0)
+			continue;
+		vcore_sched_fill_timeslice(&ts, cs->ts_us);
+		vgpu_compute_rm_control(
+			g, cs, cs->tsgs[i].h_client, cs->tsgs[i].h_tsg,
+			VCS_NVA06C_CTRL_CMD_SET_TIMESLICE, &ts, sizeof(ts));
+	}
+}
+
+static struct vgpu_compute_slot *vgpu_compute_find(struct vgpu_compute_gpu *g,
+						   u32 id)
+{
+	struct vgpu_compute_slot *cs;
+
+	list_for_each_entry(cs, &g->slots, node) if (cs->id == id) return cs;
+	return NULL;
+}
+
+static void vgpu_compute_exec(struct vgpu_compute_gpu *g, int n)
+{
+	struct vgpu_compute_slot *cs;
+	u64 now = ktime_get_ns();
+	int i;
+
+	for (i = 0; i < n; i++) {
+		cs = vgpu_compute_find(g, g->acts[i].slot_id);
+		if (!cs)
+			continue;
+		switch (g->acts[i].kind) {
+		case VCORE_SCHED_ACT_GATE_OFF:
+			vgpu_compute_gate(g, cs, true);
+			break;
+		case VCORE_SCHED_ACT_GATE_ON:
+			vgpu_compute_gate(g, cs, false);
+			break;
+		case VCORE_SCHED_ACT_TIMESLICE:
+			cs->ts_us = g->acts[i].timeslice_us;
+			vgpu_compute_timeslice(g, cs, now);
+			break;
+		}
+	}
+}
+
+/* ---- the thread -------------------------------------------------------- */
+
+static u64 vgpu_compute_tick(struct vgpu_compute_gpu *g)
+{
+	struct vgpu_compute_slot *cs;
+	unsigned int nrep = 0;
+	vcs_u64 next = 0; /* the core's u64 is unsigned long */
+	u64 now;
+	int n;
+
+	now = ktime_get_ns();
+	if (!g->rm_ready && now >= g->rm_retry_ns && vgpu_compute_rm_setup(g))
+		g->rm_retry_ns = now + NSEC_PER_SEC; /* no driver yet */
+	list_for_each_entry(cs, &g->slots, node) vgpu_compute_walk(cs);
+	if (!g->meter && g->rm_ready) {
+		list_for_each_entry(cs, &g->slots, node)
+		{
+			if (!cs->ntsgs)
+				continue;
+			g->meter = !vgpu_meter_tsg_runtime.probe(
+					   g, cs->tsgs[0].h_client,
+					   cs->tsgs[0].h_tsg)
+					   ? &vgpu_meter_tsg_runtime
+					   : &vgpu_meter_perfmon;
+			pr_info("gpu %u: compute shares measured with %s\n",
+				g->gpu, g->meter->name);
+			break;
+		}
+	}
+	now = ktime_get_ns();
+	if (g->meter)
+		nrep = g->meter->measure(g, now, g->reports);
+	n = vcore_sched_tick(g->sched, now, g->reports, nrep, g->acts,
+			     VCORE_SCHED_MAX_ACTIONS, &next);
+	vgpu_compute_exec(g, n);
+	list_for_each_entry(cs, &g->slots, node)
+	{
+		if (cs->tsgs_changed &&
+		    vcore_sched_slot_gated(g->sched, cs->id))
+			vgpu_compute_gate(g, cs, true);
+		if (cs->mode == VGPU_COMPUTE_WEIGHT && cs->ts_us &&
+		    (cs->tsgs_changed ||
+		     now - cs->ts_issued_ns >= VGPU_COMPUTE_TS_REFRESH_NS))
+			vgpu_compute_timeslice(g, cs, now);
+		cs->tsgs_changed = false;
+	}
+	return next;
+}
+
+static void vgpu_compute_sleep_until(u64 next)
+{
+	u64 now = ktime_get_ns();
+	ktime_t t;
+
+	next = clamp(next, now + VGPU_COMPUTE_MIN_SLEEP_NS,
+		     now + VGPU_COMPUTE_MAX_SLEEP_NS);
+	t = ns_to_ktime(next);
+	set_current_state(TASK_INTERRUPTIBLE);
+	if (!kthread_should_stop())
+		/* ~0.1 ms edges: the 50 ms period's 1 % is 0.5 ms. */
+		schedule_hrtimeout_range(&t, 100 * NSEC_PER_USEC,
+					 HRTIMER_MODE_ABS);
+	__set_current_state(TASK_RUNNING);
+}
+
+static int vgpu_compute_thread(void *arg)
+{
+	struct vgpu_compute_gpu *g = arg;
+	u64 next;
+	int n;
+
+	while (!kthread_should_stop()) {
+		mutex_lock(&g->lock);
+		next = vgpu_compute_tick(g);
+		mutex_unlock(&g->lock);
+		vgpu_compute_sleep_until(next);
+	}
+	/* Never leave a tenant disabled: every gate goes back on first. */
+	mutex_lock(&g->lock);
+	n = vcore_sched_release_all(g->sched, g->acts, VCORE_SCHED_MAX_ACTIONS);
+	vgpu_compute_exec(g, n);
+	vgpu_compute_rm_teardown(g);
+	if (g->meter)
+		g->meter->reset(g);
+	g->meter = NULL;
+	g->rm_retry_ns = 0;
+	mutex_unlock(&g->lock);
+	return 0;
+}
+
+/* ---- configuration ----------------------------------------------------- */
+
+static struct vgpu_compute_gpu *vgpu_compute_gpu_get(u32 gpu, bool create)
+{
+	struct vgpu_compute_gpu *g;
+
+	lockdep_assert_held(&vgpu_compute_lock);
+	list_for_each_entry(g, &vgpu_compute_gpus,
+			    node) if (g->gpu == gpu) return g;
+	if (!create)
+		return NULL;
+	g = kvzalloc(sizeof(*g), GFP_KERNEL);
+	if (!g)
+		return NULL;
+	g->sched = kvzalloc(sizeof(*g->sched), GFP_KERNEL);
+	if (!g->sched || vcore_sched_init(g->sched, NULL)) {
+		kvfree(g->sched);
+		kvfree(g);
+		return NULL;
+	}
+	g->gpu = gpu;
+	mutex_init(&g->lock);
+	INIT_LIST_HEAD(&g->slots);
+	spin_lock_init(&g->preempt_lock);
+	INIT_WORK(&g->preempt_work, vgpu_compute_preempt_work);
+	list_add_tail(&g->node, &vgpu_compute_gpus);
+	return g;
+}
+
+/* Removes @cs from control, re-opening its gate and timeslice. */
+static void vgpu_compute_slot_drop(struct vgpu_compute_gpu *g,
+				   struct vgpu_compute_slot *cs)
+{
+	int n;
+
+	lockdep_assert_held(&g->lock);
+	/* Leaving weight mode restores the default timeslice (slot_set). */
+	n = vcore_sched_slot_set(g->sched, cs->id, 100, VCORE_SCHED_MODE_CAP,
+				 g->acts);
+	if (n > 0)
+		vgpu_compute_exec(g, n);
+	n = vcore_sched_slot_remove(g->sched, cs->id, g->acts);
+	if (n > 0)
+		vgpu_compute_exec(g, n);
+	list_del(&cs->node);
+	g->nslots--;
+	vgpu_slot_put(cs->slot);
+	kfree(cs);
+}
+
+/* Starts or stops @g's thread to match its slot count. */
+static void vgpu_compute_gpu_sync(struct vgpu_compute_gpu *g)
+{
+	struct task_struct *t;
+
+	lockdep_assert_held(&vgpu_compute_lock);
+	if (g->nslots && !g->thread) {
+		t = kthread_run(vgpu_compute_thread, g, "vgpu-compute/%u",
+				g->gpu);
+		if (IS_ERR(t))
+			pr_err("gpu %u: compute thread: %ld\n", g->gpu,
+			       PTR_ERR(t));
+		else
+			g->thread = t;
+	} else if (!g->nslots && g->thread) {
+		kthread_stop(g->thread);
+		g->thread = NULL;
+		flush_work(&g->preempt_work);
+		/* The thread ran release_all: start afresh next time. */
+		vcore_sched_init(g->sched, NULL);
+	} else if (g->thread) {
+		wake_up_process(g->thread);
+	}
+}
+
+int vgpu_compute_slot_apply(struct vgpu_slot *slot)
+{
+	struct vgpu_compute_slot *cs;
+	struct vgpu_compute_gpu *g;
+	u32 share, mode;
+	bool want;
+	int err = 0, n;
+
+	mutex_lock(&slot->lock);
+	share = slot->cfg.compute_share ?: 100;
+	mode = slot->cfg.compute_mode == VGPU_COMPUTE_WEIGHT
+		       ? VGPU_COMPUTE_WEIGHT
+		       : VGPU_COMPUTE_CAP;
+	mutex_unlock(&slot->lock);
+	want = !(mode == VGPU_COMPUTE_CAP && share >= 100);
+
+	mutex_lock(&vgpu_compute_lock);
+	g = vgpu_compute_gpu_get(slot->gpu, want);
+	if (!g) {
+		err = want ? -ENOMEM : 0;
+		goto out;
+	}
+	mutex_lock(&g->lock);
+	cs = vgpu_compute_find(g, slot->id);
+	if (cs && want) {
+		n = vcore_sched_slot_set(g->sched, slot->id, share,
+					 vgpu_compute_sched_mode(mode),
+					 g->acts);
+		if (n > 0)
+			vgpu_compute_exec(g, n);
+		cs->share = share;
+		cs->mode = mode;
+	} else if (cs) {
+		vgpu_compute_slot_drop(g, cs);
+	} else if (want) {
+		cs = kzalloc(sizeof(*cs), GFP_KERNEL);
+		err = cs ? vcore_sched_slot_add(g->sched, slot->id, share,
+						vgpu_compute_sched_mode(mode))
+			 : -ENOMEM;
+		if (err) {
+			kfree(cs);
+		} else {
+			vgpu_slot_get(slot); /* dropped by slot_drop */
+			cs->slot = slot;
+			cs->id = slot->id;
+			cs->share = share;
+			cs->mode = mode;
+			list_add_tail(&cs->node, &g->slots);
+			g->nslots++;
+		}
+	}
+	mutex_unlock(&g->lock);
+	vgpu_compute_gpu_sync(g);
+out:
+	mutex_unlock(&vgpu_compute_lock);
+	if (err)
+		pr_warn("slot %u: compute share %u%% (%s) not applied: %d\n",
+			slot->id, share, vgpu_compute_mode_name(mode), err);
+	return err;
+}
+
+void vgpu_compute_slot_gone(struct vgpu_slot *slot)
+{
+	struct vgpu_compute_slot *cs;
+	struct vgpu_compute_gpu *g;
+
+	mutex_lock(&vgpu_compute_lock);
+	g = vgpu_compute_gpu_get(slot->gpu, false);
+	if (g) {
+		mutex_lock(&g->lock);
+		cs = vgpu_compute_find(g, slot->id);
+		if (cs && cs->slot == slot)
+			vgpu_compute_slot_drop(g, cs);
+		mutex_unlock(&g->lock);
+		vgpu_compute_gpu_sync(g);
+	}
+	mutex_unlock(&vgpu_compute_lock);
+}
+
+bool vgpu_compute_slot_stats(struct vgpu_slot *slot,
+			     struct vcore_sched_slot_stats *st, u64 *errors)
+{
+	struct vgpu_compute_slot *cs;
+	struct vgpu_compute_gpu *g;
+	bool found = false;
+
+	memset(st, 0, sizeof(*st));
+	*errors = 0;
+	mutex_lock(&vgpu_compute_lock);
+	g = vgpu_compute_gpu_get(slot->gpu, false);
+	if (g) {
+		mutex_lock(&g->lock);
+		cs = vgpu_compute_find(g, slot->id);
+		if (cs && cs->slot == slot &&
+		    !vcore_sched_get_stats(g->sched, slot->id, st)) {
+			*errors = cs->errors;
+			found = true;
+		}
+		mutex_unlock(&g->lock);
+	}
+	mutex_unlock(&vgpu_compute_lock);
+	return found;
+}
+
+int vgpu_compute_init(void)
+{
+	return 0;
+}
+
+/* Netlink is gone: no config can arrive. Gates re-open before slots go. */
+void vgpu_compute_exit(void)
+{
+	struct vgpu_compute_slot *cs, *tmp;
+	struct vgpu_compute_gpu *g, *gt;
+
+	mutex_lock(&vgpu_compute_lock);
+	list_for_each_entry_safe(g, gt, &vgpu_compute_gpus, node)
+	{
+		if (g->thread) {
+			kthread_stop(g->thread); /* issues every GATE_ON */
+			g->thread = NULL;
+		}
+		flush_work(&g->preempt_work);
+		list_for_each_entry_safe(cs, tmp, &g->slots, node)
+		{
+			list_del(&cs->node);
+			vgpu_slot_put(cs->slot);
+			kfree(cs);
+		}
+		list_del(&g->node);
+		mutex_destroy(&g->lock);
+		kvfree(g->pm_buf);
+		kvfree(g->sched);
+		kvfree(g);
+	}
+	mutex_unlock(&vgpu_compute_lock);
+}

@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The share controller's kernel host (compute.c, compute_meter.c): one
+ * struct vgpu_compute_gpu and one kthread per GPU that has a controlled slot.
+ * docs/results/compute-kernel-host.md describes the design and what was
+ * measured with it.
+ *
+ * Lock order (outer first): vgpu_compute_lock (config, thread start/stop) ->
+ * g->lock (controller, slot list, RM objects) -> the core's slot lock (taken
+ * by the registry walks). g->lock is never held by the thread while it waits
+ * for PREEMPT (a worker issues it), so a config change waits one tick at most.
+ */
+#ifndef VGPU_KMOD_COMPUTE_H
+#define VGPU_KMOD_COMPUTE_H
+
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/sched.h>
+#include <linux/types.h>
+#include <linux/workqueue.h>
+
+#include "core/sched/vcore_sched.h"
+
+struct vgpu_slot;
+
+/* RM classes and controls (kmod/core/abi/classes.h, vcore_sched_ctrl.h). */
+#define VGPU_NV01_ROOT_CLIENT 0x41
+#define VGPU_NV01_DEVICE_0    0x80
+#define VGPU_NV20_SUBDEVICE_0 0x2080
+#define VGPU_NV_OK	      0
+/* nvsim only (tests/vm/nvsim/nvsim_abi.h): exact GPU time of one TSG. */
+#define VGPU_NVSIM_CTRL_TSG_GET_RUNTIME 0xa06c01f0
+/* NV2080_ENGINE_TYPE_GR0: the TSGs whose timeslice sets the compute split. */
+#define VGPU_ENGINE_GR0 1
+
+/* Per slot, the TSGs the controller tracks (more are gated, not measured). */
+#define VGPU_COMPUTE_MAX_TSGS 64
+/* Per slot, the channels one gate edge disables (64 per RM call). */
+#define VGPU_COMPUTE_MAX_CHANNELS 1024
+
+struct vgpu_compute_tsg {
+	u32 h_client;
+	u32 h_tsg;
+	u32 engine_type;
+	bool seen;	 /* in the latest registry walk */
+	bool measured;	 /* consumed_ns holds a reading */
+	u64 consumed_ns; /* meter: the TSG's GPU time at the last reading */
+};
+
+struct vgpu_compute_slot {
+	struct list_head node;
+	struct vgpu_slot *slot; /* holds a slot reference */
+	u32 id;
+	u32 mode;	   /* enum vgpu_compute_mode */
+	u32 share;	   /* 1..100 */
+	u64 tsg_gen;	   /* registry generation of the last walk */
+	bool primed;	   /* measured at least once */
+	bool tsgs_changed; /* a TSG or channel came or went since last tick */
+	u64 last_ns;	   /* end of the last report */
+	u64 ts_issued_ns;  /* weight: when the timeslice was last written */
+	u32 ts_us;	   /* weight: the timeslice the controller chose */
+	unsigned int ntsgs;
+	struct vgpu_compute_tsg tsgs[VGPU_COMPUTE_MAX_TSGS];
+	u64 errors;	    /* RM controls that failed */
+	u64 pm_pid_busy_ns; /* perfmon meter: busy attributed this tick */
+};
+
+struct vgpu_compute_gpu;
+
+/*
+ * Where measurements come from. Exactly one is chosen per GPU when the first
+ * TSG is seen (probe in order): nvsim's exact per-TSG runtime, which only the
+ * simulated driver serves (so it is what the guest exercises), else the
+ * perfmon utilization samples of the real driver (GPU-wide, attributed by
+ * pid; exercised only on a real GPU, never in the guest).
+ */
+struct vgpu_compute_meter {
+	const char *name;
+	/* 0 if this source works on this GPU (tried on one live TSG). */
+	int (*probe)(struct vgpu_compute_gpu *g, u32 h_client, u32 h_tsg);
+	/*
+	 * Fills one report per slot that has news and returns how many.
+	 * Called with g->lock held, after the registry walk.
+	 */
+	unsigned int (*measure)(struct vgpu_compute_gpu *g, u64 now,
+				struct vcore_sched_report *out);
+	void (*reset)(struct vgpu_compute_gpu *g);
+};
+
+extern const struct vgpu_compute_meter vgpu_meter_tsg_runtime;
+extern const struct vgpu_compute_meter vgpu_meter_perfmon;
+
+struct vgpu_compute_gpu {
+	struct list_head node;
+	u32 gpu;
+	struct mutex lock; /* protects everything below */
+	struct vcore_sched *sched;
+	struct list_head slots;
+	unsigned int nslots;
+	struct task_struct *thread;
+	bool rm_ready;
+	u64 rm_retry_ns; /* next attempt at the RM objects */
+	u32 h_client, h_device, h_subdevice; /* the module's own RM objects */
+	const struct vgpu_compute_meter *meter;
+	u64 pm_last_ts; /* perfmon meter: newest sample consumed */
+	void *pm_buf;	/* perfmon meter: the params buffer */
+	struct vcore_sched_action acts[VCORE_SCHED_MAX_ACTIONS];
+	struct vcore_sched_report reports[VCORE_SCHED_MAX_SLOTS];
+	u32 chan_client[VGPU_COMPUTE_MAX_CHANNELS];
+	u32 chan_handle[VGPU_COMPUTE_MAX_CHANNELS];
+
+	/* PREEMPT(bWait=1) runs here: it may block while work drains. */
+	struct work_struct preempt_work;
+	spinlock_t preempt_lock; /* protects the pending list */
+	unsigned int npreempt;
+	u32 preempt_client[VGPU_COMPUTE_MAX_TSGS];
+	u32 preempt_tsg[VGPU_COMPUTE_MAX_TSGS];
+};
+
+/* compute.c, used by the meters. */
+int vgpu_compute_rm_control(struct vgpu_compute_gpu *g,
+			    struct vgpu_compute_slot *cs, u32 hclient,
+			    u32 hobject, u32 cmd, void *params, u32 size);
+
+#endif /* VGPU_KMOD_COMPUTE_H */

@@ -1,0 +1,351 @@
+// The kernel host of the compute share controller (kmod/compute.c) against nvsim's GPU-time
+// model: issue 9's controller tests, in the guest.
+//
+// Why the assertions are what they are: under QEMU/TCG a guest's wall clock is noisy (a vCPU can
+// stall for milliseconds), so nothing here is timed with the test's own sleeps. Every share is
+// nvsim's *model* time: the GPU time a TSG consumed divided by the model time that passed (busy +
+// idle of that GPU, both advanced by nvsim at the read), between two debugfs reads. The reads
+// can land late; the ratio is still exact for the interval they span. What TCG does affect is
+// when the controller's thread wakes (its gate edges land late), and that is the honest part of
+// the test: the closed loop must absorb it. Bounds are issue 9's: within 5 points of the cap in
+// every 1 s window after the first second; a 30/70 weight split within 5 points; when one weight
+// tenant stops, the other has the whole GPU within 200 ms.
+//
+// Knobs (guest.sh sets them smaller on the KASAN kernel, which runs ~50x slower):
+//   VGPU_COMPUTE_CAPS     caps to test, one GPU each, all at once (default 10,30,50,70,90)
+//   VGPU_COMPUTE_WINDOWS  1 s windows judged after the first second (default 2)
+//   VGPU_COMPUTE_WEIGHT_GPU  GPU of the weight pair (default 5)
+// Results go to $OUT/compute_results.txt (the table in docs/results/compute-kernel-host.md).
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "compute_tenant.h"
+#include "vgpu/kmodclient.h"
+
+namespace compute_test {
+namespace {
+
+constexpr double kBound = 5.0;  // points (issue 9)
+
+std::vector<uint32_t> EnvList(const char* name, std::vector<uint32_t> def) {
+  const char* v = getenv(name);
+  if (!v || !*v) return def;
+  std::vector<uint32_t> out;
+  std::stringstream ss(v);
+  for (std::string item; std::getline(ss, item, ',');) out.push_back(std::stoul(item));
+  return out;
+}
+
+uint32_t EnvU32(const char* name, uint32_t def) {
+  const char* v = getenv(name);
+  return v && *v ? std::stoul(v) : def;
+}
+
+void Log(const std::string& line) {
+  printf("%s\n", line.c_str());
+  fflush(stdout);
+  const char* out = getenv("OUT");
+  if (out) std::ofstream(std::string(out) + "/compute_results.txt", std::ios::app) << line << '\n';
+}
+
+void SleepMs(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+// One read of /sys/kernel/debug/nvsim/gpuN (nvsim_sched.c): the model's clock and every TSG.
+struct TsgRow {
+  int pid = 0;
+  uint32_t runnable = 0;
+  uint64_t consumed = 0;
+  uint64_t timeslice = 0;
+};
+struct GpuView {
+  uint64_t model_ns = 0;  // busy + idle: the time the model has accounted
+  std::map<std::pair<uint32_t, uint32_t>, TsgRow> tsgs;  // (hclient, htsg)
+  bool Has(const Tenant& t) const { return tsgs.count({t.client(), t.tsg()}) != 0; }
+  const TsgRow& Of(const Tenant& t) const { return tsgs.at({t.client(), t.tsg()}); }
+};
+
+GpuView ReadGpu(uint32_t gpu) {
+  GpuView v;
+  std::ifstream f("/sys/kernel/debug/nvsim/gpu" + std::to_string(gpu));
+  std::string line, k1, k2;
+  std::getline(f, line);  // vidmem
+  uint64_t busy = 0, idle = 0;
+  f >> k1 >> busy >> k2 >> idle;
+  v.model_ns = busy + idle;
+  std::getline(f, line);  // rest of that line
+  std::getline(f, line);  // header
+  while (std::getline(f, line)) {
+    TsgRow r;
+    unsigned hc = 0, ht = 0, eng = 0, pre = 0;
+    unsigned long long ts = 0, cons = 0;
+    if (sscanf(line.c_str(), "%d 0x%x 0x%x %u %llu %u %llu %u", &r.pid, &hc, &ht, &eng, &ts,
+               &r.runnable, &cons, &pre) == 8) {
+      r.consumed = cons;
+      r.timeslice = ts;
+      v.tsgs[{hc, ht}] = r;
+    }
+  }
+  return v;
+}
+
+// Percent of the model time between @a and @b that tenant @t ran.
+double SharePct(const GpuView& a, const GpuView& b, const Tenant& t) {
+  if (!a.Has(t) || !b.Has(t) || b.model_ns <= a.model_ns) return -1;
+  return 100.0 * (b.Of(t).consumed - a.Of(t).consumed) / (b.model_ns - a.model_ns);
+}
+
+std::string Pct(double v) {
+  char b[16];
+  snprintf(b, sizeof(b), "%.1f", v);
+  return b;
+}
+
+// A slot for one tenant set, destroyed (deferred) at scope exit.
+class Slot {
+ public:
+  Slot(vgpu::kmod::Client& nl, uint32_t gpu, uint32_t share, vgpu::kmod::ComputeMode mode,
+       const std::string& name)
+      : nl_(nl) {
+    vgpu::kmod::SlotSpec spec;
+    spec.gpu = gpu;
+    spec.config.name = name;
+    spec.config.compute_share = share;
+    spec.config.compute_mode = mode;
+    auto s = nl_.CreateSlot(spec);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    if (s.ok()) id_ = s->id;
+  }
+  ~Slot() {
+    if (id_ >= 0) (void)nl_.DestroySlot(id_, VGPU_DEL_F_DEFER);
+  }
+  bool ok() const { return id_ >= 0; }
+  uint32_t id() const { return id_; }
+  vgpu::kmod::SlotInfo Get() {
+    auto s = nl_.GetSlot(id_);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? *s : vgpu::kmod::SlotInfo{};
+  }
+  // The counter as sysfs shows it (one node of the slot stands for all).
+  uint64_t Sysfs(const std::string& name) {
+    std::ifstream f("/sys/class/vgpu/vgpuctl" + std::to_string(id_) + "/stats/" + name);
+    uint64_t v = ~0ull;
+    f >> v;
+    return v;
+  }
+  void Forget() { id_ = -1; }
+
+ private:
+  vgpu::kmod::Client& nl_;
+  int64_t id_ = -1;
+};
+
+class ComputeShares : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto c = vgpu::kmod::Client::Open();
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    nl_ = std::move(c.value());
+  }
+  std::unique_ptr<Tenant> StartTenant(const Slot& s, uint32_t gpu) {
+    std::string why;
+    auto t = Tenant::Start(s.id(), gpu, &why);
+    EXPECT_NE(t, nullptr) << "tenant on slot " << s.id() << ": " << why;
+    return t;
+  }
+  // Polls until tenant @t's TSG is gated off (not runnable) or @ms pass.
+  bool WaitGated(uint32_t gpu, const Tenant& t, int ms) {
+    for (int i = 0; i < ms; ++i) {
+      GpuView v = ReadGpu(gpu);
+      if (v.Has(t) && !v.Of(t).runnable) return true;
+      SleepMs(1);
+    }
+    return false;
+  }
+  std::unique_ptr<vgpu::kmod::Client> nl_;
+};
+
+// One tenant per GPU, each capped, all at once: every 1 s window after the first is within
+// 5 points of the cap, although the GPU is otherwise idle (cap is a hard limit).
+TEST_F(ComputeShares, CapHoldsInEverySecondAfterTheFirst) {
+  const auto caps = EnvList("VGPU_COMPUTE_CAPS", {10, 30, 50, 70, 90});
+  const uint32_t windows = EnvU32("VGPU_COMPUTE_WINDOWS", 2);
+  std::vector<std::unique_ptr<Slot>> slots;
+  std::vector<std::unique_ptr<Tenant>> tenants;
+  for (uint32_t g = 0; g < caps.size(); ++g) {
+    slots.push_back(std::make_unique<Slot>(*nl_, g, caps[g], vgpu::kmod::ComputeMode::kCap,
+                                           "cap" + std::to_string(caps[g])));
+    ASSERT_TRUE(slots.back()->ok());
+    tenants.push_back(StartTenant(*slots.back(), g));
+    ASSERT_NE(tenants.back(), nullptr);
+  }
+  SleepMs(1000);  // the first second is not judged (the loop settles)
+  std::vector<GpuView> prev;
+  for (uint32_t g = 0; g < caps.size(); ++g) prev.push_back(ReadGpu(g));
+  std::vector<std::string> rows(caps.size());
+  for (uint32_t w = 0; w < windows; ++w) {
+    SleepMs(1000);
+    for (uint32_t g = 0; g < caps.size(); ++g) {
+      GpuView now = ReadGpu(g);
+      const double got = SharePct(prev[g], now, *tenants[g]);
+      EXPECT_NEAR(got, caps[g], kBound) << "cap " << caps[g] << " window " << w + 1;
+      rows[g] += " " + Pct(got);
+      prev[g] = now;
+    }
+  }
+  for (uint32_t g = 0; g < caps.size(); ++g) {
+    auto info = slots[g]->Get();
+    const double ctl_1s = info.stats[VGPU_STAT_SHARE_1S_PM] / 10.0;
+    Log("cap " + std::to_string(caps[g]) + ": 1 s windows (%):" + rows[g] +
+        " | controller's own 1 s/10 s view: " + Pct(ctl_1s) + "/" +
+        Pct(info.stats[VGPU_STAT_SHARE_10S_PM] / 10.0) + " | throttled " +
+        Pct(info.stats[VGPU_STAT_THROTTLED_NS] / 1e9) + " s, overshoot " +
+        Pct(info.stats[VGPU_STAT_OVERSHOOT_NS] / 1e6) + " ms, gate edges " +
+        std::to_string(info.stats[VGPU_STAT_GATE_ACTIONS]) + ", RM errors " +
+        std::to_string(info.stats[VGPU_STAT_COMPUTE_ERRORS]));
+    EXPECT_EQ(info.compute_mode, VGPU_COMPUTE_CAP);
+    // The counters are live and agree with the model (netlink and sysfs read the same state).
+    EXPECT_NEAR(ctl_1s, caps[g], kBound) << "netlink share_1s_pm, cap " << caps[g];
+    EXPECT_GT(info.stats[VGPU_STAT_THROTTLED_NS], 0u) << "a cap below 100 gates";
+    EXPECT_GT(info.stats[VGPU_STAT_GPU_BUSY_NS], 0u);
+    EXPECT_NEAR(slots[g]->Sysfs("share_10s_pm") / 10.0, caps[g], 2 * kBound)
+        << "sysfs share_10s_pm (includes the first second)";
+    EXPECT_EQ(info.stats[VGPU_STAT_COMPUTE_ERRORS], 0u) << "every RM control succeeded";
+  }
+  for (auto& t : tenants) {
+    t->Send('q');
+    EXPECT_EQ(t->Wait(), 0);
+  }
+}
+
+// Two saturating tenants on one GPU with weights 30/70: the split is within 5 points; when the
+// 70 stops submitting, the 30 has the whole GPU within 200 ms (weight is work-conserving).
+TEST_F(ComputeShares, WeightSplitsAndHandsOverWithin200ms) {
+  const uint32_t gpu = EnvU32("VGPU_COMPUTE_WEIGHT_GPU", 5);
+  const uint32_t windows = EnvU32("VGPU_COMPUTE_WINDOWS", 2);
+  Slot s30(*nl_, gpu, 30, vgpu::kmod::ComputeMode::kWeight, "w30");
+  Slot s70(*nl_, gpu, 70, vgpu::kmod::ComputeMode::kWeight, "w70");
+  ASSERT_TRUE(s30.ok() && s70.ok());
+  auto a = StartTenant(s30, gpu);
+  auto b = StartTenant(s70, gpu);
+  ASSERT_TRUE(a && b);
+  SleepMs(1000);
+  GpuView prev = ReadGpu(gpu);
+  std::string row;
+  for (uint32_t w = 0; w < windows; ++w) {
+    SleepMs(1000);
+    GpuView now = ReadGpu(gpu);
+    const double pa = SharePct(prev, now, *a), pb = SharePct(prev, now, *b);
+    ASSERT_GT(pa + pb, 0);
+    // Both saturate: the split is of the time they got together (here: all of it).
+    const double split = 100.0 * pa / (pa + pb);
+    EXPECT_NEAR(split, 30, kBound) << "window " << w + 1;
+    EXPECT_GT(pa + pb, 95) << "weight mode leaves no GPU time idle";
+    row += " " + Pct(split) + "/" + Pct(100 - split);
+    prev = now;
+  }
+  EXPECT_GT(s30.Get().stats[VGPU_STAT_TIMESLICE_US], 0u);
+  EXPECT_EQ(s70.Get().compute_mode, VGPU_COMPUTE_WEIGHT);
+
+  ASSERT_TRUE(b->Send('p'));  // the 70 stops submitting work
+  // Send() returns before the child's GPFIFO_SCHEDULE(0) lands: wait until the model shows it.
+  GpuView stop;
+  for (int i = 0; i < 1000; ++i) {
+    stop = ReadGpu(gpu);
+    if (stop.Has(*b) && !stop.Of(*b).runnable) break;
+    SleepMs(1);
+  }
+  ASSERT_FALSE(stop.Of(*b).runnable);
+  SleepMs(200);
+  GpuView after = ReadGpu(gpu);
+  // Judged over [stop, stop + >= 200 ms]: the whole interval, not after a grace period.
+  const double alone = SharePct(stop, after, *a);
+  EXPECT_GT(alone, 95.0) << "the remaining weight tenant has the whole GPU within 200 ms";
+  Log("weight 30/70: 1 s windows (split %):" + row + " | after the 70 stops: the 30 gets " +
+      Pct(alone) + " % over the next " + Pct((after.model_ns - stop.model_ns) / 1e6) + " ms");
+  a->Send('q');
+  b->Send('q');
+  EXPECT_EQ(a->Wait(), 0);
+  EXPECT_EQ(b->Wait(), 0);
+}
+
+// No stalls: a tenant that exits or is killed while its slot is gated off leaves nothing
+// disabled behind, the controller keeps working for the slot's other tenant, and destroying the
+// slot while it is gated off re-opens the gate at once.
+TEST_F(ComputeShares, NoTenantLeftDisabled) {
+  const uint32_t gpu = 0;
+  Slot slot(*nl_, gpu, 10, vgpu::kmod::ComputeMode::kCap, "nostall");
+  ASSERT_TRUE(slot.ok());
+  auto a = StartTenant(slot, gpu), b = StartTenant(slot, gpu), c = StartTenant(slot, gpu);
+  ASSERT_TRUE(a && b && c);
+
+  ASSERT_TRUE(WaitGated(gpu, *a, 2000)) << "cap 10 gates the slot off within 2 s";
+  a->Send('q');  // exits normally while gated off
+  EXPECT_EQ(a->Wait(), 0);
+  ASSERT_TRUE(WaitGated(gpu, *b, 2000));
+  EXPECT_EQ(b->Kill(), -SIGKILL);  // killed while gated off
+  GpuView v = ReadGpu(gpu);
+  EXPECT_FALSE(v.Has(*a)) << "an exited tenant's TSG is gone";
+  EXPECT_FALSE(v.Has(*b)) << "a killed tenant's TSG is gone";
+
+  // The controller still holds the remaining tenant to the slot's cap.
+  SleepMs(500);
+  GpuView w0 = ReadGpu(gpu);
+  SleepMs(1000);
+  GpuView w1 = ReadGpu(gpu);
+  const double rest = SharePct(w0, w1, *c);
+  EXPECT_NEAR(rest, 10, kBound) << "cap after two tenants left";
+
+  // Destroy (deferred: c's files stay open) while gated off: the gate opens with the destroy.
+  ASSERT_TRUE(WaitGated(gpu, *c, 2000));
+  ASSERT_TRUE(nl_->DestroySlot(slot.id(), VGPU_DEL_F_DEFER).ok());
+  slot.Forget();
+  GpuView d0 = ReadGpu(gpu);
+  EXPECT_EQ(d0.Of(*c).runnable, 1u) << "destroy re-enabled the channels before it returned";
+  SleepMs(200);
+  GpuView d1 = ReadGpu(gpu);
+  const double free_run = SharePct(d0, d1, *c);
+  EXPECT_GT(free_run, 95.0) << "an uncontrolled tenant runs free";
+  Log("no-stall: cap 10 with 3 tenants; after one exited and one was killed while gated off, "
+      "the third got " +
+      Pct(rest) + " % (1 s); after the slot was destroyed while gated off: " + Pct(free_run) +
+      " % (200 ms)");
+  c->Send('q');
+  EXPECT_EQ(c->Wait(), 0);
+}
+
+// Uncapping (share 100, cap) takes the slot off the controller and re-opens its gate.
+TEST_F(ComputeShares, UncapReopensTheGate) {
+  const uint32_t gpu = 0;
+  Slot slot(*nl_, gpu, 20, vgpu::kmod::ComputeMode::kCap, "uncap");
+  ASSERT_TRUE(slot.ok());
+  auto t = StartTenant(slot, gpu);
+  ASSERT_TRUE(t);
+  ASSERT_TRUE(WaitGated(gpu, *t, 2000));
+  vgpu::kmod::SlotConfig cfg;
+  cfg.compute_share = 100;
+  ASSERT_TRUE(nl_->UpdateSlot(slot.id(), cfg).ok());
+  GpuView v0 = ReadGpu(gpu);
+  EXPECT_EQ(v0.Of(*t).runnable, 1u);
+  SleepMs(200);
+  GpuView v1 = ReadGpu(gpu);
+  EXPECT_GT(SharePct(v0, v1, *t), 95.0);
+  EXPECT_EQ(slot.Get().stats[VGPU_STAT_GPU_BUSY_NS], 0u) << "an uncontrolled slot has no counters";
+  t->Send('q');
+  EXPECT_EQ(t->Wait(), 0);
+}
+
+}  // namespace
+}  // namespace compute_test
