@@ -82,19 +82,25 @@ vcore_bool PidInSlot(void* priv, vcore_u32 pid) {
   return static_cast<pid_t>(pid) == CachedPid();
 }
 
-const vcore_host_ops kHostOps = {
-    .copy_from_user = CopyFromUser,
-    .copy_to_user = CopyToUser,
-    .zalloc = Zalloc,
-    .free = Free,
-    .lock_create = LockCreate,
-    .lock_destroy = LockDestroy,
-    .lock = Lock,
-    .unlock = Unlock,
-    .log = Log,
-    .clock_ns = ClockNs,
-    .pid_in_slot = PidInSlot,
-};
+// Value-initialized, then filled: ops the core adds later (optional ones, appended to the
+// struct) stay NULL here instead of breaking the build (-Wmissing-field-initializers). The
+// shim leaves driver_memory NULL: an in-process filter can be bypassed anyway (vcore.h).
+vcore_host_ops MakeHostOps() {
+  vcore_host_ops o{};
+  o.copy_from_user = CopyFromUser;
+  o.copy_to_user = CopyToUser;
+  o.zalloc = Zalloc;
+  o.free = Free;
+  o.lock_create = LockCreate;
+  o.lock_destroy = LockDestroy;
+  o.lock = Lock;
+  o.unlock = Unlock;
+  o.log = Log;
+  o.clock_ns = ClockNs;
+  o.pid_in_slot = PidInSlot;
+  return o;
+}
+const vcore_host_ops kHostOps = MakeHostOps();
 
 int LedgerTryCharge(void* l, vcore_u64 bytes, vcore_u64 quota) {
   return static_cast<SharedLedger*>(l)->TryCharge(bytes, quota) == 0 ? 0 : -VCORE_ENOSPC;

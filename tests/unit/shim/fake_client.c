@@ -4,7 +4,9 @@
 //          FB_GET_INFO_V2 view, free 3, view again.
 //   hold N: N allocations, print READY, sleep until killed.
 //   managed: mmap 2 MiB of nvidia-uvm.
+//   counters: the shim's diagnostic counters around a few known calls (VGPU_SHIM_COUNT).
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -187,6 +189,36 @@ int main(int argc, char** argv) {
     printf("CHANNEL 0x%x\n", Alloc(0x5c002000u, 0x5c002001u, 0xc86f, ch_params));
     printf("FREE_TSG 0x%x\n", FreeObj(DEVICE, 0x5c002000u));
     printf("FREE_CLIENT 0x%x\n", FreeObj(client, client));
+    return 0;
+  }
+  if (strcmp(mode, "counters") == 0) {
+    // vshim_get_counters (shim/include/vshim_diag.h) around 3 pipe ioctls, 2 RM allocations,
+    // one mmap and an open/close pair: the differences are what the wrappers saw.
+    typedef struct {
+      uint64_t ioctls, nvidia_ioctls, mmaps, opens, closes;
+      uint32_t enabled, reserved;
+    } Counters;
+    int (*get)(Counters*) = (int (*)(Counters*))dlsym(RTLD_DEFAULT, "vshim_get_counters");
+    if (get == NULL) {
+      printf("COUNTERS none\n");
+      return 0;
+    }
+    Counters a, b;
+    get(&a);
+    int p[2], n = 0;
+    if (pipe(p) != 0) return 1;
+    for (int i = 0; i < 3; i++) ioctl(p[0], FIONREAD, &n);
+    AllocMem(2);
+    void* m = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    int fd = open("/dev/null", O_RDONLY);
+    close(fd);
+    get(&b);
+    printf("COUNTERS enabled=%u ioctls=%llu nvidia=%llu mmaps=%llu opens=%llu closes=%llu\n",
+           b.enabled, (unsigned long long)(b.ioctls - a.ioctls),
+           (unsigned long long)(b.nvidia_ioctls - a.nvidia_ioctls),
+           (unsigned long long)(b.mmaps - a.mmaps), (unsigned long long)(b.opens - a.opens),
+           (unsigned long long)(b.closes - a.closes));
+    munmap(m, 4096);
     return 0;
   }
   if (strcmp(mode, "hold") == 0) {

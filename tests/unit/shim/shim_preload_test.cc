@@ -146,6 +146,20 @@ TEST_F(ShimPreloadTest, PassthroughDiagnosticModeFiltersNothing) {
   EXPECT_NE(out_.find("VIEW before rc=0 status=0x0 total=17179869184"), std::string::npos) << out_;
 }
 
+// VGPU_SHIM_COUNT=1: the wrappers count what reaches them (the GPU suite's proof that a launch
+// loop makes no call into the shim); without it they count nothing.
+TEST_F(ShimPreloadTest, DiagnosticCountersSeeExactlyTheCallsMade) {
+  ASSERT_EQ(Run("VGPU_MEMORY_QUOTA=64M VGPU_SHIM_COUNT=1", "counters"), 0) << out_ << err_;
+  // 3 pipe ioctls + 2 RM_ALLOCs on the ctl fd; one anonymous mmap; open/close of /dev/null.
+  EXPECT_NE(out_.find("COUNTERS enabled=1 ioctls=5 nvidia=2 mmaps=1 opens=1 closes=1"),
+            std::string::npos)
+      << out_ << err_;
+  ASSERT_EQ(Run("VGPU_MEMORY_QUOTA=64M", "counters"), 0) << out_ << err_;
+  EXPECT_NE(out_.find("COUNTERS enabled=0 ioctls=0 nvidia=0 mmaps=0 opens=0 closes=0"),
+            std::string::npos)
+      << out_ << err_;
+}
+
 TEST_F(ShimPreloadTest, ManagedMemoryFollowsThePolicy) {
   ASSERT_EQ(Run("VGPU_MEMORY_QUOTA=64M", "managed"), 0) << err_;
   EXPECT_NE(out_.find("MANAGED0 ok"), std::string::npos) << out_ << err_;  // context mapping
