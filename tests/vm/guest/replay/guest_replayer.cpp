@@ -13,8 +13,8 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "shim/trace/replay.h"
 #include "tests/vm/guest/nvsim/nvsim_rm.h"
@@ -80,14 +80,22 @@ uint32_t Size(uint32_t req) { return (req >> 16) & 0x3fff; }
 // Offset of the RM status in the top-level struct, or -1 (escape without one).
 int StatusOffset(uint32_t nr, uint32_t size) {
   switch (nr) {
-    case kEscAlloc: return size == 48 ? 40 : size == 32 ? 28 : -1;
-    case kEscFree: return size == 16 ? 12 : -1;
-    case kEscControl: return size == 32 ? 28 : -1;
-    case kEscMap: return size == 56 ? 40 : -1;
-    case kEscUnmap: return size == 32 ? 24 : -1;
-    case kEscUpdateMapping: return size == 40 ? 32 : -1;
-    case kEscAllocMemory: return size == 56 ? 40 : -1;
-    default: return -1;
+    case kEscAlloc:
+      return size == 48 ? 40 : size == 32 ? 28 : -1;
+    case kEscFree:
+      return size == 16 ? 12 : -1;
+    case kEscControl:
+      return size == 32 ? 28 : -1;
+    case kEscMap:
+      return size == 56 ? 40 : -1;
+    case kEscUnmap:
+      return size == 32 ? 24 : -1;
+    case kEscUpdateMapping:
+      return size == 40 ? 32 : -1;
+    case kEscAllocMemory:
+      return size == 56 ? 40 : -1;
+    default:
+      return -1;
   }
 }
 
@@ -185,7 +193,8 @@ class FdProbe {
     int e = 0;
     slot_ = vcore_slot_create(&vgpu::trace::SimHost::kOps, &host_, &cfg, nullptr, &e);
     if (!slot_) return false;
-    for (auto k : {VCORE_FILE_CTL, VCORE_FILE_DEV, VCORE_FILE_UVM}) files_[k] = vcore_file_open(slot_, k, nullptr);
+    for (auto k : {VCORE_FILE_CTL, VCORE_FILE_DEV, VCORE_FILE_UVM})
+      files_[k] = vcore_file_open(slot_, k, nullptr);
     return true;
   }
   ~FdProbe() {
@@ -194,11 +203,13 @@ class FdProbe {
   }
   // (user address, value) of every fd field of the call whose buffers are @bufs (real addresses).
   std::vector<std::pair<uint64_t, int32_t>> Fds(Node node, uint32_t req,
-                                                 const std::vector<std::vector<uint8_t>*>& bufs) {
+                                                const std::vector<std::vector<uint8_t>*>& bufs) {
     vgpu::trace::SimMemory mem;
     for (auto* b : bufs)
       if (!b->empty()) mem.Map(reinterpret_cast<uintptr_t>(b->data()), *b);
-    auto kind = node == Node::kCtl ? VCORE_FILE_CTL : node == Node::kDev ? VCORE_FILE_DEV : VCORE_FILE_UVM;
+    auto kind = node == Node::kCtl   ? VCORE_FILE_CTL
+                : node == Node::kDev ? VCORE_FILE_DEV
+                                     : VCORE_FILE_UVM;
     vcore_call_ctx ctx{&mem, 1, 1};
     vcore_call* call = nullptr;
     vcore_pre(files_[kind], req, reinterpret_cast<uintptr_t>(bufs[0]->data()), &ctx, &call);
@@ -453,8 +464,10 @@ Outcome RunGuest(const std::vector<Line>& lines, const Expected& exp, const RunC
       if (!pid_has_dev[l.pid]) {
         pid_has_dev[l.pid] = true;
         int d = open(node_path[1].c_str(), O_RDWR | O_CLOEXEC);
-        if (d < 0) fail(l.seq, "open " + node_path[1] + ": " + strerror(errno));
-        else added_dev_files.push_back(d);
+        if (d < 0)
+          fail(l.seq, "open " + node_path[1] + ": " + strerror(errno));
+        else
+          added_dev_files.push_back(d);
         ++o.dev_files_added;
       }
       auto it = fds.find({l.pid, l.fd});
@@ -491,7 +504,8 @@ Outcome RunGuest(const std::vector<Line>& lines, const Expected& exp, const RunC
       for (size_t k = 0; k < l.ptrs.size(); ++k) {  // data() is stable from here on
         const Ptr& p = l.ptrs[k];
         std::vector<uint8_t>& holder = bufs[p.parent < 0 ? 0 : p.parent + 1];
-        Put<uint64_t>(&holder, p.off, bufs[k + 1].empty() ? 0 : reinterpret_cast<uintptr_t>(bufs[k + 1].data()));
+        Put<uint64_t>(&holder, p.off,
+                      bufs[k + 1].empty() ? 0 : reinterpret_cast<uintptr_t>(bufs[k + 1].data()));
         ++o.ptrs_rebuilt;
       }
       // Handles the driver chose are requested as recorded, so every later reference to them
@@ -507,8 +521,8 @@ Outcome RunGuest(const std::vector<Line>& lines, const Expected& exp, const RunC
       std::vector<std::vector<uint8_t>*> views;
       for (auto& b : bufs) views.push_back(&b);
       // (UVM blocks are built here with this replay's own fds already.)
-      for (auto [uaddr, value] : uvm ? std::vector<std::pair<uint64_t, int32_t>>{}
-                                     : probe.Fds(node, l.req, views)) {
+      for (auto [uaddr, value] :
+           uvm ? std::vector<std::pair<uint64_t, int32_t>>{} : probe.Fds(node, l.req, views)) {
         auto f = fds.find({l.pid, value});
         if (f == fds.end()) {
           fail(l.seq, "fd field " + std::to_string(value) + " names no file the trace opened");
@@ -535,7 +549,9 @@ Outcome RunGuest(const std::vector<Line>& lines, const Expected& exp, const RunC
       // What nvsim answered versus what the H200 answered (forwarded calls only).
       if (!denied_online) {
         int so = uvm ? -1 : StatusOffset(nr, Size(l.req));
-        int64_t recorded = l.rc < 0 ? -(l.err ? l.err : EINVAL) : so >= 0 ? Get<uint32_t>(l.out, so) : 0;
+        int64_t recorded = l.rc < 0  ? -(l.err ? l.err : EINVAL)
+                           : so >= 0 ? Get<uint32_t>(l.out, so)
+                                     : 0;
         if (got == 0 && so >= 0) got = Get<uint32_t>(bufs[0], so);
         if (got != recorded) {
           uint32_t client = Get<uint32_t>(l.in, 0);

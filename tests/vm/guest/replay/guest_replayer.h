@@ -48,10 +48,10 @@ Expected RunOffline(const std::vector<Line>& lines, uint64_t quota, std::string*
 
 // A divergence of nvsim's answer from the recorded one, by kind (README: rules).
 struct DivergenceKey {
-  bool uvm = false;  // nr is a UVM command
+  bool uvm = false;             // nr is a UVM command
   bool refused_object = false;  // the call names an object whose allocation the quota refused
   uint32_t nr = 0;
-  uint32_t cmd = 0;  // control cmd / alloc class (0 otherwise)
+  uint32_t cmd = 0;      // control cmd / alloc class (0 otherwise)
   int64_t recorded = 0;  // RM status, or -errno when the ioctl itself failed
   int64_t got = 0;
   bool operator<(const DivergenceKey& o) const;
@@ -64,21 +64,21 @@ struct Mismatch {
 
 struct Outcome {
   uint64_t lines = 0, calls = 0, events = 0;
-  uint64_t issued = 0;            // ioctls issued on a slot node
-  uint64_t fds_translated = 0;    // fd fields rewritten to the replay's own files
-  uint64_t handles_pinned = 0;    // driver-chosen handles requested as recorded
-  uint64_t ptrs_rebuilt = 0;      // nested buffers rebuilt
-  uint64_t uvm_synthesized = 0;   // UVM calls issued with a built parameter block
-  uint64_t not_rm_opens = 0;      // opens of nodes that are not RM nodes (caps): nothing to open
-  uint64_t dev_files_added = 0;   // /dev/vgpuN opened for a process whose recording opened none
-  uint64_t nvsim_checks = 0;      // free-memory agreements checked
+  uint64_t issued = 0;           // ioctls issued on a slot node
+  uint64_t fds_translated = 0;   // fd fields rewritten to the replay's own files
+  uint64_t handles_pinned = 0;   // driver-chosen handles requested as recorded
+  uint64_t ptrs_rebuilt = 0;     // nested buffers rebuilt
+  uint64_t uvm_synthesized = 0;  // UVM calls issued with a built parameter block
+  uint64_t not_rm_opens = 0;     // opens of nodes that are not RM nodes (caps): nothing to open
+  uint64_t dev_files_added = 0;  // /dev/vgpuN opened for a process whose recording opened none
+  uint64_t nvsim_checks = 0;     // free-memory agreements checked
   uint64_t denied = 0, end = 0, ioctls = 0, views = 0;
   uint64_t peak = 0;         // highest charge seen after a call (what the offline peak measures)
   uint64_t ledger_peak = 0;  // vgpu.ko's stats/mem_peak (its ledger, in-flight reservations too)
   double seconds = 0;
-  uint64_t heap = 0, reserved = 0;  // nvsim's sizes (bytes)
+  uint64_t heap = 0, reserved = 0;                // nvsim's sizes (bytes)
   std::map<DivergenceKey, uint64_t> divergences;  // allowed by a README rule
-  std::vector<Mismatch> mismatches;                // failures
+  std::vector<Mismatch> mismatches;               // failures
 };
 
 struct RunConfig {

@@ -46,21 +46,23 @@ std::vector<std::string> TraceList() {
 // kind, in $OUT/replay-divergences.txt.
 void Summary(const std::string& trace, uint64_t quota, const Expected& e, const Outcome& o) {
   uint64_t controls = 0, uvm = 0, refused = 0;
-  for (const auto& [k, n] : o.divergences) (k.refused_object ? refused : k.uvm ? uvm : controls) += n;
+  for (const auto& [k, n] : o.divergences)
+    (k.refused_object ? refused : k.uvm ? uvm : controls) += n;
   char line[1024];
   snprintf(line, sizeof line,
            "replay %s quota=%" PRIu64 ": lines=%" PRIu64 " calls=%" PRIu64 " issued=%" PRIu64
            " (uvm-built %" PRIu64 ") ptrs=%" PRIu64 " fds=%" PRIu64 " handles=%" PRIu64
            " dev-files-added=%" PRIu64 " | offline ioctls=%" PRIu64 " denied=%" PRIu64
            " peak=%" PRIu64 " end=%" PRIu64 " | vgpu.ko ioctls=%" PRIu64 " denied=%" PRIu64
-           " peak=%" PRIu64 " end=%" PRIu64 " ledger-peak=%" PRIu64 " | nvsim free==heap-charge"
+           " peak=%" PRIu64 " end=%" PRIu64 " ledger-peak=%" PRIu64
+           " | nvsim free==heap-charge"
            " checks=%" PRIu64 " heap=%" PRIu64 " reserved=%" PRIu64
            " | nvsim differs (allowed): controls=%" PRIu64 " uvm=%" PRIu64
            " refused-object=%" PRIu64 " | mismatches=%zu replay=%.2fs\n",
            trace.c_str(), quota, o.lines, o.calls, o.issued, o.uvm_synthesized, o.ptrs_rebuilt,
-           o.fds_translated, o.handles_pinned, o.dev_files_added, e.ioctls, e.denied, e.peak,
-           e.end, o.ioctls, o.denied, o.peak, o.end, o.ledger_peak, o.nvsim_checks, o.heap,
-           o.reserved, controls, uvm, refused, o.mismatches.size(), o.seconds);
+           o.fds_translated, o.handles_pinned, o.dev_files_added, e.ioctls, e.denied, e.peak, e.end,
+           o.ioctls, o.denied, o.peak, o.end, o.ledger_peak, o.nvsim_checks, o.heap, o.reserved,
+           controls, uvm, refused, o.mismatches.size(), o.seconds);
   fputs(line, stdout);
   const char* dir = getenv("OUT");
   if (!dir) return;
