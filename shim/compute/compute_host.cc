@@ -30,8 +30,14 @@ constexpr uint64_t kReapplyNs = 1'000'000'000;
 // Clock weighting
 // ---------------
 // The controller (kmod/core/sched) integrates reported GPU time against the cap. The host
-// reports work instead: busy_ns * q, q = f_busy / f_ref (compute-bound work per busy second is
-// proportional to the SM clock; sm_clock.h has the measurement that motivates it).
+// reports work instead: busy_ns * q, where q is the work a busy second does at the clock it
+// ran at, in units of the work a busy second does when the tenant saturates the GPU uncapped
+// (sm_clock.h has the measurement that motivates it). With x = f_busy / f_ref and c the
+// fraction of the saturated loop's time that scales with the SM clock (Amdahl in the clock:
+// time per unit of work = c / x + (1 - c)):
+//
+//   q = 1 / (c / x + 1 - c)
+//
 //  - f_busy: mean of SM clock samples taken every clock_poll_ns (20 ms) while the slot is gated
 //    ON, i.e. while its work can run; at 50 ms periods that is >= 1 sample per on phase above
 //    duty 40 % and one every few periods below, and the meter folds them into each perfmon
@@ -41,12 +47,19 @@ constexpr uint64_t kReapplyNs = 1'000'000'000;
 //    (compute_ref_clock_mhz), or learned from spans with no off edge for kLearnQuietNs and
 //    >= 90 % busy, as an exponential average over kLearnSpans spans (~1 s at 200 ms). Before
 //    any is known q = 1 (the time cap of the previous runs).
+//  - c (clock_scaling_pm, default 700): measured on the H200 (docs/results/compute-h200.md,
+//    run 3, q = x there): the bf16 matmul loop's work per busy second rose 1.10-1.19x where the
+//    reported SM clock rose 1.14-1.35x (1980 MHz in the on phases vs 1467-1476 MHz saturated),
+//    c = (1 - 1/r) / (1 - 1/x) = 0.5-1.0 across caps and the two loops, median ~0.7. A reported
+//    clock overstates the effective one when the card's fast power limiter acts within an on
+//    phase; c = 1 is the pure-compute model. It is a calibration per GPU model and kind of
+//    load, configurable, not a law.
 //  - q is clamped to [1, kMaxWorkPerTimePm / 1000]: a GPU running slower than its reference
 //    (thermal throttling, or idle clocks sampled in a light tenant's on phase) is not credited,
 //    so a cap never gives more GPU time than its share; 1.5 bounds what a bad sample can take
-//    away (measured boost/saturated ratio on the H200: 1.05-1.16).
-// The controller's gains are unchanged: q only rescales the measured quantity, by <= 16 %,
-// and changes on the clock's own time scale, slower than the 500 ms integral.
+//    away.
+// The controller's gains are unchanged: q only rescales the measured quantity (by <= 20 % on
+// the H200) and changes on the clock's own time scale, slower than the 500 ms integral.
 constexpr uint64_t kLearnQuietNs = 1'000'000'000;
 constexpr uint32_t kLearnSpans = 4;
 constexpr uint32_t kMaxWorkPerTimePm = 1500;
@@ -410,8 +423,11 @@ uint32_t ComputeHost::WorkPerTime(uint64_t busy_ns, uint64_t span_ns) {
   ref_mhz_.store(ref, std::memory_order_relaxed);
   uint32_t q = 1000;
   if (busy != 0 && ref != 0) {
-    q = static_cast<uint32_t>(
-        std::clamp<uint64_t>(uint64_t{busy} * 1000 / ref, 1000, kMaxWorkPerTimePm));
+    // q = 1 / (c / x + 1 - c) = 1000 * busy / (c * ref + (1 - c) * busy), in permille.
+    const uint64_t c = std::min<uint32_t>(cfg_.clock_scaling_pm, 1000);
+    const uint64_t den = c * ref + (1000 - c) * busy;
+    q = static_cast<uint32_t>(std::clamp<uint64_t>(
+        den != 0 ? uint64_t{busy} * 1'000'000 / den : 1000, 1000, kMaxWorkPerTimePm));
   }
   work_pm_.store(q, std::memory_order_relaxed);
   return q;

@@ -66,6 +66,7 @@ struct ComputeConfig {
   // Clock weighting (nullptr: GPU time is counted as is). Not owned; must outlive the host.
   ClockSource* clock = nullptr;
   uint32_t ref_clock_mhz = 0;           // the GPU's saturated uncapped SM clock; 0: learn it
+  uint32_t clock_scaling_pm = 700;      // share of the work's time that scales with the clock
   uint64_t clock_poll_ns = 20'000'000;  // SM clock sample interval while gated on
 };
 

@@ -12,6 +12,9 @@
 //   compute_ref_clock_mhz  / VGPU_COMPUTE_REF_CLOCK_MHZ  the GPU's SM clock when saturated
 //                                                        uncapped (default: learned while the
 //                                                        slot runs ungated, else no weighting)
+//   compute_clock_scaling_pm / VGPU_COMPUTE_CLOCK_SCALING_PM  permille of the work's time that
+//                                                        scales with the SM clock (default 700,
+//                                                        measured on the H200: compute_host.cc)
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -83,6 +86,12 @@ bool ParseConfig(ComputeConfig* cfg) {
   if (const char* ref = Setting("compute_ref_clock_mhz", "VGPU_COMPUTE_REF_CLOCK_MHZ")) {
     const long v = strtol(ref, nullptr, 10);
     cfg->ref_clock_mhz = v >= 1 && v <= 10000 ? static_cast<uint32_t>(v) : 0;
+  }
+  if (const char* c = Setting("compute_clock_scaling_pm", "VGPU_COMPUTE_CLOCK_SCALING_PM")) {
+    const long v = strtol(c, nullptr, 10);
+    if (v >= 0 && v <= 1000) {
+      cfg->clock_scaling_pm = static_cast<uint32_t>(v);
+    }
   }
   if (const char* log = Setting("compute_log", "VGPU_COMPUTE_LOG")) {
     cfg->log_fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);

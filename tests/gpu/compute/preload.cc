@@ -7,7 +7,8 @@
 //
 // Environment:
 //   VGPU_COMPUTE_SHARE, VGPU_COMPUTE_MODE (cap|weight), VGPU_COMPUTE_FOREIGN_SHARE,
-//   VGPU_COMPUTE_LOG, VGPU_COMPUTE_CLOCK, VGPU_COMPUTE_REF_CLOCK_MHZ
+//   VGPU_COMPUTE_LOG, VGPU_COMPUTE_CLOCK, VGPU_COMPUTE_REF_CLOCK_MHZ,
+//   VGPU_COMPUTE_CLOCK_SCALING_PM
 //                          as in shim/compute/compute_shim.cc;
 //   VGPU_COMPUTE_CTL_FILE  a file polled every 20 ms; its content "<share> <cap|weight>" is
 //                          applied when it changes (the benchmark drives its phases this way).
@@ -118,6 +119,9 @@ void EnsureHost() {
   }
   if (const char* ref = getenv("VGPU_COMPUTE_REF_CLOCK_MHZ")) {
     cfg.ref_clock_mhz = static_cast<uint32_t>(atoi(ref));
+  }
+  if (const char* c = getenv("VGPU_COMPUTE_CLOCK_SCALING_PM")) {
+    cfg.clock_scaling_pm = static_cast<uint32_t>(atoi(c));
   }
   const char* clk = getenv("VGPU_COMPUTE_CLOCK");
   if (clk == nullptr || strcmp(clk, "off") != 0) {

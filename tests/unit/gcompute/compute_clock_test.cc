@@ -171,6 +171,7 @@ TEST(ComputeClock, ConfiguredReferenceCapsWorkNotTime) {
   clock.mhz = 1250;
   ComputeConfig cfg = Config(50, &clock);
   cfg.ref_clock_mhz = 1000;
+  cfg.clock_scaling_pm = 1000;  // all of the work scales with the clock
   ComputeHost h(cfg, FakeRm::Control, &rm);
   AddObjects(h);
   ASSERT_TRUE(h.Start());
@@ -192,7 +193,9 @@ TEST(ComputeClock, LearnsTheReferenceWhileUngatedThenWeights) {
   FakeRm rm;
   FakeClock clock;
   clock.mhz = 1000;
-  ComputeHost h(Config(100, &clock), FakeRm::Control, &rm);
+  ComputeConfig cfg = Config(100, &clock);
+  cfg.clock_scaling_pm = 1000;
+  ComputeHost h(cfg, FakeRm::Control, &rm);
   AddObjects(h);
   ASSERT_TRUE(h.Start());
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
@@ -207,6 +210,26 @@ TEST(ComputeClock, LearnsTheReferenceWhileUngatedThenWeights) {
   EXPECT_EQ(c.ref_clock_mhz, 1000u) << "not re-learned from gated spans";
   EXPECT_EQ(c.work_per_time_pm, 1200u);
   EXPECT_NEAR(share, 0.50 / 1.2, 0.06);
+}
+
+// Part of the work does not scale with the clock (c = 0.7, the H200 default): a 25 % faster clock
+// is 1 / (0.7 / 1.25 + 0.3) = 1.163 times the work per busy second.
+TEST(ComputeClock, PartlyClockBoundWork) {
+  FakeRm rm;
+  FakeClock clock;
+  clock.mhz = 1250;
+  ComputeConfig cfg = Config(50, &clock);
+  cfg.ref_clock_mhz = 1000;
+  ASSERT_EQ(cfg.clock_scaling_pm, 700u);
+  ComputeHost h(cfg, FakeRm::Control, &rm);
+  AddObjects(h);
+  ASSERT_TRUE(h.Start());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const double share = rm.BusyShareOver(1500);
+  const ComputeCounters c = h.Counters();
+  EXPECT_TRUE(h.Stop());
+  EXPECT_EQ(c.work_per_time_pm, 1162u);
+  EXPECT_NEAR(share, 0.50 / 1.163, 0.05);
 }
 
 // A clock below the reference is not credited: never more GPU time than the share.
