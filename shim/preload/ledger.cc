@@ -1,9 +1,11 @@
 #include "ledger.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -21,6 +23,7 @@ uint64_t NowNs() {
 }
 
 constexpr uint64_t kReapIntervalNs = 1000000000ull;
+constexpr uint64_t kAliveRecheckNs = 1000000ull;  // 1 ms
 
 }  // namespace
 
@@ -110,7 +113,14 @@ std::unique_ptr<SharedLedger> SharedLedger::Open(const std::string& path, std::s
   return std::unique_ptr<SharedLedger>(new SharedLedger(path, file, start_fn));
 }
 
-SharedLedger::~SharedLedger() { munmap(file_, sizeof(LedgerFile)); }
+SharedLedger::~SharedLedger() {
+  for (const Watch& w : watches_) {
+    if (w.pidfd >= 0) {
+      close(w.pidfd);
+    }
+  }
+  munmap(file_, sizeof(LedgerFile));
+}
 
 void SharedLedger::Lock() {
   int rc = pthread_mutex_lock(&file_->mu);
@@ -319,11 +329,75 @@ void SharedLedger::Uncharge(uint64_t bytes) {
   Unlock();
 }
 
+bool SharedLedger::MemberMayHaveDiedLocked() {
+  if (start_fn_ != ProcStartTime) {
+    return true;  // fake processes (tests): no pidfd can watch them
+  }
+  // Within kAliveRecheckNs of a poll that found every member alive, trust it: a member's GPU
+  // memory is freed when its files close, before it becomes a zombie, so the only effect is a
+  // view that counts a just-dead member for at most that long. Refusals always reap (TryCharge).
+  const uint64_t now = NowNs();
+  if (now - all_alive_ns_ < kAliveRecheckNs) {
+    return false;
+  }
+  const uint32_t end = EndLocked();
+  if (watches_.size() < end) {
+    watches_.resize(end);
+  }
+  pollfd fds[LedgerFile::kMaxEntries];
+  uint32_t index[LedgerFile::kMaxEntries];
+  nfds_t n = 0;
+  for (uint32_t i = 0; i < end; ++i) {
+    const LedgerEntry& e = file_->entries[i];
+    Watch& w = watches_[i];
+    if (!e.in_use || static_cast<int>(i) == self_index_) {
+      if (w.pidfd >= 0) {  // the member left or was reaped
+        close(w.pidfd);
+        w = {};
+      }
+      continue;
+    }
+    if (w.pidfd < 0 || w.pid != e.pid || w.start_time != e.start_time) {
+      if (w.pidfd >= 0) {
+        close(w.pidfd);
+      }
+      w = {e.pid, e.start_time, -1};
+      // Open first, then check the start time: if it still matches, the pidfd is the member
+      // (a pid is not reused while its process lives). pidfds are close-on-exec.
+      int fd = static_cast<int>(syscall(SYS_pidfd_open, static_cast<pid_t>(e.pid), 0u));
+      if (fd < 0) {
+        return true;  // gone (ESRCH) or no pidfds here: the full reap decides
+      }
+      w.pidfd = fd;
+      auto start = start_fn_(static_cast<pid_t>(e.pid));
+      if (!start || *start != e.start_time) {
+        return true;
+      }
+    }
+    index[n] = i;
+    fds[n++] = {w.pidfd, POLLIN, 0};
+  }
+  // A pidfd polls readable once its process has exited (zombie included): one system call for
+  // all members. An error, or POLLNVAL (the application closed our fd), also means "reap".
+  if (n > 0 && poll(fds, n, 0) != 0) {
+    for (nfds_t k = 0; k < n; ++k) {
+      if (fds[k].revents & POLLNVAL) {
+        watches_[index[k]] = {};  // not ours any more (closed behind our back): reopen later
+      }
+    }
+    return true;
+  }
+  all_alive_ns_ = now;
+  return false;
+}
+
 uint64_t SharedLedger::Charged() {
   Lock();
-  // Views (FB_GET_INFO, NVML, nvidia-smi) read this: reap first, so a killed member's memory
-  // shows as free at once (one /proc read per member; views are rare calls).
-  ReapLocked();
+  // Views (FB_GET_INFO, NVML, nvidia-smi) read this: reap first if any member may have died,
+  // so a killed member's memory shows as free at once.
+  if (MemberMayHaveDiedLocked()) {
+    ReapLocked();
+  }
   uint64_t total = TotalLocked();
   Unlock();
   return total;

@@ -3,14 +3,16 @@
 # rounds, min and median ratios. Non-NVIDIA fd: the fast path every other ioctl in a GPU
 # process takes. Fake ctl node: the full core path (the fake driver stands in for nvidia.ko,
 # so the ratio overstates what a real ~10-100 us RM call would see; the ns difference is the
-# number that matters). usage: ioctl_bench.sh SHIM FAKENV BENCH
+# number that matters). alloc: 2 MiB RM_ALLOC + RM_FREE through the core and the slot's shared
+# ledger (the charge/refund path). usage: ioctl_bench.sh SHIM FAKENV BENCH
 set -euo pipefail
 shim=$1 fake=$2 bench=$3
 dir=$(mktemp -d /tmp/vshim-bench.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 touch "$dir/nvidiactl"
 value() { sed -n 's/.*ns_per_ioctl=\([0-9.]*\).*/\1/p'; }
-for mode in other rm; do
+printf 'memory_quota = 100G\n' > "$dir/slot.conf"
+for mode in other rm alloc; do
   base=() with=()
   for r in 1 2 3 4 5 6; do
     if [[ $mode == other ]]; then  # no fake driver: shim alone against plain libc
@@ -18,7 +20,9 @@ for mode in other rm; do
       s=$(LD_PRELOAD=$shim "$bench" "$mode" 20000 | value)
     else
       b=$(VGPU_DEV_DIR=$dir LD_PRELOAD=$fake "$bench" "$mode" 20000 | value)
-      s=$(VGPU_DEV_DIR=$dir LD_PRELOAD=$shim:$fake "$bench" "$mode" 20000 | value)
+      # alloc: a slot config, so charges go through the shared ledger as in production
+      cfg=(); [[ $mode == alloc ]] && cfg=(VGPU_CONFIG="$dir/slot.conf")
+      s=$(env "${cfg[@]}" VGPU_DEV_DIR="$dir" LD_PRELOAD="$shim:$fake" "$bench" "$mode" 20000 | value)
     fi
     base+=("$b") with+=("$s")
   done
