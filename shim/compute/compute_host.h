@@ -16,15 +16,17 @@
 //  - the control thread cannot die alone (no exceptions, no exits), and it issues only the
 //    controls that gate (DISABLE_CHANNELS, SET_TIMESLICE). The RM calls that may wait run on their
 //    own threads: PREEMPT(bWait=1), which waits for the TSG to leave the GPU (a kernel that runs
-//    for seconds), and the perfmon read (on the H200, with long kernels running, the control
-//    thread of the second GPU run stopped ticking while it only measured: docs/results). A
-//    blocked measurement leaves the controller in open loop; a blocked PREEMPT skips later ones.
+//    for seconds), and the perfmon read (an RPC to GSP; a stall there was once suspected on the
+//    H200 and later ruled out: docs/results). A blocked measurement leaves the controller in
+//    open loop; a blocked PREEMPT skips later ones; a blocked NVML clock read only stops the
+//    clock weighting.
 //  - a watchdog re-enables the channels after kWatchdogNs without a tick, whatever the control
 //    thread is stuck in (it needs no lock that thread holds), once per stall; when the control
 //    thread comes back it re-issues its own gate state, since the watchdog changed the channels
-//    behind its back (unit test: shim_compute_clock_test's WatchdogReleaseThenGatingResumes).
-//    The H200 run that looked like a stopped control thread (docs/results, run 2, long kernel)
-//    was not one: its controller.log ticks through the whole capped phase (see the results doc).
+//    behind its back (unit test: vshim_compute_clock_test,
+//    ComputeClock.WatchdogReleaseThenGatingResumes). The H200 run that looked like a stopped
+//    control thread (docs/results, run 2, long kernel) was not one: its controller.log ticks
+//    through the whole capped phase (see the results doc).
 //
 // Work, not time: with a ClockSource the measured GPU time is weighted by the SM clock it ran
 // at relative to the clock the GPU sustains uncapped under load (sm_clock.h explains why;
