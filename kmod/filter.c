@@ -69,9 +69,39 @@ static void __user *vgpu_uptr(vcore_uptr_t addr)
 	return u64_to_user_ptr((u64)addr);
 }
 
+/*
+ * The core's reads on the hot path are small fixed headers (NVOS54 is 32
+ * bytes, most escapes are under 64). copy_from_user() of a run-time size goes
+ * through the string copy (rep movsb where the CPU has ERMS/FSRM, whose
+ * start-up cost dominates at this size); a handful of word loads in one
+ * user-access window costs less, and is what the kernel's own small
+ * fixed-size readers do (e.g. strncpy_from_user).
+ */
+#define VGPU_SMALL_COPY 64
+
+static int vgpu_copy_small_from_user(u8 *dst, const u8 __user *src, size_t n)
+{
+	size_t i;
+	u64 w;
+
+	if (!user_access_begin(src, n))
+		return -EFAULT;
+	for (i = 0; i < n; i += sizeof(w)) {
+		unsafe_get_user(w, (const u64 __user *)(src + i), efault);
+		memcpy(dst + i, &w, sizeof(w));
+	}
+	user_access_end();
+	return 0;
+efault:
+	user_access_end();
+	return -EFAULT;
+}
+
 static int vgpu_host_copy_from_user(void *uctx, void *dst, vcore_uptr_t src,
 				    vcore_size_t n)
 {
+	if (n <= VGPU_SMALL_COPY && IS_ALIGNED(n, sizeof(u64)))
+		return vgpu_copy_small_from_user(dst, vgpu_uptr(src), n);
 	return copy_from_user(dst, vgpu_uptr(src), n) ? -EFAULT : 0;
 }
 
@@ -517,7 +547,8 @@ long vgpu_filter_ioctl(struct vgpu_file *vf, unsigned int cmd,
 
 	rc = real->f_op->unlocked_ioctl(real, cmd, arg);
 
-	vgpu_remove_gpu_witness(witness);
+	if (witness >= 0)
+		vgpu_remove_gpu_witness(witness);
 out_restore:
 	while (nfix)
 		vgpu_fd_restore(&fix[--nfix]);

@@ -2,7 +2,8 @@
 # Kbuild fragment: the filter core's objects, relative to kmod/, appended to vgpu.ko by
 # kmod/Kbuild (-include $(src)/core/core.mk). Keep in step with core/CMakeLists.txt.
 vgpu-y += core/fmt.o core/slot.o core/objects.o core/dispatch.o \
-	  core/rm_alloc.o core/rm_control.o core/views.o core/tables_580.o
+	  core/rm_alloc.o core/rm_control.o core/views.o core/tables_580.o \
+	  core/index.o
 
 # The share controller (kmod/core/sched, the compute engineer's) when present.
 ifneq ($(wildcard $(src)/core/sched/sched.mk),)

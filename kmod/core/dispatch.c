@@ -10,57 +10,7 @@
 #include "abi/nvstatus.h"
 #include "abi/uvm.h"
 
-/* ---- little-endian field access on private copies ---- */
-
-vcore_u32 vcore_rd32(const void *p, vcore_u32 off)
-{
-	vcore_u32 v;
-
-	vcore_memcpy(&v, (const vcore_u8 *)p + off, sizeof(v));
-	return v;
-}
-
-vcore_u64 vcore_rd64(const void *p, vcore_u32 off)
-{
-	vcore_u64 v;
-
-	vcore_memcpy(&v, (const vcore_u8 *)p + off, sizeof(v));
-	return v;
-}
-
-void vcore_wr32(void *p, vcore_u32 off, vcore_u32 v)
-{
-	vcore_memcpy((vcore_u8 *)p + off, &v, sizeof(v));
-}
-
-void vcore_wr64(void *p, vcore_u32 off, vcore_u64 v)
-{
-	vcore_memcpy((vcore_u8 *)p + off, &v, sizeof(v));
-}
-
-int vcore_user_read(struct vcore_call *call, void *dst, vcore_uptr_t src,
-		    vcore_size_t n)
-{
-	if (!n)
-		return 0;
-	if (src + n < src)
-		return -VCORE_EFAULT;
-	return call->slot->ops->copy_from_user(call->ctx.uctx, dst, src, n)
-		       ? -VCORE_EFAULT
-		       : 0;
-}
-
-int vcore_user_write(struct vcore_call *call, vcore_uptr_t dst, const void *src,
-		     vcore_size_t n)
-{
-	if (!n)
-		return 0;
-	if (dst + n < dst)
-		return -VCORE_EFAULT;
-	return call->slot->ops->copy_to_user(call->ctx.uctx, dst, src, n)
-		       ? -VCORE_EFAULT
-		       : 0;
-}
+/* ---- user memory, through the host ---- */
 
 int vcore_reply_u32(struct vcore_call *call, vcore_u32 off, vcore_u32 *out)
 {
@@ -82,6 +32,7 @@ int vcore_copy_arg(struct vcore_call *call)
 		if (!buf)
 			return -VCORE_ENOMEM;
 		call->owned[call->argidx] = buf;
+		call->owned_mask |= 1u << call->argidx;
 	}
 	if (vcore_user_read(call, buf, call->arg, call->size))
 		return -VCORE_EFAULT;
@@ -95,27 +46,20 @@ int vcore_add_buf(struct vcore_call *call, int parent, vcore_u32 ptr_off,
 		  vcore_uptr_t uaddr, vcore_u32 len, vcore_bool copy)
 {
 	struct vcore_buf_info *b;
-	unsigned int i = call->n_bufs;
 	void *priv;
+	int i;
 
-	if (i >= VCORE_CALL_MAX_BUFS)
-		return -VCORE_E2BIG;
 	if (copy && len > VCORE_MAX_ALLOC)
 		return -VCORE_E2BIG;
+	i = vcore_list_buf(call, parent, ptr_off, uaddr, len);
+	if (i < 0 || !copy || !len)
+		return i;
 	b = &call->bufs[i];
-	b->parent = parent;
-	b->ptr_off = ptr_off;
-	b->uaddr = uaddr;
-	b->len = len;
-	b->copied = 0;
-	b->priv = VCORE_NULL;
-	call->n_bufs++;
-	if (!copy || !len)
-		return (int)i;
 	priv = call->slot->ops->zalloc(call->slot->priv, len);
 	if (!priv)
 		return -VCORE_ENOMEM;
 	call->owned[i] = priv;
+	call->owned_mask |= 1u << i;
 	if (vcore_user_read(call, priv, uaddr, len))
 		return -VCORE_EFAULT;
 	b->copied = 1;
@@ -135,7 +79,10 @@ int vcore_copy_buf(struct vcore_call *call, unsigned int i)
 	priv = call->slot->ops->zalloc(call->slot->priv, b->len ? b->len : 1);
 	if (!priv)
 		return -VCORE_ENOMEM;
+	if (call->owned_mask & (1u << i)) /* a fault left an earlier copy */
+		call->slot->ops->free(call->slot->priv, call->owned[i]);
 	call->owned[i] = priv;
+	call->owned_mask |= 1u << i;
 	if (vcore_user_read(call, priv, b->uaddr, b->len))
 		return -VCORE_EFAULT;
 	b->copied = 1;
@@ -299,7 +246,7 @@ static enum vcore_verdict uvm_pre(struct vcore_call *call)
 
 	call->nr = call->req;
 	call->size = 0;
-	row = vcore_abi_uvm(call->slot->abi, call->req);
+	row = vcore_slot_uvm(call->slot, call->req);
 	if (!row)
 		return vcore_policy_unknown(
 			call, &call->slot->stats.unknown_escapes, call->req,
@@ -356,6 +303,49 @@ static enum vcore_verdict unwrap_xfer(struct vcore_call *call)
 	return VCORE_FORWARD;
 }
 
+/*
+ * A call from the slot's spare cells, else from the host. Only the head of
+ * struct vcore_call is zeroed: the arrays at its end are written before they
+ * are read (vcore_internal.h), and zeroing ~1 KiB per call was most of the
+ * core's cost on a small control.
+ */
+static struct vcore_call *call_get(struct vcore_slot *slot)
+{
+	struct vcore_call *call = VCORE_NULL;
+	unsigned int i;
+
+	for (i = 0; i < VCORE_SPARE_CALLS && !call; i++)
+		if (vcore_atomic_load(&slot->spare[i]))
+			call = vcore_atomic_xchg(&slot->spare[i], VCORE_NULL);
+	if (!call)
+		call = slot->ops->zalloc(slot->priv, sizeof(*call));
+	if (call)
+		vcore_memset(call, 0, __builtin_offsetof(struct vcore_call, bufs));
+	return call;
+}
+
+/* Back to a free spare cell, else to the host. */
+static void call_put(struct vcore_slot *slot, struct vcore_call *call)
+{
+	unsigned int i;
+
+	for (i = 0; i < VCORE_SPARE_CALLS && call; i++)
+		if (!vcore_atomic_load(&slot->spare[i]))
+			call = vcore_atomic_xchg(&slot->spare[i], call);
+	/* An exchange may hand back a call another thread put meanwhile. */
+	if (call)
+		slot->ops->free(slot->priv, call);
+}
+
+void vcore_slot_free_spare_calls(struct vcore_slot *slot)
+{
+	unsigned int i;
+
+	for (i = 0; i < VCORE_SPARE_CALLS; i++)
+		slot->ops->free(slot->priv,
+				vcore_atomic_xchg(&slot->spare[i], VCORE_NULL));
+}
+
 enum vcore_verdict vcore_pre(struct vcore_file *file, vcore_u32 req,
 			     vcore_uptr_t arg, const struct vcore_call_ctx *ctx,
 			     struct vcore_call **callp)
@@ -366,7 +356,7 @@ enum vcore_verdict vcore_pre(struct vcore_file *file, vcore_u32 req,
 	enum vcore_verdict v;
 	int err;
 
-	call = slot->ops->zalloc(slot->priv, sizeof(*call));
+	call = call_get(slot);
 	*callp = call;
 	if (!call)
 		return VCORE_REFUSE_ERRNO;
@@ -380,10 +370,8 @@ enum vcore_verdict vcore_pre(struct vcore_file *file, vcore_u32 req,
 	call->verdict = VCORE_FORWARD;
 	call->reason = "";
 
-	vcore_lock(slot);
-	slot->stats.ioctls++;
-	vcore_note_pid_locked(slot, call->ctx.pid);
-	vcore_unlock(slot);
+	vcore_atomic_inc(&slot->ioctls);
+	vcore_note_pid(file, call->ctx.pid);
 
 	if (file->kind == VCORE_FILE_UVM) {
 		v = uvm_pre(call);
@@ -391,13 +379,13 @@ enum vcore_verdict vcore_pre(struct vcore_file *file, vcore_u32 req,
 	}
 	call->nr = VCORE_IOC_NR(req);
 	call->size = VCORE_IOC_SIZE(req);
-	vcore_add_buf(call, -1, 0, arg, call->size, 0);
+	vcore_list_buf(call, -1, 0, arg, call->size);
 	if (call->nr == NV_ESC_IOCTL_XFER_CMD) {
 		v = unwrap_xfer(call);
 		if (v != VCORE_FORWARD)
 			goto malformed;
 	}
-	row = vcore_abi_esc(slot->abi, call->nr);
+	row = vcore_slot_esc(slot, call->nr);
 	if (!row) {
 		v = vcore_policy_unknown(call, &slot->stats.unknown_escapes,
 					 call->nr, -VCORE_EINVAL, 0,
@@ -445,10 +433,12 @@ static void call_free(struct vcore_call *call)
 	struct vcore_slot *slot = call->slot;
 	unsigned int i;
 
-	for (i = 0; i < VCORE_CALL_MAX_BUFS; i++)
-		slot->ops->free(slot->priv, call->owned[i]);
-	slot->ops->free(slot->priv, call->new_obj);
-	slot->ops->free(slot->priv, call);
+	for (i = 0; call->owned_mask >> i; i++)
+		if (call->owned_mask & (1u << i))
+			slot->ops->free(slot->priv, call->owned[i]);
+	if (call->new_obj)
+		slot->ops->free(slot->priv, call->new_obj);
+	call_put(slot, call);
 }
 
 /* Undo what pre reserved when the call did not reach a successful post. */

@@ -41,12 +41,12 @@ enum vcore_verdict vcore_esc_rm_control(struct vcore_call *call)
 		return vcore_refuse_status(call, NV_ERR_INVALID_ARGUMENT,
 					   "control params over 1 MiB");
 	if (p && size) {
-		int i = vcore_add_buf(call, (int)call->argidx, 16, p, size, 0);
+		int i = vcore_list_buf(call, (int)call->argidx, 16, p, size);
 
 		if (i >= 0)
 			call->params_buf = i; /* listed, copied on demand */
 	}
-	row = vcore_abi_ctrl(call->slot->abi, cmd);
+	row = vcore_slot_ctrl(call->slot, cmd);
 	if (!row) {
 		/* Legacy GSS controls go to GSP as opaque bytes, and
 		 * NV2081_BINAPI is a binary API: gVisor passes both

@@ -144,10 +144,26 @@ void vcore_note_pid_locked(struct vcore_slot *slot, vcore_u32 pid)
 	for (i = 0; i < slot->n_pids; i++)
 		if (slot->pids[i] == pid)
 			return;
-	if (slot->n_pids < VCORE_PID_SET)
+	if (slot->n_pids < VCORE_PID_SET) {
 		slot->pids[slot->n_pids++] = pid;
-	else /* keep the newest: a full set forgets the oldest pid */
+	} else { /* keep the newest: a full set forgets the oldest pid */
 		slot->pids[pid % VCORE_PID_SET] = pid;
+		/* Files remember the last pid they noted: make them look
+		 * again, the forgotten pid may be theirs. */
+		vcore_atomic_store(&slot->pid_gen, slot->pid_gen + 1);
+	}
+}
+
+void vcore_note_pid_slow(struct vcore_file *file, vcore_u32 pid)
+{
+	struct vcore_slot *slot = file->slot;
+	vcore_u32 gen;
+
+	vcore_lock(slot);
+	vcore_note_pid_locked(slot, pid);
+	gen = slot->pid_gen;
+	vcore_unlock(slot);
+	vcore_atomic_store(&file->pid_seen, (vcore_u64)gen << 32 | pid);
 }
 
 vcore_bool vcore_pid_in_slot(struct vcore_slot *slot, vcore_u32 pid)
@@ -171,6 +187,7 @@ void vcore_slot_get_stats(struct vcore_slot *slot, struct vcore_stats *out)
 	vcore_note_peak_locked(slot);
 	*out = slot->stats;
 	vcore_unlock(slot);
+	out->ioctls = vcore_atomic_load(&slot->ioctls);
 }
 
 /* ---- driver version gate ---- */
@@ -295,8 +312,12 @@ struct vcore_slot *vcore_slot_create(const struct vcore_host_ops *ops,
 	}
 	slot->stats.charged_bytes =
 		slot->ledger.ops->charged(slot->ledger.priv);
+	if (vcore_slot_index_build(slot))
+		goto err_lock;
 	return slot;
 
+err_lock:
+	ops->lock_destroy(priv, slot->lock);
 err_free:
 	ops->free(priv, slot);
 fail:
@@ -341,6 +362,8 @@ void vcore_slot_destroy(struct vcore_slot *slot)
 	vcore_lock(slot);
 	vcore_obj_free_all_locked(slot);
 	vcore_unlock(slot);
+	vcore_slot_free_spare_calls(slot);
+	vcore_slot_index_free(slot);
 	ops->lock_destroy(priv, slot->lock);
 	ops->free(priv, slot);
 }

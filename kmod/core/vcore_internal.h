@@ -102,6 +102,44 @@ const struct vcore_class_row *vcore_abi_class(const struct vcore_abi *abi,
 					      vcore_u32 cls);
 const struct vcore_uvm_row *vcore_abi_uvm(const struct vcore_abi *abi,
 					  vcore_u32 cmd);
+/*
+ * index.c: a slot's keys resolved once through the walkers above. @row NULL
+ * with @used set: the branch removed that key.
+ */
+struct vcore_index_ent {
+	vcore_u32 key;
+	vcore_u32 used;
+	const void *row;
+};
+
+struct vcore_index {
+	struct vcore_index_ent *ent; /* mask + 1 entries, at most half used */
+	vcore_u32 mask;
+	vcore_u32 shift; /* 32 - log2(mask + 1) */
+};
+
+/* Fibonacci hashing: the top bits of key * 2^32/phi. */
+static inline vcore_u32 vcore_index_home(const struct vcore_index *ix,
+					 vcore_u32 key)
+{
+	return (key * 0x9e3779b1u) >> ix->shift;
+}
+
+static inline const void *vcore_index_find(const struct vcore_index *ix,
+					   vcore_u32 key)
+{
+	vcore_u32 i = vcore_index_home(ix, key);
+
+	/* At most half full (index.c), so an empty entry ends the probe. */
+	for (;; i = (i + 1) & ix->mask) {
+		const struct vcore_index_ent *e = &ix->ent[i];
+
+		if (!e->used)
+			return VCORE_NULL;
+		if (e->key == key)
+			return e->row;
+	}
+}
 /* The ABI for a driver version string, or NULL. */
 const struct vcore_abi *vcore_abi_for_version(const char *version);
 extern const struct vcore_abi vcore_abi_580;
@@ -109,6 +147,20 @@ extern const struct vcore_abi vcore_abi_580;
 /* ---------------------------------------------------------------- */
 /* Objects                                                            */
 /* ---------------------------------------------------------------- */
+
+/*
+ * The call path's lock-free steps use the compiler's atomic builtins (GCC and
+ * clang provide them freestanding; on x86-64 and arm64 they compile to single
+ * instructions, no libatomic). Relaxed: counters and caches whose readers
+ * take no decision that needs ordering; the spare-call exchange is acq_rel so
+ * a call's contents are published with it.
+ */
+#define vcore_atomic_load(p)	 __atomic_load_n((p), __ATOMIC_RELAXED)
+#define vcore_atomic_store(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+#define vcore_atomic_inc(p)	 __atomic_fetch_add((p), 1, __ATOMIC_RELAXED)
+#define vcore_atomic_xchg(p, v)	 __atomic_exchange_n((p), (v), __ATOMIC_ACQ_REL)
+
+#define VCORE_SPARE_CALLS 4
 
 #define VCORE_OBJ_BUCKETS 1024
 #define VCORE_MAX_OBJECTS 65536 /* per slot; beyond it allocs are refused */
@@ -137,6 +189,12 @@ struct vcore_file {
 	enum vcore_file_kind kind;
 	void *host_priv;
 	vcore_u32 uvm_mmaps; /* mmaps asked of this UVM file; slot lock */
+	/*
+	 * (slot->pid_gen << 32 | pid) of the last caller noted in the slot's
+	 * pid set; read and written with relaxed atomics, no lock. A call by
+	 * the same pid skips the slot lock (vcore_note_pid).
+	 */
+	vcore_u64 pid_seen;
 	struct vcore_file *next;
 	struct vcore_file *prev;
 };
@@ -156,9 +214,63 @@ struct vcore_slot {
 	struct vcore_stats stats;
 	vcore_u32 pids[VCORE_PID_SET];
 	vcore_u32 n_pids;
+	vcore_u32 pid_gen; /* bumped when a pid leaves the set */
 	vcore_u64 tsg_gen;
 	vcore_u32 n_dups; /* objects with dup_src set */
+
+	/* Lock-free (relaxed atomics): stats.ioctls lives here. */
+	vcore_u64 ioctls;
+	/* Calls kept for reuse: taken and put back with one atomic exchange
+	 * per cell, so the common call allocates nothing (dispatch.c). */
+	struct vcore_call *spare[VCORE_SPARE_CALLS];
+
+	/* Read-only after vcore_slot_create (index.c). */
+	const struct vcore_esc_row *esc_by_nr[256];
+	struct vcore_index ctrl_index;
+	struct vcore_index uvm_index;
 };
+
+/* dispatch.c: free the calls kept for reuse (slot teardown). */
+void vcore_slot_free_spare_calls(struct vcore_slot *slot);
+/* index.c: build (0 or -VCORE_ENOMEM) and free a slot's lookup index. */
+int vcore_slot_index_build(struct vcore_slot *slot);
+void vcore_slot_index_free(struct vcore_slot *slot);
+
+static inline const struct vcore_esc_row *
+vcore_slot_esc(const struct vcore_slot *slot, vcore_u32 nr)
+{
+	if (nr >= VCORE_ARRAY_SIZE(slot->esc_by_nr))
+		return (const struct vcore_esc_row *)VCORE_NULL;
+	return slot->esc_by_nr[nr];
+}
+
+static inline const struct vcore_ctrl_row *
+vcore_slot_ctrl(const struct vcore_slot *slot, vcore_u32 cmd)
+{
+	return (const struct vcore_ctrl_row *)vcore_index_find(
+		&slot->ctrl_index, cmd);
+}
+
+static inline const struct vcore_uvm_row *
+vcore_slot_uvm(const struct vcore_slot *slot, vcore_u32 cmd)
+{
+	return (const struct vcore_uvm_row *)vcore_index_find(&slot->uvm_index,
+							      cmd);
+}
+
+void vcore_note_pid_slow(struct vcore_file *file, vcore_u32 pid);
+/*
+ * Note the caller's pid in the slot's set; takes the slot lock only when
+ * @file's last caller was another pid or the set forgot a pid since.
+ */
+static inline void vcore_note_pid(struct vcore_file *file, vcore_u32 pid)
+{
+	vcore_u64 seen = vcore_atomic_load(&file->pid_seen);
+	vcore_u32 gen = vcore_atomic_load(&file->slot->pid_gen);
+
+	if (pid && seen != ((vcore_u64)gen << 32 | pid))
+		vcore_note_pid_slow(file, pid);
+}
 
 /* objects.c (all _locked) */
 struct vcore_obj *vcore_obj_find_locked(struct vcore_slot *slot,
@@ -245,13 +357,10 @@ struct vcore_call {
 	vcore_uptr_t arg;
 	unsigned int argidx; /* bufs index of it: 0, or 1 (XFER) */
 	vcore_u8 *argbuf;    /* NULL when not copied */
-	vcore_u8 inline_arg[VCORE_INLINE_ARG];
 
-	struct vcore_buf_info bufs[VCORE_CALL_MAX_BUFS];
-	void *owned[VCORE_CALL_MAX_BUFS]; /* private copies to free */
 	unsigned int n_bufs;
-	struct vcore_fd_field fds[VCORE_CALL_MAX_FDS];
 	unsigned int n_fds;
+	vcore_u32 owned_mask; /* bit i: owned[i] is a private copy to free */
 
 	/* Post step */
 	enum vcore_post_kind post;
@@ -267,6 +376,18 @@ struct vcore_call {
 	vcore_bool restore_event_data;	  /* NV0005.data back to the caller's */
 	vcore_u32 free_client, free_object;
 	int list_buf; /* FB_GET_INFO v1: the nested list */
+
+	/*
+	 * Everything above is zeroed for each call (call_init); what follows
+	 * is written before it is read: bufs[i], fds[i] and owned[i] below
+	 * n_bufs / n_fds / owned_mask, and inline_arg up to the call's size
+	 * (handlers read the argument only within the size the escape row
+	 * accepted, dispatch.c size_ok).
+	 */
+	struct vcore_buf_info bufs[VCORE_CALL_MAX_BUFS];
+	struct vcore_fd_field fds[VCORE_CALL_MAX_FDS];
+	void *owned[VCORE_CALL_MAX_BUFS];
+	vcore_u8 inline_arg[VCORE_INLINE_ARG];
 };
 
 /* dispatch.c helpers for handlers */
@@ -285,20 +406,83 @@ int vcore_copy_arg(struct vcore_call *call);
  * or a negative errno (-VCORE_EFAULT when the copy faults). */
 int vcore_add_buf(struct vcore_call *call, int parent, vcore_u32 ptr_off,
 		  vcore_uptr_t uaddr, vcore_u32 len, vcore_bool copy);
+/* List a buffer without copying it: index, or -VCORE_E2BIG. */
+static inline int vcore_list_buf(struct vcore_call *call, int parent,
+				 vcore_u32 ptr_off, vcore_uptr_t uaddr,
+				 vcore_u32 len)
+{
+	struct vcore_buf_info *b;
+	unsigned int i = call->n_bufs;
+
+	if (i >= VCORE_CALL_MAX_BUFS)
+		return -VCORE_E2BIG;
+	b = &call->bufs[i];
+	b->parent = parent;
+	b->ptr_off = ptr_off;
+	b->uaddr = uaddr;
+	b->len = len;
+	b->copied = 0;
+	b->priv = VCORE_NULL;
+	call->n_bufs = i + 1;
+	return (int)i;
+}
 /* Take the private copy of an already listed buffer. */
 int vcore_copy_buf(struct vcore_call *call, unsigned int i);
 void vcore_add_fd(struct vcore_call *call, vcore_uptr_t uaddr, vcore_s32 value,
 		  enum vcore_fd_kind kind);
-vcore_u32 vcore_rd32(const void *p, vcore_u32 off);
-vcore_u64 vcore_rd64(const void *p, vcore_u32 off);
-void vcore_wr32(void *p, vcore_u32 off, vcore_u32 v);
-void vcore_wr64(void *p, vcore_u32 off, vcore_u64 v);
+
+/* Little-endian field access on private copies (one load or store each). */
+static inline vcore_u32 vcore_rd32(const void *p, vcore_u32 off)
+{
+	vcore_u32 v;
+
+	vcore_memcpy(&v, (const vcore_u8 *)p + off, sizeof(v));
+	return v;
+}
+
+static inline vcore_u64 vcore_rd64(const void *p, vcore_u32 off)
+{
+	vcore_u64 v;
+
+	vcore_memcpy(&v, (const vcore_u8 *)p + off, sizeof(v));
+	return v;
+}
+
+static inline void vcore_wr32(void *p, vcore_u32 off, vcore_u32 v)
+{
+	vcore_memcpy((vcore_u8 *)p + off, &v, sizeof(v));
+}
+
+static inline void vcore_wr64(void *p, vcore_u32 off, vcore_u64 v)
+{
+	vcore_memcpy((vcore_u8 *)p + off, &v, sizeof(v));
+}
 /* Read the driver's reply status (u32 at @off of the top-level). */
 int vcore_reply_u32(struct vcore_call *call, vcore_u32 off, vcore_u32 *out);
-int vcore_user_read(struct vcore_call *call, void *dst, vcore_uptr_t src,
-		    vcore_size_t n);
-int vcore_user_write(struct vcore_call *call, vcore_uptr_t dst, const void *src,
-		     vcore_size_t n);
+/* User memory through the host's copy ops (0 or -VCORE_EFAULT). */
+static inline int vcore_user_read(struct vcore_call *call, void *dst,
+				  vcore_uptr_t src, vcore_size_t n)
+{
+	if (!n)
+		return 0;
+	if (src + n < src)
+		return -VCORE_EFAULT;
+	return call->slot->ops->copy_from_user(call->ctx.uctx, dst, src, n)
+		       ? -VCORE_EFAULT
+		       : 0;
+}
+
+static inline int vcore_user_write(struct vcore_call *call, vcore_uptr_t dst,
+				   const void *src, vcore_size_t n)
+{
+	if (!n)
+		return 0;
+	if (dst + n < dst)
+		return -VCORE_EFAULT;
+	return call->slot->ops->copy_to_user(call->ctx.uctx, dst, src, n)
+		       ? -VCORE_EFAULT
+		       : 0;
+}
 
 /* Escape handlers (rm_alloc.c, rm_control.c, esc.c). */
 enum vcore_verdict vcore_esc_pass(struct vcore_call *call);
