@@ -20,6 +20,7 @@
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
 
+#include "trusted.h"
 #include "vgpu.h"
 #include "core/vcore.h"
 
@@ -204,6 +205,7 @@ static const struct vcore_host_ops vgpu_host_ops = {
 	.unlock = vgpu_host_unlock,
 	.log = vgpu_host_log,
 	.clock_ns = vgpu_host_clock_ns,
+	.driver_memory = vgpu_trusted_driver_memory,
 };
 
 /* ---- ledger ---------------------------------------------------------- */

@@ -439,6 +439,7 @@ Outcome RunGuest(const std::vector<Line>& lines, const Expected& exp, const RunC
   }
   std::vector<int> added_dev_files;
   std::set<std::pair<uint32_t, uint32_t>> refused_objects;  // (client, handle) the quota refused
+  std::map<uint32_t, uint32_t> client_map;  // recorded client handle -> the one nvsim gave
   uint64_t denied_seen = stats.Read("denied");
   auto t0 = std::chrono::steady_clock::now();
   std::vector<uint8_t> uvm_block(kUvmBlock);
@@ -501,6 +502,15 @@ Outcome RunGuest(const std::vector<Line>& lines, const Expected& exp, const RunC
         const Ptr& p = l.ptrs[k];
         bufs[k + 1] = p.in.empty() ? std::vector<uint8_t>(p.out.size()) : p.in;
       }
+      // Client handles the driver gave this replay stand in for the recorded ones wherever they
+      // appear (every handle field is a 4-byte-aligned u32; before pointers are written).
+      if (!client_map.empty())
+        for (auto& b : bufs)
+          for (size_t off = 0; off + 4 <= b.size(); off += 4)
+            if (auto c = client_map.find(Get<uint32_t>(b, off)); c != client_map.end()) {
+              Put<uint32_t>(&b, off, c->second);
+              ++o.handle_fields_remapped;
+            }
       for (size_t k = 0; k < l.ptrs.size(); ++k) {  // data() is stable from here on
         const Ptr& p = l.ptrs[k];
         std::vector<uint8_t>& holder = bufs[p.parent < 0 ? 0 : p.parent + 1];
@@ -508,11 +518,16 @@ Outcome RunGuest(const std::vector<Line>& lines, const Expected& exp, const RunC
                       bufs[k + 1].empty() ? 0 : reinterpret_cast<uintptr_t>(bufs[k + 1].data()));
         ++o.ptrs_rebuilt;
       }
-      // Handles the driver chose are requested as recorded, so every later reference to them
-      // (top level or nested) stays valid without a second rewrite.
+      // Object handles the driver chose are requested as recorded (the driver honours a
+      // caller's handle; objects live in their client's namespace, so nothing else can hold
+      // it), keeping every later reference valid. Client handles are one namespace for the
+      // whole driver (nvsim's own clients, vgpu.ko's in-kernel one): those are issued as
+      // recorded and remapped from the reply.
       bool rec_ok = l.rc == 0 && StatusOffset(nr, Size(l.req)) >= 0 &&
                     Get<uint32_t>(l.out, StatusOffset(nr, Size(l.req))) == 0;
-      if ((nr == kEscAlloc || nr == kEscAllocMemory) && !uvm && rec_ok &&
+      uint32_t cls = Get<uint32_t>(l.in, 12);
+      bool root_alloc = nr == kEscAlloc && !uvm && (cls == 0x0 || cls == 0x1 || cls == 0x41);
+      if ((nr == kEscAlloc || nr == kEscAllocMemory) && !uvm && rec_ok && !root_alloc &&
           Get<uint32_t>(bufs[0], 8) == 0 && Get<uint32_t>(l.out, 8) != 0) {
         Put<uint32_t>(&bufs[0], 8, Get<uint32_t>(l.out, 8));
         ++o.handles_pinned;
@@ -535,6 +550,14 @@ Outcome RunGuest(const std::vector<Line>& lines, const Expected& exp, const RunC
       int ret = ioctl(fd, l.req, bufs[0].data());
       int64_t got = ret < 0 ? -errno : 0;
       if (uvm && l.req == kUvmInitialize && ret == 0) uvm_initialized[l.pid] = fd;
+      if (root_alloc && rec_ok && ret == 0 &&
+          Get<uint32_t>(bufs[0], StatusOffset(nr, Size(l.req))) == 0) {
+        uint32_t recorded = Get<uint32_t>(l.out, 8), given = Get<uint32_t>(bufs[0], 8);
+        if (recorded != given) {
+          client_map[recorded] = given;
+          ++o.clients_remapped;
+        }
+      }
       memory_changing = nr == kEscAlloc || nr == kEscFree || nr == kEscAllocMemory;
       // The verdict: refused by the core online exactly when offline.
       uint64_t denied_now = stats.Read("denied");
@@ -554,9 +577,9 @@ Outcome RunGuest(const std::vector<Line>& lines, const Expected& exp, const RunC
                                      : 0;
         if (got == 0 && so >= 0) got = Get<uint32_t>(bufs[0], so);
         if (got != recorded) {
-          uint32_t client = Get<uint32_t>(l.in, 0);
-          bool refused = !uvm && (refused_objects.count({client, Get<uint32_t>(l.in, 4)}) ||
-                                  refused_objects.count({client, Get<uint32_t>(l.in, 8)}));
+          uint32_t client = Get<uint32_t>(bufs[0], 0);
+          bool refused = !uvm && (refused_objects.count({client, Get<uint32_t>(bufs[0], 4)}) ||
+                                  refused_objects.count({client, Get<uint32_t>(bufs[0], 8)}));
           DivergenceKey k{uvm, refused, nr, uvm ? 0 : CmdOf(nr, l.in), recorded, got};
           if (DivergenceAllowed(k))
             ++o.divergences[k];

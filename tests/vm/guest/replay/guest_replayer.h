@@ -64,11 +64,13 @@ struct Mismatch {
 
 struct Outcome {
   uint64_t lines = 0, calls = 0, events = 0;
-  uint64_t issued = 0;           // ioctls issued on a slot node
-  uint64_t fds_translated = 0;   // fd fields rewritten to the replay's own files
-  uint64_t handles_pinned = 0;   // driver-chosen handles requested as recorded
-  uint64_t ptrs_rebuilt = 0;     // nested buffers rebuilt
-  uint64_t uvm_synthesized = 0;  // UVM calls issued with a built parameter block
+  uint64_t issued = 0;                  // ioctls issued on a slot node
+  uint64_t fds_translated = 0;          // fd fields rewritten to the replay's own files
+  uint64_t handles_pinned = 0;          // driver-chosen object handles requested as recorded
+  uint64_t clients_remapped = 0;        // client handles nvsim chose differently from the recording
+  uint64_t handle_fields_remapped = 0;  // fields rewritten from a recorded client handle
+  uint64_t ptrs_rebuilt = 0;            // nested buffers rebuilt
+  uint64_t uvm_synthesized = 0;         // UVM calls issued with a built parameter block
   uint64_t not_rm_opens = 0;     // opens of nodes that are not RM nodes (caps): nothing to open
   uint64_t dev_files_added = 0;  // /dev/vgpuN opened for a process whose recording opened none
   uint64_t nvsim_checks = 0;     // free-memory agreements checked

@@ -52,6 +52,8 @@ void Summary(const std::string& trace, uint64_t quota, const Expected& e, const 
   snprintf(line, sizeof line,
            "replay %s quota=%" PRIu64 ": lines=%" PRIu64 " calls=%" PRIu64 " issued=%" PRIu64
            " (uvm-built %" PRIu64 ") ptrs=%" PRIu64 " fds=%" PRIu64 " handles=%" PRIu64
+           " clients-remapped=%" PRIu64 " (fields %" PRIu64
+           ")"
            " dev-files-added=%" PRIu64 " | offline ioctls=%" PRIu64 " denied=%" PRIu64
            " peak=%" PRIu64 " end=%" PRIu64 " | vgpu.ko ioctls=%" PRIu64 " denied=%" PRIu64
            " peak=%" PRIu64 " end=%" PRIu64 " ledger-peak=%" PRIu64
@@ -60,9 +62,10 @@ void Summary(const std::string& trace, uint64_t quota, const Expected& e, const 
            " | nvsim differs (allowed): controls=%" PRIu64 " uvm=%" PRIu64
            " refused-object=%" PRIu64 " | mismatches=%zu replay=%.2fs\n",
            trace.c_str(), quota, o.lines, o.calls, o.issued, o.uvm_synthesized, o.ptrs_rebuilt,
-           o.fds_translated, o.handles_pinned, o.dev_files_added, e.ioctls, e.denied, e.peak, e.end,
-           o.ioctls, o.denied, o.peak, o.end, o.ledger_peak, o.nvsim_checks, o.heap, o.reserved,
-           controls, uvm, refused, o.mismatches.size(), o.seconds);
+           o.fds_translated, o.handles_pinned, o.clients_remapped, o.handle_fields_remapped,
+           o.dev_files_added, e.ioctls, e.denied, e.peak, e.end, o.ioctls, o.denied, o.peak, o.end,
+           o.ledger_peak, o.nvsim_checks, o.heap, o.reserved, controls, uvm, refused,
+           o.mismatches.size(), o.seconds);
   fputs(line, stdout);
   const char* dir = getenv("OUT");
   if (!dir) return;
@@ -156,6 +159,32 @@ TEST_P(Replay, QuotaBelowPeakDenies) {
     ReplayAndCompare(GetParam(), q, &e);
     EXPECT_GT(e.denied, 0u) << "a quota below the peak refuses something";
   }
+}
+
+// The comparison has teeth: the same recording replayed through an unlimited slot against the
+// offline replay under a quota must be reported (refusals and charges differ).
+TEST(ReplaySelfCheck, ADifferentQuotaOnlineIsCaught) {
+  std::string err, pick;
+  for (const std::string& t : TraceList()) {
+    const Expected& e = Offline(t, 0, &err);
+    ASSERT_EQ(err, "");
+    if (e.peak > 0 && (pick.empty() || Trace(t, &err).size() < Trace(pick, &err).size())) pick = t;
+  }
+  if (pick.empty()) GTEST_SKIP() << "no trace allocates video memory";
+  const Expected& unlimited = Offline(pick, 0, &err);
+  const Expected& quota = Offline(pick, unlimited.peak / 2 / kMiB * kMiB, &err);
+  ASSERT_GT(quota.denied, 0u);
+  RunConfig cfg;
+  cfg.name = "replay-selfcheck";  // no quota: vgpu.ko refuses nothing
+  Outcome o = RunGuest(Trace(pick, &err), quota, cfg);
+  bool verdict = false, charge = false;
+  for (const Mismatch& m : o.mismatches) {
+    verdict |= m.what.find("core verdict differs") != std::string::npos;
+    charge |= m.what.find("charge") == 0;
+  }
+  EXPECT_TRUE(verdict) << pick << ": a refusal missing online went unnoticed";
+  EXPECT_TRUE(charge) << pick << ": a charge difference went unnoticed";
+  EXPECT_EQ(o.end, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Corpus, Replay, ::testing::ValuesIn(TraceList()),
