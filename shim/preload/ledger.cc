@@ -383,6 +383,8 @@ bool SharedLedger::MemberMayHaveDiedLocked() {
     for (nfds_t k = 0; k < n; ++k) {
       if (fds[k].revents & POLLNVAL) {
         watches_[index[k]] = {};  // not ours any more (closed behind our back): reopen later
+      } else if (fds[k].revents != 0) {
+        watches_[index[k]].readable = true;  // exited, or the fd number is someone else's now
       }
     }
     return true;
@@ -397,6 +399,21 @@ uint64_t SharedLedger::Charged() {
   // so a killed member's memory shows as free at once.
   if (MemberMayHaveDiedLocked()) {
     ReapLocked();
+    // A member still alive after the reap whose pidfd polled readable: the application closed
+    // our pidfd and the number now names another file. Forget it (not ours to close) and watch
+    // that member afresh next time, instead of reaping through /proc on every read from now on.
+    const uint32_t end = EndLocked();
+    for (uint32_t i = 0; i < end && i < watches_.size(); ++i) {
+      Watch& w = watches_[i];
+      if (w.readable) {
+        const LedgerEntry& e = file_->entries[i];
+        if (e.in_use && e.pid == w.pid && e.start_time == w.start_time) {
+          w = {};
+        } else {
+          w.readable = false;
+        }
+      }
+    }
   }
   uint64_t total = TotalLocked();
   Unlock();

@@ -120,6 +120,7 @@ class SharedLedger {
     uint32_t pid = 0;
     uint64_t start_time = 0;
     int pidfd = -1;
+    bool readable = false;  // the last poll found it readable
   };
 
   std::string path_;

@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <string>
 
@@ -164,6 +166,60 @@ TEST_F(LedgerTest, SigkilledProcessChargeReturnsToTheSlot) {
   EXPECT_EQ(parent->Charged(), 2 * kGiB);
   int status;
   ASSERT_EQ(waitpid(child, &status, 0), child);
+  close(ready[0]);
+  close(ready[1]);
+}
+
+// The application closes the pidfd the ledger watches a member through, and the number is
+// reused by a plain file (which always polls readable): the live member must not be reaped,
+// and the ledger must go back to watching it.
+TEST_F(LedgerTest, ApplicationClosingOurPidfdDoesNotReapALiveMember) {
+  auto parent = Open();
+  ASSERT_TRUE(parent->Attach());
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::string err;
+    auto l = SharedLedger::Open(path_, &err);
+    char ok = (l && l->Attach() && l->TryCharge(kGiB, 0) == 0) ? 'y' : 'n';
+    if (write(ready[1], &ok, 1) != 1) {
+      _exit(2);
+    }
+    pause();
+    _exit(0);
+  }
+  char ok = 0;
+  ASSERT_EQ(read(ready[0], &ok, 1), 1);
+  ASSERT_EQ(ok, 'y');
+  EXPECT_EQ(parent->Charged(), kGiB);  // opens the pidfd
+  auto find_pidfd = [] {
+    for (int fd = 3; fd < 1024; ++fd) {
+      char link[64], target[64] = {};
+      snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+      if (readlink(link, target, sizeof target - 1) > 0 && strstr(target, "pidfd") != nullptr) {
+        return fd;
+      }
+    }
+    return -1;
+  };
+  int pidfd = find_pidfd();
+  ASSERT_GE(pidfd, 0) << "no pidfd open (pidfd_open unavailable?)";
+  ASSERT_EQ(close(pidfd), 0);
+  int impostor = open("/dev/null", O_RDONLY);
+  ASSERT_EQ(impostor, pidfd);
+  for (int i = 0; i < 3; ++i) {
+    usleep(1500);                                        // past the 1 ms trust window
+    EXPECT_EQ(parent->Charged(), kGiB) << "read " << i;  // reaps through /proc: still alive
+  }
+  EXPECT_GE(find_pidfd(), 0) << "the member is not watched again";
+  ASSERT_EQ(kill(child, SIGKILL), 0);
+  int status;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  usleep(1500);
+  EXPECT_EQ(parent->Charged(), 0u);
+  close(impostor);
   close(ready[0]);
   close(ready[1]);
 }
