@@ -22,9 +22,9 @@
 
 #include "rmops.h"
 
-#define NV_OK		0u
-#define NV_ERR_GENERIC	0xffffu
-#define NV_VERSION_MAX	64
+#define NV_OK	       0u
+#define NV_ERR_GENERIC 0xffffu
+#define NV_VERSION_MAX 64
 
 /* rm_kernel_rmapi_op() numbers its calls by RM function (nvos.h). */
 #define NV01_FREE    0x00u
@@ -102,8 +102,8 @@ struct vgpu_rm_opcodes {
 	const char *name;
 };
 
-static const struct vgpu_rm_opcodes vgpu_rm_nv_opcodes = {
-	NV01_FREE, NV04_ALLOC, NV04_CONTROL, "NV04"};
+static const struct vgpu_rm_opcodes vgpu_rm_nv_opcodes = {NV01_FREE, NV04_ALLOC,
+							  NV04_CONTROL, "NV04"};
 static const struct vgpu_rm_opcodes vgpu_rm_esc_opcodes = {
 	NV_ESC_RM_FREE, NV_ESC_RM_ALLOC, NV_ESC_RM_CONTROL, "escape (nvsim)"};
 

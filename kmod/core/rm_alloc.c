@@ -7,8 +7,12 @@
  * private copy asks for, rounded up to the page size its attr selects,
  * atomically against the quota (refusal = NV_ERR_NO_MEMORY in the struct,
  * ioctl 0, exactly what RM does). Post settles at max(reserved, size the
- * driver reports back), so racing threads cannot shrink the charge below
- * what the driver allocated (see vcore.h, TOCTOU).
+ * driver allocated), so racing threads cannot shrink the charge below what
+ * the driver allocated (see vcore.h, TOCTOU). Where the host can ask the
+ * driver itself (host op driver_memory: the kernel host's in-kernel RM
+ * query), that size is the driver's word and the part past the reservation
+ * is charged against the quota or the object is freed and refused; else it
+ * is read from the reply, which a racing thread can still rewrite.
  */
 #include "vcore_internal.h"
 #include "abi/classes.h"
@@ -417,12 +421,92 @@ static int restore_event_data(struct vcore_call *call)
 	return vcore_user_write(call, b->uaddr + 16, &data, sizeof(data));
 }
 
+/*
+ * The driver's own count of the GPU memory behind (@h_client, @h_object),
+ * when the host can ask it (host op driver_memory): 0 and *@bytes, or -1.
+ * Only for the charged classes: the query costs a driver call, and every
+ * other allocation and every control stays as cheap as before.
+ */
+static int driver_bytes(struct vcore_call *call, vcore_u32 h_client,
+			vcore_u32 h_object, vcore_u64 *bytes)
+{
+	struct vcore_slot *slot = call->slot;
+
+	if (!slot->ops->driver_memory || !call->reply_size_off)
+		return -1;
+	return slot->ops->driver_memory(slot->priv, h_client, call->h_parent,
+					h_object, bytes)
+		       ? -1
+		       : 0;
+}
+
+/*
+ * The status says the allocation failed, but the status is user memory a
+ * racing thread can rewrite after the driver wrote NV_OK. When the caller
+ * chose the handle (the private copy has it) and the table does not know
+ * it, ask the driver whether the object exists: if it does, this call made
+ * it. Returns the handle, or 0 when nothing was created.
+ */
+static vcore_u32 created_despite_status(struct vcore_call *call,
+					vcore_u32 h_client, vcore_u64 *bytes)
+{
+	struct vcore_slot *slot = call->slot;
+	vcore_u32 h = vcore_rd32(
+		call->argbuf,
+		call->reply_handle_from_buf ? NVOS32_ALLOCSIZE_HMEMORY_OFF : 8);
+	vcore_bool known;
+
+	if (!h || !slot->ops->driver_memory || !call->reply_size_off)
+		return 0;
+	vcore_lock(slot);
+	known = vcore_obj_find_locked(slot, h_client, h) != VCORE_NULL;
+	vcore_unlock(slot);
+	if (known || driver_bytes(call, h_client, h, bytes))
+		return 0;
+	return h;
+}
+
+/*
+ * The driver holds more than the quota allows: the parameters changed
+ * between the private copy and the driver's own read. Free the object in
+ * the driver and answer NV_ERR_NO_MEMORY, what the driver says when memory
+ * runs out (abi.md §4.3). 0 when done; the object is then not recorded, and
+ * vcore_post's unwind refunds the reservation. -1 when the driver would not
+ * free it: the caller records and charges it instead.
+ */
+static int deny_after_alloc(struct vcore_call *call, vcore_u32 h_client,
+			    vcore_u32 h_object, vcore_u64 bytes)
+{
+	struct vcore_slot *slot = call->slot;
+	vcore_u32 st = NV_ERR_NO_MEMORY;
+
+	if (slot->ops->driver_memory(slot->priv, h_client, call->h_parent,
+				     h_object, VCORE_NULL))
+		return -1;
+	vcore_lock(slot);
+	slot->stats.overquota_events++;
+	slot->stats.denied++;
+	slot->stats.denied_quota++;
+	vcore_unlock(slot);
+	vcore_logf(slot, VCORE_LOG_WARN,
+		   "pid %u: class 0x%x object 0x%x/0x%x: the driver allocated "
+		   "%llu bytes, past the quota (parameters changed during the "
+		   "call): freed, NV_ERR_NO_MEMORY returned",
+		   call->ctx.pid, call->cmd, h_client, h_object,
+		   (unsigned long long)bytes);
+	if (call->status_off)
+		vcore_user_write(call, call->arg + call->status_off, &st,
+				 sizeof(st));
+	return 0;
+}
+
 int vcore_post_alloc(struct vcore_call *call)
 {
 	struct vcore_slot *slot = call->slot;
 	struct vcore_obj *obj = call->new_obj;
 	vcore_u32 status = 0, h_root, h_new = 0;
-	vcore_u64 charge = call->reserved, reply = 0;
+	vcore_u64 charge = call->reserved, reply = 0, trusted = 0;
+	vcore_bool have_trusted = 0;
 	struct vcore_overquota oq;
 	vcore_bool over = 0;
 	int ret = 0;
@@ -430,10 +514,13 @@ int vcore_post_alloc(struct vcore_call *call)
 	/* A failed restore is reported, but the object is still recorded. */
 	if (call->restore_event_data && restore_event_data(call))
 		ret = -VCORE_EFAULT;
-	if (reply_status(call, &status) || status != NV_OK)
-		return ret; /* nothing was created; unwind refunds */
 	h_root = vcore_rd32(call->argbuf, 0);
-	if (call->reply_handle_from_buf) {
+	if (reply_status(call, &status) || status != NV_OK) {
+		h_new = created_despite_status(call, h_root, &trusted);
+		if (!h_new)
+			return ret; /* nothing was created; unwind refunds */
+		have_trusted = 1;
+	} else if (call->reply_handle_from_buf) {
 		h_new = vcore_rd32(call->argbuf, NVOS32_ALLOCSIZE_HMEMORY_OFF);
 		if (!h_new)
 			vcore_reply_u32(call, NVOS32_ALLOCSIZE_HMEMORY_OFF,
@@ -446,7 +533,14 @@ int vcore_post_alloc(struct vcore_call *call)
 	}
 	if (!h_new)
 		return ret;
-	if (call->reply_size_off) {
+	/* Memory classes are never roots: the object's client is h_root. */
+	if (call->reply_size_off && !have_trusted)
+		have_trusted = !driver_bytes(call, h_root, h_new, &trusted);
+	if (have_trusted) {
+		/* The driver's word; the reply is not read at all. */
+		if (trusted > charge)
+			charge = trusted;
+	} else if (call->reply_size_off) {
 		vcore_uptr_t at;
 
 		if (call->params_buf >= 0)
@@ -459,6 +553,16 @@ int vcore_post_alloc(struct vcore_call *call)
 			reply = round_up(reply, call->page_align);
 		if (reply > charge)
 			charge = reply;
+	}
+	/*
+	 * A trusted size past the reservation is charged atomically against
+	 * the quota; what does not fit is freed in the driver, never recorded.
+	 */
+	if (have_trusted && charge > call->reserved) {
+		if (!vcore_charge_try(slot, charge - call->reserved))
+			call->reserved = charge;
+		else if (!deny_after_alloc(call, h_root, h_new, charge))
+			return ret;
 	}
 	/* Root classes: the new handle is the client itself. */
 	if (obj->cls == NV01_ROOT || obj->cls == NV01_ROOT_NON_PRIV ||

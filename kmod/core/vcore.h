@@ -117,6 +117,23 @@ struct vcore_host_ops {
 	 * without the slot lock held.
 	 */
 	vcore_bool (*pid_in_slot)(void *priv, vcore_u32 pid);
+	/*
+	 * Optional: the driver's own word on a memory object a call of this
+	 * slot just created (@h_client, @h_parent, @h_object), for the TOCTOU
+	 * hole: the reply's size and status sit in user memory that another
+	 * thread can rewrite (abi.md §9.5). With @bytes: store the bytes of
+	 * GPU memory the driver holds for the object (0 if it is not GPU
+	 * memory) and return 0, or return a negative error when the driver
+	 * cannot say (the core then settles from the reply, as without this
+	 * op). With @bytes NULL: free the object in the driver (it is past the
+	 * quota and the core has not recorded it); 0 when freed. Called from
+	 * vcore_post in the calling task, slot lock not held, only for
+	 * allocations of a charged class. The kernel host asks through the
+	 * driver's in-kernel RM entry (kmod/trusted.c); the shim leaves it
+	 * NULL (an in-process filter can be bypassed anyway).
+	 */
+	int (*driver_memory)(void *priv, vcore_u32 h_client, vcore_u32 h_parent,
+			     vcore_u32 h_object, vcore_u64 *bytes);
 };
 
 /* The largest single allocation the core asks for (GET_PID_INFO params). */

@@ -161,6 +161,7 @@ const vcore_host_ops SimHost::kOps = {
     .log = OpLog,
     .clock_ns = OpClockNs,
     .pid_in_slot = nullptr,
+    .driver_memory = nullptr,  // the replay has no driver to ask
 };
 
 const vcore_host_ops kSimOpsWithPids = {
@@ -175,6 +176,7 @@ const vcore_host_ops kSimOpsWithPids = {
     .log = OpLog,
     .clock_ns = OpClockNs,
     .pid_in_slot = OpPidInSlot,
+    .driver_memory = nullptr,
 };
 
 }  // namespace vgpu::trace

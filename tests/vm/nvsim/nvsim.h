@@ -122,6 +122,19 @@ struct nvsim_caller {
 int nvsim_copy_in(const struct nvsim_caller *c, void *dst, u64 src, size_t n);
 int nvsim_copy_out(const struct nvsim_caller *c, u64 dst, const void *src, size_t n);
 
+/* One RM control as the table in nvsim_rm.c hands it to its handler (nvsim_rm_lock held). */
+struct nvsim_ctrl_ctx {
+	const struct nvsim_caller *c;
+	struct nvsim_client *cl;
+	struct nvsim_obj *obj;
+	struct nvsim_gpu *gpu;
+};
+
+/* nvsim_surface.c: NV0041_CTRL_CMD_GET_SURFACE_INFO (ctrl0041.h) on a class 0x40 object. */
+#define NV0041_CTRL_CMD_GET_SURFACE_INFO 0x410110
+#define NV0041_GET_SURFACE_INFO_PARAMS_SIZE 16
+u32 nvsim_ctrl_surface_info(struct nvsim_ctrl_ctx *x, void *buf);
+
 /* nvsim_rm.c: RM calls on normalized params; each sets the struct's status. */
 void nvsim_rm_alloc(const struct nvsim_caller *c, struct nvos64 *p);
 void nvsim_rm_free(const struct nvsim_caller *c, struct nvos00 *p);

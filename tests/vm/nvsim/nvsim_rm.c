@@ -363,13 +363,6 @@ void nvsim_rm_free(const struct nvsim_caller *c, struct nvos00 *p)
 
 /* ---- controls -------------------------------------------------------------------------------- */
 
-struct nvsim_ctrl_ctx {
-	const struct nvsim_caller *c;
-	struct nvsim_client *cl;
-	struct nvsim_obj *obj;
-	struct nvsim_gpu *gpu;
-};
-
 static u32 nvsim_fb_value(struct nvsim_gpu *gpu, u32 index, u32 *data)
 {
 	u64 heap_kib = gpu->heap_bytes >> 10, total_kib = (gpu->heap_bytes + gpu->reserved_bytes) >> 10;
@@ -595,6 +588,8 @@ static const struct nvsim_ctrl {
 	  nvsim_ctrl_preempt },
 	{ NVSIM_CTRL_CMD_TSG_GET_RUNTIME, sizeof(struct nvsim_tsg_runtime_params),
 	  KEPLER_CHANNEL_GROUP_A, nvsim_ctrl_tsg_runtime },
+	{ NV0041_CTRL_CMD_GET_SURFACE_INFO, NV0041_GET_SURFACE_INFO_PARAMS_SIZE, NV01_MEMORY_LOCAL_USER,
+	  nvsim_ctrl_surface_info },
 };
 
 void nvsim_rm_control(const struct nvsim_caller *c, struct nvos54 *p)

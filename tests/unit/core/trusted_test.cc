@@ -1,0 +1,195 @@
+// The core's use of the host op driver_memory (kmod/core/vcore.h, rm_alloc.c): after a charged
+// allocation the size comes from the driver itself, not from the reply in user memory that a
+// racing thread can rewrite (reference/nvidia-rm-abi.md §9.5). The "racing thread" here rewrites
+// the reply between the fake driver's answer and vcore_post.
+#include <map>
+#include <utility>
+
+#include "tests/unit/core/core_fixture.h"
+
+namespace vgpu::core_test {
+namespace {
+
+// The driver's own record, which the host op reads (the kernel host asks nvidia.ko through its
+// in-kernel RM entry, kmod/trusted.c).
+struct FakeDriverRecord {
+  std::map<std::pair<uint32_t, uint32_t>, uint64_t> bytes;  // (client, object) -> GPU memory
+  int queries = 0;
+  int frees = 0;
+  bool answer = true;      // false: the driver cannot say (e.g. an older driver)
+  bool free_works = true;  // false: the in-kernel free fails
+};
+FakeDriverRecord* g_driver = nullptr;
+
+int DriverMemory(void*, vcore_u32 h_client, vcore_u32, vcore_u32 h_object, vcore_u64* bytes) {
+  auto it = g_driver->bytes.find({h_client, h_object});
+  if (bytes == nullptr) {
+    ++g_driver->frees;
+    if (!g_driver->free_works || it == g_driver->bytes.end()) return -5;
+    g_driver->bytes.erase(it);
+    return 0;
+  }
+  ++g_driver->queries;
+  if (!g_driver->answer || it == g_driver->bytes.end()) return -5;
+  *bytes = it->second;
+  return 0;
+}
+
+vcore_host_ops OpsWithDriverMemory() {
+  vcore_host_ops ops = SimHost::kOps;
+  ops.driver_memory = DriverMemory;
+  return ops;
+}
+const vcore_host_ops kTrustedOps = OpsWithDriverMemory();
+
+class TrustedTest : public CoreTest {
+ protected:
+  void SetUp() override { g_driver = &driver_; }
+  void TearDown() override {
+    CoreTest::TearDown();
+    g_driver = nullptr;
+  }
+
+  // One RM_ALLOC of class 0x40 asking @asked bytes. The driver allocates @allocated (what it read
+  // after the check), then @reply_size and @reply_status are what the reply says when the core
+  // reads it (both rewritten by "another thread"). Returns the status the application sees.
+  uint32_t RacedAlloc(uint32_t c, uint32_t d, uint32_t h, uint64_t asked, uint64_t allocated,
+                      uint64_t reply_size, uint32_t reply_status = NV_OK) {
+    NV_MEMORY_ALLOCATION_PARAMS m{};
+    m.owner = c;
+    m.flags = 0x1c101;
+    m.size = asked;
+    m.alignment = 2 * kMiB;
+    NVOS64_PARAMETERS p{};
+    p.hRoot = c;
+    p.hObjectParent = d;
+    p.hObjectNew = h;
+    p.hClass = NV01_MEMORY_LOCAL_USER;
+    p.pAllocParms = kParams;
+    Put(kArg, Bytes(p));
+    Put(kParams, Bytes(m));
+    vcore_call_ctx ctx{&mem_, kPid, kPid};
+    vcore_call* call = nullptr;
+    vcore_verdict v = vcore_pre(ctl_, Req(NV_ESC_RM_ALLOC, 48), kArg, &ctx, &call);
+    if (v == VCORE_FORWARD) {
+      driver_.bytes[{c, h}] = allocated;  // the driver's own record
+      uint32_t ok = NV_OK;
+      mem_.Write(kArg + 40, &ok, 4);
+      // The racing thread rewrites the reply before the core reads it.
+      mem_.Write(kParams + 64, &reply_size, 8);
+      mem_.Write(kArg + 40, &reply_status, 4);
+    }
+    EXPECT_EQ(vcore_post(call, 0), 0);
+    return Get<uint32_t>(mem_, kArg + 40);
+  }
+
+  FakeDriverRecord driver_;
+};
+
+TEST_F(TrustedTest, ChargesWhatTheDriverHoldsNotTheRewrittenReply) {
+  MakeSlot(64 * kMiB, VCORE_UNKNOWN_STRICT, &kTrustedOps);
+  uint32_t c, d, s;
+  Session(&c, &d, &s);
+  // Checked 2 MiB; the driver read 16 MiB; the reply was rewritten back to 2 MiB.
+  EXPECT_EQ(RacedAlloc(c, d, 0x5c000010, 2 * kMiB, 16 * kMiB, 2 * kMiB), NV_OK);
+  EXPECT_EQ(Charged(), 16 * kMiB) << "the driver's word, not the reply";
+  EXPECT_EQ(driver_.frees, 0);
+  Free(c, d, 0x5c000010);
+  EXPECT_EQ(Charged(), 0u);
+}
+
+TEST_F(TrustedTest, PastTheQuotaTheObjectIsFreedInTheDriverAndRefused) {
+  MakeSlot(64 * kMiB, VCORE_UNKNOWN_STRICT, &kTrustedOps);
+  static int hook_calls;
+  hook_calls = 0;
+  vcore_slot_set_overquota_hook(slot_,
+                                [](void*, vcore_file*, const vcore_overquota*) { ++hook_calls; });
+  uint32_t c, d, s;
+  Session(&c, &d, &s);
+  EXPECT_EQ(RacedAlloc(c, d, 0x5c000010, 4 * kMiB, 4 * kMiB, 4 * kMiB), NV_OK);
+  uint32_t objects = Stats().objects;
+  // The driver allocated 512 MiB for a 64 MiB slot; the reply says 2 MiB.
+  EXPECT_EQ(RacedAlloc(c, d, 0x5c000011, 2 * kMiB, 512 * kMiB, 2 * kMiB), NV_ERR_NO_MEMORY);
+  EXPECT_EQ(driver_.frees, 1);
+  EXPECT_EQ(driver_.bytes.count({c, 0x5c000011}), 0u) << "freed in the driver";
+  EXPECT_EQ(Charged(), 4 * kMiB) << "reservation refunded, nothing else charged";
+  EXPECT_EQ(Stats().objects, objects) << "never recorded";
+  EXPECT_EQ(Stats().overquota_events, 1u);
+  EXPECT_EQ(Stats().denied_quota, 1u);
+  EXPECT_EQ(hook_calls, 0) << "nothing left for the host to undo";
+  // A later fitting allocation still works.
+  EXPECT_EQ(RacedAlloc(c, d, 0x5c000012, 8 * kMiB, 8 * kMiB, 8 * kMiB), NV_OK);
+  EXPECT_EQ(Charged(), 12 * kMiB);
+}
+
+TEST_F(TrustedTest, WhenTheDriverWillNotFreeItTheObjectIsChargedAndReported) {
+  MakeSlot(64 * kMiB, VCORE_UNKNOWN_STRICT, &kTrustedOps);
+  static int hook_calls;
+  hook_calls = 0;
+  vcore_slot_set_overquota_hook(slot_,
+                                [](void*, vcore_file*, const vcore_overquota*) { ++hook_calls; });
+  driver_.free_works = false;
+  uint32_t c, d, s;
+  Session(&c, &d, &s);
+  EXPECT_EQ(RacedAlloc(c, d, 0x5c000011, 2 * kMiB, 128 * kMiB, 2 * kMiB), NV_OK);
+  EXPECT_EQ(Charged(), 128 * kMiB) << "the ledger follows the driver even past the quota";
+  EXPECT_EQ(hook_calls, 1);
+  EXPECT_EQ(Stats().overquota_events, 1u);
+}
+
+TEST_F(TrustedTest, AFailureStatusWrittenOverTheReplyDoesNotHideTheObject) {
+  MakeSlot(64 * kMiB, VCORE_UNKNOWN_STRICT, &kTrustedOps);
+  uint32_t c, d, s;
+  Session(&c, &d, &s);
+  uint32_t objects = Stats().objects;
+  EXPECT_EQ(RacedAlloc(c, d, 0x5c000010, 2 * kMiB, 2 * kMiB, 2 * kMiB, NV_ERR_NO_MEMORY),
+            NV_ERR_NO_MEMORY);
+  EXPECT_EQ(Charged(), 2 * kMiB) << "the driver holds it, so it is charged";
+  EXPECT_EQ(Stats().objects, objects + 1);
+  Free(c, d, 0x5c000010);
+  EXPECT_EQ(Charged(), 0u);
+}
+
+TEST_F(TrustedTest, ARealFailureStaysAFailure) {
+  MakeSlot(64 * kMiB, VCORE_UNKNOWN_STRICT, &kTrustedOps);
+  uint32_t c, d, s;
+  Session(&c, &d, &s);
+  uint32_t objects = Stats().objects;
+  rm_.alloc_status = NV_ERR_NO_MEMORY;  // the driver itself refuses: no object exists
+  EXPECT_EQ(AllocVidmem(c, d, 0x5c000010, 2 * kMiB).verdict, VCORE_FORWARD);
+  EXPECT_EQ(driver_.queries, 1) << "asked, since the status could be a rewrite";
+  EXPECT_EQ(Charged(), 0u);
+  EXPECT_EQ(Stats().objects, objects);
+}
+
+TEST_F(TrustedTest, WithoutAnAnswerTheReplyIsUsedAsBefore) {
+  MakeSlot(64 * kMiB, VCORE_UNKNOWN_STRICT, &kTrustedOps);
+  driver_.answer = false;
+  uint32_t c, d, s;
+  Session(&c, &d, &s);
+  EXPECT_EQ(RacedAlloc(c, d, 0x5c000010, 2 * kMiB, 16 * kMiB, 8 * kMiB), NV_OK);
+  EXPECT_EQ(Charged(), 8 * kMiB) << "max(reserved, reply)";
+}
+
+TEST_F(TrustedTest, OnlyChargedAllocationsAskTheDriver) {
+  MakeSlot(64 * kMiB, VCORE_UNKNOWN_STRICT, &kTrustedOps);
+  uint32_t c, d, s;
+  Session(&c, &d, &s);  // client, device, subdevice: no memory class
+  NV2080_CTRL_FB_GET_INFO_V2_PARAMS fb{};
+  fb.fbInfoListSize = 1;
+  fb.fbInfoList[0].index = NV2080_CTRL_FB_INFO_INDEX_HEAP_FREE;
+  for (int i = 0; i < 10; ++i) Control(c, s, NV2080_CTRL_CMD_FB_GET_INFO_V2, Bytes(fb));
+  EXPECT_EQ(driver_.queries, 0) << "controls and non-memory allocations never pay for a query";
+  NV_MEMORY_ALLOCATION_PARAMS m{};
+  m.owner = c;
+  m.flags = 0x1c101;
+  m.size = 2 * kMiB;
+  EXPECT_EQ(Alloc(c, d, 0x5c000020, NV01_MEMORY_SYSTEM, Bytes(m)).verdict, VCORE_FORWARD);
+  EXPECT_EQ(driver_.queries, 0) << "system memory is not charged";
+  driver_.bytes[{c, 0x5c000010}] = 2 * kMiB;
+  AllocVidmem(c, d, 0x5c000010, 2 * kMiB);
+  EXPECT_EQ(driver_.queries, 1);
+}
+
+}  // namespace
+}  // namespace vgpu::core_test
