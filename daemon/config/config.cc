@@ -123,7 +123,7 @@ const std::vector<Flag>& Flags() {
       STR_FLAG("memory-resource", memory_resource, "memory resource name"),
       STR_FLAG("gpu-resource", gpu_resource, "whole-GPU resource name"),
       STR_FLAG("gpu-fixture", gpu_fixture, "JSON GPU description instead of discovery"),
-      STR_FLAG("placement", placement, "firstfit | binpack | spread"),
+      STR_FLAG("placement", placement, "firstfit | binpack | spread | topology | memory"),
       STR_FLAG("cdi-spec-dir", cdi_spec_dir, "directory of per-slot CDI specs (with --cdi-kind)"),
       STR_FLAG("cdi-kind", cdi_kind, "CDI kind for device names (e.g. vgpu.io/slot); empty: off"),
       STR_FLAG("shim-library", shim_library, "host path of libvgpu-shim.so (shim enforcement)"),

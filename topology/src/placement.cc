@@ -1,5 +1,5 @@
 // Placement vocabulary shared by every evaluator: request checks, fit, load bookkeeping, set link
-// quality and the per-pod evaluator choice.
+// quality.
 #include "vgpu/topology/placement.h"
 
 #include <algorithm>
@@ -85,26 +85,6 @@ SetLinkQuality LinkQuality(const Topology& topology, std::span<const int> gpus) 
     }
   }
   return quality;
-}
-
-Result<std::string> EvaluatorNameForPod(std::string_view node_default,
-                                        const std::map<std::string, std::string>& annotations) {
-  auto it = annotations.find(std::string(kPlacementAnnotation));
-  if (it == annotations.end()) {
-    return std::string(node_default);
-  }
-  for (std::string_view known : EvaluatorNames()) {
-    if (it->second == known) {
-      return it->second;
-    }
-  }
-  std::string names;
-  for (std::string_view known : EvaluatorNames()) {
-    names += names.empty() ? "" : "|";
-    names += known;
-  }
-  return InvalidArgumentError("annotation " + std::string(kPlacementAnnotation) + ": unknown " +
-                              "evaluator \"" + it->second + "\" (known: " + names + ")");
 }
 
 }  // namespace vgpu::topology

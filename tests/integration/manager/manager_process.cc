@@ -18,7 +18,7 @@ bool ManagerProcess::Start(const std::vector<std::string>& extra,
   std::vector<std::string> args = {
       binary_,
       "--enforcement=shim",
-      "--gpu-fixture=" VGPU_TEST_DATA "/two-gpu-16g.json",
+      "--gpu-fixture=" + fixture_,
       "--virtual-manager-path=" + dir_ + "/vm",
       "--checkpoint-path=" + dir_ + "/cp",
       "--device-plugin-path=" + dir_,

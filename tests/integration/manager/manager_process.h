@@ -25,6 +25,8 @@ class ManagerProcess {
   // Waits for the process to exit by itself (e.g. a crash point).
   bool WaitExit(int timeout_ms, int* status);
   bool running() const { return pid_ > 0; }
+  // The recorded machine the manager discovers (--gpu-fixture); two 16 GiB GPUs by default.
+  void set_fixture(std::string path) { fixture_ = std::move(path); }
 
   std::string ControlSocket() const { return dir_ + "/vm/vgpu-manager.sock"; }
   std::string CheckpointFile() const { return dir_ + "/cp/vgpu-manager.checkpoint"; }
@@ -38,6 +40,7 @@ class ManagerProcess {
  private:
   std::string binary_;
   std::string dir_;
+  std::string fixture_ = VGPU_TEST_DATA "/two-gpu-16g.json";
   pid_t pid_ = -1;
 };
 

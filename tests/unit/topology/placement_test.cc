@@ -299,17 +299,5 @@ TEST(EvaluatorChoiceTest, EveryKnownNameBuildsAndUnknownIsNamed) {
             std::string::npos);
 }
 
-TEST(EvaluatorChoiceTest, PodAnnotationOverridesTheNodeDefault) {
-  std::map<std::string, std::string> none = {{"other/annotation", "spread"}};
-  EXPECT_EQ(EvaluatorNameForPod("binpack", none).value(), "binpack");
-  std::map<std::string, std::string> spread = {{std::string(kPlacementAnnotation), "spread"}};
-  EXPECT_EQ(EvaluatorNameForPod("binpack", spread).value(), "spread");
-  std::map<std::string, std::string> bad = {{std::string(kPlacementAnnotation), "fastest"}};
-  Result<std::string> refused = EvaluatorNameForPod("binpack", bad);
-  ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find(std::string(kPlacementAnnotation)), std::string::npos);
-  EXPECT_NE(refused.status().message().find("fastest"), std::string::npos);
-}
-
 }  // namespace
 }  // namespace vgpu::topology

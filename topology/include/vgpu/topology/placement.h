@@ -12,12 +12,14 @@
 //   memory    most free memory first.
 // Every evaluator but firstfit gives a multi-GPU request the best-connected set that fits:
 // first the best worst-pair link (LinkRank), then the best sum over pairs, then its own
-// preference. The node config picks the default; a pod overrides it with kPlacementAnnotation.
+// preference. The node config picks the evaluator (--placement). There is no per-pod override: a
+// device plugin is not told which pod GetPreferredAllocation is for (device-plugin-api.md §2.6,
+// §4), so reading a pod annotation there would mean guessing the pod, which the manager refuses
+// to do (DESIGN.md "Which container is this for?").
 // Evaluators hold no state: Place is const and may be called from several threads at once.
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -69,13 +71,6 @@ class Evaluator {
 Result<std::unique_ptr<Evaluator>> MakeEvaluator(std::string_view name);
 // The names MakeEvaluator knows, in the order above.
 std::span<const std::string_view> EvaluatorNames();
-
-// The pod annotation that overrides the node's evaluator for that pod.
-inline constexpr std::string_view kPlacementAnnotation = "vgpu.io/placement";
-// The evaluator name for a pod: the annotation's value when present (it must be a known name,
-// else InvalidArgument naming the annotation and the value), otherwise node_default.
-Result<std::string> EvaluatorNameForPod(std::string_view node_default,
-                                        const std::map<std::string, std::string>& annotations);
 
 // Checks the request on its own and against the topology/loads sizes.
 Status ValidateRequest(const Topology& topology, std::span<const GpuLoad> loads,
