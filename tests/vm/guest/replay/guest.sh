@@ -3,7 +3,6 @@
 # and a reserve, so TOTAL_RAM - HEAP_SIZE is visible in the relation it checks.
 set -e
 [ -f ./mod/vgpu.ko ] || { echo "vgpu.ko not built"; exit 77; }
-grep -q " /sys/kernel/debug " /proc/mounts || mount -t debugfs none /sys/kernel/debug
 insmod ./mod/nvsim.ko num_gpus=1 vidmem_mib=8192 reserved_mib=512
 insmod ./mod/vgpu.ko driver_version=580.159.04
 # The KASAN kernel runs everything ~50x slower: the two smallest traces, one quota run.
