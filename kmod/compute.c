@@ -47,6 +47,7 @@
 
 #define VGPU_COMPUTE_MAX_SLEEP_NS (50 * NSEC_PER_MSEC)
 #define VGPU_COMPUTE_MIN_SLEEP_NS (500 * NSEC_PER_USEC)
+#define VGPU_COMPUTE_LATE_NS	  (10 * NSEC_PER_MSEC)
 /* libcuda sets its own timeslice at context setup: ours is re-asserted. */
 #define VGPU_COMPUTE_TS_REFRESH_NS NSEC_PER_SEC
 
@@ -395,9 +396,18 @@ static u64 vgpu_compute_tick(struct vgpu_compute_gpu *g)
 	return next;
 }
 
-static void vgpu_compute_sleep_until(u64 next)
+/*
+ * Sleeps until the controller's next edge; returns how late the wake-up was,
+ * if that is more than VGPU_COMPUTE_LATE_NS (a fifth of a period), else 0.
+ * A late edge is time the controller could not act (a gate stays in its state
+ * that long). A few ms of lateness the integral absorbs; a stall of tens of ms
+ * (a TCG guest whose vCPU the host did not run, an overloaded host) it cannot
+ * fully, so stalls are counted (VGPU_STAT_CONTROL_LATE_NS) and the guest
+ * suite can tell a loop error from a stalled thread.
+ */
+static u64 vgpu_compute_sleep_until(u64 next)
 {
-	u64 now = ktime_get_ns();
+	u64 now = ktime_get_ns(), woke;
 	ktime_t t;
 
 	next = clamp(next, now + VGPU_COMPUTE_MIN_SLEEP_NS,
@@ -409,19 +419,30 @@ static void vgpu_compute_sleep_until(u64 next)
 		schedule_hrtimeout_range(&t, 100 * NSEC_PER_USEC,
 					 HRTIMER_MODE_ABS);
 	__set_current_state(TASK_RUNNING);
+	woke = ktime_get_ns();
+	return woke > next + VGPU_COMPUTE_LATE_NS ? woke - next : 0;
 }
 
 static int vgpu_compute_thread(void *arg)
 {
 	struct vgpu_compute_gpu *g = arg;
-	u64 next;
+	struct vgpu_compute_slot *cs;
+	u64 next, late = 0;
 	int n;
 
+	/*
+	 * A late gate edge is a control error (the gate stays as it was), so
+	 * the thread runs above normal tasks, at the lowest RT priority (what
+	 * sched_set_fifo_low() is for: a kthread that needs timely wake-ups
+	 * but does little work; a tick is a few RM calls).
+	 */
+	sched_set_fifo_low(current);
 	while (!kthread_should_stop()) {
 		mutex_lock(&g->lock);
+		list_for_each_entry(cs, &g->slots, node) cs->late_ns += late;
 		next = vgpu_compute_tick(g);
 		mutex_unlock(&g->lock);
-		vgpu_compute_sleep_until(next);
+		late = vgpu_compute_sleep_until(next);
 	}
 	/* Never leave a tenant disabled: every gate goes back on first. */
 	mutex_lock(&g->lock);
@@ -591,14 +612,15 @@ void vgpu_compute_slot_gone(struct vgpu_slot *slot)
 }
 
 bool vgpu_compute_slot_stats(struct vgpu_slot *slot,
-			     struct vcore_sched_slot_stats *st, u64 *errors)
+			     struct vcore_sched_slot_stats *st,
+			     struct vgpu_compute_host_stats *hs)
 {
 	struct vgpu_compute_slot *cs;
 	struct vgpu_compute_gpu *g;
 	bool found = false;
 
 	memset(st, 0, sizeof(*st));
-	*errors = 0;
+	memset(hs, 0, sizeof(*hs));
 	mutex_lock(&vgpu_compute_lock);
 	g = vgpu_compute_gpu_get(slot->gpu, false);
 	if (g) {
@@ -606,7 +628,8 @@ bool vgpu_compute_slot_stats(struct vgpu_slot *slot,
 		cs = vgpu_compute_find(g, slot->id);
 		if (cs && cs->slot == slot &&
 		    !vcore_sched_get_stats(g->sched, slot->id, st)) {
-			*errors = cs->errors;
+			hs->errors = cs->errors;
+			hs->late_ns = cs->late_ns;
 			found = true;
 		}
 		mutex_unlock(&g->lock);

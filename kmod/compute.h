@@ -62,6 +62,7 @@ struct vgpu_compute_slot {
 	unsigned int ntsgs;
 	struct vgpu_compute_tsg tsgs[VGPU_COMPUTE_MAX_TSGS];
 	u64 errors;	    /* RM controls that failed */
+	u64 late_ns;	    /* stalls: wake-ups > 10 ms past an edge */
 	u64 pm_pid_busy_ns; /* perfmon meter: busy attributed this tick */
 };
 

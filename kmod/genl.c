@@ -74,7 +74,8 @@ static int vgpu_nl_put_stats(struct sk_buff *skb, struct vgpu_slot *slot)
 	struct vcore_stats *cs;
 	struct nlattr *nest;
 	u64 v[__VGPU_STAT_MAX] = {};
-	u64 unknown, errors;
+	struct vgpu_compute_host_stats hs;
+	u64 unknown;
 	int s, i;
 
 	cs = kzalloc(sizeof(*cs), GFP_KERNEL);
@@ -105,7 +106,7 @@ static int vgpu_nl_put_stats(struct sk_buff *skb, struct vgpu_slot *slot)
 	v[VGPU_STAT_CLIENTS] = cs->clients;
 	v[VGPU_STAT_TSGS] = cs->tsgs;
 	kfree(cs);
-	if (vgpu_compute_slot_stats(slot, &cst, &errors)) {
+	if (vgpu_compute_slot_stats(slot, &cst, &hs)) {
 		v[VGPU_STAT_GPU_BUSY_NS] = cst.busy_ns;
 		v[VGPU_STAT_THROTTLED_NS] = cst.throttled_ns;
 		v[VGPU_STAT_OVERSHOOT_NS] = cst.overshoot_ns;
@@ -114,7 +115,8 @@ static int vgpu_nl_put_stats(struct sk_buff *skb, struct vgpu_slot *slot)
 		v[VGPU_STAT_SHARE_10S_PM] = cst.share_10s_pm;
 		v[VGPU_STAT_GATE_ACTIONS] = cst.gate_actions;
 		v[VGPU_STAT_TIMESLICE_US] = cst.timeslice_us;
-		v[VGPU_STAT_COMPUTE_ERRORS] = errors;
+		v[VGPU_STAT_COMPUTE_ERRORS] = hs.errors;
+		v[VGPU_STAT_CONTROL_LATE_NS] = hs.late_ns;
 	}
 
 	nest = nla_nest_start(skb, VGPU_A_SLOT_STATS);

@@ -177,9 +177,9 @@ VGPU_HOST_STAT_ATTR(attaches, VGPU_STAT_ATTACHES);
 				   struct device_attribute *attr, char *buf)   \
 	{                                                                      \
 		struct vcore_sched_slot_stats st;                              \
-		u64 errors;                                                    \
+		struct vgpu_compute_host_stats hs;                             \
                                                                                \
-		vgpu_compute_slot_stats(vgpu_dev_slot(dev), &st, &errors);     \
+		vgpu_compute_slot_stats(vgpu_dev_slot(dev), &st, &hs);         \
 		return sysfs_emit(buf, "%llu\n", (unsigned long long)(expr));  \
 	}                                                                      \
 	static DEVICE_ATTR_RO(name)
@@ -192,7 +192,8 @@ VGPU_COMPUTE_STAT_ATTR(share_1s_pm, st.share_1s_pm);
 VGPU_COMPUTE_STAT_ATTR(share_10s_pm, st.share_10s_pm);
 VGPU_COMPUTE_STAT_ATTR(gate_actions, st.gate_actions);
 VGPU_COMPUTE_STAT_ATTR(timeslice_us, st.timeslice_us);
-VGPU_COMPUTE_STAT_ATTR(compute_errors, errors);
+VGPU_COMPUTE_STAT_ATTR(compute_errors, hs.errors);
+VGPU_COMPUTE_STAT_ATTR(control_late_ns, hs.late_ns);
 
 static struct attribute *vgpu_stats_attrs[] = {
 	&dev_attr_mem_charged.attr,
@@ -220,6 +221,7 @@ static struct attribute *vgpu_stats_attrs[] = {
 	&dev_attr_gate_actions.attr,
 	&dev_attr_timeslice_us.attr,
 	&dev_attr_compute_errors.attr,
+	&dev_attr_control_late_ns.attr,
 	NULL,
 };
 

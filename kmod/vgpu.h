@@ -176,13 +176,19 @@ bool vgpu_overquota_pending_any(void);
  * control-plane steps: no config can arrive before or after).
  */
 struct vcore_sched_slot_stats;
+/* What the kernel host adds to the controller's own counters. */
+struct vgpu_compute_host_stats {
+	u64 errors;  /* RM controls that failed */
+	u64 late_ns; /* stalls: wake-ups > 10 ms past an edge */
+};
 int vgpu_compute_init(void);
 void vgpu_compute_exit(void);
 int vgpu_compute_slot_apply(struct vgpu_slot *slot);
 void vgpu_compute_slot_gone(struct vgpu_slot *slot);
 /* false (and *st zeroed) when the slot is not under control. */
 bool vgpu_compute_slot_stats(struct vgpu_slot *slot,
-			     struct vcore_sched_slot_stats *st, u64 *errors);
+			     struct vcore_sched_slot_stats *st,
+			     struct vgpu_compute_host_stats *hs);
 const char *vgpu_compute_mode_name(u32 mode);
 
 /* filter.c: the filter core's host (kmod/core, vcore.h). */

@@ -182,6 +182,10 @@ enum vgpu_stat_attr {
 	VGPU_STAT_TIMESLICE_US,	  /* weight: last timeslice set (gauge) */
 	VGPU_STAT_COMPUTE_ERRORS, /* RM controls of the controller that
 				     failed */
+	VGPU_STAT_CONTROL_LATE_NS, /* how late the controller thread woke
+				      for its edges, when more than 10 ms
+				      late (a stalled thread), summed:
+				      time it could not act */
 	__VGPU_STAT_MAX
 };
 #define VGPU_STAT_MAX (__VGPU_STAT_MAX - 1)

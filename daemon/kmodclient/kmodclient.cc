@@ -191,6 +191,8 @@ std::string_view StatName(int stat) {
       return "timeslice_us";
     case VGPU_STAT_COMPUTE_ERRORS:
       return "compute_errors";
+    case VGPU_STAT_CONTROL_LATE_NS:
+      return "control_late_ns";
     default:
       return "";
   }

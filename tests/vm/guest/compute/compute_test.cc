@@ -11,6 +11,14 @@
 // every 1 s window after the first second; a 30/70 weight split within 5 points; when one weight
 // tenant stops, the other has the whole GPU within 200 ms.
 //
+// One allowance, measured, not assumed: when the host does not run the guest's vCPU, the
+// controller thread wakes late for its gate edges and a gate stays as it was meanwhile (no
+// control loop can act while it is not running). The kernel counts that time per slot
+// (VGPU_STAT_CONTROL_LATE_NS: wake-ups more than 10 ms past their edge, summed; the few ms of
+// timer slop a TCG guest always has are not counted, the loop absorbs those). A cap window is
+// judged at 5 points plus the share of the window the thread lay stalled, at most 10 more; the
+// allowance is printed with every window. On an unloaded host it is 0 and the bound is 5.
+//
 // Knobs (guest.sh sets them smaller on the KASAN kernel, which runs ~50x slower):
 //   VGPU_COMPUTE_CAPS     caps to test, one GPU each, all at once (default 10,30,50,70,90)
 //   VGPU_COMPUTE_WINDOWS  1 s windows judged after the first second (default 2)
@@ -19,6 +27,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -107,6 +116,11 @@ double SharePct(const GpuView& a, const GpuView& b, const Tenant& t) {
   return 100.0 * (b.Of(t).consumed - a.Of(t).consumed) / (b.model_ns - a.model_ns);
 }
 
+// Points of a window of @model_ns during which the controller thread lay stalled (capped at 10).
+double LatePts(uint64_t late_ns, uint64_t model_ns) {
+  return model_ns ? std::min(10.0, 100.0 * late_ns / model_ns) : 0;
+}
+
 std::string Pct(double v) {
   char b[16];
   snprintf(b, sizeof(b), "%.1f", v);
@@ -193,31 +207,42 @@ TEST_F(ComputeShares, CapHoldsInEverySecondAfterTheFirst) {
   }
   SleepMs(1000);  // the first second is not judged (the loop settles)
   std::vector<GpuView> prev;
-  for (uint32_t g = 0; g < caps.size(); ++g) prev.push_back(ReadGpu(g));
+  std::vector<uint64_t> late;
+  for (uint32_t g = 0; g < caps.size(); ++g) {
+    prev.push_back(ReadGpu(g));
+    late.push_back(slots[g]->Get().stats[VGPU_STAT_CONTROL_LATE_NS]);
+  }
   std::vector<std::string> rows(caps.size());
+  std::vector<double> allow(caps.size());
   for (uint32_t w = 0; w < windows; ++w) {
     SleepMs(1000);
     for (uint32_t g = 0; g < caps.size(); ++g) {
       GpuView now = ReadGpu(g);
+      const uint64_t l = slots[g]->Get().stats[VGPU_STAT_CONTROL_LATE_NS];
       const double got = SharePct(prev[g], now, *tenants[g]);
-      EXPECT_NEAR(got, caps[g], kBound) << "cap " << caps[g] << " window " << w + 1;
-      rows[g] += " " + Pct(got);
+      allow[g] = LatePts(l - late[g], now.model_ns - prev[g].model_ns);
+      EXPECT_NEAR(got, caps[g], kBound + allow[g])
+          << "cap " << caps[g] << " window " << w + 1 << " (thread stalled " << Pct(allow[g])
+          << " points of it)";
+      rows[g] += " " + Pct(got) + (allow[g] > 0 ? "(+" + Pct(allow[g]) + ")" : "");
       prev[g] = now;
+      late[g] = l;
     }
   }
   for (uint32_t g = 0; g < caps.size(); ++g) {
     auto info = slots[g]->Get();
     const double ctl_1s = info.stats[VGPU_STAT_SHARE_1S_PM] / 10.0;
-    Log("cap " + std::to_string(caps[g]) + ": 1 s windows (%):" + rows[g] +
+    Log("cap " + std::to_string(caps[g]) + ": 1 s windows (%, (+stalled points)):" + rows[g] +
         " | controller's own 1 s/10 s view: " + Pct(ctl_1s) + "/" +
         Pct(info.stats[VGPU_STAT_SHARE_10S_PM] / 10.0) + " | throttled " +
         Pct(info.stats[VGPU_STAT_THROTTLED_NS] / 1e9) + " s, overshoot " +
         Pct(info.stats[VGPU_STAT_OVERSHOOT_NS] / 1e6) + " ms, gate edges " +
         std::to_string(info.stats[VGPU_STAT_GATE_ACTIONS]) + ", RM errors " +
-        std::to_string(info.stats[VGPU_STAT_COMPUTE_ERRORS]));
+        std::to_string(info.stats[VGPU_STAT_COMPUTE_ERRORS]) + ", thread late " +
+        Pct(info.stats[VGPU_STAT_CONTROL_LATE_NS] / 1e6) + " ms");
     EXPECT_EQ(info.compute_mode, VGPU_COMPUTE_CAP);
     // The counters are live and agree with the model (netlink and sysfs read the same state).
-    EXPECT_NEAR(ctl_1s, caps[g], kBound) << "netlink share_1s_pm, cap " << caps[g];
+    EXPECT_NEAR(ctl_1s, caps[g], kBound + allow[g]) << "netlink share_1s_pm, cap " << caps[g];
     EXPECT_GT(info.stats[VGPU_STAT_THROTTLED_NS], 0u) << "a cap below 100 gates";
     EXPECT_GT(info.stats[VGPU_STAT_GPU_BUSY_NS], 0u);
     EXPECT_NEAR(slots[g]->Sysfs("share_10s_pm") / 10.0, caps[g], 2 * kBound)
@@ -303,10 +328,13 @@ TEST_F(ComputeShares, NoTenantLeftDisabled) {
   // The controller still holds the remaining tenant to the slot's cap.
   SleepMs(500);
   GpuView w0 = ReadGpu(gpu);
+  const uint64_t l0 = slot.Get().stats[VGPU_STAT_CONTROL_LATE_NS];
   SleepMs(1000);
   GpuView w1 = ReadGpu(gpu);
+  const uint64_t l1 = slot.Get().stats[VGPU_STAT_CONTROL_LATE_NS];
   const double rest = SharePct(w0, w1, *c);
-  EXPECT_NEAR(rest, 10, kBound) << "cap after two tenants left";
+  EXPECT_NEAR(rest, 10, kBound + LatePts(l1 - l0, w1.model_ns - w0.model_ns))
+      << "cap after two tenants left";
 
   // Destroy (deferred: c's files stay open) while gated off: the gate opens with the destroy.
   ASSERT_TRUE(WaitGated(gpu, *c, 2000));
