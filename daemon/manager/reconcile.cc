@@ -37,6 +37,12 @@ Result<ReconcileReport> SlotManager::Reconcile() {
   report.checkpoint_found = loaded->found;
   report.checkpoint_corrupt = loaded->corrupt_reason;
   report.kept_aside = loaded->kept_aside.string();
+  if (loaded->torn_tail) {
+    // A crash mid-append: that change was never durable; the live slots below restore it.
+    LogWarn("event=checkpoint_torn_tail path=" + store_.path().string() +
+            " journal_entries=" + std::to_string(loaded->journal_entries) +
+            " action=\"last entry dropped, reconciled from live slots\"");
+  }
   auto live = backend_.List();
   if (!live.ok()) {
     return live.status().Annotate("listing live " + std::string(backend_.Kind()) + " slots");

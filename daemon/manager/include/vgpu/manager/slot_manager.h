@@ -82,6 +82,8 @@ class SlotManager {
   // Waits until every change made so far is on disk; false on timeout (the writer logs why it
   // is failing).
   bool FlushCheckpoint(std::chrono::milliseconds timeout);
+  // The checkpoint writer's batches, entries, compactions and failures so far.
+  checkpoint::CheckpointWriter::Counters CheckpointCounters() const { return writer_.counters(); }
 
   const std::string& ResourceName(ResourceKind kind) const;
   uint32_t MemoryUnitsPerGpu(uint32_t gpu) const;
