@@ -510,3 +510,52 @@ TEST_F(SlotManagerTest, ChangesAreJournaledPerSlotAndReplayed) {
 
 }  // namespace
 }  // namespace vgpu::manager
+
+namespace vgpu::manager {
+namespace {
+
+// A multi-GPU whole-GPU container: one exclusive slot per GPU, the container sees them as
+// /dev/nvidia0..N-1 (kmod-style edits map each slot's node to /dev/nvidia0), PreStart links
+// every one, and a failed creation leaves nothing behind.
+TEST_F(SlotManagerTest, WholeGpuRequestSpansSeveralGpus) {
+  auto m = Make();
+  backend_.FailNextCreate(InternalError("module said no"));
+  auto failed = m->Allocate(ResourceKind::kWholeGpu, {"vcuda-gpu0", "vcuda-gpu1"});
+  ASSERT_FALSE(failed.ok());
+  EXPECT_TRUE(m->Snapshot().empty());
+
+  auto g = m->Allocate(ResourceKind::kWholeGpu, {"vcuda-gpu1", "vcuda-gpu0"});
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  auto slots = m->Snapshot();
+  ASSERT_EQ(slots.size(), 2u);
+  std::map<std::string, std::string> paths;  // container path -> host path
+  for (const auto& d : g->edits.devices) {
+    paths[d.container_path] = d.host_path;
+  }
+  EXPECT_EQ(paths["/dev/nvidia0"], "/dev/fake-vgpu" + std::to_string(slots[0].config.id));
+  EXPECT_EQ(paths["/dev/nvidia1"], "/dev/fake-vgpu" + std::to_string(slots[1].config.id));
+  EXPECT_EQ(g->edits.envs.at("VGPU_SLOT_ID"),
+            std::to_string(slots[0].config.id) + "," + std::to_string(slots[1].config.id));
+  for (const auto& s : slots) {
+    EXPECT_TRUE(s.config.exclusive);
+    EXPECT_EQ(s.gpu_ids, (std::vector<std::string>{"vcuda-gpu0", "vcuda-gpu1"}));
+  }
+  // Neither GPU serves shared IDs now.
+  for (const auto& d : m->Devices(ResourceKind::kMemory)) {
+    EXPECT_FALSE(d.healthy) << d.id;
+  }
+  podresources::ContainerAssignment a{"default", "train", "main", {}};
+  a.device_ids[kGpu] = {"vcuda-gpu0", "vcuda-gpu1"};
+  pods_.containers.push_back(a);
+  ASSERT_TRUE(m->PreStart(ResourceKind::kWholeGpu, {"vcuda-gpu0", "vcuda-gpu1"}).ok());
+  for (const auto& s : m->Snapshot()) {
+    EXPECT_EQ(s.pod_name, "train");
+  }
+  // The same request again (a kubelet retry) reuses both slots.
+  int creates = backend_.creates();
+  ASSERT_TRUE(m->Allocate(ResourceKind::kWholeGpu, {"vcuda-gpu0", "vcuda-gpu1"}).ok());
+  EXPECT_EQ(backend_.creates(), creates);
+}
+
+}  // namespace
+}  // namespace vgpu::manager
