@@ -10,6 +10,13 @@
  * filter (so the core refunds it, exactly as for the application's own RM_FREE)
  * on the same real ctl file, and rewrites the allocation's status to
  * NV_ERR_NO_MEMORY: what the driver itself says when memory runs out (§4.3).
+ *
+ * Since trusted.c, this is the fallback: when the driver answers the core's
+ * driver_memory query, the core charges the driver's own size and frees an
+ * allocation past the quota in the driver itself (with kernel privilege),
+ * and this hook is not called for it. It still runs when the query cannot be
+ * answered (no in-kernel RM entry, or a class the driver does not describe),
+ * where growth is detected from the reply, which a racing thread can rewrite.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 

@@ -5,12 +5,17 @@
 // nvsim's own count of video memory.
 #include <sys/mman.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <csignal>
 #include <cstring>
 #include <random>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "vgpu_rm.h"
 
@@ -267,6 +272,106 @@ TEST(Hostile, SecondThreadRewritesTheStatusDuringTheCall) {
     EXPECT_EQ(NvsimUsedBytes(), base);
     EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 0u);
   }
+}
+
+// A sibling thread copies (F_DUPFD) the temporary real /dev/nvidia0 file that a device
+// allocation installs for the driver's fd-table check (kmod/fwd.c). When the call ends the copy
+// is found, closed, and the process killed (SIGKILL): a copy may already have been used, and
+// dying releases every client made through it. Runs in a forked child. Passes when the child was
+// killed, or never caught the window (said so); fails when it kept a real driver file and lived.
+TEST(Hostile, CopyOfATemporaryRealFdKillsTheProcess) {
+  ScopedSlot slot(64 * kMiB);
+  ASSERT_TRUE(slot.ok());
+  uint64_t base = NvsimUsedBytes();
+  const int calls = DebianKernel() ? 3000 : 200;
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    Session s;
+    if (!s.Open(slot.ctl(), slot.dev()).empty()) _exit(2);
+    // The lowest free number: where the kernel installs the temporary file.
+    int next = open("/dev/null", O_RDONLY);
+    close(next);
+    std::atomic<bool> stop{false};
+    std::atomic<int> got{-1};
+    std::thread thief([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+        int d = fcntl(next, F_DUPFD_CLOEXEC, 200);
+        if (d < 0) continue;
+        struct stat st {};
+        if (fstat(d, &st) == 0 && S_ISCHR(st.st_mode) && major(st.st_rdev) == 195) {
+          got = d;
+          return;
+        }
+        close(d);
+      }
+    });
+    for (int i = 0; i < calls && got < 0; ++i) {
+      uint32_t h = 0xd1000000 + i;
+      nv0080_alloc_params dp{};
+      if (Alloc(s.ctl, s.client, s.client, &h, NV01_DEVICE_0, &dp) == NV_OK)
+        Free(s.ctl, s.client, s.client, h);
+    }
+    stop = true;
+    thief.join();
+    if (got < 0) _exit(0);
+    usleep(200 * 1000);  // the kill is sent when the call that installed the file ends
+    _exit(3);            // still alive, holding a real driver file
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  if (WIFEXITED(status)) {
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "3: the copy of the real file survived and so did the "
+                                         "process; 2: the session did not open";
+    std::printf("copy race: the window was not caught in %d calls\n", calls);
+  } else {
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+    std::printf("copy race: a copy was made and the process was killed\n");
+  }
+  EXPECT_EQ(NvsimUsedBytes(), base);
+}
+
+// What the post-allocation query (kmod/trusted.c) costs: 2 MiB allocate + free pairs with the
+// query on and off (module parameter trusted_charge, root only), interleaved rounds, min and
+// median per pair, printed as a ratio. Only charged allocations pay for it; controls never do
+// (tests/unit/core/trusted_test.cc OnlyChargedAllocationsAskTheDriver). Asserts only that both
+// modes keep the ledger right; the numbers are for the report.
+TEST(Hostile, TrustedQueryCostOnAllocations) {
+  const char* kParam = "/sys/module/vgpu/parameters/trusted_charge";
+  auto set = [&](bool on) {
+    std::ofstream f(kParam);
+    f << (on ? "Y" : "N");
+    f.flush();
+    return f.good();
+  };
+  ScopedSlot slot(64 * kMiB);
+  ASSERT_TRUE(slot.ok());
+  Session s;
+  ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
+  const int rounds = 6, pairs = DebianKernel() ? 300 : 20;
+  std::vector<double> on_ns, off_ns;
+  for (int r = 0; r < 2 * rounds; ++r) {
+    bool on = r % 2 == 0;
+    ASSERT_TRUE(set(on)) << kParam;
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < pairs; ++i) {
+      ASSERT_EQ(s.Vidmem(0x700, 2 * kMiB), NV_OK);
+      ASSERT_EQ(s.FreeObj(0x700), NV_OK);
+    }
+    double ns =
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() /
+        pairs;
+    (on ? on_ns : off_ns).push_back(ns);
+    EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 0u);
+  }
+  ASSERT_TRUE(set(true));
+  std::sort(on_ns.begin(), on_ns.end());
+  std::sort(off_ns.begin(), off_ns.end());
+  double on_med = on_ns[on_ns.size() / 2], off_med = off_ns[off_ns.size() / 2];
+  std::printf(
+      "trusted query cost, 2 MiB alloc+free pair: with query min %.0f ns median %.0f ns, without "
+      "min %.0f ns median %.0f ns; ratio min %.3f median %.3f (%d rounds x %d pairs each)\n",
+      on_ns[0], on_med, off_ns[0], off_med, on_ns[0] / off_ns[0], on_med / off_med, rounds, pairs);
 }
 
 TEST(Hostile, FdsOfOtherFilesInFdFields) {
