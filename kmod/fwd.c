@@ -54,7 +54,9 @@ struct vgpu_tmp_fd {
 	struct file *real; /* a reference, dropped when the fd is closed */
 	/* The call's slot: the caller's proxy file holds it meanwhile. */
 	struct vgpu_slot *slot;
-	long refs; /* file_count(real) with the fd installed, nothing else */
+	/* file_count(real) expected while the fd is installed: ours, plus
+	 * what the driver keeps (REGISTER_FD holds the ctl file, §9.2). */
+	long refs;
 };
 
 /* vgpu_tmp_lock protects vgpu_tmp_fds; taken inside files->file_lock by the
@@ -83,7 +85,8 @@ static struct vgpu_tmp_fd *vgpu_tmp_find_locked(struct files_struct *files,
  * on 6.1 and 6.12 (nvidia.ko itself relies on it when the kernel exports it,
  * nv-caps.c:619).
  */
-static int vgpu_install_tmp(struct vgpu_slot *slot, struct file *real)
+static int vgpu_install_tmp(struct vgpu_slot *slot, struct file *real,
+			    long driver_refs)
 {
 	struct vgpu_tmp_fd *t = kmalloc(sizeof(*t), GFP_KERNEL);
 	int fd;
@@ -102,7 +105,7 @@ static int vgpu_install_tmp(struct vgpu_slot *slot, struct file *real)
 	t->fd = fd;
 	t->real = get_file(real); /* pairs with fput in vgpu_close_tmp */
 	t->slot = slot;
-	t->refs = file_count(real);
+	t->refs = file_count(real) + driver_refs;
 	spin_lock(&vgpu_tmp_lock);
 	list_add(&t->node, &vgpu_tmp_fds);
 	spin_unlock(&vgpu_tmp_lock);
@@ -170,12 +173,13 @@ static void vgpu_close_tmp(int fd)
 	 * A copy still being made is invisible to the scan: F_DUPFD has taken
 	 * its reference and reserved a number but not yet stored the file. Its
 	 * reference shows in the count (our fd is closed, so the count is
-	 * below t->refs unless someone else holds one): look again, briefly.
-	 * The driver's own reference (REGISTER_FD keeps the ctl file) makes
-	 * this wait once per such call, for nothing.
+	 * below t->refs unless someone else holds one): look again until it
+	 * lands or the reference goes, for at most ~20 ms. Another thread's
+	 * temporary fd of the same file (two device allocations at once) also
+	 * holds one and only delays this call.
 	 */
-	for (i = 0; !copies && i < 3 && file_count(t->real) >= t->refs; i++) {
-		usleep_range(100, 200);
+	for (i = 0; !copies && i < 50 && file_count(t->real) >= t->refs; i++) {
+		usleep_range(200, 400);
 		copies = vgpu_reap_copies(t->real);
 	}
 	if (copies) {
@@ -225,7 +229,11 @@ int vgpu_fd_translate(struct vgpu_file *vf, struct vgpu_fd_fix *fix,
 	}
 	fix->kind = pf->kind;
 	/* Pairs with close_fd in vgpu_fd_restore. */
-	tmp = vgpu_install_tmp(vf->slot, get_file(pf->real));
+	/* REGISTER_FD (a ctl fd named on a dev file) leaves the driver holding
+	 * the ctl file. */
+	tmp = vgpu_install_tmp(vf->slot, get_file(pf->real),
+			       vf->kind == VGPU_NODE_DEV &&
+				       pf->kind == VGPU_NODE_CTL);
 	fput(f);
 	if (tmp < 0)
 		return tmp;
@@ -286,7 +294,7 @@ int vgpu_install_gpu_witness(struct vgpu_file *vf, int *tmp)
 	iterate_fd(current->files, 0, vgpu_witness_match, &w);
 	if (!w.real)
 		return 0;
-	fd = vgpu_install_tmp(vf->slot, w.real);
+	fd = vgpu_install_tmp(vf->slot, w.real, 0);
 	if (fd < 0)
 		return fd;
 	*tmp = fd;
