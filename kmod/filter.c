@@ -71,25 +71,58 @@ static void __user *vgpu_uptr(vcore_uptr_t addr)
 }
 
 /*
- * The core's reads on the hot path are small fixed headers (NVOS54 is 32
- * bytes, most escapes are under 64). copy_from_user() of a run-time size goes
- * through the string copy (rep movsb where the CPU has ERMS/FSRM, whose
- * start-up cost dominates at this size); a handful of word loads in one
- * user-access window costs less, and is what the kernel's own small
- * fixed-size readers do (e.g. strncpy_from_user).
+ * The core's reads and writes on the hot path are small fixed headers and
+ * status words (NVOS54 is 32 bytes, a reply status 4, most escapes under 64).
+ * copy_{from,to}_user() of a run-time size go through the string copy (rep
+ * movsb where the CPU has ERMS/FSRM, whose start-up cost dominates at this
+ * size); a few word accesses in one user-access window cost less, as in the
+ * kernel's own small fixed-size readers (e.g. strncpy_from_user).
  */
 #define VGPU_SMALL_COPY 64
 
+static bool vgpu_copy_is_small(size_t n)
+{
+	return n <= VGPU_SMALL_COPY && IS_ALIGNED(n, sizeof(u32));
+}
+
 static int vgpu_copy_small_from_user(u8 *dst, const u8 __user *src, size_t n)
 {
-	size_t i;
+	size_t i = 0;
 	u64 w;
+	u32 h;
 
 	if (!user_access_begin(src, n))
 		return -EFAULT;
-	for (i = 0; i < n; i += sizeof(w)) {
+	for (; i + sizeof(w) <= n; i += sizeof(w)) {
 		unsafe_get_user(w, (const u64 __user *)(src + i), efault);
 		memcpy(dst + i, &w, sizeof(w));
+	}
+	if (i < n) {
+		unsafe_get_user(h, (const u32 __user *)(src + i), efault);
+		memcpy(dst + i, &h, sizeof(h));
+	}
+	user_access_end();
+	return 0;
+efault:
+	user_access_end();
+	return -EFAULT;
+}
+
+static int vgpu_copy_small_to_user(u8 __user *dst, const u8 *src, size_t n)
+{
+	size_t i = 0;
+	u64 w;
+	u32 h;
+
+	if (!user_access_begin(dst, n))
+		return -EFAULT;
+	for (; i + sizeof(w) <= n; i += sizeof(w)) {
+		memcpy(&w, src + i, sizeof(w));
+		unsafe_put_user(w, (u64 __user *)(dst + i), efault);
+	}
+	if (i < n) {
+		memcpy(&h, src + i, sizeof(h));
+		unsafe_put_user(h, (u32 __user *)(dst + i), efault);
 	}
 	user_access_end();
 	return 0;
@@ -101,7 +134,7 @@ efault:
 static int vgpu_host_copy_from_user(void *uctx, void *dst, vcore_uptr_t src,
 				    vcore_size_t n)
 {
-	if (n <= VGPU_SMALL_COPY && IS_ALIGNED(n, sizeof(u64)))
+	if (vgpu_copy_is_small(n))
 		return vgpu_copy_small_from_user(dst, vgpu_uptr(src), n);
 	return copy_from_user(dst, vgpu_uptr(src), n) ? -EFAULT : 0;
 }
@@ -109,6 +142,8 @@ static int vgpu_host_copy_from_user(void *uctx, void *dst, vcore_uptr_t src,
 static int vgpu_host_copy_to_user(void *uctx, vcore_uptr_t dst, const void *src,
 				  vcore_size_t n)
 {
+	if (vgpu_copy_is_small(n))
+		return vgpu_copy_small_to_user(vgpu_uptr(dst), src, n);
 	return copy_to_user(vgpu_uptr(dst), src, n) ? -EFAULT : 0;
 }
 

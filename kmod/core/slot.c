@@ -188,6 +188,7 @@ void vcore_slot_get_stats(struct vcore_slot *slot, struct vcore_stats *out)
 	*out = slot->stats;
 	vcore_unlock(slot);
 	out->ioctls = vcore_atomic_load(&slot->ioctls);
+	out->views_rewritten = vcore_atomic_load(&slot->views_rewritten);
 }
 
 /* ---- driver version gate ---- */

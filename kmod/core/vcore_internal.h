@@ -218,8 +218,9 @@ struct vcore_slot {
 	vcore_u64 tsg_gen;
 	vcore_u32 n_dups; /* objects with dup_src set */
 
-	/* Lock-free (relaxed atomics): stats.ioctls lives here. */
+	/* Lock-free (relaxed atomics): stats.ioctls and views_rewritten. */
 	vcore_u64 ioctls;
+	vcore_u64 views_rewritten;
 	/* Calls kept for reuse: taken and put back with one atomic exchange
 	 * per cell, so the common call allocates nothing (dispatch.c). */
 	struct vcore_call *spare[VCORE_SPARE_CALLS];
@@ -376,6 +377,7 @@ struct vcore_call {
 	vcore_bool restore_event_data;	  /* NV0005.data back to the caller's */
 	vcore_u32 free_client, free_object;
 	int list_buf; /* FB_GET_INFO v1: the nested list */
+	vcore_u32 view_entries; /* FB_GET_INFO_V2: list length, bounded */
 
 	/*
 	 * Everything above is zeroed for each call (call_init); what follows

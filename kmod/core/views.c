@@ -32,9 +32,7 @@ vcore_u64 vcore_view_free_bytes(struct vcore_slot *slot)
 
 void vcore_count_view(struct vcore_slot *slot)
 {
-	vcore_lock(slot);
-	slot->stats.views_rewritten++;
-	vcore_unlock(slot);
+	vcore_atomic_inc(&slot->views_rewritten);
 }
 
 static vcore_u32 kib(vcore_u64 bytes)
@@ -109,21 +107,17 @@ static int ctrl_ok(struct vcore_call *call)
 
 static int fb_v2_post(struct vcore_call *call)
 {
-	const vcore_u8 *prm = call->bufs[call->params_buf].priv;
-	vcore_u32 n = vcore_rd32(prm, 0);
-
 	if (!ctrl_ok(call))
 		return 0;
-	if (n > NV2080_CTRL_FB_INFO_MAX_LIST_SIZE)
-		n = NV2080_CTRL_FB_INFO_MAX_LIST_SIZE;
-	/* The list as the private copy sized it: RM answers in place. */
+	/* The list as pre's private read sized it: RM answers in place. */
 	return rewrite_fb_reply(call, call->bufs[call->params_buf].uaddr + 4,
-				n);
+				call->view_entries);
 }
 
 /* NV2080_CTRL_CMD_FB_GET_INFO_V2 (0x20801303, 1028 B). */
 enum vcore_verdict vcore_ctrl_fb_get_info_v2(struct vcore_call *call)
 {
+	vcore_u32 n;
 	int err;
 
 	if (!vcore_slot_has_quota(call->slot))
@@ -131,10 +125,19 @@ enum vcore_verdict vcore_ctrl_fb_get_info_v2(struct vcore_call *call)
 	if (call->params_buf < 0)
 		return vcore_refuse_status(call, NV_ERR_INVALID_ARGUMENT,
 					   "FB_GET_INFO_V2 without params");
-	err = vcore_copy_buf(call, (unsigned int)call->params_buf);
+	/*
+	 * The only input the view needs is fbInfoListSize: post reads the
+	 * reply list RM wrote in place, so the other 1024 bytes are not
+	 * copied (a copy of them would decide nothing).
+	 */
+	err = vcore_user_read(call, &n, call->bufs[call->params_buf].uaddr,
+			      sizeof(n));
 	if (err)
 		return vcore_refuse_errno(call, err,
 					  "FB_GET_INFO_V2 params unreadable");
+	call->view_entries = n < NV2080_CTRL_FB_INFO_MAX_LIST_SIZE
+				     ? n
+				     : NV2080_CTRL_FB_INFO_MAX_LIST_SIZE;
 	call->post = VCORE_POST_CTRL;
 	call->ctrl_post = fb_v2_post;
 	return VCORE_FORWARD;

@@ -69,6 +69,30 @@ TEST_F(CoreTest, ASmallControlAllocatesNothingAndTakesNoLockOnceWarm) {
   EXPECT_EQ(Stats().denied, 1u);
 }
 
+TEST_F(CoreTest, TheMemoryViewReadsOnlyTheListLengthAndAllocatesNothing) {
+  MakeSlot(256 * kMiB, VCORE_UNKNOWN_STRICT, &kCountingOps);
+  uint32_t c, d, s;
+  Session(&c, &d, &s);
+  NV2080_CTRL_FB_GET_INFO_V2_PARAMS fb{};
+  fb.fbInfoListSize = 1;
+  fb.fbInfoList[0].index = NV2080_CTRL_FB_INFO_INDEX_HEAP_FREE;
+  ASSERT_EQ(Control(c, s, NV2080_CTRL_CMD_FB_GET_INFO_V2, Bytes(fb)).ret, 0);  // warm
+  long zallocs = g_zallocs;
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_EQ(Control(c, s, NV2080_CTRL_CMD_FB_GET_INFO_V2, Bytes(fb)).ret, 0);
+    EXPECT_EQ(Get<uint32_t>(mem_, kParams + 8), 256u * 1024) << "HEAP_FREE in KiB = the quota";
+  }
+  EXPECT_EQ(g_zallocs - zallocs, 0);
+  EXPECT_EQ(Stats().views_rewritten, 21u);
+  // A list length past the driver's maximum is bounded, not trusted (and not a fault).
+  fb.fbInfoListSize = 100000;
+  EXPECT_EQ(Control(c, s, NV2080_CTRL_CMD_FB_GET_INFO_V2, Bytes(fb)).verdict, VCORE_FORWARD);
+  // Params whose first word is unreadable are refused before the driver sees them.
+  NVOS54_PARAMETERS bad{c, s, NV2080_CTRL_CMD_FB_GET_INFO_V2, 0, 0xbad00000, 1028, 0};
+  Put(kArg, Bytes(bad));
+  EXPECT_EQ(Call(Req(NV_ESC_RM_CONTROL, 32), kArg).ret, -VCORE_EFAULT);
+}
+
 TEST_F(CoreTest, EveryNewCallerPidIsNotedEvenWhenTheFileRemembersAnother) {
   MakeSlot(0);
   uint32_t c, d, s;

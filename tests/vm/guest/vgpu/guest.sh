@@ -8,6 +8,12 @@ insmod ./mod/nvsim.ko num_gpus=1 vidmem_mib=1024 reserved_mib=64
 # nvsim has no /sys/module/nvsim/version: name the ABI it serves.
 insmod ./mod/vgpu.ko driver_version=580.159.04
 ./vgpuctl driver
+# VM_APPEND=vgpu_bench_only=1: only the benchmark (for measuring the hot path quickly).
+if grep -q vgpu_bench_only=1 /proc/cmdline; then
+  ./vgpu_bench | tee $OUT/bench.txt
+  rmmod vgpu; rmmod nvsim
+  exit 0
+fi
 ./vgpu_gtest --gtest_brief=1 --gtest_output=xml:$OUT/vgpu_gtest.xml
 
 # The CLI end to end (as root): create, list (table and JSON), inspect, set, destroy.
@@ -23,7 +29,7 @@ grep -q "no flag --bogus" $OUT/err.txt
 [ ! -e /dev/vgpuctl$id ] || { echo "node /dev/vgpuctl$id left after destroy"; exit 1; }
 
 # The KASAN kernel runs everything ~50x slower: a short benchmark there (its ratio means little).
-case $KREL in *-amd64) ;; *) export VGPU_BENCH_CALLS=100 ;; esac
+case $KREL in *-amd64) ;; *) export VGPU_BENCH_ROUNDS=9 VGPU_BENCH_CALLS=100 ;; esac
 ./vgpu_bench | tee $OUT/bench.txt
 
 # Unload while a proxy file is open is refused (the fops own the module), then succeeds.
