@@ -35,7 +35,9 @@
  * Locking: each slot has one host-provided lock (ops->lock_create). The core
  * takes it inside vcore_pre/vcore_post/vcore_file_close/vcore_slot_* for the
  * object table, counters and TSG registry; it never holds it while calling
- * copy_from_user/copy_to_user or across the host's real ioctl. The host's
+ * copy_from_user/copy_to_user or across the host's real ioctl. A call that
+ * creates, frees or rewrites nothing (most controls) takes no lock and, once
+ * the slot is warm, makes no host allocation. The host's
  * ledger does its own locking (it may be shared between processes). No core
  * function may be called from atomic context: hosts may sleep in every op.
  *
