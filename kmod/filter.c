@@ -43,11 +43,12 @@ MODULE_PARM_DESC(allow_unknown_driver, "Use the newest ABI tables for a driver "
 #define UVM_REGISTER_GPU   37
 #define VGPU_MAX_FD_FIELDS 8
 
-/* The slot's memory ledger: one per slot, shared by all its processes. */
+/* The slot's memory ledger: one per slot, shared by all its processes. Its peak is not kept
+ * here: a reservation in flight (a 200 GiB request the driver then refuses) would set it. The
+ * exported peak is the core's, taken after each settle. */
 struct vgpu_ledger {
-	spinlock_t lock; /* protects charged, peak */
+	spinlock_t lock; /* protects charged */
 	u64 charged;
-	u64 peak;
 };
 
 struct vgpu_filter_slot {
@@ -255,7 +256,6 @@ static int vgpu_ledger_try_charge(void *priv, vcore_u64 bytes, vcore_u64 quota)
 		err = -ENOSPC;
 	} else {
 		l->charged += bytes;
-		l->peak = max(l->peak, l->charged);
 	}
 	spin_unlock(&l->lock);
 	return err;
@@ -267,7 +267,6 @@ static void vgpu_ledger_force_charge(void *priv, vcore_u64 bytes)
 
 	spin_lock(&l->lock);
 	l->charged += bytes;
-	l->peak = max(l->peak, l->charged);
 	spin_unlock(&l->lock);
 }
 
@@ -308,15 +307,13 @@ void vgpu_filter_stats(struct vgpu_slot *slot, struct vcore_stats *out)
 	vcore_slot_get_stats(slot->filter->core, out);
 }
 
+/* The highest charge after a settle (what the driver held), not a reservation's. */
 u64 vgpu_filter_peak(struct vgpu_slot *slot)
 {
-	struct vgpu_ledger *l = &slot->filter->ledger;
-	u64 v;
+	struct vcore_stats st;
 
-	spin_lock(&l->lock);
-	v = l->peak;
-	spin_unlock(&l->lock);
-	return v;
+	vcore_slot_get_stats(slot->filter->core, &st);
+	return st.charged_peak_bytes;
 }
 
 /* The compute controller's view of the TSG registry (kmod/compute.c). */

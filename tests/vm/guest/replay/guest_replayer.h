@@ -76,7 +76,7 @@ struct Outcome {
   uint64_t nvsim_checks = 0;     // free-memory agreements checked
   uint64_t denied = 0, end = 0, ioctls = 0, views = 0;
   uint64_t peak = 0;         // highest charge seen after a call (what the offline peak measures)
-  uint64_t ledger_peak = 0;  // vgpu.ko's stats/mem_peak (its ledger, in-flight reservations too)
+  uint64_t ledger_peak = 0;  // vgpu.ko's stats/mem_peak (settled charges only)
   double seconds = 0;
   uint64_t heap = 0, reserved = 0;                // nvsim's sizes (bytes)
   std::map<DivergenceKey, uint64_t> divergences;  // allowed by a README rule
