@@ -108,6 +108,9 @@ Result<SlotUsage> KmodSlotBackend::Usage(uint32_t id) {
   u.memory_peak_bytes = info->stats[VGPU_STAT_MEM_PEAK];
   u.memory_denials = info->stats[VGPU_STAT_MEM_DENIALS];
   u.unknown_ioctls = info->stats[VGPU_STAT_UNKNOWN_IOCTLS];
+  u.gpu_busy_ns = info->stats[VGPU_STAT_GPU_BUSY_NS];
+  u.throttled_ns = info->stats[VGPU_STAT_THROTTLED_NS];
+  u.achieved_share_1s_pm = static_cast<uint32_t>(info->stats[VGPU_STAT_SHARE_1S_PM]);
   return u;
 }
 

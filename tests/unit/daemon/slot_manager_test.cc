@@ -434,7 +434,7 @@ TEST_F(SlotManagerTest, StatsCarryTheBackendsUsage) {
   auto b = m->CreateManual(1, 1ull << 30, 25, "b");
   ASSERT_TRUE(a.ok()) << a.status().ToString();
   ASSERT_TRUE(b.ok()) << b.status().ToString();
-  backend_.SetUsage(a->config.id, {123456789, 234567890, 7, 0});
+  backend_.SetUsage(a->config.id, {123456789, 234567890, 7, 0, 2500000000, 750000000, 250});
   backend_.SetUsage(b->config.id, {5, 6, 1, 0});
   backend_.FailUsage(b->config.id, InternalError("counters unreadable"));
   std::atomic<uint64_t> registrations{0};
@@ -447,6 +447,9 @@ TEST_F(SlotManagerTest, StatsCarryTheBackendsUsage) {
       EXPECT_EQ(s.memory_charged_bytes, 123456789u);
       EXPECT_EQ(s.memory_peak_bytes, 234567890u);
       EXPECT_EQ(s.memory_denials, 7u);
+      EXPECT_DOUBLE_EQ(s.busy_seconds, 2.5);
+      EXPECT_DOUBLE_EQ(s.throttled_seconds, 0.75);
+      EXPECT_DOUBLE_EQ(s.core_achieved_ratio, 0.25);
     } else {
       EXPECT_EQ(s.memory_charged_bytes, 0u);
       EXPECT_EQ(s.memory_denials, 0u);
