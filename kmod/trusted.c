@@ -21,6 +21,25 @@
  * When the size is past the quota the core asks for the object to be freed:
  * NV01_FREE through the same entry, with kernel privilege, so the tenant
  * cannot interfere with it either.
+ *
+ * Before the size, the object's existence: the core asks after EVERY
+ * successful allocation (not only charged classes), because a sibling thread
+ * can rewrite hClass, the VIRTUAL flag, hObjectNew or hRoot between the
+ * core's copy and the driver's own copy-in (issue 4): the core would then
+ * record an uncharged object while the driver made charged memory elsewhere.
+ * NV0000_CTRL_CMD_CLIENT_GET_HANDLE_INFO (0xd02, ctrl0000client.h: params
+ * { NvHandle hObject; NvU32 index; union { NvHandle; NvU64 } data; }, 16 B,
+ * index CLASSID 2) on (h_client, h_client) for h_object: the driver does not
+ * have the object the core recorded -> -ENOENT, which the core treats as
+ * tampering. The handler (cliresCtrlCmdClientGetHandleInfo_IMPL,
+ * src/nvidia/src/kernel/rmapi/client_resource.c) fails with the resource
+ * server's lookup status (NV_ERR_OBJECT_NOT_FOUND; a missing client is
+ * NV_ERR_INVALID_CLIENT before the handler runs).
+ *
+ * A client free (@h_object == @h_client, @bytes NULL) is asked only when the
+ * core found tampering: the client and all under it is freed, and the
+ * calling task is killed (SIGKILL, as fwd.c does for a copied real fd):
+ * whatever else it holds dies with its files.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -28,6 +47,8 @@
 #include <linux/errno.h>
 #include <linux/kernel.h>
 #include <linux/printk.h>
+#include <linux/sched.h>
+#include <linux/sched/signal.h>
 #include <linux/types.h>
 
 #include <linux/moduleparam.h>
@@ -46,12 +67,26 @@ MODULE_PARM_DESC(trusted_charge,
 		 "Charge allocations by the driver's own size (default on; "
 		 "off reopens the TOCTOU race, for measurement only)");
 
-#define NV0041_CTRL_CMD_GET_SURFACE_INFO		  0x410110u
-#define NV0041_CTRL_SURFACE_INFO_INDEX_PHYS_SIZE	  0x7u
-#define NV0041_CTRL_SURFACE_INFO_INDEX_ADDR_SPACE_TYPE	  0x9u
-#define NV0041_CTRL_SURFACE_INFO_PHYS_SIZE_SCALE_FACTOR	  0x1000ull
-#define NV0000_CTRL_CMD_CLIENT_GET_ADDR_SPACE_TYPE_VIDMEM 0x2u
-#define NV0000_CTRL_CMD_CLIENT_GET_ADDR_SPACE_TYPE_FABRIC 0x4u
+#define NV0041_CTRL_CMD_GET_SURFACE_INFO		     0x410110u
+#define NV0041_CTRL_SURFACE_INFO_INDEX_PHYS_SIZE	     0x7u
+#define NV0041_CTRL_SURFACE_INFO_INDEX_ADDR_SPACE_TYPE	     0x9u
+#define NV0041_CTRL_SURFACE_INFO_PHYS_SIZE_SCALE_FACTOR	     0x1000ull
+#define NV0000_CTRL_CMD_CLIENT_GET_ADDR_SPACE_TYPE_VIDMEM    0x2u
+#define NV0000_CTRL_CMD_CLIENT_GET_ADDR_SPACE_TYPE_FABRIC    0x4u
+#define NV0000_CTRL_CMD_CLIENT_GET_HANDLE_INFO		     0xd02u
+#define NV0000_CTRL_CMD_CLIENT_GET_HANDLE_INFO_INDEX_CLASSID 0x2u
+#define NV_ERR_INVALID_CLIENT				     0x23u
+#define NV_ERR_INVALID_OBJECT_HANDLE			     0x33u
+#define NV_ERR_OBJECT_NOT_FOUND				     0x57u
+
+/* NV0000_CTRL_CLIENT_GET_HANDLE_INFO_PARAMS: data is an 8-aligned union. */
+struct vgpu_get_handle_info_params {
+	u32 hObject;
+	u32 index;
+	u64 data;
+};
+
+static_assert(sizeof(struct vgpu_get_handle_info_params) == 16);
 
 struct vgpu_surface_info {
 	u32 index;
@@ -66,6 +101,33 @@ struct vgpu_get_surface_info_params {
 };
 
 static_assert(sizeof(struct vgpu_get_surface_info_params) == 16);
+
+/* 0 when the driver holds (@h_client, @h_object); -ENOENT when it does not. */
+static int vgpu_object_exists(u32 h_client, u32 h_object)
+{
+	struct vgpu_get_handle_info_params p = {
+		.hObject = h_object,
+		.index = NV0000_CTRL_CMD_CLIENT_GET_HANDLE_INFO_INDEX_CLASSID,
+	};
+	u32 status;
+	int err;
+
+	err = vgpu_rm_control(h_client, h_client,
+			      NV0000_CTRL_CMD_CLIENT_GET_HANDLE_INFO, &p,
+			      sizeof(p), &status);
+	if (err)
+		return err;
+	switch (status) {
+	case 0:
+		return 0;
+	case NV_ERR_INVALID_CLIENT:
+	case NV_ERR_INVALID_OBJECT_HANDLE:
+	case NV_ERR_OBJECT_NOT_FOUND:
+		return -ENOENT;
+	default:
+		return -EIO; /* the driver cannot say: not proof of tampering */
+	}
+}
 
 int vgpu_trusted_driver_memory(void *priv, vcore_u32 h_client,
 			       vcore_u32 h_parent, vcore_u32 h_object,
@@ -82,6 +144,16 @@ int vgpu_trusted_driver_memory(void *priv, vcore_u32 h_client,
 	u32 status;
 	int err;
 
+	if (!bytes && h_object == h_client) {
+		err = vgpu_rm_free(h_client, h_client, h_client, &status);
+		pr_warn_ratelimited("pid %d (%s): RM allocation parameters "
+				    "changed during the call: client 0x%x "
+				    "freed (%d, status 0x%x), process killed\n",
+				    task_pid_nr(current), current->comm,
+				    h_client, err, status);
+		send_sig(SIGKILL, current, 1);
+		return err ? err : (status ? -EIO : 0);
+	}
 	if (!bytes) {
 		err = vgpu_rm_free(h_client, h_parent, h_object, &status);
 		if (!err && status)
@@ -95,6 +167,9 @@ int vgpu_trusted_driver_memory(void *priv, vcore_u32 h_client,
 	}
 	if (!READ_ONCE(trusted_charge))
 		return -EOPNOTSUPP;
+	err = vgpu_object_exists(h_client, h_object);
+	if (err)
+		return err;
 	err = vgpu_rm_control(h_client, h_object,
 			      NV0041_CTRL_CMD_GET_SURFACE_INFO, &p, sizeof(p),
 			      &status);

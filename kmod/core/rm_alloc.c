@@ -422,25 +422,6 @@ static int restore_event_data(struct vcore_call *call)
 }
 
 /*
- * The driver's own count of the GPU memory behind (@h_client, @h_object),
- * when the host can ask it (host op driver_memory): 0 and *@bytes, or -1.
- * Only for the charged classes: the query costs a driver call, and every
- * other allocation and every control stays as cheap as before.
- */
-static int driver_bytes(struct vcore_call *call, vcore_u32 h_client,
-			vcore_u32 h_object, vcore_u64 *bytes)
-{
-	struct vcore_slot *slot = call->slot;
-
-	if (!slot->ops->driver_memory || !call->reply_size_off)
-		return -1;
-	return slot->ops->driver_memory(slot->priv, h_client, call->h_parent,
-					h_object, bytes)
-		       ? -1
-		       : 0;
-}
-
-/*
  * The status says the allocation failed, but the status is user memory a
  * racing thread can rewrite after the driver wrote NV_OK. When the caller
  * chose the handle (the private copy has it) and the table does not know
@@ -456,12 +437,15 @@ static vcore_u32 created_despite_status(struct vcore_call *call,
 		call->reply_handle_from_buf ? NVOS32_ALLOCSIZE_HMEMORY_OFF : 8);
 	vcore_bool known;
 
-	if (!h || !slot->ops->driver_memory || !call->reply_size_off)
+	if (!h || !slot->ops->driver_memory)
 		return 0;
 	vcore_lock(slot);
 	known = vcore_obj_find_locked(slot, h_client, h) != VCORE_NULL;
 	vcore_unlock(slot);
-	if (known || driver_bytes(call, h_client, h, bytes))
+	/* Every class, not only charged ones: hClass may have been changed
+	 * too, and the driver's size is what gets charged (verify_alloc). */
+	if (known || slot->ops->driver_memory(slot->priv, h_client,
+					      call->h_parent, h, bytes))
 		return 0;
 	return h;
 }
@@ -500,13 +484,126 @@ static int deny_after_alloc(struct vcore_call *call, vcore_u32 h_client,
 	return 0;
 }
 
+/* The most clients of one file freed in the driver on tampering; more are
+ * freed when the killed process's files close (rm_cleanup_file_private). */
+#define VCORE_TAMPER_MAX_CLIENTS 32
+
+/*
+ * The driver's own copy of the allocation differed from the core's private
+ * copy: a sibling thread rewrote hClass, hObjectNew or hRoot during the
+ * call (issue 4), and the driver may hold memory the core never charged.
+ * Every client this file owns is dropped from the table and freed in the
+ * driver with kernel privilege (a client free frees all under it), and the
+ * host kills the caller (driver_memory on a client, or on handle 0 when the
+ * file owns none). Only clients recorded as owned by this file are freed:
+ * the private copy's hRoot is tenant-chosen and may name another's client.
+ */
+static void tampered(struct vcore_call *call, vcore_u32 h_client,
+		     vcore_u32 h_object, const char *why)
+{
+	struct vcore_slot *slot = call->slot;
+	vcore_u32 clients[VCORE_TAMPER_MAX_CLIENTS];
+	vcore_u32 b, n = 0, i;
+
+	vcore_lock(slot);
+	slot->stats.overquota_events++;
+	slot->stats.denied++;
+	slot->stats.denied_quota++;
+	for (b = 0; b < VCORE_OBJ_BUCKETS; b++) {
+		struct vcore_obj *o;
+
+		for (o = slot->buckets[b]; o; o = o->hnext)
+			if (!o->parent && o->owner == call->file &&
+			    o->h_object == o->h_client &&
+			    n < VCORE_ARRAY_SIZE(clients))
+				clients[n++] = o->h_client;
+	}
+	vcore_obj_free_file_clients_locked(slot, call->file);
+	vcore_note_peak_locked(slot);
+	vcore_unlock(slot);
+	vcore_logf(slot, VCORE_LOG_WARN,
+		   "pid %u: class 0x%x object 0x%x/0x%x: %s (parameters "
+		   "changed during the call): %u client(s) freed, caller "
+		   "killed",
+		   call->ctx.pid, call->cmd, h_client, h_object, why, n);
+	if (!n)
+		slot->ops->driver_memory(slot->priv, 0, 0, 0, VCORE_NULL);
+	for (i = 0; i < n; i++)
+		slot->ops->driver_memory(slot->priv, clients[i], clients[i],
+					 clients[i], VCORE_NULL);
+}
+
+/*
+ * After every successful allocation, when the host can ask the driver
+ * (issue 4: the driver copies the parameters in again, after the core's
+ * copy). 1: tampering was found and handled (nothing is recorded). 0: go on;
+ * *@have_trusted says whether *@trusted is the driver's count of the
+ * object's GPU memory, to be charged.
+ *
+ * Only NV_ESC_RM_ALLOC (NVOS21/NVOS64) is checked for tampering: its
+ * hClass, hObjectNew and hRoot are re-read by the driver (escape.c:381-430,
+ * alloc_free.c). The other escapes that create objects keep the size query
+ * of their charged classes.
+ */
+static int verify_alloc(struct vcore_call *call, vcore_u32 h_root,
+			vcore_u32 h_new, vcore_u64 *trusted,
+			vcore_bool *have_trusted)
+{
+	struct vcore_slot *slot = call->slot;
+	const struct vcore_class_row *row;
+	vcore_bool known;
+	int err;
+
+	if (call->nr != NV_ESC_RM_ALLOC) {
+		if (call->reply_size_off)
+			*have_trusted = !slot->ops->driver_memory(
+				slot->priv, h_root, call->h_parent, h_new,
+				trusted);
+		return 0;
+	}
+	/*
+	 * The driver never creates an object under a handle in use
+	 * (NV_ERR_INSERT_DUPLICATE_NAME): a handle the table already has means
+	 * the driver read another hObjectNew or hRoot (or the reply's handle
+	 * was rewritten), and the record the insert would replace would be
+	 * refunded while the driver keeps both.
+	 */
+	vcore_lock(slot);
+	known = vcore_obj_find_locked(slot, h_root, h_new) != VCORE_NULL;
+	vcore_unlock(slot);
+	if (known) {
+		tampered(call, h_root, h_new, "the handle was already in use");
+		return 1;
+	}
+	err = slot->ops->driver_memory(slot->priv, h_root, call->h_parent,
+				       h_new, trusted);
+	if (err == -VCORE_ENOENT) {
+		tampered(call, h_root, h_new, "the driver has no such object");
+		return 1;
+	}
+	if (err)
+		return 0; /* not memory, or the driver cannot say */
+	/* GPU memory behind a class the core holds to be no GPU memory. */
+	row = vcore_abi_class(slot->abi, call->cmd);
+	if (*trusted && row && row->kind != VCORE_CLS_VIDMEM &&
+	    row->kind != VCORE_CLS_FABRIC &&
+	    row->kind != VCORE_CLS_QUOTA_REFUSED) {
+		tampered(
+			call, h_root, h_new,
+			"the driver holds video memory for an uncharged class");
+		return 1;
+	}
+	*have_trusted = 1;
+	return 0;
+}
+
 int vcore_post_alloc(struct vcore_call *call)
 {
 	struct vcore_slot *slot = call->slot;
 	struct vcore_obj *obj = call->new_obj;
 	vcore_u32 status = 0, h_root, h_new = 0;
 	vcore_u64 charge = call->reserved, reply = 0, trusted = 0;
-	vcore_bool have_trusted = 0;
+	vcore_bool have_trusted = 0, is_root;
 	struct vcore_overquota oq;
 	vcore_bool over = 0;
 	int ret = 0;
@@ -533,9 +630,12 @@ int vcore_post_alloc(struct vcore_call *call)
 	}
 	if (!h_new)
 		return ret;
+	is_root = obj->cls == NV01_ROOT || obj->cls == NV01_ROOT_NON_PRIV ||
+		  obj->cls == NV01_ROOT_CLIENT;
 	/* Memory classes are never roots: the object's client is h_root. */
-	if (call->reply_size_off && !have_trusted)
-		have_trusted = !driver_bytes(call, h_root, h_new, &trusted);
+	if (slot->ops->driver_memory && !is_root && !have_trusted &&
+	    verify_alloc(call, h_root, h_new, &trusted, &have_trusted))
+		return ret; /* not recorded; vcore_post's unwind refunds */
 	if (have_trusted) {
 		/* The driver's word; the reply is not read at all. */
 		if (trusted > charge)
@@ -565,8 +665,7 @@ int vcore_post_alloc(struct vcore_call *call)
 			return ret;
 	}
 	/* Root classes: the new handle is the client itself. */
-	if (obj->cls == NV01_ROOT || obj->cls == NV01_ROOT_NON_PRIV ||
-	    obj->cls == NV01_ROOT_CLIENT) {
+	if (is_root) {
 		obj->h_client = h_new;
 		obj->owner = call->file;
 	} else {

@@ -4,6 +4,7 @@
 // the reply between the fake driver's answer and vcore_post.
 #include <map>
 #include <utility>
+#include <vector>
 
 #include "tests/unit/core/core_fixture.h"
 
@@ -18,11 +19,19 @@ struct FakeDriverRecord {
   int frees = 0;
   bool answer = true;      // false: the driver cannot say (e.g. an older driver)
   bool free_works = true;  // false: the in-kernel free fails
+  // true: an object the record lacks is missing in the driver (-ENOENT, what kmod/trusted.c says
+  // after GET_HANDLE_INFO); false: the driver cannot say (-EIO).
+  bool missing_is_enoent = false;
+  std::vector<uint32_t> freed_clients;  // client frees (tampering), in order; 0 = kill only
 };
 FakeDriverRecord* g_driver = nullptr;
 
 int DriverMemory(void*, vcore_u32 h_client, vcore_u32, vcore_u32 h_object, vcore_u64* bytes) {
   auto it = g_driver->bytes.find({h_client, h_object});
+  if (bytes == nullptr && h_object == h_client) {
+    g_driver->freed_clients.push_back(h_client);
+    return 0;
+  }
   if (bytes == nullptr) {
     ++g_driver->frees;
     if (!g_driver->free_works || it == g_driver->bytes.end()) return -5;
@@ -30,7 +39,8 @@ int DriverMemory(void*, vcore_u32 h_client, vcore_u32, vcore_u32 h_object, vcore
     return 0;
   }
   ++g_driver->queries;
-  if (!g_driver->answer || it == g_driver->bytes.end()) return -5;
+  if (!g_driver->answer) return -5;
+  if (it == g_driver->bytes.end()) return g_driver->missing_is_enoent ? -VCORE_ENOENT : -5;
   *bytes = it->second;
   return 0;
 }
@@ -155,9 +165,10 @@ TEST_F(TrustedTest, ARealFailureStaysAFailure) {
   uint32_t c, d, s;
   Session(&c, &d, &s);
   uint32_t objects = Stats().objects;
+  int queries = driver_.queries;
   rm_.alloc_status = NV_ERR_NO_MEMORY;  // the driver itself refuses: no object exists
   EXPECT_EQ(AllocVidmem(c, d, 0x5c000010, 2 * kMiB).verdict, VCORE_FORWARD);
-  EXPECT_EQ(driver_.queries, 1) << "asked, since the status could be a rewrite";
+  EXPECT_EQ(driver_.queries, queries + 1) << "asked, since the status could be a rewrite";
   EXPECT_EQ(Charged(), 0u);
   EXPECT_EQ(Stats().objects, objects);
 }
@@ -171,24 +182,92 @@ TEST_F(TrustedTest, WithoutAnAnswerTheReplyIsUsedAsBefore) {
   EXPECT_EQ(Charged(), 8 * kMiB) << "max(reserved, reply)";
 }
 
-TEST_F(TrustedTest, OnlyChargedAllocationsAskTheDriver) {
+TEST_F(TrustedTest, EveryAllocationAsksTheDriverButNoControlDoes) {
   MakeSlot(64 * kMiB, VCORE_UNKNOWN_STRICT, &kTrustedOps);
   uint32_t c, d, s;
-  Session(&c, &d, &s);  // client, device, subdevice: no memory class
+  Session(&c, &d, &s);  // client (a root: not asked), device, subdevice
+  EXPECT_EQ(driver_.queries, 2) << "device and subdevice: hClass may have been rewritten";
   NV2080_CTRL_FB_GET_INFO_V2_PARAMS fb{};
   fb.fbInfoListSize = 1;
   fb.fbInfoList[0].index = NV2080_CTRL_FB_INFO_INDEX_HEAP_FREE;
   for (int i = 0; i < 10; ++i) Control(c, s, NV2080_CTRL_CMD_FB_GET_INFO_V2, Bytes(fb));
-  EXPECT_EQ(driver_.queries, 0) << "controls and non-memory allocations never pay for a query";
+  EXPECT_EQ(driver_.queries, 2) << "controls never pay for a query";
   NV_MEMORY_ALLOCATION_PARAMS m{};
   m.owner = c;
   m.flags = 0x1c101;
   m.size = 2 * kMiB;
   EXPECT_EQ(Alloc(c, d, 0x5c000020, NV01_MEMORY_SYSTEM, Bytes(m)).verdict, VCORE_FORWARD);
-  EXPECT_EQ(driver_.queries, 0) << "system memory is not charged";
+  EXPECT_EQ(driver_.queries, 3);
+  EXPECT_EQ(Charged(), 0u) << "system memory the driver does not count is not charged";
   driver_.bytes[{c, 0x5c000010}] = 2 * kMiB;
   AllocVidmem(c, d, 0x5c000010, 2 * kMiB);
-  EXPECT_EQ(driver_.queries, 1);
+  EXPECT_EQ(driver_.queries, 4);
+  EXPECT_TRUE(driver_.freed_clients.empty()) << "nothing was tampered with";
+}
+
+// Issue 4: the core saw NV50_MEMORY_VIRTUAL (no charge), the driver read NV01_MEMORY_LOCAL_USER
+// and holds 32 MiB for the same handle. The file's clients are freed in the driver, dropped from
+// the table, and the host is asked to kill (a client free).
+TEST_F(TrustedTest, VideoMemoryBehindAnUnchargedClassFreesTheFilesClients) {
+  MakeSlot(64 * kMiB, VCORE_UNKNOWN_STRICT, &kTrustedOps);
+  uint32_t c, d, s;
+  Session(&c, &d, &s);
+  driver_.bytes[{c, 0x5c000030}] = 32 * kMiB;  // what the driver made
+  NV_MEMORY_ALLOCATION_PARAMS m{};
+  m.owner = c;
+  m.flags = 0x1c101;
+  m.size = 32 * kMiB;
+  Alloc(c, d, 0x5c000030, NV50_MEMORY_VIRTUAL, Bytes(m));
+  EXPECT_EQ(driver_.freed_clients, std::vector<uint32_t>{c});
+  EXPECT_EQ(Charged(), 0u);
+  vcore_stats st = Stats();
+  EXPECT_EQ(st.objects, 0u) << "the file's clients are gone from the table";
+  EXPECT_GE(st.denied, 1u);
+}
+
+// hObjectNew (or hRoot) rewritten: the object the core recorded does not exist in the driver.
+TEST_F(TrustedTest, AnObjectTheDriverDoesNotHaveMeansTampering) {
+  MakeSlot(64 * kMiB, VCORE_UNKNOWN_STRICT, &kTrustedOps);
+  uint32_t c, d, s;
+  Session(&c, &d, &s);
+  driver_.missing_is_enoent = true;
+  NV_MEMORY_ALLOCATION_PARAMS m{};
+  m.owner = c;
+  m.size = 32 * kMiB;
+  Alloc(c, d, 0x5c000040, NV50_MEMORY_VIRTUAL, Bytes(m));  // the driver made another handle
+  EXPECT_EQ(driver_.freed_clients, std::vector<uint32_t>{c});
+  EXPECT_EQ(Stats().objects, 0u);
+}
+
+// A VIRTUAL-flagged 0x40 reserves nothing; if the driver nonetheless holds video memory for it
+// (the flag was cleared in user memory), that is charged like any growth, and refused past the
+// quota (the object freed in the driver), never left uncharged.
+TEST_F(TrustedTest, AVirtualFlaggedAllocationIsChargedWhatTheDriverHolds) {
+  MakeSlot(64 * kMiB, VCORE_UNKNOWN_STRICT, &kTrustedOps);
+  uint32_t c, d, s;
+  Session(&c, &d, &s);
+  driver_.bytes[{c, 0x5c000050}] = 16 * kMiB;
+  AllocVidmem(c, d, 0x5c000050, 16 * kMiB, 0x1c101 | 0x00080000 /* VIRTUAL */);
+  EXPECT_EQ(Charged(), 16 * kMiB);
+  driver_.bytes[{c, 0x5c000060}] = 60 * kMiB;
+  AllocVidmem(c, d, 0x5c000060, 60 * kMiB, 0x1c101 | 0x00080000);
+  EXPECT_EQ(Charged(), 16 * kMiB) << "past the quota: freed in the driver, not recorded";
+  EXPECT_EQ(driver_.frees, 1);
+  EXPECT_TRUE(driver_.freed_clients.empty());
+}
+
+// hObjectNew rewritten to a handle the slot already holds: the driver made another object, and
+// the insert would replace (and refund) the held record while the driver keeps both.
+TEST_F(TrustedTest, AnOkAllocationOfAHandleInUseMeansTampering) {
+  MakeSlot(64 * kMiB, VCORE_UNKNOWN_STRICT, &kTrustedOps);
+  uint32_t c, d, s;
+  Session(&c, &d, &s);
+  driver_.bytes[{c, 0x5c000070}] = 16 * kMiB;
+  AllocVidmem(c, d, 0x5c000070, 16 * kMiB);
+  EXPECT_EQ(Charged(), 16 * kMiB);
+  AllocVidmem(c, d, 0x5c000070, 16 * kMiB);  // the fake driver says NV_OK again
+  EXPECT_EQ(driver_.freed_clients, std::vector<uint32_t>{c});
+  EXPECT_EQ(Charged(), 0u) << "the file's clients were freed in the driver and the table";
 }
 
 }  // namespace

@@ -561,6 +561,8 @@ static u32 nvsim_ctrl_tsg_runtime(struct nvsim_ctrl_ctx *x, void *buf)
 	return NV_OK;
 }
 
+u32 nvsim_ctrl_handle_info(struct nvsim_ctrl_ctx *x, void *buf); /* nvsim_handle.c */
+
 /* The controls nvsim serves: paramsSize must match exactly (control.c:453-461). */
 static const struct nvsim_ctrl {
 	u32 cmd;
@@ -590,6 +592,7 @@ static const struct nvsim_ctrl {
 	  KEPLER_CHANNEL_GROUP_A, nvsim_ctrl_tsg_runtime },
 	{ NV0041_CTRL_CMD_GET_SURFACE_INFO, NV0041_GET_SURFACE_INFO_PARAMS_SIZE, NV01_MEMORY_LOCAL_USER,
 	  nvsim_ctrl_surface_info },
+	{ 0xd02 /* NV0000_CTRL_CMD_CLIENT_GET_HANDLE_INFO */, 16, NV01_ROOT_CLIENT, nvsim_ctrl_handle_info },
 };
 
 void nvsim_rm_control(const struct nvsim_caller *c, struct nvos54 *p)
@@ -621,7 +624,7 @@ void nvsim_rm_control(const struct nvsim_caller *c, struct nvos54 *p)
 		if (nvsim_ctrls[i].cmd == p->cmd)
 			ctl = &nvsim_ctrls[i];
 	status = NV_ERR_NOT_SUPPORTED;
-	if (!ctl || !x.obj || x.obj->hclass != ctl->hclass)
+	if (!ctl || (x.obj ? x.obj->hclass : NV01_ROOT_CLIENT) != ctl->hclass)
 		goto out;
 	status = NV_ERR_INVALID_ARGUMENT;
 	if (p->paramsSize != ctl->size)
