@@ -127,12 +127,17 @@ struct vcore_host_ops {
 	 * GPU memory the driver holds for the object (0 if it is not GPU
 	 * memory) and return 0, or return a negative error when the driver
 	 * cannot say (the core then settles from the reply, as without this
-	 * op). With @bytes NULL: free the object in the driver (it is past the
-	 * quota and the core has not recorded it); 0 when freed. Called from
-	 * vcore_post in the calling task, slot lock not held, only for
-	 * allocations of a charged class. The kernel host asks through the
-	 * driver's in-kernel RM entry (kmod/trusted.c); the shim leaves it
-	 * NULL (an in-process filter can be bypassed anyway).
+	 * op); -VCORE_ENOENT means the driver has no such object. With @bytes
+	 * NULL: free the object in the driver (it is past the quota and the
+	 * core has not recorded it); 0 when freed. When @h_object is the
+	 * client itself (or 0, no client to free) with @bytes NULL, the call
+	 * was tampered with (the driver's object differs from the core's copy
+	 * of the parameters): the host frees the client and kills the caller.
+	 * Called from vcore_post in the calling task, slot lock not held,
+	 * after every RM_ALLOC (existence for all classes, size for memory),
+	 * never for controls. The kernel host asks through the driver's
+	 * in-kernel RM entry (kmod/trusted.c); the shim leaves it NULL (an
+	 * in-process filter can be bypassed anyway).
 	 */
 	int (*driver_memory)(void *priv, vcore_u32 h_client, vcore_u32 h_parent,
 			     vcore_u32 h_object, vcore_u64 *bytes);
