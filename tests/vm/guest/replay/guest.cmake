@@ -16,22 +16,16 @@ set(replay_vgpu_dir ${PROJECT_SOURCE_DIR}/tests/vm/guest/vgpu)
 target_sources(vmguest_replay_replay_test PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/guest_replayer.cpp
   ${PROJECT_SOURCE_DIR}/shim/trace/replay.cc
-  ${PROJECT_SOURCE_DIR}/shim/trace/replay_host.cc
-  ${PROJECT_SOURCE_DIR}/daemon/kmodclient/kmodclient.cc
-  ${PROJECT_SOURCE_DIR}/daemon/common/status.cc)
+  ${PROJECT_SOURCE_DIR}/shim/trace/replay_host.cc)
+vmguest_use_kmodclient(vmguest_replay_replay_test)
 # replay_host.cc fills vcore_host_ops with designated initializers: a member appended to the
 # ops (optional ones are NULL) must not break this copy before its owner catches up.
 set_source_files_properties(${PROJECT_SOURCE_DIR}/shim/trace/replay_host.cc TARGET_DIRECTORY
   vmguest_replay_replay_test PROPERTIES COMPILE_OPTIONS -Wno-missing-field-initializers)
-target_include_directories(vmguest_replay_replay_test PRIVATE
-  ${PROJECT_SOURCE_DIR}/daemon/kmodclient/include
-  ${PROJECT_SOURCE_DIR}/daemon/common/include
-  /usr/include/libnl3)
 # Optimized: under TCG the JSON parsing of the corpus dominates the suite's time at -O0.
 target_compile_options(vmguest_replay_replay_test PRIVATE -O2)
 target_link_libraries(vmguest_replay_replay_test PRIVATE vmguest_replay_vcore
-  /usr/lib/x86_64-linux-gnu/libnl-genl-3.a /usr/lib/x86_64-linux-gnu/libnl-3.a
-  /usr/lib/x86_64-linux-gnu/libz.a Threads::Threads)
+  /usr/lib/x86_64-linux-gnu/libz.a)
 
 # The corpus travels with the program (run-guest.sh copies BIN/replay/* into the guest), gzipped
 # as recorded: the program reads it with zlib, so the guest needs no gunzip.
