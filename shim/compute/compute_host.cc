@@ -120,8 +120,28 @@ void ComputeHost::Set(uint32_t share, uint32_t mode) {
 void ComputeHost::OnTsg(uint32_t h_client, uint32_t h_device, uint32_t h_tsg,
                         uint32_t engine_type) {
   std::lock_guard<std::mutex> lock(objs_mu_);
-  tsgs_[{h_client, h_tsg}] = Tsg{h_device, engine_type};
+  tsgs_[{h_client, h_tsg}] = Tsg{h_device, engine_type, false};
   generation_++;
+}
+
+// Scheduled TSGs only
+// -------------------
+// libcuda builds a context as TSG -> channels -> UVM_REGISTER_CHANNEL per channel ->
+// GPFIFO_SCHEDULE(bEnable=1) per TSG (nvidia-rm-abi.md §6.1; RM refuses to schedule channels UVM
+// has not bound). On the H200 a tenant capped from its first kernel, whose TSG the host gated
+// as soon as it was allocated, never ran again: the first PREEMPT(bWait=1), issued before the
+// schedule, held RM for 4.0 s, and the process made no progress for the next 270 s although
+// every later DISABLE_CHANNELS(0/1) and PREEMPT returned status 0 (docs/results/compute-h200.md,
+// run 5). A TSG is therefore invisible to Snapshot() -- not gated, preempted, timesliced or
+// measured -- until its schedule succeeded; a tenant whose context is still being set up has
+// not run a kernel yet, so nothing escapes the cap meanwhile.
+void ComputeHost::OnTsgScheduled(uint32_t h_client, uint32_t h_tsg, bool scheduled) {
+  std::lock_guard<std::mutex> lock(objs_mu_);
+  auto it = tsgs_.find({h_client, h_tsg});
+  if (it != tsgs_.end() && it->second.scheduled != scheduled) {
+    it->second.scheduled = scheduled;
+    generation_++;
+  }
 }
 
 void ComputeHost::OnTsgFreed(uint32_t h_client, uint32_t h_tsg) {
@@ -169,8 +189,8 @@ std::vector<ComputeHost::ClientObjs> ComputeHost::Snapshot() {
   std::vector<ClientObjs> out;
   std::lock_guard<std::mutex> lock(objs_mu_);
   for (const auto& [key, tsg] : tsgs_) {
-    if (tsg.engine_type != kEngineGr) {
-      continue;  // copy-engine TSGs are DMA, not compute: left alone
+    if (tsg.engine_type != kEngineGr || !tsg.scheduled) {
+      continue;  // copy-engine TSGs are DMA, not compute; unscheduled ones are being set up
     }
     if (out.empty() || out.back().h_client != key.first) {
       out.push_back({key.first, tsg.h_device, {}, {}});
@@ -232,11 +252,13 @@ uint32_t ComputeHost::Subdevice(uint32_t h_client, uint32_t h_device) {
 
 void ComputeHost::Gate(bool off) {
   const std::vector<ClientObjs> objs = Snapshot();
+  std::vector<Key> preempt;  // off: the TSGs whose channels this edge disabled
   for (const ClientObjs& c : objs) {
     const uint32_t sub = Subdevice(c.h_client, c.h_device);
     if (sub == 0 || c.channels.empty()) {
       continue;
     }
+    bool disabled = true;
     for (size_t i = 0; i < c.channels.size();
          i += VCS_NV2080_CTRL_FIFO_DISABLE_CHANNELS_MAX_ENTRIES) {
       const size_t n = std::min<size_t>(VCS_NV2080_CTRL_FIFO_DISABLE_CHANNELS_MAX_ENTRIES,
@@ -244,27 +266,30 @@ void ComputeHost::Gate(bool off) {
       vcs_disable_channels_params p;
       vcore_sched_fill_disable(&p, c.h_client, c.channels.data() + i, static_cast<uint32_t>(n),
                                off ? 1 : 0);
-      Control(c.h_client, sub, VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, &p, sizeof p);
+      disabled =
+          Control(c.h_client, sub, VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, &p, sizeof p) &&
+          disabled;
     }
-  }
-  if (off) {
-    // Disable without PREEMPT stalled the process on the H200 (compute-control-h200.md); the
-    // PREEMPT itself may wait as long as a kernel runs, so the worker issues it.
-    std::vector<Key> todo;
-    for (const ClientObjs& c : objs) {
+    if (off && disabled) {
       for (uint32_t tsg : c.tsgs) {
-        todo.push_back({c.h_client, tsg});
+        preempt.push_back({c.h_client, tsg});
       }
     }
+  }
+  if (!preempt.empty()) {
+    // Disable without PREEMPT stalled the process on the H200 (compute-control-h200.md); the
+    // PREEMPT itself may wait as long as a kernel runs, so the worker issues it. A TSG whose
+    // channels were not disabled is not preempted: RM would only put it back.
     std::lock_guard<std::mutex> lock(pre_mu_);
     if (pre_busy_ || !pre_todo_.empty()) {
       pre_skips_++;  // the previous off edge's PREEMPT has not returned: one pending is enough
     } else {
-      pre_todo_ = std::move(todo);
+      pre_todo_ = std::move(preempt);
       pre_cv_.notify_one();
     }
   }
   gated_ = off;
+  ever_gated_ = ever_gated_ || off;
   last_gate_change_ns_ = MonotonicNs();
   if (off) {
     last_gate_off_ns_.store(last_gate_change_ns_, std::memory_order_relaxed);
@@ -316,8 +341,10 @@ void ComputeHost::Reapply() {
   }
   applied_generation_ = gen;
   last_reapply_ns_ = now;
-  if (gated_ && changed) {
-    Gate(true);
+  if (changed && (gated_ || ever_gated_)) {
+    // Off: new channels join the gate. On: a TSG that libcuda took off the runlist while we had
+    // its channels disabled and now schedules again gets them back.
+    Gate(gated_);
   }
   if (timeslice_us_ != 0) {
     SetTimeslice(timeslice_us_);

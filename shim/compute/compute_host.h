@@ -10,7 +10,8 @@
 // No stalls (issue 9): the gate is the only state that can leave a tenant stuck, and
 //  - Stop() (process exit through the shim's destructor, fork child re-init) joins the thread and
 //    then gates every channel back on;
-//  - a TSG or channel that appears while the slot is gated off is disabled by the next tick;
+//  - a TSG or channel that appears while the slot is gated off is disabled by the next tick,
+//    once libcuda has scheduled the TSG (never before: that froze the tenant on the H200);
 //  - process death (crash, SIGKILL, exec): the kernel closes the ctl fd and RM frees the client
 //    with its TSGs and channels, so nothing remains to re-enable;
 //  - the control thread cannot die alone (no exceptions, no exits), and it issues only the
@@ -105,6 +106,10 @@ class ComputeHost {
   void OnClientGone(uint32_t h_client);
   // A subdevice (class 0x2080) the process allocated; saves the GET_CHILD_HANDLE lookup.
   void OnSubdevice(uint32_t h_client, uint32_t h_device, uint32_t h_subdevice);
+  // GPFIFO_SCHEDULE(bEnable) on the TSG succeeded. Only a scheduled TSG is controlled: libcuda
+  // schedules it at the end of context setup, and a TSG gated or preempted before that froze
+  // the tenant on the H200 (compute_host.cc, "Scheduled TSGs only").
+  void OnTsgScheduled(uint32_t h_client, uint32_t h_tsg, bool scheduled);
 
   // Starts the control thread. Returns false if it could not (then nothing is ever gated).
   bool Start();
@@ -125,6 +130,7 @@ class ComputeHost {
   struct Tsg {
     uint32_t h_device;
     uint32_t engine_type;
+    bool scheduled = false;
   };
   struct Channel {
     uint32_t h_tsg;
@@ -150,7 +156,7 @@ class ComputeHost {
   uint32_t Subdevice(uint32_t h_client, uint32_t h_device);
   uint32_t CachedSubdevice(uint32_t h_client, uint32_t h_device);
   bool Control(uint32_t h_client, uint32_t h_object, uint32_t cmd, void* p, uint32_t size);
-  // GR TSGs and their channels, grouped by client, copied under the lock.
+  // Scheduled GR TSGs and their channels, grouped by client, copied under the lock.
   struct ClientObjs {
     uint32_t h_client;
     uint32_t h_device;
@@ -172,6 +178,7 @@ class ComputeHost {
   std::mutex ctl_mu_;  // guards sched_, gated_, timeslice_us_, counters_, the gating controls
   vcore_sched sched_{};
   bool gated_ = false;
+  bool ever_gated_ = false;  // a weight slot never gates: no enables to re-issue either
   uint64_t timeslice_us_ = 0;
   uint64_t applied_generation_ = 0;
   uint64_t last_gate_change_ns_ = 0;

@@ -58,6 +58,13 @@ void OnObject(void* arg, const vshim_obj_info* i) {
     case VSHIM_CHANNEL_FREED:
       h->OnChannelFreed(i->h_client, i->h_object);
       break;
+    case VSHIM_SUBDEVICE_CREATED:
+      h->OnSubdevice(i->h_client, i->h_parent, i->h_object);
+      break;
+    case VSHIM_TSG_SCHEDULED:
+    case VSHIM_TSG_UNSCHEDULED:
+      h->OnTsgScheduled(i->h_client, i->h_object, i->event == VSHIM_TSG_SCHEDULED);
+      break;
     case VSHIM_CLIENT_GONE:
       h->OnClientGone(i->h_client);
       break;

@@ -31,7 +31,16 @@ enum vshim_obj_event {
   VSHIM_TSG_FREED = 2,       /* explicit RM_FREE of the TSG (not client teardown) */
   VSHIM_CHANNEL_CREATED = 3, /* class 0x??6f */
   VSHIM_CHANNEL_FREED = 4,
-  VSHIM_CLIENT_GONE = 5, /* the ctl file owning h_client closed, or RM_FREE of the client */
+  VSHIM_CLIENT_GONE = 5,       /* the ctl file owning h_client closed, or RM_FREE of the client */
+  VSHIM_SUBDEVICE_CREATED = 6, /* class 0x2080; h_parent is its device */
+  /*
+   * NVA06C_CTRL_CMD_GPFIFO_SCHEDULE on a TSG succeeded with bEnable=1 / bEnable=0: the TSG went
+   * onto / off the runlist. libcuda schedules a TSG at the end of context setup, after every
+   * channel is UVM-bound (nvidia-rm-abi.md §6.1); until then it must not be gated or preempted
+   * (docs/results/compute-h200.md, run 6).
+   */
+  VSHIM_TSG_SCHEDULED = 7,
+  VSHIM_TSG_UNSCHEDULED = 8,
 };
 
 struct vshim_obj_info {

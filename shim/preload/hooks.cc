@@ -44,6 +44,11 @@ bool IsChannelClass(uint32_t c) {
   return (c & 0xff) == 0x6f && c >= 0xc36f && c <= 0xcfff;  // GPFIFO channels (abi.md §6.3)
 }
 bool IsClientClass(uint32_t c) { return c == 0x0 || c == 0x1 || c == 0x41; }
+constexpr uint32_t kCtrlTsgGpfifoSchedule = 0xa06c0101;  // NVA06C_CTRL_CMD_GPFIFO_SCHEDULE
+// NV20_SUBDEVICE_0: the compute host's FIFO_DISABLE_CHANNELS, perfmon and GID controls go to
+// libcuda's subdevice. It is reported as allocated because looking it up afterwards
+// (NV0000_CTRL_CMD_CLIENT_GET_CHILD_HANDLE) found nothing on the H200 (compute-h200.md, run 5).
+bool IsSubdeviceClass(uint32_t c) { return c == 0x2080; }
 
 // Removes the client's objects (lock held), appending events.
 void DropClientLocked(uint32_t h_client, std::vector<vshim_obj_info>& ev) {
@@ -96,6 +101,11 @@ void HooksAfterCall(int fd, uint32_t nr, unsigned long req, const void* arg) {
       client_fd[h_new] = fd;
       return;
     }
+    if (IsSubdeviceClass(cls)) {
+      ev.push_back({VSHIM_SUBDEVICE_CREATED, h_root, h_parent, h_new, cls, 0, fd});
+      Emit(ev);
+      return;
+    }
     if (!IsTsgClass(cls) && !IsChannelClass(cls)) {
       return;
     }
@@ -110,6 +120,27 @@ void HooksAfterCall(int fd, uint32_t nr, unsigned long req, const void* arg) {
     }
     ev.push_back({IsTsgClass(cls) ? VSHIM_TSG_CREATED : VSHIM_CHANNEL_CREATED, h_root, h_parent,
                   h_new, cls, engine, fd});
+  } else if (nr == rm::kEscRmControl && size == 32) {
+    // NVOS54: hClient@0 hObject@4 cmd@8 params@16 paramsSize@24 status@28.
+    if (Load32(arg, 8) != kCtrlTsgGpfifoSchedule || Load32(arg, 28) != 0 || Load32(arg, 24) < 1) {
+      return;
+    }
+    const uint64_t params = Load64(arg, 16);
+    if (params < 4096) {
+      return;
+    }
+    const uint32_t h_root = Load32(arg, 0);
+    const uint32_t h_tsg = Load32(arg, 4);
+    const bool enable = *reinterpret_cast<const uint8_t*>(params) != 0;  // bEnable@0
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      auto it = objs.find({h_root, h_tsg});
+      if (it == objs.end() || !IsTsgClass(it->second.h_class)) {
+        return;
+      }
+      ev.push_back({enable ? VSHIM_TSG_SCHEDULED : VSHIM_TSG_UNSCHEDULED, h_root,
+                    it->second.h_parent, h_tsg, it->second.h_class, it->second.engine_type, fd});
+    }
   } else if (nr == rm::kEscRmFree && size == 16) {
     if (Load32(arg, 12) != 0) {
       return;

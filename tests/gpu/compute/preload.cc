@@ -34,6 +34,8 @@ namespace {
 namespace vc = vgpu::shim::compute;
 
 constexpr unsigned kEscRmFree = 0x29;
+constexpr unsigned kEscRmControl = 0x2a;
+constexpr uint32_t kCtrlTsgGpfifoSchedule = 0xa06c0101;
 constexpr unsigned kEscRmAlloc = 0x2b;
 
 std::mutex mu;                      // guards client_fd, host creation
@@ -185,6 +187,21 @@ void AfterFree(const void* arg) {
   }
 }
 
+// NVA06C_CTRL_CMD_GPFIFO_SCHEDULE succeeded on a TSG: the host controls it from now on
+// (compute_host.cc, "Scheduled TSGs only").
+void AfterControl(const void* arg) {
+  if (Load32(arg, 8) != kCtrlTsgGpfifoSchedule || Load32(arg, 28) != 0 || Load32(arg, 24) < 1 ||
+      host == nullptr) {
+    return;
+  }
+  uint64_t params;
+  memcpy(&params, static_cast<const uint8_t*>(arg) + 16, 8);
+  if (params >= 4096) {
+    host->OnTsgScheduled(Load32(arg, 0), Load32(arg, 4),
+                         *reinterpret_cast<const uint8_t*>(params) != 0);
+  }
+}
+
 __attribute__((destructor)) void Fini() {
   if (host != nullptr && host_pid == getpid()) {
     host->Stop();
@@ -205,6 +222,8 @@ extern "C" __attribute__((visibility("default"))) int ioctl(int fd, unsigned lon
       AfterAlloc(fd, arg, size);
     } else if (nr == kEscRmFree && size == 16) {
       AfterFree(arg);
+    } else if (nr == kEscRmControl && size == 32) {
+      AfterControl(arg);
     }
   }
   return rc;  // syscall() already set errno on failure

@@ -1,6 +1,8 @@
 // Allocates what a CUDA context does for compute (nvidia-rm-abi.md §6.1: a GR TSG with 8 Hopper
-// channels, a copy TSG with 4) through libvgpu-shim.so on the fake driver, then runs for
-// argv[1] ms and exits normally (the shim's destructor must leave the channels enabled).
+// channels, a copy TSG with 4) through libvgpu-shim.so on the fake driver, waits argv[2] ms
+// (default 0: libcuda's per-channel setup and UVM registration), schedules both TSGs with
+// GPFIFO_SCHEDULE(bEnable=1) as libcuda does last, then runs for argv[1] ms and exits normally
+// (the shim's destructor must leave the channels enabled).
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +33,25 @@ static uint32_t Alloc(uint32_t parent, uint32_t handle, uint32_t cls, void* para
   return a.status;
 }
 
+static uint32_t Schedule(uint32_t tsg) {
+  uint8_t params[3] = {1, 0, 0};  // bEnable, bSkipSubmit, bSkipEnable
+  struct {
+    uint32_t h_client, h_object, cmd, flags;
+    uint64_t params;
+    uint32_t params_size, status;
+  } c = {client, tsg, 0xa06c0101u, 0, (uint64_t)(uintptr_t)params, sizeof params, 0};
+  if (ioctl(ctl, 0xC020462Aul, &c) != 0) {
+    printf("ioctl schedule errno=%d\n", errno);
+    return 0xffff;
+  }
+  return c.status;
+}
+
+static void SleepMs(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+  nanosleep(&ts, NULL);
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IONBF, 0);
   char path[512];
@@ -57,10 +78,13 @@ int main(int argc, char** argv) {
   for (uint32_t i = 0; i < 4; i++) {
     if (Alloc(0x5c000020, 0x5c000200 + i, 0xc86f, ch_params)) return 1;
   }
+  SleepMs(argc > 2 ? atol(argv[2]) : 0);
+  if (Schedule(0x5c000010) || Schedule(0x5c000020)) {
+    printf("SCHEDULE fail\n");
+    return 1;
+  }
   printf("READY\n");
-  const long ms = argc > 1 ? atol(argv[1]) : 1000;
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
-  nanosleep(&ts, NULL);
+  SleepMs(argc > 1 ? atol(argv[1]) : 1000);
   printf("DONE\n");
   return 0;
 }

@@ -42,6 +42,13 @@ class FakeRm {
     Advance();
     *status = 0;
     calls.push_back({c, o, cmd, {static_cast<uint8_t*>(p), static_cast<uint8_t*>(p) + size}});
+    const bool on_gr_tsg = o == kGrTsg && (cmd == VCS_NVA06C_CTRL_CMD_PREEMPT ||
+                                           cmd == VCS_NVA06C_CTRL_CMD_SET_TIMESLICE);
+    const bool on_gr_channels = cmd == VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS && size >= 284 &&
+                                (Load32(p, 280) & 0xffffff00u) == 0x5c000100u;
+    if ((on_gr_tsg || on_gr_channels) && !gr_scheduled) {
+      unscheduled_controls++;  // what froze the tenant on the H200 (compute_host.cc)
+    }
     if (cmd == 0xd05) {  // GET_CHILD_HANDLE
       uint32_t* q = static_cast<uint32_t*>(p);
       EXPECT_EQ(q[0], kDevice);
@@ -116,7 +123,15 @@ class FakeRm {
     }
   }
 
+  static uint32_t Load32(const void* p, size_t off) {
+    uint32_t v;
+    memcpy(&v, static_cast<const uint8_t*>(p) + off, 4);
+    return v;
+  }
+
   std::mutex mu;
+  bool gr_scheduled = false;  // GPFIFO_SCHEDULE(bEnable=1) done on the GR TSG
+  int unscheduled_controls = 0;
   int preempt_block_ms = 0;
   int block_disable_ms = 0;
   int block_perfmon_ms = 0;
@@ -126,7 +141,20 @@ class FakeRm {
   std::vector<std::pair<uint64_t, uint32_t>> samples;
 };
 
-void AddObjects(ComputeHost& h) {
+// What libcuda does at the end of context setup (nvidia-rm-abi.md §6.1), as RM and the hooks see
+// it.
+void Schedule(ComputeHost& h, FakeRm& rm) {
+  {
+    std::lock_guard<std::mutex> lock(rm.mu);
+    rm.gr_scheduled = true;
+  }
+  h.OnTsgScheduled(kClient, kGrTsg, true);
+  h.OnTsgScheduled(kClient, kCopyTsg, true);
+}
+
+// A CUDA context's compute objects: the GR TSG with 8 channels, a copy TSG with 4, scheduled
+// unless the test is about the setup before the schedule.
+void AddObjects(ComputeHost& h, FakeRm& rm, bool schedule = true) {
   h.OnTsg(kClient, kDevice, kGrTsg, 1);
   h.OnTsg(kClient, kDevice, kCopyTsg, 11);
   for (uint32_t i = 0; i < 8; i++) {
@@ -134,6 +162,9 @@ void AddObjects(ComputeHost& h) {
   }
   for (uint32_t i = 0; i < 4; i++) {
     h.OnChannel(kClient, kCopyTsg, 0x5c000200 + i);
+  }
+  if (schedule) {
+    Schedule(h, rm);
   }
 }
 
@@ -143,7 +174,7 @@ TEST(ComputeHost, CapGatesGrChannelsAndHoldsTheShare) {
   cfg.share = 30;
   cfg.measure_ns = 20'000'000;
   ComputeHost h(cfg, FakeRm::Control, &rm);
-  AddObjects(h);
+  AddObjects(h, rm);
   ASSERT_TRUE(h.Start());
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));
   uint64_t busy0;
@@ -190,6 +221,37 @@ TEST(ComputeHost, CapGatesGrChannelsAndHoldsTheShare) {
   EXPECT_EQ(h.Counters().control_errors, 0u);
 }
 
+// A tenant capped before its context exists: nothing touches the TSG while libcuda sets it up
+// (the H200 froze such a tenant for good), and the cap acts from the schedule on.
+TEST(ComputeHost, ControlsWaitForTheTsgSchedule) {
+  FakeRm rm;
+  ComputeConfig cfg;
+  cfg.share = 10;
+  cfg.measure_ns = 20'000'000;
+  ComputeHost h(cfg, FakeRm::Control, &rm);
+  AddObjects(h, rm, /*schedule=*/false);
+  ASSERT_TRUE(h.Start());
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // 8 controller periods
+  auto count = [&rm](uint32_t cmd) {
+    std::lock_guard<std::mutex> lock(rm.mu);
+    int n = 0;
+    for (const auto& c : rm.calls) {
+      n += c.cmd == cmd;
+    }
+    return n;
+  };
+  EXPECT_EQ(count(VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS), 0);
+  EXPECT_EQ(count(VCS_NVA06C_CTRL_CMD_PREEMPT), 0);
+  Schedule(h, rm);
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  EXPECT_GT(count(VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS), 10) << "gated once scheduled";
+  EXPECT_GT(count(VCS_NVA06C_CTRL_CMD_PREEMPT), 3);
+  EXPECT_TRUE(h.Stop());
+  std::lock_guard<std::mutex> lock(rm.mu);
+  EXPECT_EQ(rm.unscheduled_controls, 0);
+  EXPECT_TRUE(rm.enabled);
+}
+
 // PREEMPT that blocks (a long kernel on the H200) must not stall the control loop: the gate keeps
 // cycling while it waits, only one PREEMPT is outstanding, and Stop() still returns.
 TEST(ComputeHost, BlockingPreemptDoesNotStallTheLoop) {
@@ -198,7 +260,7 @@ TEST(ComputeHost, BlockingPreemptDoesNotStallTheLoop) {
   ComputeConfig cfg;
   cfg.share = 50;
   ComputeHost h(cfg, FakeRm::Control, &rm);
-  AddObjects(h);
+  AddObjects(h, rm);
   ASSERT_TRUE(h.Start());
   std::this_thread::sleep_for(std::chrono::milliseconds(600));
   int ons = 0;
@@ -225,7 +287,7 @@ TEST(ComputeHost, WatchdogReenablesWhenTheControlThreadIsStuck) {
   ComputeConfig cfg;
   cfg.share = 30;
   ComputeHost h(cfg, FakeRm::Control, &rm);
-  AddObjects(h);
+  AddObjects(h, rm);
   ASSERT_TRUE(h.Start());
   std::this_thread::sleep_for(std::chrono::milliseconds(900));  // stuck since the first off edge
   {
@@ -243,7 +305,7 @@ TEST(ComputeHost, BlockedMeasurementKeepsGating) {
   ComputeConfig cfg;
   cfg.share = 50;
   ComputeHost h(cfg, FakeRm::Control, &rm);
-  AddObjects(h);
+  AddObjects(h, rm);
   {
     std::lock_guard<std::mutex> lock(rm.mu);
     rm.block_perfmon_ms = 1000;
@@ -267,7 +329,7 @@ TEST(ComputeHost, WeightSetsTimesliceAndNeverGates) {
   cfg.share = 30;
   cfg.mode = VCORE_SCHED_MODE_WEIGHT;
   ComputeHost h(cfg, FakeRm::Control, &rm);
-  AddObjects(h);
+  AddObjects(h, rm);
   ASSERT_TRUE(h.Start());
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   h.Stop();
@@ -291,7 +353,7 @@ TEST(ComputeHost, StopWhileGatedReenables) {
   ComputeConfig cfg;
   cfg.share = 5;  // mostly off
   ComputeHost h(cfg, FakeRm::Control, &rm);
-  AddObjects(h);
+  AddObjects(h, rm);
   ASSERT_TRUE(h.Start());
   for (int i = 0; i < 200; i++) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));

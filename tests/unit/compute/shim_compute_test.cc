@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -65,7 +66,8 @@ class ShimComputeTest : public ::testing::Test {
 TEST_F(ShimComputeTest, CapGatesTheGrChannelsAndExitLeavesThemEnabled) {
   ASSERT_EQ(Run("VGPU_COMPUTE_SHARE=30", "1500"), 0) << out_ << err_;
   ASSERT_NE(out_.find("DONE"), std::string::npos) << out_ << err_;
-  EXPECT_GE(Count("child "), 1) << "subdevice found with GET_CHILD_HANDLE";
+  EXPECT_EQ(Count("child "), 0) << "subdevice learned from its allocation (the GET_CHILD_HANDLE "
+                                   "fallback found nothing on the H200)";
   EXPECT_GE(Count("disable 1 only_sched=1 channels=8"), 10) << ReadFile(dir_ + "/controls");
   EXPECT_GE(Count("preempt wait=1"), 5);
   EXPECT_GE(Count("perfmon "), 5);
@@ -83,6 +85,25 @@ TEST_F(ShimComputeTest, CapGatesTheGrChannelsAndExitLeavesThemEnabled) {
   EXPECT_EQ(log.find("errors=1"), std::string::npos) << log;
 }
 
+// Capped before the context exists, with the control thread ticking through libcuda's setup
+// (400 ms between the channels and the schedule): the TSG is left alone until it is scheduled,
+// as the H200 requires (the tenant froze otherwise: compute_host.cc), then held to its cap.
+TEST_F(ShimComputeTest, CappedBeforeTheScheduleStillRuns) {
+  ASSERT_EQ(Run("VGPU_COMPUTE_SHARE=10", "1500 400"), 0) << out_ << err_;
+  ASSERT_NE(out_.find("DONE"), std::string::npos) << out_ << err_;
+  const std::string all = ReadFile(dir_ + "/controls");
+  EXPECT_EQ(Count("preempt unscheduled"), 0) << all;
+  EXPECT_EQ(Count("disable unscheduled"), 0) << all;
+  EXPECT_GE(Count("disable 1 only_sched=1 channels=8"), 5) << all;
+  unsigned long long busy = 0, run = 0;
+  for (const auto& l : controls_) {
+    sscanf(l.c_str(), "busy_ms %llu of %llu", &busy, &run);
+  }
+  ASSERT_GT(run, 1500u) << all;
+  EXPECT_GE(busy, 40u) << "the tenant runs once scheduled\n" << all;
+  EXPECT_LE(busy, run * 35 / 100) << "and is capped\n" << all;
+}
+
 TEST_F(ShimComputeTest, WeightSetsTheTimesliceOnly) {
   ASSERT_EQ(Run("VGPU_COMPUTE_SHARE=30 VGPU_COMPUTE_MODE=weight", "400"), 0) << out_ << err_;
   EXPECT_GE(Count("timeslice 3000"), 1) << ReadFile(dir_ + "/controls");
@@ -90,10 +111,15 @@ TEST_F(ShimComputeTest, WeightSetsTheTimesliceOnly) {
 }
 
 TEST_F(ShimComputeTest, NoShareNoControls) {
+  // The client's own GPFIFO_SCHEDULE calls and the fake's exit line are all the file may hold.
+  auto host_controls = [this] {
+    return static_cast<int>(controls_.size()) - Count("schedule ") - Count("busy_ms ");
+  };
   ASSERT_EQ(Run("", "300"), 0) << out_ << err_;
-  EXPECT_TRUE(controls_.empty()) << ReadFile(dir_ + "/controls");
+  EXPECT_EQ(Count("schedule "), 2);
+  EXPECT_EQ(host_controls(), 0) << ReadFile(dir_ + "/controls");
   ASSERT_EQ(Run("VGPU_COMPUTE_SHARE=100", "300"), 0) << out_ << err_;
-  EXPECT_TRUE(controls_.empty()) << "an uncapped share issues nothing";
+  EXPECT_EQ(host_controls(), 0) << "an uncapped share issues nothing";
 }
 
 }  // namespace
