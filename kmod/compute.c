@@ -6,7 +6,8 @@
  * core (kmod/core/sched/vcore_sched.h) deciding when.
  *
  * Per tick: walk each slot's TSG registry (the core records every TSG and
- * channel its clients allocate), measure the GPU time each slot used since the
+ * channel its clients allocate, and which TSGs the app has scheduled),
+ * measure the GPU time each slot used since the
  * last tick (compute_meter.c), vcore_sched_tick(), issue its actions, sleep
  * until the controller's next edge (at most 50 ms, so new TSGs are seen
  * promptly). Actions, as measured on the H200 (compute-control-h200.md):
@@ -16,6 +17,21 @@
  *             thread on it);
  *   GATE_ON   FIFO_DISABLE_CHANNELS(bDisable=0) on the same channels;
  *   TIMESLICE SET_TIMESLICE on the slot's GR TSGs.
+ * Every action touches only *scheduled* TSGs (and their channels): those
+ * whose GPFIFO_SCHEDULE(bEnable=1) the app issued and RM accepted
+ * (vcore_tsg_info.scheduled). libcuda allocates the TSG and its channels,
+ * registers them with UVM and schedules the TSG last (nvidia-rm-abi.md
+ * §6.1); a slot capped before that has a controller ticking through the
+ * whole setup. On the H200 (docs/results/compute-h200.md, run 5, and the
+ * lead's cap-10-from-the-first-kernel run) touching the TSG before its
+ * schedule froze the tenant for good: the first PREEMPT(bWait=1) of the
+ * unscheduled TSG took 4020 ms (RM's timeout), and channels disabled before
+ * the schedule left the TSG never running, although every later
+ * DISABLE_CHANNELS(0) and PREEMPT returned status 0 for 270 s. An off edge
+ * PREEMPTs only the TSGs whose channels that same edge disabled (the RM call
+ * returned NV_OK); an on edge re-enables the channels of scheduled TSGs and
+ * of every TSG an earlier off edge disabled (it may have been unscheduled
+ * since: never leave its channels disabled).
  * FIFO_DISABLE_CHANNELS is a subdevice control: the module allocates its own
  * client, device and subdevice per GPU and lists the tenants' clients in
  * hClientList (a kernel-privileged caller may name any client). That saves a
@@ -157,6 +173,7 @@ static int vgpu_compute_tsg_seen(void *arg, const struct vcore_tsg_info *ti)
 		t = &cs->tsgs[i];
 		if (t->h_client == ti->h_client && t->h_tsg == ti->h_tsg) {
 			t->seen = true;
+			t->scheduled = ti->scheduled;
 			return 0;
 		}
 	}
@@ -167,6 +184,7 @@ static int vgpu_compute_tsg_seen(void *arg, const struct vcore_tsg_info *ti)
 	t->h_client = ti->h_client;
 	t->h_tsg = ti->h_tsg;
 	t->engine_type = ti->engine_type;
+	t->scheduled = ti->scheduled;
 	t->seen = true;
 	return 0;
 }
@@ -192,20 +210,51 @@ static void vgpu_compute_walk(struct vgpu_compute_slot *cs)
 	cs->ntsgs = n;
 }
 
+static struct vgpu_compute_tsg *
+vgpu_compute_tsg_find(struct vgpu_compute_slot *cs, u32 h_client, u32 h_tsg)
+{
+	unsigned int i;
+
+	for (i = 0; i < cs->ntsgs; i++)
+		if (cs->tsgs[i].h_client == h_client &&
+		    cs->tsgs[i].h_tsg == h_tsg)
+			return &cs->tsgs[i];
+	return NULL;
+}
+
 struct vgpu_compute_chans {
 	struct vgpu_compute_gpu *g;
+	struct vgpu_compute_slot *cs;
+	bool off;
 	unsigned int n;
 };
 
+/*
+ * The channels one edge acts on. Off: only those of scheduled TSGs (a
+ * disable before the TSG's first GPFIFO_SCHEDULE left the H200 tenant never
+ * running; see the top of this file). On: those, plus the channels of a TSG
+ * an earlier off edge disabled and that is no longer scheduled. A channel
+ * without a TSG parent (an internal TSG, abi.md §6.3) is never scheduled in
+ * the registry's sense and is left alone.
+ */
 static int vgpu_compute_chan_seen(void *arg,
 				  const struct vcore_channel_info *ch)
 {
 	struct vgpu_compute_chans *c = arg;
+	struct vgpu_compute_tsg *t;
 
+	if (!ch->tsg_scheduled) {
+		if (c->off)
+			return 0;
+		t = vgpu_compute_tsg_find(c->cs, ch->h_client, ch->h_tsg);
+		if (!t || !t->gated)
+			return 0;
+	}
 	if (c->n == VGPU_COMPUTE_MAX_CHANNELS)
 		return 1;
 	c->g->chan_client[c->n] = ch->h_client;
 	c->g->chan_handle[c->n] = ch->h_channel;
+	c->g->chan_tsg[c->n] = ch->h_tsg;
 	c->n++;
 	return 0;
 }
@@ -235,34 +284,67 @@ static void vgpu_compute_preempt_work(struct work_struct *work)
 	}
 }
 
-static void vgpu_compute_queue_preempt(struct vgpu_compute_gpu *g,
-				       struct vgpu_compute_slot *cs)
+/* Queues a PREEMPT of (@h_client, @h_tsg) once (the list is per GPU). */
+static void vgpu_compute_queue_preempt(struct vgpu_compute_gpu *g, u32 h_client,
+				       u32 h_tsg)
 {
-	unsigned int i, j;
+	unsigned int j;
 
-	spin_lock(&g->preempt_lock);
-	for (i = 0; i < cs->ntsgs; i++) {
-		for (j = 0; j < g->npreempt; j++)
-			if (g->preempt_client[j] == cs->tsgs[i].h_client &&
-			    g->preempt_tsg[j] == cs->tsgs[i].h_tsg)
-				break;
-		if (j < g->npreempt || g->npreempt == VGPU_COMPUTE_MAX_TSGS)
-			continue;
-		g->preempt_client[g->npreempt] = cs->tsgs[i].h_client;
-		g->preempt_tsg[g->npreempt] = cs->tsgs[i].h_tsg;
-		g->npreempt++;
-	}
-	spin_unlock(&g->preempt_lock);
-	queue_work(system_unbound_wq, &g->preempt_work);
+	lockdep_assert_held(&g->preempt_lock);
+	for (j = 0; j < g->npreempt; j++)
+		if (g->preempt_client[j] == h_client &&
+		    g->preempt_tsg[j] == h_tsg)
+			return;
+	if (g->npreempt == VGPU_COMPUTE_MAX_TSGS)
+		return;
+	g->preempt_client[g->npreempt] = h_client;
+	g->preempt_tsg[g->npreempt] = h_tsg;
+	g->npreempt++;
 }
 
-/* Disables (@off) or re-enables every channel of the slot. */
+/*
+ * After one FIFO_DISABLE_CHANNELS call of an edge returned NV_OK for
+ * g->chan_*[@first, @first + @n): off, each TSG of those channels is marked
+ * gated and queued for PREEMPT (its channels are disabled now, so the
+ * PREEMPT only ends the slice it holds); on, the mark is cleared.
+ */
+static unsigned int vgpu_compute_gate_done(struct vgpu_compute_gpu *g,
+					   struct vgpu_compute_slot *cs,
+					   unsigned int first, unsigned int n,
+					   bool off)
+{
+	struct vgpu_compute_tsg *t;
+	unsigned int k;
+
+	for (k = first; k < first + n; k++) {
+		t = vgpu_compute_tsg_find(cs, g->chan_client[k],
+					  g->chan_tsg[k]);
+		if (t)
+			t->gated = off;
+	}
+	if (!off)
+		return 0;
+	spin_lock(&g->preempt_lock);
+	for (k = first; k < first + n; k++)
+		vgpu_compute_queue_preempt(g, g->chan_client[k],
+					   g->chan_tsg[k]);
+	spin_unlock(&g->preempt_lock);
+	return n;
+}
+
+/*
+ * Disables (@off) or re-enables the slot's channels that this edge may touch
+ * (vgpu_compute_chan_seen), then PREEMPTs the TSGs whose channels the off
+ * edge actually disabled: a batch RM refused disabled nothing, and its TSGs
+ * may not be on the runlist at all (a PREEMPT(bWait=1) of such a TSG waited
+ * 4 s on the H200).
+ */
 static void vgpu_compute_gate(struct vgpu_compute_gpu *g,
 			      struct vgpu_compute_slot *cs, bool off)
 {
-	struct vgpu_compute_chans c = {.g = g};
+	struct vgpu_compute_chans c = {.g = g, .cs = cs, .off = off};
 	struct vcs_disable_channels_params *dc;
-	unsigned int i, k, n;
+	unsigned int i, k, n, queued = 0;
 
 	if (vcore_slot_for_each_channel(vgpu_filter_core(cs->slot),
 					vgpu_compute_chan_seen, &c))
@@ -286,14 +368,15 @@ static void vgpu_compute_gate(struct vgpu_compute_gpu *g,
 		vcore_sched_fill_disable(dc, 0, &g->chan_handle[i], n, off);
 		for (k = 0; k < n; k++)
 			dc->hClientList[k] = g->chan_client[i + k];
-		vgpu_compute_rm_control(
-			g, cs, g->h_client, g->h_subdevice,
-			VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, dc,
-			sizeof(*dc));
+		if (!vgpu_compute_rm_control(
+			    g, cs, g->h_client, g->h_subdevice,
+			    VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, dc,
+			    sizeof(*dc)))
+			queued += vgpu_compute_gate_done(g, cs, i, n, off);
 	}
 	kfree(dc);
-	if (off)
-		vgpu_compute_queue_preempt(g, cs);
+	if (queued)
+		queue_work(system_unbound_wq, &g->preempt_work);
 }
 
 static void vgpu_compute_timeslice(struct vgpu_compute_gpu *g,
@@ -304,7 +387,11 @@ static void vgpu_compute_timeslice(struct vgpu_compute_gpu *g,
 
 	cs->ts_issued_ns = now;
 	for (i = 0; i < cs->ntsgs; i++) {
-		if (cs->tsgs[i].engine_type != VGPU_ENGINE_GR0)
+		/* Not before the app's own schedule (see the top). libcuda
+		 * sets its 2048 us after that; tsgs_changed re-asserts ours
+		 * when the TSG becomes scheduled. */
+		if (cs->tsgs[i].engine_type != VGPU_ENGINE_GR0 ||
+		    !cs->tsgs[i].scheduled)
 			continue;
 		vcore_sched_fill_timeslice(&ts, cs->ts_us);
 		vgpu_compute_rm_control(

@@ -42,6 +42,13 @@ struct vgpu_compute_tsg {
 	u32 h_client;
 	u32 h_tsg;
 	u32 engine_type;
+	/*
+	 * The app's GPFIFO_SCHEDULE(bEnable=1) succeeded (the core's registry,
+	 * vcore_tsg_info.scheduled): only such a TSG is on the runlist, and
+	 * only it is gated, preempted or given a timeslice (compute.c).
+	 */
+	bool scheduled;
+	bool gated;	 /* an off edge disabled its channels; no on edge yet */
 	bool seen;	 /* in the latest registry walk */
 	bool measured;	 /* consumed_ns holds a reading */
 	u64 consumed_ns; /* meter: the TSG's GPU time at the last reading */
@@ -109,6 +116,7 @@ struct vgpu_compute_gpu {
 	struct vcore_sched_report reports[VCORE_SCHED_MAX_SLOTS];
 	u32 chan_client[VGPU_COMPUTE_MAX_CHANNELS];
 	u32 chan_handle[VGPU_COMPUTE_MAX_CHANNELS];
+	u32 chan_tsg[VGPU_COMPUTE_MAX_CHANNELS]; /* parent TSG (same client) */
 
 	/* PREEMPT(bWait=1) runs here: it may block while work drains. */
 	struct work_struct preempt_work;

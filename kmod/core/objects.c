@@ -261,6 +261,7 @@ int vcore_slot_for_each_tsg(struct vcore_slot *slot, vcore_tsg_fn fn, void *arg)
 			info.n_channels = o->n_channels;
 			info.pid = o->pid;
 			info.file = client->owner;
+			info.scheduled = o->scheduled;
 			ret = fn(arg, &info);
 		}
 	}
@@ -289,6 +290,9 @@ int vcore_slot_for_each_channel(struct vcore_slot *slot, vcore_channel_fn fn,
 					     : 0;
 			info.h_channel = o->h_object;
 			info.channel_class = o->cls;
+			info.tsg_scheduled = o->parent &&
+					     is_tsg(o->parent->cls) &&
+					     o->parent->scheduled;
 			ret = fn(arg, &info);
 		}
 	}

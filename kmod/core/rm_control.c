@@ -62,7 +62,13 @@ enum vcore_verdict vcore_esc_rm_control(struct vcore_call *call)
 					       : size != row->size)
 		return vcore_refuse_status(call, NV_ERR_INVALID_ARGUMENT,
 					   "wrong paramsSize for control");
-	return row->pre ? row->pre(call) : VCORE_FORWARD;
+	if (row->pre)
+		return row->pre(call);
+	/* The TSG registry's schedule state; the 580 table row (tables_580.c)
+	 * carries no handler, so the registry hooks it here. */
+	if (cmd == NVA06C_CTRL_CMD_GPFIFO_SCHEDULE)
+		return vcore_ctrl_tsg_schedule(call);
+	return VCORE_FORWARD;
 }
 
 /* ---- fd-carrying controls (abi.md §9.3, §9.5) ---- */
@@ -146,5 +152,48 @@ enum vcore_verdict vcore_ctrl_tsg_set_timeslice(struct vcore_call *call)
 		return params_fault(call, i);
 	call->post = VCORE_POST_CTRL;
 	call->ctrl_post = tsg_timeslice_post;
+	return VCORE_FORWARD;
+}
+
+/*
+ * NVA06C GPFIFO_SCHEDULE {NvBool bEnable, bSkipSubmit, bSkipEnable} (3 B,
+ * abi.md §6.2): libcuda issues it with bEnable=1 per TSG as the last step
+ * before the TSG runs, after every channel is allocated and bound by UVM
+ * (§6.1; RM refuses to schedule unbound channels, "Bug 1737765"). The
+ * registry marks the TSG scheduled only when RM said NV_OK, so that the
+ * controllers never touch a TSG that is not on the runlist yet (vcore.h).
+ * bEnable comes from the core's private copy taken in pre, never from a
+ * second read of user memory: a thread that rewrites it during the call can
+ * make the driver and the registry disagree, and the only TSG that can then
+ * be mis-controlled is the racing tenant's own.
+ */
+static int tsg_schedule_post(struct vcore_call *call)
+{
+	struct vcore_obj *tsg;
+	vcore_u32 status = 1;
+	vcore_bool on;
+
+	if (vcore_reply_u32(call, 28, &status) || status != NV_OK)
+		return 0;
+	on = ((const vcore_u8 *)call->bufs[call->params_buf].priv)[0] != 0;
+	vcore_lock(call->slot);
+	tsg = vcore_obj_find_locked(call->slot, vcore_rd32(call->argbuf, 0),
+				    vcore_rd32(call->argbuf, 4));
+	if (tsg && tsg->cls == KEPLER_CHANNEL_GROUP_A && tsg->scheduled != on) {
+		tsg->scheduled = on;
+		call->slot->tsg_gen++;
+	}
+	vcore_unlock(call->slot);
+	return 0;
+}
+
+enum vcore_verdict vcore_ctrl_tsg_schedule(struct vcore_call *call)
+{
+	int i = copy_params(call);
+
+	if (i < 0)
+		return params_fault(call, i);
+	call->post = VCORE_POST_CTRL;
+	call->ctrl_post = tsg_schedule_post;
 	return VCORE_FORWARD;
 }

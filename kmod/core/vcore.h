@@ -437,6 +437,17 @@ void vcore_slot_set_overquota_hook(struct vcore_slot *slot,
  * A TSG (KEPLER_CHANNEL_GROUP_A 0xa06c or a successor) the slot's clients
  * allocated, with the engine type from NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS
  * @12 (abi.md §6.3) and the number of channels (class 0x??6f) under it.
+ *
+ * @scheduled: the app's NVA06C_CTRL_CMD_GPFIFO_SCHEDULE(bEnable=1) on this
+ * TSG returned NV_OK, and no successful bEnable=0 came after it (bEnable read
+ * from the core's private copy of the params). libcuda creates the TSG, its
+ * channels, registers them with UVM and only then schedules the TSG (abi.md
+ * §6.1): before that the TSG is not on the runlist. A controller must leave
+ * an unscheduled TSG and its channels alone: on the H200 a PREEMPT(bWait=1)
+ * of it waited 4 s for RM's timeout, and FIFO_DISABLE_CHANNELS on its
+ * channels before the schedule left the tenant frozen for good
+ * (docs/results/compute-h200.md, the lead's cap-from-the-first-kernel run).
+ * A change of @scheduled bumps the registry generation.
  */
 struct vcore_tsg_info {
 	vcore_u32 h_client;
@@ -447,6 +458,7 @@ struct vcore_tsg_info {
 	vcore_u32 n_channels;
 	vcore_u32 pid;		 /* process that allocated it */
 	struct vcore_file *file; /* ctl file owning the client */
+	vcore_bool scheduled;	 /* see above */
 };
 
 struct vcore_channel_info {
@@ -454,6 +466,9 @@ struct vcore_channel_info {
 	vcore_u32 h_tsg; /* 0 when allocated directly under a device */
 	vcore_u32 h_channel;
 	vcore_u32 channel_class;
+	/* The parent TSG is scheduled (vcore_tsg_info.scheduled); always 0
+	 * for a channel without a TSG parent in the table. */
+	vcore_bool tsg_scheduled;
 };
 
 /* Visitors run under the slot lock: they must not call back into the core
@@ -464,7 +479,8 @@ int vcore_slot_for_each_tsg(struct vcore_slot *slot, vcore_tsg_fn fn,
 			    void *arg);
 int vcore_slot_for_each_channel(struct vcore_slot *slot, vcore_channel_fn fn,
 				void *arg);
-/* Bumped on every TSG or channel added or removed (cheap change check). */
+/* Bumped on every TSG or channel added or removed, every TSG whose
+ * scheduled state changed, and every app SET_TIMESLICE (cheap change check). */
 vcore_u64 vcore_slot_tsg_generation(struct vcore_slot *slot);
 
 #ifdef __cplusplus

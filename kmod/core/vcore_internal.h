@@ -185,6 +185,12 @@ struct vcore_obj {
 	vcore_u32 engine_type;
 	vcore_u32 n_channels;
 	vcore_u64 app_timeslice_us; /* last SET_TIMESLICE by the app */
+	/*
+	 * TSGs: GPFIFO_SCHEDULE(bEnable=1) on it returned NV_OK and no
+	 * successful bEnable=0 followed (rm_control.c). Until then the TSG is
+	 * not on the runlist and must not be controlled (vcore.h).
+	 */
+	vcore_bool scheduled;
 };
 
 struct vcore_file {
@@ -521,6 +527,7 @@ enum vcore_verdict vcore_ctrl_unix_create_export_fd(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_attach_gpu(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_export_mem(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_tsg_set_timeslice(struct vcore_call *call);
+enum vcore_verdict vcore_ctrl_tsg_schedule(struct vcore_call *call);
 
 /* views.c: memory figures the views show */
 vcore_u64 vcore_view_total_bytes(struct vcore_slot *slot);

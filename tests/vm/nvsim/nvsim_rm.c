@@ -547,11 +547,16 @@ static u32 nvsim_ctrl_get_timeslice(struct nvsim_ctrl_ctx *x, void *buf)
 	return NV_OK;
 }
 
+/* nvsim_sched.c: of an unscheduled TSG, bWait=1 waits (the H200's contract, see there). */
+void nvsim_sched_preempt_wait(struct nvsim_gpu *gpu, struct nvsim_tsg *t, bool wait);
+
 static u32 nvsim_ctrl_preempt(struct nvsim_ctrl_ctx *x, void *buf)
 {
-	if (((struct nva06c_preempt_params *)buf)->timeoutUs > 1000000)
+	struct nva06c_preempt_params *p = buf;
+
+	if (p->timeoutUs > 1000000)
 		return NV_ERR_INVALID_ARGUMENT; /* max 1 s (§6.2) */
-	nvsim_sched_preempt(x->gpu, x->obj->tsg);
+	nvsim_sched_preempt_wait(x->gpu, x->obj->tsg, p->bWait);
 	return NV_OK;
 }
 

@@ -14,11 +14,30 @@
  * periodic tick with infinitely fine resolution, without a timer. Consumed time per TSG is read
  * with NVSIM_CTRL_CMD_TSG_GET_RUNTIME or /sys/kernel/debug/nvsim/gpuN.
  *
+ * The schedule contract of the real driver, as the H200 showed it (docs/results/compute-h200.md,
+ * run 5, and the lead's cap-10-from-the-first-kernel run; nvidia-rm-abi.md §6.1 for the order in
+ * which libcuda builds a context: TSG, channels, UVM registration, then GPFIFO_SCHEDULE(1)):
+ *   - PREEMPT(bWait=1) of a TSG that is not scheduled does not return promptly. Measured: the
+ *     first such PREEMPT took 4020 ms and returned status 0. Modelled: a bounded sleep of
+ *     preempt_unscheduled_wait_ms (default 100 ms, short enough for a TCG guest) with the RM lock
+ *     held, as RM serves the control synchronously (an assumption: the H200 run did not show
+ *     whether other calls waited), then NV_OK. "Not scheduled" means now: never scheduled, or
+ *     GPFIFO_SCHEDULE(0) since (the second case is modelled by extension, not measured).
+ *   - FIFO_DISABLE_CHANNELS(bDisable=1) on a channel of a TSG that was never scheduled leaves the
+ *     TSG non-runnable for good. Measured: after such disables the tenant made no progress for
+ *     270 s while later DISABLE_CHANNELS(0), PREEMPT and its own GPFIFO_SCHEDULE(1) all returned
+ *     status 0. Modelled: the TSG is "wedged" (never runnable again, whatever follows); that the
+ *     disable before the first schedule is the cause, rather than the PREEMPT, is the lead's
+ *     reading of that run, not a separate measurement.
+ * Both are counted per GPU and shown in debugfs (the "contract" line), so a test can prove that a
+ * controller never did either.
+ *
  * Locking: gpu->sched.lock (spinlock, irqsave not needed: process context only).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/debugfs.h>
+#include <linux/delay.h>
 #include <linux/module.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
@@ -32,11 +51,37 @@ static unsigned int default_timeslice_us = 1024;
 module_param(default_timeslice_us, uint, 0444);
 MODULE_PARM_DESC(default_timeslice_us, "timeslice of a new TSG (µs)");
 
+static unsigned int preempt_unscheduled_wait_ms = 100;
+module_param(preempt_unscheduled_wait_ms, uint, 0444);
+MODULE_PARM_DESC(preempt_unscheduled_wait_ms,
+		 "PREEMPT(bWait=1) of an unscheduled TSG returns after this (ms; the H200 took 4020)");
+
 static struct dentry *nvsim_debugfs_root;
+
+/* The contract state of one TSG, next to the model's (allocated and freed only here). */
+struct nvsim_tsg_contract {
+	struct nvsim_tsg t;
+	bool ever_scheduled; /* a GPFIFO_SCHEDULE(1) was served */
+	bool wedged;         /* channels disabled before the first schedule: never runs */
+	u32 preempt_unscheduled;
+};
+
+/* Per GPU, under gpu->sched.lock: what a controller did that the real driver punishes. */
+static struct {
+	u64 preempt_unscheduled;     /* PREEMPT(bWait=1) of a TSG not scheduled */
+	u64 preempt_unscheduled_ms;  /* time those calls waited */
+	u64 disable_unscheduled;     /* channels disabled before their TSG's first schedule */
+	u64 wedged;                  /* TSGs this left non-runnable */
+} nvsim_contract[NVSIM_MAX_GPUS];
+
+static struct nvsim_tsg_contract *nvsim_tsg_x(const struct nvsim_tsg *t)
+{
+	return container_of((struct nvsim_tsg *)t, struct nvsim_tsg_contract, t);
+}
 
 static bool nvsim_tsg_runnable(const struct nvsim_tsg *t)
 {
-	return t->scheduled && t->channels > t->disabled_channels;
+	return t->scheduled && t->channels > t->disabled_channels && !nvsim_tsg_x(t)->wedged;
 }
 
 static u64 nvsim_tsg_slice_ns(const struct nvsim_tsg *t)
@@ -125,10 +170,12 @@ void nvsim_sched_init(struct nvsim_gpu *gpu)
 struct nvsim_tsg *nvsim_sched_tsg_create(struct nvsim_gpu *gpu, u32 hclient, u32 htsg, pid_t pid,
 					 u32 engine_type)
 {
-	struct nvsim_tsg *t = kzalloc(sizeof(*t), GFP_KERNEL);
+	struct nvsim_tsg_contract *x = kzalloc(sizeof(*x), GFP_KERNEL);
+	struct nvsim_tsg *t;
 
-	if (!t)
+	if (!x)
 		return NULL;
+	t = &x->t;
 	t->hclient = hclient;
 	t->htsg = htsg;
 	t->pid = pid;
@@ -154,7 +201,7 @@ void nvsim_sched_tsg_destroy(struct nvsim_gpu *gpu, struct nvsim_tsg *t)
 	}
 	list_del(&t->node);
 	spin_unlock(&s->lock);
-	kfree(t);
+	kfree(nvsim_tsg_x(t));
 }
 
 void nvsim_sched_set_timeslice(struct nvsim_gpu *gpu, struct nvsim_tsg *t, u64 us)
@@ -175,15 +222,26 @@ void nvsim_sched_set_scheduled(struct nvsim_gpu *gpu, struct nvsim_tsg *t, bool 
 	spin_lock(&gpu->sched.lock);
 	nvsim_advance(&gpu->sched);
 	t->scheduled = on;
+	if (on)
+		nvsim_tsg_x(t)->ever_scheduled = true;
 	spin_unlock(&gpu->sched.lock);
 }
 
+/* @disabled > 0 only from FIFO_DISABLE_CHANNELS(bDisable=1) (nvsim_rm.c). */
 void nvsim_sched_channels(struct nvsim_gpu *gpu, struct nvsim_tsg *t, int add, int disabled)
 {
+	struct nvsim_tsg_contract *x = nvsim_tsg_x(t);
+
 	spin_lock(&gpu->sched.lock);
 	nvsim_advance(&gpu->sched);
 	t->channels += add;
 	t->disabled_channels += disabled;
+	if (disabled > 0 && !x->ever_scheduled) {
+		nvsim_contract[gpu - nvsim_gpus].disable_unscheduled += disabled;
+		if (!x->wedged)
+			nvsim_contract[gpu - nvsim_gpus].wedged++;
+		x->wedged = true; /* the H200 tenant never ran again (top of file) */
+	}
 	spin_unlock(&gpu->sched.lock);
 }
 
@@ -198,6 +256,29 @@ void nvsim_sched_preempt(struct nvsim_gpu *gpu, struct nvsim_tsg *t)
 		nvsim_switch_to(s, nvsim_next_runnable(s, t));
 	}
 	spin_unlock(&s->lock);
+}
+
+/*
+ * PREEMPT with the caller's bWait: of a TSG that is not scheduled, bWait=1 returns only after
+ * preempt_unscheduled_wait_ms (top of file). Called with nvsim_rm_lock held, which it keeps.
+ */
+void nvsim_sched_preempt_wait(struct nvsim_gpu *gpu, struct nvsim_tsg *t, bool wait);
+void nvsim_sched_preempt_wait(struct nvsim_gpu *gpu, struct nvsim_tsg *t, bool wait)
+{
+	bool stall;
+
+	spin_lock(&gpu->sched.lock);
+	stall = wait && !t->scheduled;
+	if (stall) {
+		nvsim_contract[gpu - nvsim_gpus].preempt_unscheduled++;
+		nvsim_contract[gpu - nvsim_gpus].preempt_unscheduled_ms +=
+			preempt_unscheduled_wait_ms;
+		nvsim_tsg_x(t)->preempt_unscheduled++;
+	}
+	spin_unlock(&gpu->sched.lock);
+	if (stall)
+		msleep(preempt_unscheduled_wait_ms);
+	nvsim_sched_preempt(gpu, t);
 }
 
 void nvsim_sched_runtime(struct nvsim_gpu *gpu, struct nvsim_tsg *t, struct nvsim_tsg_runtime_params *out)
@@ -224,11 +305,20 @@ static int nvsim_gpu_show(struct seq_file *m, void *unused)
 	spin_lock(&s->lock);
 	nvsim_advance(s);
 	seq_printf(m, "busy_ns %llu idle_ns %llu\n", s->busy_ns, s->idle_ns);
-	seq_puts(m, "pid hclient htsg engine timeslice_us runnable consumed_ns preemptions\n");
+	seq_puts(m, "pid hclient htsg engine timeslice_us runnable consumed_ns preemptions "
+		    "scheduled wedged preempt_unscheduled\n");
 	list_for_each_entry(t, &s->tsgs, node)
-		seq_printf(m, "%d 0x%x 0x%x %u %llu %d %llu %u\n", t->pid, t->hclient, t->htsg,
+		seq_printf(m, "%d 0x%x 0x%x %u %llu %d %llu %u %d %d %u\n", t->pid, t->hclient, t->htsg,
 			   t->engine_type, nvsim_tsg_slice_ns(t) / NSEC_PER_USEC,
-			   nvsim_tsg_runnable(t), t->consumed_ns, t->preemptions);
+			   nvsim_tsg_runnable(t), t->consumed_ns, t->preemptions, t->scheduled,
+			   nvsim_tsg_x(t)->wedged, nvsim_tsg_x(t)->preempt_unscheduled);
+	/* Last line, cumulative since load (the schedule contract, top of file). */
+	seq_printf(m, "contract preempt_unscheduled %llu preempt_unscheduled_ms %llu "
+		      "disable_unscheduled %llu wedged %llu\n",
+		   nvsim_contract[gpu - nvsim_gpus].preempt_unscheduled,
+		   nvsim_contract[gpu - nvsim_gpus].preempt_unscheduled_ms,
+		   nvsim_contract[gpu - nvsim_gpus].disable_unscheduled,
+		   nvsim_contract[gpu - nvsim_gpus].wedged);
 	spin_unlock(&s->lock);
 	mutex_unlock(&nvsim_rm_lock);
 	return 0;

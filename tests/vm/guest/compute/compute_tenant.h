@@ -3,6 +3,11 @@
 // its scheduling on and then waits for commands. nvsim models a scheduled TSG with an enabled
 // channel as always having work (a saturating tenant), so the GPU time it gets is exactly what
 // the controller lets it have.
+//
+// With setup_pause_ms > 0 the child sleeps that long between creating its channels and
+// GPFIFO_SCHEDULE(1), and then issues SET_TIMESLICE(2048) as libcuda does (nvidia-rm-abi.md
+// §6.1: TSG, channels, UVM registration, schedule, timeslice): a controller that ticks during
+// the pause sees a TSG and channels that are not on the runlist yet.
 #pragma once
 
 #include <fcntl.h>
@@ -24,7 +29,8 @@ using namespace nvsim_test;  // NOLINT: RawIoctl, Alloc, Control
 class Tenant {
  public:
   // Forks the child; returns nullptr (and *why) if it could not build its TSG.
-  static std::unique_ptr<Tenant> Start(uint32_t slot_id, uint32_t gpu, std::string* why) {
+  static std::unique_ptr<Tenant> Start(uint32_t slot_id, uint32_t gpu, std::string* why,
+                                       int setup_pause_ms = 0) {
     int cmd[2], rep[2];
     if (pipe(cmd) || pipe(rep)) {
       *why = "pipe: " + std::string(strerror(errno));
@@ -38,7 +44,7 @@ class Tenant {
     if (pid == 0) {
       close(cmd[1]);
       close(rep[0]);
-      _exit(Child(slot_id, gpu, cmd[0], rep[1]));
+      _exit(Child(slot_id, gpu, cmd[0], rep[1], setup_pause_ms));
     }
     close(cmd[0]);
     close(rep[1]);
@@ -84,7 +90,7 @@ class Tenant {
     return 1;
   }
 
-  static int Child(uint32_t slot_id, uint32_t gpu, int cmd, int rep) {
+  static int Child(uint32_t slot_id, uint32_t gpu, int cmd, int rep, int setup_pause_ms) {
     const std::string ctl_path = "/dev/vgpuctl" + std::to_string(slot_id);
     const std::string dev_path = "/dev/vgpu" + std::to_string(slot_id);
     int ctl = open(ctl_path.c_str(), O_RDWR | O_CLOEXEC);
@@ -111,7 +117,13 @@ class Tenant {
       if (int64_t st = Alloc(ctl, client, tsg, &ch, 0xc86f, chp); st != NV_OK)
         return Report(rep, "channel: " + std::to_string(st));
     }
+    if (setup_pause_ms > 0) usleep(setup_pause_ms * 1000);
     if (!Schedule(ctl, client, tsg, true)) return Report(rep, "GPFIFO_SCHEDULE");
+    if (setup_pause_ms > 0) {
+      nva06c_timeslice_params ts{2048};
+      if (Control(ctl, client, tsg, NVA06C_CTRL_CMD_SET_TIMESLICE, &ts, sizeof(ts)) != NV_OK)
+        return Report(rep, "SET_TIMESLICE");
+    }
     Report(rep, "ok " + std::to_string(client) + " " + std::to_string(tsg));
     close(rep);
     for (char c; read(cmd, &c, 1) == 1;) {

@@ -78,10 +78,17 @@ struct TsgRow {
   uint32_t runnable = 0;
   uint64_t consumed = 0;
   uint64_t timeslice = 0;
+  uint32_t scheduled = 0, wedged = 0, preempt_unscheduled = 0;
+};
+// nvsim's "contract" line: what a controller did that the real driver punishes (nvsim_sched.c).
+struct Contract {
+  uint64_t preempt_unscheduled = ~0ull, preempt_unscheduled_ms = ~0ull;
+  uint64_t disable_unscheduled = ~0ull, wedged = ~0ull;
 };
 struct GpuView {
   uint64_t model_ns = 0;  // busy + idle: the time the model has accounted
   std::map<std::pair<uint32_t, uint32_t>, TsgRow> tsgs;  // (hclient, htsg)
+  Contract contract;
   bool Has(const Tenant& t) const { return tsgs.count({t.client(), t.tsg()}) != 0; }
   const TsgRow& Of(const Tenant& t) const { return tsgs.at({t.client(), t.tsg()}); }
 };
@@ -99,9 +106,17 @@ GpuView ReadGpu(uint32_t gpu) {
   while (std::getline(f, line)) {
     TsgRow r;
     unsigned hc = 0, ht = 0, eng = 0, pre = 0;
-    unsigned long long ts = 0, cons = 0;
-    if (sscanf(line.c_str(), "%d 0x%x 0x%x %u %llu %u %llu %u", &r.pid, &hc, &ht, &eng, &ts,
-               &r.runnable, &cons, &pre) == 8) {
+    unsigned long long ts = 0, cons = 0, c[4];
+    if (sscanf(line.c_str(),
+               "contract preempt_unscheduled %llu preempt_unscheduled_ms %llu "
+               "disable_unscheduled %llu wedged %llu",
+               &c[0], &c[1], &c[2], &c[3]) == 4) {
+      v.contract = {c[0], c[1], c[2], c[3]};
+      continue;
+    }
+    if (sscanf(line.c_str(), "%d 0x%x 0x%x %u %llu %u %llu %u %u %u %u", &r.pid, &hc, &ht, &eng,
+               &ts, &r.runnable, &cons, &pre, &r.scheduled, &r.wedged,
+               &r.preempt_unscheduled) >= 8) {
       r.consumed = cons;
       r.timeslice = ts;
       v.tsgs[{hc, ht}] = r;
@@ -352,6 +367,70 @@ TEST_F(ComputeShares, NoTenantLeftDisabled) {
       " % (200 ms)");
   c->Send('q');
   EXPECT_EQ(c->Wait(), 0);
+}
+
+// A slot capped at 10 before its tenant exists, with the controller ticking through the whole
+// context setup: the tenant creates its TSG and channels, pauses (longer than several 50 ms
+// controller periods) and only then schedules its TSG, as libcuda does (nvidia-rm-abi.md §6.1).
+// On the H200 this froze the tenant for good: the controller disabled the channels and
+// PREEMPTed the TSG before its GPFIFO_SCHEDULE (docs/results/compute-h200.md, run 5). nvsim
+// keeps that contract (nvsim_sched.c): a PREEMPT(bWait=1) of an unscheduled TSG waits and is
+// counted, a disable before the first schedule wedges the TSG. The tenant must get its 10 % in
+// every judged window after the first second, and nvsim must count neither.
+TEST_F(ComputeShares, CapFromTheFirstKernelNeverTouchesAnUnscheduledTsg) {
+  const uint32_t gpu = 1, cap = 10;
+  const uint32_t windows = EnvU32("VGPU_COMPUTE_WINDOWS", 2);
+  const int pause_ms = 300;
+  Slot slot(*nl_, gpu, cap, vgpu::kmod::ComputeMode::kCap, "cap-first");
+  ASSERT_TRUE(slot.ok());
+  const Contract c0 = ReadGpu(gpu).contract;
+  ASSERT_NE(c0.preempt_unscheduled, ~0ull) << "nvsim shows its contract counters";
+  std::string why;
+  auto t = Tenant::Start(slot.id(), gpu, &why, pause_ms);
+  ASSERT_NE(t, nullptr) << why;
+  const uint64_t edges_setup = slot.Get().stats[VGPU_STAT_GATE_ACTIONS];
+  SleepMs(1000);  // the first second is not judged, as in CapHoldsInEverySecondAfterTheFirst
+  GpuView prev = ReadGpu(gpu);
+  uint64_t late = slot.Get().stats[VGPU_STAT_CONTROL_LATE_NS];
+  std::string row;
+  for (uint32_t w = 0; w < windows; ++w) {
+    SleepMs(1000);
+    GpuView now = ReadGpu(gpu);
+    const uint64_t l = slot.Get().stats[VGPU_STAT_CONTROL_LATE_NS];
+    const double got = SharePct(prev, now, *t);
+    const double allow = LatePts(l - late, now.model_ns - prev.model_ns);
+    EXPECT_GT(got, 0.0) << "window " << w + 1 << ": the tenant stalled";
+    EXPECT_NEAR(got, cap, kBound + allow)
+        << "window " << w + 1 << " (thread stalled " << Pct(allow) << " points of it)";
+    row += " " + Pct(got) + (allow > 0 ? "(+" + Pct(allow) + ")" : "");
+    prev = now;
+    late = l;
+  }
+  const GpuView end = ReadGpu(gpu);
+  const Contract& c1 = end.contract;
+  ASSERT_TRUE(end.Has(*t));
+  EXPECT_EQ(end.Of(*t).scheduled, 1u);
+  EXPECT_EQ(end.Of(*t).wedged, 0u) << "channels were disabled before the TSG's first schedule";
+  EXPECT_EQ(c1.preempt_unscheduled - c0.preempt_unscheduled, 0u)
+      << "PREEMPT(bWait=1) of an unscheduled TSG ("
+      << c1.preempt_unscheduled_ms - c0.preempt_unscheduled_ms << " ms waited)";
+  EXPECT_EQ(c1.disable_unscheduled - c0.disable_unscheduled, 0u)
+      << "FIFO_DISABLE_CHANNELS before the TSG's first GPFIFO_SCHEDULE";
+  EXPECT_EQ(c1.wedged - c0.wedged, 0u);
+  auto info = slot.Get();
+  EXPECT_GT(info.stats[VGPU_STAT_GATE_ACTIONS], edges_setup) << "the controller kept gating";
+  EXPECT_EQ(info.stats[VGPU_STAT_COMPUTE_ERRORS], 0u) << "every RM control succeeded";
+  Log("cap 10 from the first kernel (" + std::to_string(pause_ms) +
+      " ms between channels and schedule): 1 s windows (%):" + row +
+      " | nvsim: unscheduled PREEMPTs " +
+      std::to_string(c1.preempt_unscheduled - c0.preempt_unscheduled) +
+      ", disables before schedule " +
+      std::to_string(c1.disable_unscheduled - c0.disable_unscheduled) + ", wedged TSGs " +
+      std::to_string(c1.wedged - c0.wedged) + " | gate edges " +
+      std::to_string(info.stats[VGPU_STAT_GATE_ACTIONS]) + " (" + std::to_string(edges_setup) +
+      " by the end of setup)");
+  t->Send('q');
+  EXPECT_EQ(t->Wait(), 0);
 }
 
 // Uncapping (share 100, cap) takes the slot off the controller and re-opens its gate.
