@@ -1,0 +1,169 @@
+// The TSG registry's schedule state (kmod/core/rm_control.c, vcore.h): a TSG is "scheduled" once
+// the app's NVA06C_CTRL_CMD_GPFIFO_SCHEDULE(bEnable=1) returned NV_OK, and no longer after a
+// successful bEnable=0. The compute hosts control only scheduled TSGs: on the H200 a controller
+// that disabled channels and PREEMPTed a TSG before libcuda's schedule (nvidia-rm-abi.md §6.1)
+// froze the tenant for good (docs/results/compute-h200.md, run 5).
+#include <cstring>
+
+#include "core_fixture.h"
+#include "kmod/core/abi/classes.h"
+#include "kmod/core/abi/ctrl.h"
+
+namespace vgpu::core_test {
+namespace {
+
+constexpr uint32_t kTsg = 0x5c000100;
+constexpr uint32_t kChannel = 0x5c000110;
+
+struct Seen {
+  int tsgs = 0, channels = 0;
+  bool tsg_scheduled = false, channel_scheduled = false;
+};
+
+class TsgScheduleTest : public CoreTest {
+ protected:
+  void SetUp() override {
+    MakeSlot(0);
+    Session(&client_, &device_, &subdevice_);
+    NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS t{};
+    t.engineType = NV2080_ENGINE_TYPE_GRAPHICS;
+    ASSERT_EQ(Alloc(client_, device_, kTsg, KEPLER_CHANNEL_GROUP_A, Bytes(t)).verdict,
+              VCORE_FORWARD);
+    ASSERT_EQ(Alloc(client_, kTsg, kChannel, HOPPER_CHANNEL_GPFIFO_A,
+                    std::vector<uint8_t>(NV_CHANNEL_ALLOC_PARAMS_SIZE))
+                  .verdict,
+              VCORE_FORWARD);
+  }
+
+  Seen Walk() {
+    Seen s;
+    vcore_slot_for_each_tsg(
+        slot_,
+        [](void* arg, const vcore_tsg_info* t) {
+          auto* s = static_cast<Seen*>(arg);
+          ++s->tsgs;
+          s->tsg_scheduled = t->scheduled;
+          return 0;
+        },
+        &s);
+    vcore_slot_for_each_channel(
+        slot_,
+        [](void* arg, const vcore_channel_info* ch) {
+          auto* s = static_cast<Seen*>(arg);
+          ++s->channels;
+          s->channel_scheduled = ch->tsg_scheduled;
+          return 0;
+        },
+        &s);
+    return s;
+  }
+
+  static std::vector<uint8_t> ScheduleParams(bool enable) {
+    return {static_cast<uint8_t>(enable), 0, 0};  // {bEnable, bSkipSubmit, bSkipEnable}
+  }
+
+  // One GPFIFO_SCHEDULE where the test plays the driver: between pre and post it may rewrite
+  // the params in user memory (a racing thread) and sets the reply status.
+  int ScheduleByHand(bool enable, uint32_t rm_status, int rewrite_to = -1) {
+    NVOS54_PARAMETERS p{};
+    p.hClient = client_;
+    p.hObject = kTsg;
+    p.cmd = NVA06C_CTRL_CMD_GPFIFO_SCHEDULE;
+    p.params = kParams;
+    p.paramsSize = NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS_SIZE;
+    Put(kArg, Bytes(p));
+    Put(kParams, ScheduleParams(enable));
+    vcore_call_ctx ctx{&mem_, kPid, kPid};
+    vcore_call* call = nullptr;
+    EXPECT_EQ(vcore_pre(ctl_, Req(NV_ESC_RM_CONTROL, 32), kArg, &ctx, &call), VCORE_FORWARD);
+    if (rewrite_to >= 0) {
+      uint8_t b = static_cast<uint8_t>(rewrite_to);
+      EXPECT_TRUE(mem_.Write(kParams, &b, 1));
+    }
+    EXPECT_TRUE(mem_.Write(kArg + 28, &rm_status, sizeof(rm_status)));  // NVOS54.status
+    return vcore_post(call, 0);
+  }
+
+  uint32_t client_ = 0, device_ = 0, subdevice_ = 0;
+};
+
+TEST_F(TsgScheduleTest, ATsgIsScheduledOnlyAfterASuccessfulScheduleAndUntilItsDisable) {
+  Seen s = Walk();
+  ASSERT_EQ(s.tsgs, 1);
+  ASSERT_EQ(s.channels, 1);
+  EXPECT_FALSE(s.tsg_scheduled) << "allocated, not yet scheduled (libcuda schedules last)";
+  EXPECT_FALSE(s.channel_scheduled);
+
+  const uint64_t gen0 = vcore_slot_tsg_generation(slot_);
+  EXPECT_EQ(Control(client_, kTsg, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, ScheduleParams(true)).verdict,
+            VCORE_FORWARD);
+  s = Walk();
+  EXPECT_TRUE(s.tsg_scheduled);
+  EXPECT_TRUE(s.channel_scheduled) << "channels carry their TSG's state";
+  const uint64_t gen1 = vcore_slot_tsg_generation(slot_);
+  EXPECT_GT(gen1, gen0) << "a host that caches the registry must see the change";
+
+  // The same state again changes nothing.
+  Control(client_, kTsg, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, ScheduleParams(true));
+  EXPECT_EQ(vcore_slot_tsg_generation(slot_), gen1);
+
+  Control(client_, kTsg, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, ScheduleParams(false));
+  s = Walk();
+  EXPECT_FALSE(s.tsg_scheduled);
+  EXPECT_FALSE(s.channel_scheduled);
+  EXPECT_GT(vcore_slot_tsg_generation(slot_), gen1);
+}
+
+TEST_F(TsgScheduleTest, ARefusedScheduleChangesNothing) {
+  EXPECT_EQ(ScheduleByHand(true, NV_ERR_GENERIC), 0);
+  EXPECT_FALSE(Walk().tsg_scheduled) << "RM refused (as it does for channels UVM has not bound)";
+  ASSERT_EQ(ScheduleByHand(true, NV_OK), 0);
+  ASSERT_TRUE(Walk().tsg_scheduled);
+  EXPECT_EQ(ScheduleByHand(false, NV_ERR_GENERIC), 0);
+  EXPECT_TRUE(Walk().tsg_scheduled) << "a refused bEnable=0 leaves the TSG on the runlist";
+  // A failed ioctl (errno) is no schedule either.
+  rm_.rc = -14;
+  Control(client_, kTsg, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, ScheduleParams(false));
+  rm_.rc = 0;
+  EXPECT_TRUE(Walk().tsg_scheduled);
+}
+
+TEST_F(TsgScheduleTest, BEnableIsReadFromThePrivateCopyNotFromUserMemoryAgain) {
+  // A racing thread flips bEnable after the core copied it: the registry follows the copy.
+  ASSERT_EQ(ScheduleByHand(true, NV_OK, /*rewrite_to=*/0), 0);
+  EXPECT_TRUE(Walk().tsg_scheduled);
+  ASSERT_EQ(ScheduleByHand(false, NV_OK, /*rewrite_to=*/1), 0);
+  EXPECT_FALSE(Walk().tsg_scheduled);
+}
+
+TEST_F(TsgScheduleTest, ScheduleOnAnObjectThatIsNoTsgIsIgnored) {
+  // The driver would refuse it; even a success reply must not mark a channel or a device.
+  Control(client_, kChannel, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, ScheduleParams(true));
+  Control(client_, device_, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, ScheduleParams(true));
+  Control(client_, 0x5c0000ff, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, ScheduleParams(true));
+  Seen s = Walk();
+  EXPECT_FALSE(s.tsg_scheduled);
+  EXPECT_FALSE(s.channel_scheduled);
+}
+
+TEST_F(TsgScheduleTest, AReallocatedTsgStartsUnscheduled) {
+  Control(client_, kTsg, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, ScheduleParams(true));
+  ASSERT_TRUE(Walk().tsg_scheduled);
+  Free(client_, device_, kTsg);
+  EXPECT_EQ(Walk().tsgs, 0);
+  NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS t{};
+  t.engineType = NV2080_ENGINE_TYPE_GRAPHICS;
+  ASSERT_EQ(Alloc(client_, device_, kTsg, KEPLER_CHANNEL_GROUP_A, Bytes(t)).verdict, VCORE_FORWARD);
+  Seen s = Walk();
+  EXPECT_EQ(s.tsgs, 1);
+  EXPECT_FALSE(s.tsg_scheduled) << "the handle is reused, the schedule is not";
+}
+
+TEST_F(TsgScheduleTest, AWrongParamsSizeIsRefusedAndSchedulesNothing) {
+  EXPECT_EQ(Control(client_, kTsg, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, {1, 0, 0, 0}).verdict,
+            VCORE_REFUSE_STATUS);
+  EXPECT_FALSE(Walk().tsg_scheduled);
+}
+
+}  // namespace
+}  // namespace vgpu::core_test
