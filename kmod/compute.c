@@ -7,8 +7,8 @@
  *
  * Per tick: walk each slot's TSG registry (the core records every TSG and
  * channel its clients allocate, and which TSGs the app has scheduled),
- * measure the GPU time each slot used since the
- * last tick (compute_meter.c), vcore_sched_tick(), issue its actions, sleep
+ * measure the GPU time each slot used since the last tick
+ * (compute_meter.c), vcore_sched_tick(), issue its actions, sleep
  * until the controller's next edge (at most 50 ms, so new TSGs are seen
  * promptly). Actions, as measured on the H200 (compute-control-h200.md):
  *   GATE_OFF  FIFO_DISABLE_CHANNELS(bDisable=1, onlySched=1) on the slot's
