@@ -261,22 +261,49 @@ static int vgpu_compute_chan_seen(void *arg,
 
 /* ---- actions ---------------------------------------------------------- */
 
+static struct vgpu_compute_slot *vgpu_compute_find(struct vgpu_compute_gpu *g,
+						   u32 id)
+{
+	struct vgpu_compute_slot *cs;
+
+	list_for_each_entry(cs, &g->slots, node) if (cs->id == id) return cs;
+	return NULL;
+}
+
 static void vgpu_compute_preempt_work(struct work_struct *work)
 {
 	struct vgpu_compute_gpu *g =
 		container_of(work, struct vgpu_compute_gpu, preempt_work);
 	u32 client[VGPU_COMPUTE_MAX_TSGS], tsg[VGPU_COMPUTE_MAX_TSGS];
+	u32 slot[VGPU_COMPUTE_MAX_TSGS];
+	struct vgpu_compute_slot *cs;
 	struct vcs_preempt_params pp;
 	unsigned int i, n;
+	bool still;
 	u32 status;
 
 	spin_lock(&g->preempt_lock);
 	n = g->npreempt;
+	memcpy(slot, g->preempt_slot, n * sizeof(u32));
 	memcpy(client, g->preempt_client, n * sizeof(u32));
 	memcpy(tsg, g->preempt_tsg, n * sizeof(u32));
 	g->npreempt = 0;
 	spin_unlock(&g->preempt_lock);
 	for (i = 0; i < n; i++) {
+		/*
+		 * The tenant may have unscheduled the TSG (bEnable=0) since the
+		 * off edge: a PREEMPT(bWait=1) of it would wait RM's timeout
+		 * (4 s on the H200) and hold up every other slot's PREEMPT on
+		 * this GPU. Re-check just before; a narrower race remains.
+		 */
+		mutex_lock(&g->lock);
+		cs = vgpu_compute_find(g, slot[i]);
+		still = cs &&
+			vcore_slot_tsg_scheduled(vgpu_filter_core(cs->slot),
+						 client[i], tsg[i]);
+		mutex_unlock(&g->lock);
+		if (!still)
+			continue;
 		vcore_sched_fill_preempt(&pp);
 		/* A TSG freed meanwhile answers an error: nothing to do. */
 		vgpu_rm_control(client[i], tsg[i], VCS_NVA06C_CTRL_CMD_PREEMPT,
@@ -285,8 +312,8 @@ static void vgpu_compute_preempt_work(struct work_struct *work)
 }
 
 /* Queues a PREEMPT of (@h_client, @h_tsg) once (the list is per GPU). */
-static void vgpu_compute_queue_preempt(struct vgpu_compute_gpu *g, u32 h_client,
-				       u32 h_tsg)
+static void vgpu_compute_queue_preempt(struct vgpu_compute_gpu *g, u32 slot_id,
+				       u32 h_client, u32 h_tsg)
 {
 	unsigned int j;
 
@@ -297,6 +324,7 @@ static void vgpu_compute_queue_preempt(struct vgpu_compute_gpu *g, u32 h_client,
 			return;
 	if (g->npreempt == VGPU_COMPUTE_MAX_TSGS)
 		return;
+	g->preempt_slot[g->npreempt] = slot_id;
 	g->preempt_client[g->npreempt] = h_client;
 	g->preempt_tsg[g->npreempt] = h_tsg;
 	g->npreempt++;
@@ -326,7 +354,7 @@ static unsigned int vgpu_compute_gate_done(struct vgpu_compute_gpu *g,
 		return 0;
 	spin_lock(&g->preempt_lock);
 	for (k = first; k < first + n; k++)
-		vgpu_compute_queue_preempt(g, g->chan_client[k],
+		vgpu_compute_queue_preempt(g, cs->id, g->chan_client[k],
 					   g->chan_tsg[k]);
 	spin_unlock(&g->preempt_lock);
 	return n;
@@ -398,15 +426,6 @@ static void vgpu_compute_timeslice(struct vgpu_compute_gpu *g,
 			g, cs, cs->tsgs[i].h_client, cs->tsgs[i].h_tsg,
 			VCS_NVA06C_CTRL_CMD_SET_TIMESLICE, &ts, sizeof(ts));
 	}
-}
-
-static struct vgpu_compute_slot *vgpu_compute_find(struct vgpu_compute_gpu *g,
-						   u32 id)
-{
-	struct vgpu_compute_slot *cs;
-
-	list_for_each_entry(cs, &g->slots, node) if (cs->id == id) return cs;
-	return NULL;
 }
 
 static void vgpu_compute_exec(struct vgpu_compute_gpu *g, int n)

@@ -9,6 +9,8 @@
  * g->lock (controller, slot list, RM objects) -> the core's slot lock (taken
  * by the registry walks). g->lock is never held by the thread while it waits
  * for PREEMPT (a worker issues it), so a config change waits one tick at most.
+ * The worker takes g->lock only to re-check a TSG before its PREEMPT, never
+ * across the call.
  */
 #ifndef VGPU_KMOD_COMPUTE_H
 #define VGPU_KMOD_COMPUTE_H
@@ -122,6 +124,7 @@ struct vgpu_compute_gpu {
 	struct work_struct preempt_work;
 	spinlock_t preempt_lock; /* protects the pending list */
 	unsigned int npreempt;
+	u32 preempt_slot[VGPU_COMPUTE_MAX_TSGS]; /* slot id, re-checked */
 	u32 preempt_client[VGPU_COMPUTE_MAX_TSGS];
 	u32 preempt_tsg[VGPU_COMPUTE_MAX_TSGS];
 };

@@ -300,6 +300,19 @@ int vcore_slot_for_each_channel(struct vcore_slot *slot, vcore_channel_fn fn,
 	return ret;
 }
 
+vcore_bool vcore_slot_tsg_scheduled(struct vcore_slot *slot, vcore_u32 h_client,
+				    vcore_u32 h_tsg)
+{
+	struct vcore_obj *o;
+	vcore_bool on;
+
+	vcore_lock(slot);
+	o = vcore_obj_find_locked(slot, h_client, h_tsg);
+	on = o && is_tsg(o->cls) && o->scheduled;
+	vcore_unlock(slot);
+	return on;
+}
+
 vcore_u64 vcore_slot_tsg_generation(struct vcore_slot *slot)
 {
 	vcore_u64 gen;

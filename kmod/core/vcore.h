@@ -479,6 +479,10 @@ int vcore_slot_for_each_tsg(struct vcore_slot *slot, vcore_tsg_fn fn,
 			    void *arg);
 int vcore_slot_for_each_channel(struct vcore_slot *slot, vcore_channel_fn fn,
 				void *arg);
+/* Is (@h_client, @h_tsg) a TSG of this slot, scheduled now? Takes the slot
+ * lock; for a host that acts on a TSG some time after its walk. */
+vcore_bool vcore_slot_tsg_scheduled(struct vcore_slot *slot, vcore_u32 h_client,
+				    vcore_u32 h_tsg);
 /* Bumped on every TSG or channel added or removed, every TSG whose
  * scheduled state changed, and every app SET_TIMESLICE (cheap change check). */
 vcore_u64 vcore_slot_tsg_generation(struct vcore_slot *slot);

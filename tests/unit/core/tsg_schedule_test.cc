@@ -94,12 +94,16 @@ TEST_F(TsgScheduleTest, ATsgIsScheduledOnlyAfterASuccessfulScheduleAndUntilItsDi
   EXPECT_FALSE(s.tsg_scheduled) << "allocated, not yet scheduled (libcuda schedules last)";
   EXPECT_FALSE(s.channel_scheduled);
 
+  EXPECT_FALSE(vcore_slot_tsg_scheduled(slot_, client_, kTsg));
   const uint64_t gen0 = vcore_slot_tsg_generation(slot_);
   EXPECT_EQ(Control(client_, kTsg, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, ScheduleParams(true)).verdict,
             VCORE_FORWARD);
   s = Walk();
   EXPECT_TRUE(s.tsg_scheduled);
   EXPECT_TRUE(s.channel_scheduled) << "channels carry their TSG's state";
+  EXPECT_TRUE(vcore_slot_tsg_scheduled(slot_, client_, kTsg)) << "the point query agrees";
+  EXPECT_FALSE(vcore_slot_tsg_scheduled(slot_, client_, kChannel)) << "a channel is no TSG";
+  EXPECT_FALSE(vcore_slot_tsg_scheduled(slot_, client_ + 1, kTsg)) << "another client's handle";
   const uint64_t gen1 = vcore_slot_tsg_generation(slot_);
   EXPECT_GT(gen1, gen0) << "a host that caches the registry must see the change";
 
@@ -111,6 +115,7 @@ TEST_F(TsgScheduleTest, ATsgIsScheduledOnlyAfterASuccessfulScheduleAndUntilItsDi
   s = Walk();
   EXPECT_FALSE(s.tsg_scheduled);
   EXPECT_FALSE(s.channel_scheduled);
+  EXPECT_FALSE(vcore_slot_tsg_scheduled(slot_, client_, kTsg));
   EXPECT_GT(vcore_slot_tsg_generation(slot_), gen1);
 }
 

@@ -64,6 +64,7 @@ struct nvsim_tsg_contract {
 	bool ever_scheduled; /* a GPFIFO_SCHEDULE(1) was served */
 	bool wedged;         /* channels disabled before the first schedule: never runs */
 	u32 preempt_unscheduled;
+	u32 preempt_calls;   /* every PREEMPT served on it (preemptions: those that hit it running) */
 };
 
 /* Per GPU, under gpu->sched.lock: what a controller did that the real driver punishes. */
@@ -268,6 +269,7 @@ void nvsim_sched_preempt_wait(struct nvsim_gpu *gpu, struct nvsim_tsg *t, bool w
 	bool stall;
 
 	spin_lock(&gpu->sched.lock);
+	nvsim_tsg_x(t)->preempt_calls++;
 	stall = wait && !t->scheduled;
 	if (stall) {
 		nvsim_contract[gpu - nvsim_gpus].preempt_unscheduled++;
@@ -306,12 +308,13 @@ static int nvsim_gpu_show(struct seq_file *m, void *unused)
 	nvsim_advance(s);
 	seq_printf(m, "busy_ns %llu idle_ns %llu\n", s->busy_ns, s->idle_ns);
 	seq_puts(m, "pid hclient htsg engine timeslice_us runnable consumed_ns preemptions "
-		    "scheduled wedged preempt_unscheduled\n");
+		    "scheduled wedged preempt_unscheduled preempt_calls\n");
 	list_for_each_entry(t, &s->tsgs, node)
-		seq_printf(m, "%d 0x%x 0x%x %u %llu %d %llu %u %d %d %u\n", t->pid, t->hclient, t->htsg,
-			   t->engine_type, nvsim_tsg_slice_ns(t) / NSEC_PER_USEC,
+		seq_printf(m, "%d 0x%x 0x%x %u %llu %d %llu %u %d %d %u %u\n", t->pid, t->hclient,
+			   t->htsg, t->engine_type, nvsim_tsg_slice_ns(t) / NSEC_PER_USEC,
 			   nvsim_tsg_runnable(t), t->consumed_ns, t->preemptions, t->scheduled,
-			   nvsim_tsg_x(t)->wedged, nvsim_tsg_x(t)->preempt_unscheduled);
+			   nvsim_tsg_x(t)->wedged, nvsim_tsg_x(t)->preempt_unscheduled,
+			   nvsim_tsg_x(t)->preempt_calls);
 	/* Last line, cumulative since load (the schedule contract, top of file). */
 	seq_printf(m, "contract preempt_unscheduled %llu preempt_unscheduled_ms %llu "
 		      "disable_unscheduled %llu wedged %llu\n",

@@ -79,7 +79,7 @@ struct TsgRow {
   uint32_t runnable = 0;
   uint64_t consumed = 0;
   uint64_t timeslice = 0;
-  uint32_t scheduled = 0, wedged = 0, preempt_unscheduled = 0;
+  uint32_t scheduled = 0, wedged = 0, preempt_unscheduled = 0, preempt_calls = 0;
 };
 // nvsim's "contract" line: what a controller did that the real driver punishes (nvsim_sched.c).
 struct Contract {
@@ -115,9 +115,9 @@ GpuView ReadGpu(uint32_t gpu) {
       v.contract = {c[0], c[1], c[2], c[3]};
       continue;
     }
-    if (sscanf(line.c_str(), "%d 0x%x 0x%x %u %llu %u %llu %u %u %u %u", &r.pid, &hc, &ht, &eng,
-               &ts, &r.runnable, &cons, &pre, &r.scheduled, &r.wedged,
-               &r.preempt_unscheduled) >= 8) {
+    if (sscanf(line.c_str(), "%d 0x%x 0x%x %u %llu %u %llu %u %u %u %u %u", &r.pid, &hc, &ht, &eng,
+               &ts, &r.runnable, &cons, &pre, &r.scheduled, &r.wedged, &r.preempt_unscheduled,
+               &r.preempt_calls) >= 8) {
       r.consumed = cons;
       r.timeslice = ts;
       v.tsgs[{hc, ht}] = r;
@@ -440,6 +440,7 @@ TEST(NvsimContract, TouchingAnUnscheduledTsgIsPunishedAndCounted) {
   ASSERT_TRUE(v.tsgs.count({client, a}) && v.tsgs.count({client, b}));
   EXPECT_EQ(v.tsgs.at({client, a}).runnable, 1u) << "scheduled before it was touched: runs";
   EXPECT_EQ(v.tsgs.at({client, a}).preempt_unscheduled, 1u);
+  EXPECT_EQ(v.tsgs.at({client, a}).preempt_calls, 3u);
   EXPECT_EQ(v.tsgs.at({client, b}).scheduled, 1u);
   EXPECT_EQ(v.tsgs.at({client, b}).wedged, 1u);
   EXPECT_EQ(v.tsgs.at({client, b}).runnable, 0u) << "disabled before its schedule: never runs";
@@ -490,6 +491,7 @@ TEST_F(ComputeShares, CapFromTheFirstKernelNeverTouchesAnUnscheduledTsg) {
   ASSERT_TRUE(end.Has(*t));
   EXPECT_EQ(end.Of(*t).scheduled, 1u);
   EXPECT_EQ(end.Of(*t).wedged, 0u) << "channels were disabled before the TSG's first schedule";
+  EXPECT_GT(end.Of(*t).preempt_calls, 0u) << "once scheduled, off edges still PREEMPT the TSG";
   EXPECT_EQ(c1.preempt_unscheduled - c0.preempt_unscheduled, 0u)
       << "PREEMPT(bWait=1) of an unscheduled TSG ("
       << c1.preempt_unscheduled_ms - c0.preempt_unscheduled_ms << " ms waited)";
@@ -505,7 +507,8 @@ TEST_F(ComputeShares, CapFromTheFirstKernelNeverTouchesAnUnscheduledTsg) {
       std::to_string(c1.preempt_unscheduled - c0.preempt_unscheduled) +
       ", disables before schedule " +
       std::to_string(c1.disable_unscheduled - c0.disable_unscheduled) + ", wedged TSGs " +
-      std::to_string(c1.wedged - c0.wedged) + " | gate edges " +
+      std::to_string(c1.wedged - c0.wedged) + ", PREEMPTs of the scheduled TSG " +
+      std::to_string(end.Of(*t).preempt_calls) + " | gate edges " +
       std::to_string(info.stats[VGPU_STAT_GATE_ACTIONS]) + " (" + std::to_string(edges_setup) +
       " by the end of setup)");
   t->Send('q');
