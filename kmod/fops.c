@@ -111,23 +111,6 @@ static int vgpu_fops_release(struct inode *inode, struct file *file)
 	return 0;
 }
 
-static bool vgpu_revoked(struct vgpu_file *vf)
-{
-	return READ_ONCE(vf->slot->state) != VGPU_SLOT_STATE_ACTIVE;
-}
-
-static long vgpu_fops_ioctl(struct file *file, unsigned int cmd,
-			    unsigned long arg)
-{
-	struct vgpu_file *vf = file->private_data;
-
-	if (vgpu_revoked(vf))
-		return -ENODEV;
-	if (!vf->real->f_op->unlocked_ioctl)
-		return -ENOTTY;
-	return vgpu_filter_ioctl(vf, cmd, arg);
-}
-
 /*
  * §9.4: every nv_vm_ops callback reads vma->vm_file's private data, and
  * revocation reaches only VMAs linked into the real file's mapping, so the VMA
@@ -143,7 +126,7 @@ static int vgpu_fops_mmap(struct file *file, struct vm_area_struct *vma)
 	struct file *real = vf->real;
 	int err;
 
-	if (vgpu_revoked(vf))
+	if (vgpu_file_revoked(vf))
 		return -ENODEV;
 	if (vma->vm_pgoff + vma_pages(vma) < vma->vm_pgoff)
 		return -EOVERFLOW;
@@ -166,7 +149,7 @@ static __poll_t vgpu_fops_poll(struct file *file, poll_table *wait)
 {
 	struct vgpu_file *vf = file->private_data;
 
-	if (vgpu_revoked(vf))
+	if (vgpu_file_revoked(vf))
 		return EPOLLERR | EPOLLHUP;
 	if (!vf->real->f_op->poll)
 		return DEFAULT_POLLMASK;
@@ -177,8 +160,9 @@ const struct file_operations vgpu_fops = {
 	.owner = THIS_MODULE,
 	.open = vgpu_fops_open,
 	.release = vgpu_fops_release,
+	/* filter.c. nvidia_fops uses one function for both (nv.c:235-245);
+	 * so do we. */
 	.unlocked_ioctl = vgpu_fops_ioctl,
-	/* nvidia_fops uses one function for both (nv.c:235-245); so do we. */
 	.compat_ioctl = vgpu_fops_ioctl,
 	.mmap = vgpu_fops_mmap,
 	.poll = vgpu_fops_poll,

@@ -47,7 +47,8 @@ struct vgpu_overquota {
 /* vgpu_overquota_lock protects vgpu_overquota_pending (entries live for one
  * call). */
 static DEFINE_SPINLOCK(vgpu_overquota_lock);
-static LIST_HEAD(vgpu_overquota_pending);
+/* Read without the lock only by vgpu_overquota_pending_any() (vgpu.h). */
+LIST_HEAD(vgpu_overquota_pending);
 
 /* vcore_overquota_fn: called from vcore_post in the allocating task, slot lock
  * not held. */
@@ -171,9 +172,4 @@ void vgpu_overquota_settle(struct vgpu_file *vf, u32 __user *status)
 			"allocation grew past the quota during the call");
 		kfree(e);
 	}
-}
-
-bool vgpu_overquota_pending_any(void)
-{
-	return !list_empty_careful(&vgpu_overquota_pending);
 }

@@ -12,6 +12,7 @@
 #include <linux/atomic.h>
 #include <linux/device.h>
 #include <linux/fs.h>
+#include <linux/ioctl.h>
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
@@ -133,6 +134,12 @@ static inline void vgpu_stat_inc(struct vgpu_slot *slot, enum vgpu_stat_attr s)
 /* fops.c */
 extern const struct file_operations vgpu_fops;
 
+/* A destroyed slot's files fail every call. */
+static inline bool vgpu_file_revoked(struct vgpu_file *vf)
+{
+	return READ_ONCE(vf->slot->state) != VGPU_SLOT_STATE_ACTIVE;
+}
+
 /* fwd.c: forwarding helpers. */
 struct vgpu_fd_fix {
 	u32 __user *uaddr;	  /* where the fd number lives in user memory */
@@ -166,7 +173,31 @@ void vgpu_overquota_hook(void *priv, struct vcore_file *file,
 u32 __user *vgpu_overquota_status_addr(struct vcore_call *call,
 				       unsigned int cmd, unsigned long arg);
 void vgpu_overquota_settle(struct vgpu_file *vf, u32 __user *status);
-bool vgpu_overquota_pending_any(void);
+/* Checked after every call: inline, so that the common call makes no call. */
+extern struct list_head vgpu_overquota_pending;
+static inline bool vgpu_overquota_pending_any(void)
+{
+	return !list_empty_careful(&vgpu_overquota_pending);
+}
+
+/*
+ * Whether vgpu_overquota_status_addr can name a status for @cmd: only the
+ * allocation escapes have one (NV_ESC_RM_ALLOC_MEMORY 0x27, NV_ESC_RM_ALLOC
+ * 0x2b, NV_ESC_RM_VID_HEAP_CONTROL 0x4a), and NV_ESC_IOCTL_XFER_CMD 0xd3 may
+ * wrap one. A test of the request word, before any call into the core.
+ */
+static inline bool vgpu_overquota_may_settle(unsigned int cmd)
+{
+	switch (_IOC_NR(cmd)) {
+	case 0x27:
+	case 0x2b:
+	case 0x4a:
+	case 0xd3:
+		return true;
+	default:
+		return false;
+	}
+}
 
 /*
  * compute.c: the compute share controller's kernel host (compute.h). A slot is
@@ -204,6 +235,7 @@ int vgpu_filter_file_open(struct vgpu_file *vf);
 void vgpu_filter_file_close(struct vgpu_file *vf);
 long vgpu_filter_ioctl(struct vgpu_file *vf, unsigned int cmd,
 		       unsigned long arg);
+long vgpu_fops_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 int vgpu_filter_mmap(struct vgpu_file *vf, struct vm_area_struct *vma);
 u64 vgpu_filter_charged(struct vgpu_slot *slot);
 u64 vgpu_filter_peak(struct vgpu_slot *slot);

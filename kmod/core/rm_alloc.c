@@ -88,6 +88,12 @@ static enum vcore_verdict reserve(struct vcore_call *call, vcore_u64 bytes,
  * The class decides what an allocation means. @params is the private copy
  * of the class params (NULL when the escape has none), @psize its length.
  */
+static vcore_bool is_root_class(vcore_u32 cls)
+{
+	return cls == NV01_ROOT || cls == NV01_ROOT_NON_PRIV ||
+	       cls == NV01_ROOT_CLIENT;
+}
+
 static enum vcore_verdict alloc_by_class(struct vcore_call *call, vcore_u32 cls,
 					 const vcore_u8 *params,
 					 vcore_u32 psize)
@@ -183,6 +189,25 @@ enum vcore_verdict vcore_esc_rm_alloc(struct vcore_call *call)
 	call->h_parent = vcore_rd32(call->argbuf, 4);
 	if (call->size == sizeof(NVOS21_PARAMETERS))
 		call->status_off = VCORE_OFF(NVOS21_PARAMETERS, status);
+	/*
+	 * hObjectNew 0 asks RM to choose the handle (abi.md §3), which then
+	 * exists only in the reply: user memory that a sibling thread can
+	 * rewrite (to 0, or to another handle; with the status, to a failure)
+	 * before vcore_post reads it, leaving what the driver made unrecorded
+	 * and uncharged (issue 4). A host that verifies every allocation
+	 * against the driver (driver_memory) needs the handle from the private
+	 * copy, so it refuses a driver-chosen handle for any class but a
+	 * client, which holds no memory itself. The recorded corpus asks RM to
+	 * choose only for NV01_ROOT and NV01_ROOT_CLIENT.
+	 */
+	if (!vcore_rd32(call->argbuf, 8) && call->slot->ops->driver_memory &&
+	    !is_root_class(cls)) {
+		call->cmd = cls;
+		return vcore_refuse_status(call, NV_ERR_NOT_SUPPORTED,
+					   "driver-chosen handle (hObjectNew "
+					   "0) for a class other than a "
+					   "client");
+	}
 	/* RM sizes the params by class and ignores paramsSize
 	 * (alloc_free.c:110-145): so do we. */
 	row = vcore_abi_class(call->slot->abi, cls);
@@ -630,8 +655,7 @@ int vcore_post_alloc(struct vcore_call *call)
 	}
 	if (!h_new)
 		return ret;
-	is_root = obj->cls == NV01_ROOT || obj->cls == NV01_ROOT_NON_PRIV ||
-		  obj->cls == NV01_ROOT_CLIENT;
+	is_root = is_root_class(obj->cls);
 	/* Memory classes are never roots: the object's client is h_root. */
 	if (slot->ops->driver_memory && !is_root && !have_trusted &&
 	    verify_alloc(call, h_root, h_new, &trusted, &have_trusted))

@@ -339,6 +339,42 @@ static int nvsim_dispatch(struct nvsim_file *nvf, unsigned int nr, void *buf, si
 }
 
 /*
+ * Test hook: the store of a tenant's sibling thread landing in the window between a proxy's
+ * private copy of an RM_ALLOC and the driver's own copy-in (issue 4: hClass, hObjectNew or hRoot
+ * rewritten during the call), made deterministic. While rewrite_alloc_tgid names the calling
+ * process, its next NV_ESC_RM_ALLOC gets the u32 at rewrite_alloc_offset of its NVOS21/NVOS64
+ * replaced by rewrite_alloc_value in the caller's memory, just before nvsim copies the struct
+ * in; the hook then disarms itself and counts the rewrite in rewrite_alloc_done. Set the
+ * offset and value before the tgid. Root only; 0 (the default) is off.
+ */
+static int rewrite_alloc_tgid;
+module_param(rewrite_alloc_tgid, int, 0600);
+MODULE_PARM_DESC(rewrite_alloc_tgid, "test hook: rewrite the next RM_ALLOC of this process");
+static unsigned int rewrite_alloc_offset;
+module_param(rewrite_alloc_offset, uint, 0600);
+MODULE_PARM_DESC(rewrite_alloc_offset, "test hook: byte offset of the u32 to rewrite");
+static unsigned int rewrite_alloc_value;
+module_param(rewrite_alloc_value, uint, 0600);
+MODULE_PARM_DESC(rewrite_alloc_value, "test hook: the value written");
+static unsigned int rewrite_alloc_done;
+module_param(rewrite_alloc_done, uint, 0444);
+MODULE_PARM_DESC(rewrite_alloc_done, "test hook: rewrites made so far");
+
+static void nvsim_rewrite_alloc(void __user *uptr, size_t size)
+{
+	int tgid = READ_ONCE(rewrite_alloc_tgid);
+	unsigned int off = READ_ONCE(rewrite_alloc_offset);
+
+	if (!tgid || tgid != task_tgid_nr(current) || off % sizeof(u32) ||
+	    off + sizeof(u32) > size)
+		return;
+	if (cmpxchg(&rewrite_alloc_tgid, tgid, 0) != tgid)
+		return; /* one rewrite per arming */
+	if (!put_user(READ_ONCE(rewrite_alloc_value), (u32 __user *)((u8 __user *)uptr + off)))
+		WRITE_ONCE(rewrite_alloc_done, rewrite_alloc_done + 1);
+}
+
+/*
  * nvidia_ioctl (nv.c:2375-2783): only _IOC_NR and _IOC_SIZE count; XFER (nr 0xD3, outer size
  * 16) swaps in an inner nr/size/pointer, capped at 16384; the whole buffer is copied back
  * unless the call faulted; RM results travel in the status field with ioctl() returning 0.
@@ -368,6 +404,8 @@ static long nvsim_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 	}
 	if (!size || size > NV_ABSOLUTE_MAX_IOCTL_SIZE)
 		return -EINVAL;
+	if (nr == NV_ESC_RM_ALLOC)
+		nvsim_rewrite_alloc(uptr, size);
 	buf = kmalloc(size, GFP_KERNEL);
 	if (!buf)
 		return -ENOMEM;

@@ -1,0 +1,179 @@
+// Issue 4, deterministically: what an RM_ALLOC creates is rewritten between vgpu.ko's private
+// copy of the NVOS64 and the driver's own copy-in. A sibling thread can land that store only by
+// chance (vgpu_hostile.cpp races it for real and asserts what holds whether or not the window
+// is caught); here nvsim's test hook lands it every time (tests/vm/nvsim/nvsim_main.c,
+// rewrite_alloc_*: the u32 at an offset of the caller's struct is rewritten just before nvsim
+// copies it in, exactly where the sibling's store would land). After every successful RM_ALLOC
+// the core asks the driver what it made (kmod/trusted.c); a mismatch frees the file's clients
+// in the driver and kills the caller. Linked into vgpu_gtest (guest.cmake).
+//
+// Each case runs in a forked child and asserts:
+//   - armed: the child is killed by SIGKILL inside the call (it never returns to user code),
+//     nvsim made exactly one rewrite, the slot counted exactly one tampering (stats/overquota),
+//     and afterwards nvsim holds nothing for the slot and the slot is charged nothing;
+//   - not armed (the control): the same call returns, the child lives, the slot counts no
+//     tampering; so the kill above is the rewrite's doing and nothing else's.
+#include <sys/wait.h>
+
+#include <csignal>
+#include <fstream>
+#include <string>
+
+#include "vgpu_rm.h"
+
+namespace vgpu_test {
+namespace {
+
+constexpr char kParams[] = "/sys/module/nvsim/parameters/";
+
+bool WriteParam(const char* name, uint64_t value) {
+  std::ofstream f(std::string(kParams) + name);
+  f << value;
+  f.flush();
+  return f.good();
+}
+
+uint64_t ReadParam(const char* name) {
+  std::ifstream f(std::string(kParams) + name);
+  uint64_t v = ~0ull;
+  f >> v;
+  return v;
+}
+
+enum class Field { kClass, kNewHandle, kNewHandleToZero, kRoot };
+
+struct Case {
+  Field field;
+  uint32_t offset;  // in the NVOS64
+  const char* what;
+};
+
+// Child exit codes.
+constexpr int kSessionFailed = 2;
+constexpr int kSetupFailed = 4;
+constexpr int kIoctlFailed = 5;
+constexpr int kSurvived = 3;  // returned from the armed call
+
+// The call a tenant makes, and what nvsim is told to turn it into:
+//   kClass:     hClass NV50_MEMORY_VIRTUAL (a VA range, never charged) -> NV01_MEMORY_LOCAL_USER
+//               (16 MiB of video memory the core would never charge);
+//   kNewHandle: hObjectNew = a handle the slot already holds -> a fresh one (the record the core
+//               would replace is refunded while the driver keeps both);
+//   kNewHandleToZero: hObjectNew = a fresh handle -> 0 (the driver chooses one, which the core
+//               could learn only from the reply, user memory the sibling can rewrite again);
+//   kRoot:      hRoot = the tenant's client A -> its client B, which has a device under the same
+//               handle (the driver makes the memory under B, the core records it under A).
+[[noreturn]] void Child(const ScopedSlot& slot, const Case& c, bool armed) {
+  Session s;
+  if (!s.Open(slot.ctl(), slot.dev()).empty()) _exit(kSessionFailed);
+  nv_memory_allocation_params mp{};
+  mp.owner = s.client;
+  mp.flags = 0x1c101;
+  mp.alignment = 2 * kMiB;
+  mp.size = 16 * kMiB;
+  uint32_t held = 0x100;
+  if (Alloc(s.ctl, s.client, s.device, &held, NV01_MEMORY_LOCAL_USER, &mp) != NV_OK)
+    _exit(kSetupFailed);
+  uint32_t client_b = 0, device_b = s.device;
+  if (c.field == Field::kRoot) {
+    nv0080_alloc_params dp{};
+    if (AllocClient(s.ctl, &client_b) != NV_OK ||
+        Alloc(s.ctl, client_b, client_b, &device_b, NV01_DEVICE_0, &dp) != NV_OK)
+      _exit(kSetupFailed);
+  }
+  nvos64 a{};
+  a.hRoot = s.client;
+  a.hObjectParent = s.device;
+  a.hObjectNew = c.field == Field::kNewHandle ? held : 0x2000;
+  a.hClass = c.field == Field::kClass ? NV50_MEMORY_VIRTUAL : NV01_MEMORY_LOCAL_USER;
+  a.pAllocParms = Ptr(&mp);
+  uint32_t value = c.field == Field::kClass             ? NV01_MEMORY_LOCAL_USER
+                   : c.field == Field::kNewHandle       ? 0x2000
+                   : c.field == Field::kNewHandleToZero ? 0
+                                                        : client_b;
+  if (armed &&
+      (!WriteParam("rewrite_alloc_offset", c.offset) || !WriteParam("rewrite_alloc_value", value) ||
+       !WriteParam("rewrite_alloc_tgid", static_cast<uint64_t>(getpid()))))
+    _exit(kSetupFailed);
+  Rc rc = RawIoctl(s.ctl, NV_ESC_RM_ALLOC, &a, sizeof(a));
+  if (rc.ret != 0) _exit(kIoctlFailed);
+  _exit(armed ? kSurvived : 0);
+}
+
+void RewriteDuringTheCall(const Case& c, bool armed) {
+  SCOPED_TRACE(std::string(c.what) + (armed ? " rewritten" : " not rewritten (control)"));
+  ScopedSlot slot(64 * kMiB);
+  ASSERT_TRUE(slot.ok());
+  const uint64_t base = NvsimUsedBytes();
+  const uint64_t done = ReadParam("rewrite_alloc_done");
+  ASSERT_NE(done, ~0ull) << "nvsim has no rewrite_alloc_* test hook";
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) Child(slot, c, armed);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WriteParam("rewrite_alloc_tgid", 0));  // disarm, whatever happened
+  if (armed) {
+    EXPECT_EQ(ReadParam("rewrite_alloc_done"), done + 1) << "nvsim made the rewrite once";
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+        << "status 0x" << std::hex << status
+        << " (exit 3: returned from the call; 2/4: setup failed; 5: the ioctl failed)";
+    EXPECT_EQ(slot.Stat(VGPU_STAT_OVERQUOTA), 1u) << "one tampering counted";
+  } else {
+    EXPECT_EQ(ReadParam("rewrite_alloc_done"), done);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status 0x" << std::hex << status;
+    EXPECT_EQ(slot.Stat(VGPU_STAT_OVERQUOTA), 0u);
+  }
+  // Whatever the driver made, under whichever handle or client: freed with the child's files,
+  // and nothing stays charged.
+  EXPECT_EQ(NvsimUsedBytes(), base) << "nvsim free == heap - charge afterwards";
+  EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 0u);
+}
+
+// NVOS64: hRoot @0, hObjectNew @8, hClass @12 (nvsim_abi.h).
+const Case kClass{Field::kClass, 12, "hClass"};
+const Case kNewHandle{Field::kNewHandle, 8, "hObjectNew"};
+const Case kNewHandleToZero{Field::kNewHandleToZero, 8, "hObjectNew (to 0)"};
+const Case kRoot{Field::kRoot, 0, "hRoot"};
+
+TEST(Tamper, RewrittenClassKillsTheCaller) { RewriteDuringTheCall(kClass, true); }
+TEST(Tamper, RewrittenNewHandleKillsTheCaller) { RewriteDuringTheCall(kNewHandle, true); }
+TEST(Tamper, NewHandleRewrittenToZeroKillsTheCaller) {
+  RewriteDuringTheCall(kNewHandleToZero, true);
+}
+TEST(Tamper, RewrittenRootKillsTheCaller) { RewriteDuringTheCall(kRoot, true); }
+TEST(Tamper, SameCallsUnrewrittenLive) {
+  for (const Case* c : {&kClass, &kNewHandle, &kNewHandleToZero, &kRoot})
+    RewriteDuringTheCall(*c, false);
+}
+
+// A handle the driver chooses (hObjectNew 0) would reach the core only through the reply, which
+// a sibling thread can rewrite after the driver wrote it (to 0, or to another handle; with the
+// status, to a failure), leaving the driver's object unrecorded and uncharged. vgpu.ko therefore
+// refuses it, as the driver refuses what it does not support, for every class but a client
+// (kmod/core/rm_alloc.c). Nothing reaches the driver; a client still gets a driver-chosen handle
+// (Session::Open allocates its client that way).
+TEST(Tamper, DriverChosenHandleIsRefusedForMemory) {
+  ScopedSlot slot(64 * kMiB);
+  ASSERT_TRUE(slot.ok());
+  const uint64_t base = NvsimUsedBytes();
+  Session s;
+  ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
+  for (uint32_t cls : {NV01_MEMORY_LOCAL_USER, NV50_MEMORY_VIRTUAL, NV01_MEMORY_SYSTEM}) {
+    nv_memory_allocation_params mp{};
+    mp.owner = s.client;
+    mp.size = 2 * kMiB;
+    uint32_t h = 0;
+    EXPECT_EQ(Alloc(s.ctl, s.client, s.device, &h, cls, &mp), NV_ERR_NOT_SUPPORTED)
+        << "class 0x" << std::hex << cls;
+    EXPECT_EQ(h, 0u);
+  }
+  EXPECT_EQ(NvsimUsedBytes(), base);
+  EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 0u);
+  uint32_t second_client = 0;
+  EXPECT_EQ(AllocClient(s.ctl, &second_client), NV_OK);
+  EXPECT_NE(second_client, 0u);
+}
+
+}  // namespace
+}  // namespace vgpu_test
