@@ -128,18 +128,24 @@ void ComputeHost::OnTsg(uint32_t h_client, uint32_t h_device, uint32_t h_tsg,
 // -------------------
 // libcuda builds a context as TSG -> channels -> UVM_REGISTER_CHANNEL per channel ->
 // GPFIFO_SCHEDULE(bEnable=1) per TSG (nvidia-rm-abi.md §6.1; RM refuses to schedule channels UVM
-// has not bound). On the H200 a tenant capped from its first kernel, whose TSG the host gated
-// as soon as it was allocated, never ran again: the first PREEMPT(bWait=1), issued before the
-// schedule, held RM for 4.0 s, and the process made no progress for the next 270 s although
-// every later DISABLE_CHANNELS(0/1) and PREEMPT returned status 0 (docs/results/compute-h200.md,
-// run 5). A TSG is therefore invisible to Snapshot() -- not gated, preempted, timesliced or
-// measured -- until its schedule succeeded; a tenant whose context is still being set up has
-// not run a kernel yet, so nothing escapes the cap meanwhile.
+// has not bound). On the H200 a tenant capped from its first kernel froze for good when its GR
+// TSG was gated early (docs/results/compute-h200.md, runs 5-6): gated as soon as it was
+// allocated, its first PREEMPT(bWait=1) held RM for 4.0 s and the process never ran again;
+// gated from the moment its schedule succeeded, it froze just the same (GPU idle, every later
+// DISABLE_CHANNELS and PREEMPT status 0), with the standalone test preload as with the full shim;
+// capped only after a while uncapped, every cap held. Why an early gate is fatal is not known.
+// So a TSG is left alone until settle_ns after its schedule succeeded: Snapshot() hides it from
+// the gate, PREEMPT and SET_TIMESLICE until the control thread marks it settled (Reapply(), which
+// then applies the current gate state to it); it is measured from the schedule on, so the GPU
+// time it takes while settling is paid back as debt. On the H200 a 250 ms settle held caps
+// 10-90 on both loops with no stall (run 6); the default is 500 ms for margin.
 void ComputeHost::OnTsgScheduled(uint32_t h_client, uint32_t h_tsg, bool scheduled) {
   std::lock_guard<std::mutex> lock(objs_mu_);
   auto it = tsgs_.find({h_client, h_tsg});
   if (it != tsgs_.end() && it->second.scheduled != scheduled) {
     it->second.scheduled = scheduled;
+    it->second.scheduled_ns = MonotonicNs();
+    it->second.settled = scheduled && cfg_.settle_ns == 0;
     generation_++;
   }
 }
@@ -185,11 +191,11 @@ void ComputeHost::OnSubdevice(uint32_t h_client, uint32_t h_device, uint32_t h_s
   subdevices_[{h_client, h_device}] = h_subdevice;
 }
 
-std::vector<ComputeHost::ClientObjs> ComputeHost::Snapshot() {
+std::vector<ComputeHost::ClientObjs> ComputeHost::Snapshot(bool settled_only) {
   std::vector<ClientObjs> out;
   std::lock_guard<std::mutex> lock(objs_mu_);
   for (const auto& [key, tsg] : tsgs_) {
-    if (tsg.engine_type != kEngineGr || !tsg.scheduled) {
+    if (tsg.engine_type != kEngineGr || !tsg.scheduled || (settled_only && !tsg.settled)) {
       continue;  // copy-engine TSGs are DMA, not compute; unscheduled ones are being set up
     }
     if (out.empty() || out.back().h_client != key.first) {
@@ -329,12 +335,18 @@ void ComputeHost::Execute(const vcore_sched_action* a, int n) {
 // New TSGs or channels take the current state; libcuda's own SET_TIMESLICE(2048) at the end of
 // context setup (nvidia-rm-abi.md §6.1) is overridden again by the periodic re-apply.
 void ComputeHost::Reapply() {
+  const uint64_t now = MonotonicNs();
   uint64_t gen;
   {
     std::lock_guard<std::mutex> lock(objs_mu_);
+    for (auto& [key, tsg] : tsgs_) {
+      if (tsg.scheduled && !tsg.settled && now - tsg.scheduled_ns >= cfg_.settle_ns) {
+        tsg.settled = true;  // it joins the gate now, whatever the controller's state
+        generation_++;
+      }
+    }
     gen = generation_;
   }
-  const uint64_t now = MonotonicNs();
   const bool changed = gen != applied_generation_;
   if (!changed && now - last_reapply_ns_ < kReapplyNs) {
     return;
@@ -353,7 +365,8 @@ void ComputeHost::Reapply() {
 
 // One perfmon read (meter thread). RM may take its time over it; only this thread waits.
 void ComputeHost::MeasureOnce() {
-  const std::vector<ClientObjs> objs = Snapshot();
+  // Settling TSGs are measured: their GPU time counts against the share (carried as debt).
+  const std::vector<ClientObjs> objs = Snapshot(/*settled_only=*/false);
   if (objs.empty()) {
     return;
   }
@@ -473,7 +486,7 @@ void ComputeHost::ClockOnce() {
       return;
     }
     clock_bind_next_ns_ = now + kClockBindRetryNs;
-    const std::vector<ClientObjs> objs = Snapshot();
+    const std::vector<ClientObjs> objs = Snapshot(/*settled_only=*/false);
     if (objs.empty()) {
       return;  // no GPU context yet: try again later
     }

@@ -66,6 +66,9 @@ struct ComputeConfig {
   // shim host corrects only on a 30 s window, where the noise is below that calibration error.
   uint64_t weight_window_ns = 30'000'000'000;
   int log_fd = -1;  // one line per second of counters, if >= 0
+  // A scheduled TSG is left alone for this long after its GPFIFO_SCHEDULE (0: controlled at
+  // once); compute_host.cc, "Scheduled TSGs only", says why and where the value comes from.
+  uint64_t settle_ns = 500'000'000;
   // Clock weighting (nullptr: GPU time is counted as is). Not owned; must outlive the host.
   ClockSource* clock = nullptr;
   uint32_t ref_clock_mhz = 0;           // the GPU's saturated uncapped SM clock; 0: learn it
@@ -131,6 +134,8 @@ class ComputeHost {
     uint32_t h_device;
     uint32_t engine_type;
     bool scheduled = false;
+    uint64_t scheduled_ns = 0;  // when GPFIFO_SCHEDULE(bEnable=1) succeeded
+    bool settled = false;       // settle_ns passed since: controlled (control thread sets it)
   };
   struct Channel {
     uint32_t h_tsg;
@@ -163,7 +168,8 @@ class ComputeHost {
     std::vector<uint32_t> tsgs;
     std::vector<uint32_t> channels;
   };
-  std::vector<ClientObjs> Snapshot();
+  // settled_only: without the TSGs still within settle_ns of their schedule (what is gated).
+  std::vector<ClientObjs> Snapshot(bool settled_only = true);
 
   ComputeConfig cfg_;
   RmControlFn rm_;

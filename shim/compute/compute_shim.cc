@@ -5,6 +5,9 @@
 //   compute_mode           / VGPU_COMPUTE_MODE           cap | weight (default cap)
 //   compute_foreign_share  / VGPU_COMPUTE_FOREIGN_SHARE  weight: the other tenants' total share
 //                                                        (default 100 - compute_share)
+//   compute_settle_ms      / VGPU_COMPUTE_SETTLE_MS      how long a newly scheduled TSG runs
+//                                                        before it is gated (default 500;
+//                                                        compute_host.cc "Scheduled TSGs only")
 //   compute_log            / VGPU_COMPUTE_LOG            file for one counters line per second
 //   compute_clock          / VGPU_COMPUTE_CLOCK          on | off (default on): cap work, not
 //                                                        time, by weighting GPU time with the
@@ -99,6 +102,10 @@ bool ParseConfig(ComputeConfig* cfg) {
     if (v >= 0 && v <= 1000) {
       cfg->clock_scaling_pm = static_cast<uint32_t>(v);
     }
+  }
+  if (const char* settle = Setting("compute_settle_ms", "VGPU_COMPUTE_SETTLE_MS")) {
+    const long v = strtol(settle, nullptr, 10);
+    cfg->settle_ns = v >= 0 && v <= 60000 ? static_cast<uint64_t>(v) * 1'000'000 : 0;
   }
   if (const char* log = Setting("compute_log", "VGPU_COMPUTE_LOG")) {
     cfg->log_fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);

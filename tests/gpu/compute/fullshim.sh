@@ -25,18 +25,19 @@ lib=$root/build/gpu/libvgpu-shim.so
 res=$out/fullshim.jsonl
 : >"$res"
 export PYTHONUNBUFFERED=1
-bound=$((secs + 60))
-shim() {  # share mode tag workload seconds [bench args...]
+bound=$((secs + 35))
+shim() {  # share mode tag workload seconds [bench args...]; VGPU_COMPUTE_SETTLE_MS passes through
   local share=$1 mode=$2 tag=$3 wl=$4 s=$5
   shift 5
   VGPU_COMPUTE_SHARE=$share VGPU_COMPUTE_MODE=$mode VGPU_COMPUTE_REF_CLOCK_MHZ=${REF_MHZ:-1500} \
     VGPU_COMPUTE_LOG="$out/$tag.log" LD_PRELOAD=$lib \
-    timeout -k 5 $((s + 60)) python3 "$here/bench.py" --workload "$wl" --phases "$share:$mode:$s" \
-    --tag "$tag" "$@"
+    timeout -k 5 $((s + 35)) python3 "$here/bench.py" --workload "$wl" --phases "$share:$mode:$s" \
+    --warmup-s "$warm" --tag "$tag" "$@"
 }
+warm=${WARMUP_S:-3}
 for wl in matmul graph; do
   timeout $bound python3 "$here/bench.py" --workload $wl --phases "100:cap:$secs" \
-    --tag "bare-$wl" >>"$res"
+    --warmup-s "$warm" --tag "bare-$wl" >>"$res"
   for c in 10 30 50 70 90; do
     shim $c cap "shim-$wl-$c" $wl "$secs" >>"$res"
   done

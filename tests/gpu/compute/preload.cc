@@ -119,6 +119,9 @@ void EnsureHost() {
   if (const char* log = getenv("VGPU_COMPUTE_LOG")) {
     cfg.log_fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   }
+  if (const char* settle = getenv("VGPU_COMPUTE_SETTLE_MS")) {
+    cfg.settle_ns = static_cast<uint64_t>(atoi(settle)) * 1'000'000;
+  }
   if (const char* ref = getenv("VGPU_COMPUTE_REF_CLOCK_MHZ")) {
     cfg.ref_clock_mhz = static_cast<uint32_t>(atoi(ref));
   }

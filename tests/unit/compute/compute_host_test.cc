@@ -171,6 +171,7 @@ void AddObjects(ComputeHost& h, FakeRm& rm, bool schedule = true) {
 TEST(ComputeHost, CapGatesGrChannelsAndHoldsTheShare) {
   FakeRm rm;
   ComputeConfig cfg;
+  cfg.settle_ns = 0;  // controlled from the schedule on (settling has its own test)
   cfg.share = 30;
   cfg.measure_ns = 20'000'000;
   ComputeHost h(cfg, FakeRm::Control, &rm);
@@ -226,6 +227,7 @@ TEST(ComputeHost, CapGatesGrChannelsAndHoldsTheShare) {
 TEST(ComputeHost, ControlsWaitForTheTsgSchedule) {
   FakeRm rm;
   ComputeConfig cfg;
+  cfg.settle_ns = 0;  // controlled from the schedule on (settling has its own test)
   cfg.share = 10;
   cfg.measure_ns = 20'000'000;
   ComputeHost h(cfg, FakeRm::Control, &rm);
@@ -252,12 +254,53 @@ TEST(ComputeHost, ControlsWaitForTheTsgSchedule) {
   EXPECT_TRUE(rm.enabled);
 }
 
+// A scheduled TSG is left alone while it settles, and its GPU time then is paid back: the
+// controller is fully off (duty 0) when the TSG settles, which must still gate it off at once.
+TEST(ComputeHost, SettledTsgJoinsTheGateEvenWhenFullyOff) {
+  FakeRm rm;
+  ComputeConfig cfg;
+  cfg.share = 10;
+  cfg.measure_ns = 20'000'000;
+  cfg.settle_ns = 400'000'000;
+  ComputeHost h(cfg, FakeRm::Control, &rm);
+  AddObjects(h, rm);
+  ASSERT_TRUE(h.Start());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  {
+    std::lock_guard<std::mutex> lock(rm.mu);
+    for (const auto& c : rm.calls) {
+      EXPECT_NE(c.cmd, VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS) << "gated while settling";
+    }
+    EXPECT_TRUE(rm.enabled);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // settled 200 ms ago
+  uint64_t busy0;
+  {
+    std::lock_guard<std::mutex> lock(rm.mu);
+    rm.Advance();
+    busy0 = rm.busy_total;
+  }
+  const uint64_t t0 = MonotonicNs();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  double share;
+  {
+    std::lock_guard<std::mutex> lock(rm.mu);
+    rm.Advance();
+    share = static_cast<double>(rm.busy_total - busy0) / static_cast<double>(MonotonicNs() - t0);
+  }
+  EXPECT_TRUE(h.Stop());
+  // 10 % plus at most the settle's debt still unpaid; free-running would be 100 %.
+  EXPECT_LT(share, 0.2);
+  EXPECT_GT(h.Stats().debt_ns + h.Stats().throttled_ns, 0u);
+}
+
 // PREEMPT that blocks (a long kernel on the H200) must not stall the control loop: the gate keeps
 // cycling while it waits, only one PREEMPT is outstanding, and Stop() still returns.
 TEST(ComputeHost, BlockingPreemptDoesNotStallTheLoop) {
   FakeRm rm;
   rm.preempt_block_ms = 700;
   ComputeConfig cfg;
+  cfg.settle_ns = 0;  // controlled from the schedule on (settling has its own test)
   cfg.share = 50;
   ComputeHost h(cfg, FakeRm::Control, &rm);
   AddObjects(h, rm);
@@ -285,6 +328,7 @@ TEST(ComputeHost, WatchdogReenablesWhenTheControlThreadIsStuck) {
   FakeRm rm;
   rm.block_disable_ms = 1500;
   ComputeConfig cfg;
+  cfg.settle_ns = 0;  // controlled from the schedule on (settling has its own test)
   cfg.share = 30;
   ComputeHost h(cfg, FakeRm::Control, &rm);
   AddObjects(h, rm);
@@ -303,6 +347,7 @@ TEST(ComputeHost, WatchdogReenablesWhenTheControlThreadIsStuck) {
 TEST(ComputeHost, BlockedMeasurementKeepsGating) {
   FakeRm rm;
   ComputeConfig cfg;
+  cfg.settle_ns = 0;  // controlled from the schedule on (settling has its own test)
   cfg.share = 50;
   ComputeHost h(cfg, FakeRm::Control, &rm);
   AddObjects(h, rm);
@@ -326,6 +371,7 @@ TEST(ComputeHost, BlockedMeasurementKeepsGating) {
 TEST(ComputeHost, WeightSetsTimesliceAndNeverGates) {
   FakeRm rm;
   ComputeConfig cfg;
+  cfg.settle_ns = 0;  // controlled from the schedule on (settling has its own test)
   cfg.share = 30;
   cfg.mode = VCORE_SCHED_MODE_WEIGHT;
   ComputeHost h(cfg, FakeRm::Control, &rm);
@@ -351,7 +397,8 @@ TEST(ComputeHost, WeightSetsTimesliceAndNeverGates) {
 TEST(ComputeHost, StopWhileGatedReenables) {
   FakeRm rm;
   ComputeConfig cfg;
-  cfg.share = 5;  // mostly off
+  cfg.settle_ns = 0;  // controlled from the schedule on (settling has its own test)
+  cfg.share = 5;      // mostly off
   ComputeHost h(cfg, FakeRm::Control, &rm);
   AddObjects(h, rm);
   ASSERT_TRUE(h.Start());

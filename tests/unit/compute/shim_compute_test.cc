@@ -64,7 +64,7 @@ class ShimComputeTest : public ::testing::Test {
 };
 
 TEST_F(ShimComputeTest, CapGatesTheGrChannelsAndExitLeavesThemEnabled) {
-  ASSERT_EQ(Run("VGPU_COMPUTE_SHARE=30", "1500"), 0) << out_ << err_;
+  ASSERT_EQ(Run("VGPU_COMPUTE_SHARE=30 VGPU_COMPUTE_SETTLE_MS=0", "1500"), 0) << out_ << err_;
   ASSERT_NE(out_.find("DONE"), std::string::npos) << out_ << err_;
   EXPECT_EQ(Count("child "), 0) << "subdevice learned from its allocation (the GET_CHILD_HANDLE "
                                    "fallback found nothing on the H200)";
@@ -89,7 +89,7 @@ TEST_F(ShimComputeTest, CapGatesTheGrChannelsAndExitLeavesThemEnabled) {
 // (400 ms between the channels and the schedule): the TSG is left alone until it is scheduled,
 // as the H200 requires (the tenant froze otherwise: compute_host.cc), then held to its cap.
 TEST_F(ShimComputeTest, CappedBeforeTheScheduleStillRuns) {
-  ASSERT_EQ(Run("VGPU_COMPUTE_SHARE=10", "1500 400"), 0) << out_ << err_;
+  ASSERT_EQ(Run("VGPU_COMPUTE_SHARE=10 VGPU_COMPUTE_SETTLE_MS=100", "1500 400"), 0) << out_ << err_;
   ASSERT_NE(out_.find("DONE"), std::string::npos) << out_ << err_;
   const std::string all = ReadFile(dir_ + "/controls");
   EXPECT_EQ(Count("preempt unscheduled"), 0) << all;
@@ -105,7 +105,9 @@ TEST_F(ShimComputeTest, CappedBeforeTheScheduleStillRuns) {
 }
 
 TEST_F(ShimComputeTest, WeightSetsTheTimesliceOnly) {
-  ASSERT_EQ(Run("VGPU_COMPUTE_SHARE=30 VGPU_COMPUTE_MODE=weight", "400"), 0) << out_ << err_;
+  ASSERT_EQ(Run("VGPU_COMPUTE_SHARE=30 VGPU_COMPUTE_MODE=weight VGPU_COMPUTE_SETTLE_MS=0", "400"),
+            0)
+      << out_ << err_;
   EXPECT_GE(Count("timeslice 3000"), 1) << ReadFile(dir_ + "/controls");
   EXPECT_EQ(Count("disable "), 0);
 }
