@@ -22,7 +22,7 @@ probe() {  # tag phases env...
   local p=$!
   sleep 22
   local py
-  py=$(pgrep -f -- "--tag $tag" | head -1)
+  py=$(pgrep -f -- "^python3 .*--tag $tag" | head -1)  # not the timeout wrapper
   if [[ -n $py ]]; then
     {
       echo "== $tag still running after 22 s (pid $py)"
