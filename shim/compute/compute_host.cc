@@ -129,16 +129,19 @@ void ComputeHost::OnTsg(uint32_t h_client, uint32_t h_device, uint32_t h_tsg,
 // libcuda builds a context as TSG -> channels -> UVM_REGISTER_CHANNEL per channel ->
 // GPFIFO_SCHEDULE(bEnable=1) per TSG (nvidia-rm-abi.md §6.1; RM refuses to schedule channels UVM
 // has not bound). On the H200 a tenant capped from its first kernel froze for good when its GR
-// TSG was gated early (docs/results/compute-h200.md, runs 5-6): gated as soon as it was
+// TSG was gated early (docs/results/compute-h200.md, runs 5-9): gated as soon as it was
 // allocated, its first PREEMPT(bWait=1) held RM for 4.0 s and the process never ran again;
 // gated from the moment its schedule succeeded, it froze just the same (GPU idle, every later
 // DISABLE_CHANNELS and PREEMPT status 0), with the standalone test preload as with the full shim;
 // capped only after a while uncapped, every cap held. Why an early gate is fatal is not known.
 // So a TSG is left alone until settle_ns after its schedule succeeded: Snapshot() hides it from
 // the gate, PREEMPT and SET_TIMESLICE until the control thread marks it settled (Reapply(), which
-// then applies the current gate state to it); it is measured from the schedule on, so the GPU
-// time it takes while settling is paid back as debt. On the H200 a 250 ms settle held caps
-// 10-90 on both loops with no stall (run 6); the default is 500 ms for margin.
+// then applies the current gate state to it at once, whatever the controller's phase).
+// The settle of a process's first context is not measured either (MeasureOnce() starts with the
+// first settled TSG): on the H200, 250 ms settles measured that way held caps 10-90 on both
+// loops with no stall (run 8), while 500 ms settles whose GPU time was measured and carried as
+// debt held the new context off for ~3 s right away and froze it again (run 9). The price is
+// that a context runs uncapped for its first settle_ns.
 void ComputeHost::OnTsgScheduled(uint32_t h_client, uint32_t h_tsg, bool scheduled) {
   std::lock_guard<std::mutex> lock(objs_mu_);
   auto it = tsgs_.find({h_client, h_tsg});
@@ -365,8 +368,9 @@ void ComputeHost::Reapply() {
 
 // One perfmon read (meter thread). RM may take its time over it; only this thread waits.
 void ComputeHost::MeasureOnce() {
-  // Settling TSGs are measured: their GPU time counts against the share (carried as debt).
-  const std::vector<ClientObjs> objs = Snapshot(/*settled_only=*/false);
+  // Measured from the first settled TSG on: perfmon names the process, not the TSG, so this
+  // forgives only the settle of the process's first context ("Scheduled TSGs only").
+  const std::vector<ClientObjs> objs = Snapshot();
   if (objs.empty()) {
     return;
   }

@@ -68,7 +68,7 @@ struct ComputeConfig {
   int log_fd = -1;  // one line per second of counters, if >= 0
   // A scheduled TSG is left alone for this long after its GPFIFO_SCHEDULE (0: controlled at
   // once); compute_host.cc, "Scheduled TSGs only", says why and where the value comes from.
-  uint64_t settle_ns = 500'000'000;
+  uint64_t settle_ns = 250'000'000;
   // Clock weighting (nullptr: GPU time is counted as is). Not owned; must outlive the host.
   ClockSource* clock = nullptr;
   uint32_t ref_clock_mhz = 0;           // the GPU's saturated uncapped SM clock; 0: learn it

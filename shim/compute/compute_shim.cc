@@ -6,7 +6,7 @@
 //   compute_foreign_share  / VGPU_COMPUTE_FOREIGN_SHARE  weight: the other tenants' total share
 //                                                        (default 100 - compute_share)
 //   compute_settle_ms      / VGPU_COMPUTE_SETTLE_MS      how long a newly scheduled TSG runs
-//                                                        before it is gated (default 500;
+//                                                        before it is gated (default 250;
 //                                                        compute_host.cc "Scheduled TSGs only")
 //   compute_log            / VGPU_COMPUTE_LOG            file for one counters line per second
 //   compute_clock          / VGPU_COMPUTE_CLOCK          on | off (default on): cap work, not

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -91,7 +92,7 @@ class FakeRm {
       last = sample_start = now;
       return;
     }
-    if (enabled) {
+    if (enabled || now < busy_until_ns) {
       busy_in_sample += now - last;
       busy_total += now - last;
     }
@@ -137,6 +138,7 @@ class FakeRm {
   int block_perfmon_ms = 0;
   std::vector<Call> calls;
   bool enabled = true;
+  uint64_t busy_until_ns = 0;  // busy whatever the gate until then (a kernel never evicted)
   uint64_t last = 0, sample_start = 0, busy_in_sample = 0, busy_total = 0;
   std::vector<std::pair<uint64_t, uint32_t>> samples;
 };
@@ -254,44 +256,53 @@ TEST(ComputeHost, ControlsWaitForTheTsgSchedule) {
   EXPECT_TRUE(rm.enabled);
 }
 
-// A scheduled TSG is left alone while it settles, and its GPU time then is paid back: the
-// controller is fully off (duty 0) when the TSG settles, which must still gate it off at once.
+// A scheduled TSG is left alone while it settles, then joins the gate at once: here a second
+// context settles while a long kernel of the first holds the controller fully off (duty 0, no
+// gate edges), and its channels must still be disabled as it settles, not after the debt.
 TEST(ComputeHost, SettledTsgJoinsTheGateEvenWhenFullyOff) {
+  constexpr uint32_t kTsg2 = 0x5c000030;
   FakeRm rm;
   ComputeConfig cfg;
   cfg.share = 10;
   cfg.measure_ns = 20'000'000;
-  cfg.settle_ns = 400'000'000;
+  cfg.settle_ns = 300'000'000;
   ComputeHost h(cfg, FakeRm::Control, &rm);
   AddObjects(h, rm);
   ASSERT_TRUE(h.Start());
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  {
+  auto disabled = [&rm](uint32_t channel) {  // DISABLE_CHANNELS(1) calls naming the channel
     std::lock_guard<std::mutex> lock(rm.mu);
+    int n = 0;
     for (const auto& c : rm.calls) {
-      EXPECT_NE(c.cmd, VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS) << "gated while settling";
+      vcs_disable_channels_params p;
+      if (c.cmd != VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS || c.params.size() != sizeof p) {
+        continue;
+      }
+      memcpy(&p, c.params.data(), sizeof p);
+      n += p.bDisable && std::count(p.hChannelList, p.hChannelList + p.numChannels, channel);
     }
-    EXPECT_TRUE(rm.enabled);
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // settled 200 ms ago
-  uint64_t busy0;
+    return n;
+  };
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  EXPECT_EQ(disabled(0x5c000100), 0) << "gated while settling";
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  EXPECT_GT(disabled(0x5c000100), 0) << "gated once settled";
   {
     std::lock_guard<std::mutex> lock(rm.mu);
-    rm.Advance();
-    busy0 = rm.busy_total;
+    rm.busy_until_ns = MonotonicNs() + 3'000'000'000;  // a kernel that ignores the gate
   }
-  const uint64_t t0 = MonotonicNs();
-  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
-  double share;
-  {
-    std::lock_guard<std::mutex> lock(rm.mu);
-    rm.Advance();
-    share = static_cast<double>(rm.busy_total - busy0) / static_cast<double>(MonotonicNs() - t0);
+  for (int i = 0; i < 200 && h.Stats().duty_pm != 0; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  ASSERT_EQ(h.Stats().duty_pm, 0u) << "the debt holds the slot fully off";
+  h.OnTsg(kClient, kDevice, kTsg2, 1);
+  h.OnChannel(kClient, kTsg2, 0x5c000300);
+  h.OnTsgScheduled(kClient, kTsg2, true);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(disabled(0x5c000300), 0) << "the new TSG is left alone while it settles";
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(h.Stats().duty_pm, 0u) << "still fully off: no gate edge has come since";
+  EXPECT_GT(disabled(0x5c000300), 0) << "a settled TSG joins the gate at once";
   EXPECT_TRUE(h.Stop());
-  // 10 % plus at most the settle's debt still unpaid; free-running would be 100 %.
-  EXPECT_LT(share, 0.2);
-  EXPECT_GT(h.Stats().debt_ns + h.Stats().throttled_ns, 0u);
 }
 
 // PREEMPT that blocks (a long kernel on the H200) must not stall the control loop: the gate keeps
