@@ -174,12 +174,16 @@ static void vgpu_close_tmp(int fd)
 	 * its reference and reserved a number but not yet stored the file. Its
 	 * reference shows in the count (our fd is closed, so the count is
 	 * below t->refs unless someone else holds one): look again until it
-	 * lands or the reference goes, for at most ~20 ms. Another thread's
-	 * temporary fd of the same file (two device allocations at once) also
-	 * holds one and only delays this call.
+	 * lands or the reference goes, for at most ~250 ms. The copying thread
+	 * can sit between the two steps for tens of milliseconds when its CPU
+	 * is taken away (a 20 ms bound was overrun in the guest suite on a
+	 * loaded 2-core TCG host). Another thread's temporary fd of the same
+	 * file (two device allocations at once) or a new mapping of it also
+	 * holds one and only delays this call, by that bound at most.
 	 */
-	for (i = 0; !copies && i < 50 && file_count(t->real) >= t->refs; i++) {
-		usleep_range(200, 400);
+	for (i = 0; !copies && i < 250 && file_count(t->real) >= t->refs;
+	     i++) {
+		usleep_range(800, 1200);
 		copies = vgpu_reap_copies(t->real);
 	}
 	if (copies) {

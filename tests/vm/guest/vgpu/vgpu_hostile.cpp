@@ -286,8 +286,9 @@ TEST(Hostile, SecondThreadRewritesTheStatusDuringTheCall) {
 // mismatch it frees the file's clients in the driver and the process is killed. Whether a real
 // thread lands in the window depends on the scheduler (vgpu_tamper.cpp lands it every time
 // through nvsim's hook), so what is asserted holds either way:
-//   - in the child, after every call (nothing in flight): the driver holds exactly what the slot
-//     is charged (no charge lost, none invented) and never more than the quota;
+//   - in the child, after every allocation (nothing in flight): the driver holds no more than the
+//     slot is charged (no charge lost) and never more than the quota; after every free, exactly
+//     what the slot is charged;
 //   - the child is killed if and only if the slot counted a tampering (stats/overquota: nothing
 //     else in this test moves it), and a child that lived ends normally;
 //   - afterwards nvsim holds nothing for the slot and the slot is charged nothing.
@@ -344,15 +345,17 @@ constexpr int kRaceChargeLost = 6;
     a.pAllocParms = Ptr(&mp);
     Rc rc = RawIoctl(s.ctl, NV_ESC_RM_ALLOC, &a, sizeof(a));
     if (rc.ret != 0 && rc.err != EFAULT) exit_code = kRaceIoctlFailed;
-    // Keep the slot below its quota, so that every round reaches the driver. (A free of an
-    // object the driver does not hold is refused by the driver and changes nothing.)
-    Free(s.ctl, s.client, s.device, 0x1000 + i);
-    // Every call has ended here: whatever the driver holds is the slot's, and charged.
+    // The call has ended: whatever the driver holds is the slot's, and charged. (The core may
+    // charge more than the driver holds: when it copied 0x40 and the driver made 0x50a0, it
+    // keeps the reservation until the free.)
     uint64_t driver = NvsimUsedBytes() - base;
-    if (driver > 64 * kMiB)
-      exit_code = kRaceOverQuota;
-    else if (driver != charged())
-      exit_code = kRaceChargeLost;
+    if (driver > 64 * kMiB) exit_code = kRaceOverQuota;
+    if (driver > charged()) exit_code = kRaceChargeLost;
+    // Keep the slot below its quota, so that every round reaches the driver. (A free of an
+    // object the driver does not hold is refused by the driver and changes nothing.) After it
+    // the driver holds exactly what the slot is charged.
+    Free(s.ctl, s.client, s.device, 0x1000 + i);
+    if (NvsimUsedBytes() - base != charged()) exit_code = kRaceChargeLost;
   }
   stop = true;
   flipper.join();
