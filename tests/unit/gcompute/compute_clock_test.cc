@@ -146,11 +146,13 @@ class FakeClock : public ClockSource {
   std::atomic<int> reads{0};
 };
 
+// A CUDA context's GR TSG as the hooks report it, ending with libcuda's GPFIFO_SCHEDULE.
 void AddObjects(ComputeHost& h) {
   h.OnTsg(kClient, kDevice, kGrTsg, 1);
   for (uint32_t i = 0; i < 8; i++) {
     h.OnChannel(kClient, kGrTsg, 0x5c000100 + i);
   }
+  h.OnTsgScheduled(kClient, kGrTsg, true);
 }
 
 ComputeConfig Config(uint32_t share, ClockSource* clock) {
@@ -159,6 +161,7 @@ ComputeConfig Config(uint32_t share, ClockSource* clock) {
   cfg.measure_ns = 20'000'000;
   cfg.clock = clock;
   cfg.clock_poll_ns = 5'000'000;
+  cfg.settle_ns = 0;  // controlled from the schedule on (settling: compute_host_test.cc)
   if (getenv("GC_LOG")) cfg.log_fd = 2;
   return cfg;
 }
