@@ -24,6 +24,7 @@
 #include <linux/mm.h>
 #include <linux/mman.h>
 #include <linux/sched.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/uaccess.h>
@@ -42,6 +43,9 @@ struct vgpu_overquota {
 	struct list_head node;
 	struct task_struct *task; /* compared only, never dereferenced */
 	struct vcore_overquota oq;
+	/* A tampered call's client (vgpu_tamper_queue): freed through the
+	 * caller's real ctl file, then the caller is killed. */
+	bool tamper;
 };
 
 /* vgpu_overquota_lock protects vgpu_overquota_pending (entries live for one
@@ -102,21 +106,51 @@ u32 __user *vgpu_overquota_status_addr(struct vcore_call *call,
 	return (u32 __user *)(base + off);
 }
 
-static struct vgpu_overquota *vgpu_overquota_take(void)
+/*
+ * kmod/trusted.c, from the core's tampered() inside vcore_post: the client
+ * @h_client of the calling file is to be freed, and the caller killed (0: only
+ * killed). The free waits for vgpu_overquota_settle, after vcore_post: it goes
+ * through the caller's own real ctl file, so the driver frees the client only
+ * if it is bound to that file (reference/nvidia-rm-abi.md §9.2, strict client
+ * validation). The core's record of a client may carry a handle the tenant
+ * chose or rewrote (another tenant's client); the driver's in-kernel entry
+ * would free any client, this path only the tenant's own. The kill waits too:
+ * vm_mmap, which the free needs, fails once a fatal signal is pending.
+ */
+int vgpu_tamper_queue(u32 h_client)
 {
-	struct vgpu_overquota *e, *found = NULL;
+	struct vgpu_overquota *e = kzalloc(sizeof(*e), GFP_KERNEL);
+
+	if (!e) {
+		send_sig(SIGKILL, current, 1); /* the files still close */
+		return -ENOMEM;
+	}
+	e->task = current;
+	e->tamper = true;
+	e->oq.h_client = h_client;
+	e->oq.h_parent = h_client;
+	e->oq.h_object = h_client;
+	spin_lock(&vgpu_overquota_lock);
+	list_add_tail(&e->node, &vgpu_overquota_pending);
+	spin_unlock(&vgpu_overquota_lock);
+	return 0;
+}
+
+/*
+ * Moves the calling task's entries to @out, all at once: settling one frees
+ * through the filter, whose own settle then finds none (no recursion).
+ */
+static void vgpu_overquota_take_all(struct list_head *out)
+{
+	struct vgpu_overquota *e, *n;
 
 	spin_lock(&vgpu_overquota_lock);
-	list_for_each_entry(e, &vgpu_overquota_pending, node)
+	list_for_each_entry_safe(e, n, &vgpu_overquota_pending, node)
 	{
-		if (e->task == current) {
-			list_del(&e->node);
-			found = e;
-			break;
-		}
+		if (e->task == current)
+			list_move_tail(&e->node, out);
 	}
 	spin_unlock(&vgpu_overquota_lock);
-	return found;
 }
 
 /* RM_FREE through the filter, with its NVOS00 in a scratch page of the caller's
@@ -147,13 +181,43 @@ static int vgpu_overquota_free(struct vgpu_file *vf,
 	return rc;
 }
 
+/* A tampered call's client: freed through @vf's real ctl file. */
+static void vgpu_tamper_settle_one(struct vgpu_file *vf,
+				   const struct vcore_overquota *oq)
+{
+	int err = vgpu_overquota_free(vf, oq);
+
+	pr_warn_ratelimited("slot %u pid %d (%s): client 0x%x of a tampered "
+			    "call: %s\n",
+			    vf->slot->id, task_tgid_nr(current), current->comm,
+			    oq->h_client,
+			    err ? "not freed through the caller's file (not "
+				  "bound to it, or the free failed)"
+				: "freed through the caller's file");
+}
+
 /* In the allocating task, after vcore_post: undo what the race allocated. */
 void vgpu_overquota_settle(struct vgpu_file *vf, u32 __user *status)
 {
-	struct vgpu_overquota *e;
+	struct vgpu_overquota *e, *n;
+	bool kill = false;
+	LIST_HEAD(mine);
 
-	while ((e = vgpu_overquota_take())) {
-		int err = vgpu_overquota_free(vf, &e->oq);
+	vgpu_overquota_take_all(&mine);
+	list_for_each_entry_safe(e, n, &mine, node)
+	{
+		int err;
+
+		list_del(&e->node);
+
+		if (e->tamper) {
+			if (e->oq.h_client)
+				vgpu_tamper_settle_one(vf, &e->oq);
+			kill = true;
+			kfree(e);
+			continue;
+		}
+		err = vgpu_overquota_free(vf, &e->oq);
 
 		if (!err && status && put_user(NV_ERR_NO_MEMORY, status))
 			err = -EFAULT;
@@ -172,4 +236,6 @@ void vgpu_overquota_settle(struct vgpu_file *vf, u32 __user *status)
 			"allocation grew past the quota during the call");
 		kfree(e);
 	}
+	if (kill)
+		send_sig(SIGKILL, current, 1);
 }

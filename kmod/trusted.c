@@ -37,9 +37,11 @@
  * NV_ERR_INVALID_CLIENT before the handler runs).
  *
  * A client free (@h_object == @h_client, @bytes NULL) is asked only when the
- * core found tampering: the client and all under it is freed, and the
- * calling task is killed (SIGKILL, as fwd.c does for a copied real fd):
- * whatever else it holds dies with its files.
+ * core found tampering: the client and all under it is freed through the
+ * caller's own real ctl file (overquota.c, vgpu_tamper_queue: the driver
+ * frees only a client bound to that file), and the calling task is killed
+ * (SIGKILL, as fwd.c does for a copied real fd): whatever else it holds dies
+ * with its files.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -55,6 +57,7 @@
 
 #include "rmops.h"
 #include "trusted.h"
+#include "vgpu.h"
 
 /*
  * Off only to measure what the query costs (the guest suite times allocations
@@ -145,14 +148,19 @@ int vgpu_trusted_driver_memory(void *priv, vcore_u32 h_client,
 	int err;
 
 	if (!bytes && h_object == h_client) {
-		err = vgpu_rm_free(h_client, h_client, h_client, &status);
+		/*
+		 * Not through the in-kernel entry, which frees any client: the
+		 * core's record may name another tenant's (a handle the tenant
+		 * chose, or rewrote in a reply). overquota.c frees it through
+		 * the caller's own real ctl file after vcore_post, where the
+		 * driver frees only clients bound to that file, then kills.
+		 */
 		pr_warn_ratelimited("pid %d (%s): RM allocation parameters "
-				    "changed during the call: client 0x%x "
-				    "freed (%d, status 0x%x), process killed\n",
+				    "changed during the call: client 0x%x to "
+				    "be freed, process to be killed\n",
 				    task_pid_nr(current), current->comm,
-				    h_client, err, status);
-		send_sig(SIGKILL, current, 1);
-		return err ? err : (status ? -EIO : 0);
+				    h_client);
+		return vgpu_tamper_queue(h_client);
 	}
 	if (!bytes) {
 		err = vgpu_rm_free(h_client, h_parent, h_object, &status);

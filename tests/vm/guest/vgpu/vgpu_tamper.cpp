@@ -175,19 +175,18 @@ TEST(Tamper, DriverChosenHandleIsRefusedForMemory) {
   EXPECT_NE(second_client, 0u);
 }
 
-// KNOWN HOLE, disabled until fixed (run with --gtest_also_run_disabled_tests; measured failing on
-// 6.1 on 2026-11-29): tenant A makes vgpu.ko free tenant B's client. A allocates a client whose
+// Tenant A must not be able to have vgpu.ko free tenant B's client. A allocates a client whose
 // hObjectNew in the core's private copy is B's client handle; the store of a sibling thread (here
 // nvsim's hook) turns it into 0 before the driver reads it, so the driver makes a fresh client
 // for A and answers NV_OK, and the core, which never verifies a client allocation, records B's
-// handle as a client owned by A's file. A then trips a tampering check (hClass rewrite):
-// tampered() (kmod/core/rm_alloc.c) frees every client A's file owns through the driver's
-// in-kernel entry, which checks no ownership, and B's client dies with its memory. The same
-// record can come from a reply rewritten after a driver-chosen client handle, or from a status
-// rewritten to NV_OK over the driver's duplicate-handle refusal. Closing it needs client records
-// whose ownership the driver has confirmed (the in-kernel entry cannot say which file a client is
-// bound to), or frees that go through the tenant's own real ctl file.
-TEST(Tamper, DISABLED_TenantCannotHaveAnotherTenantsClientFreed) {
+// handle as a client owned by A's file. A then trips a tampering check (hClass rewrite), and the
+// core asks for every client A's file owns to be freed. Through the driver's in-kernel entry,
+// which checks no ownership, that freed B's client and its memory (measured on 6.1 before the
+// fix); the frees now go through A's own real ctl file (kmod/overquota.c, vgpu_tamper_queue),
+// where the driver frees only clients bound to it. (The same record can come from a reply
+// rewritten after a driver-chosen client handle, or from a status rewritten to NV_OK over the
+// driver's duplicate-handle refusal.)
+TEST(Tamper, TenantCannotHaveAnotherTenantsClientFreed) {
   ScopedSlot slot_b(64 * kMiB, "b"), slot_a(64 * kMiB, "a");
   ASSERT_TRUE(slot_b.ok() && slot_a.ok());
   Session b;
