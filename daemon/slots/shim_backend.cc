@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstddef>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -216,32 +217,72 @@ Result<SlotUsage> ShimSlotBackend::Usage(uint32_t id) {
   if (st.st_size == 0) {
     return SlotUsage{};  // a shim is creating it right now (SharedLedger::Open sizes it next)
   }
+  // The header first: another version's file is named as such, whatever its size (version 3's
+  // entries are larger than version 2's).
+  struct {
+    uint64_t magic;
+    uint32_t version;
+  } head{};
+  if (static_cast<uint64_t>(st.st_size) >= sizeof head) {
+    if (::pread(fd.get(), &head, sizeof head, 0) != static_cast<ssize_t>(sizeof head)) {
+      return ErrnoError("read ledger " + path.string(), errno);
+    }
+    if (head.magic == 0) {
+      return SlotUsage{};  // sized but not yet initialized by the shim that created it
+    }
+    if (head.magic != LedgerFile::kMagic) {
+      return DataLossError("ledger " + path.string() + " is not a shim ledger");
+    }
+    if (head.version != LedgerFile::kVersion) {
+      return FailedPreconditionError(
+          "ledger " + path.string() + " has version " + std::to_string(head.version) +
+          ", this manager reads version " + std::to_string(LedgerFile::kVersion) +
+          " (the slot's processes run a shim of another release)");
+    }
+  }
   if (static_cast<uint64_t>(st.st_size) < sizeof(LedgerFile)) {
     return DataLossError("ledger " + path.string() + " is " + std::to_string(st.st_size) +
                          " bytes, a version " + std::to_string(LedgerFile::kVersion) +
                          " ledger is " + std::to_string(sizeof(LedgerFile)));
   }
   // pread into a private copy rather than mmap: a file truncated under us then reads short
-  // instead of raising SIGBUS in the daemon. No lock: every field is a single aligned store
-  // (ledger.h), so the copy is a snapshot, at worst a moment stale.
+  // instead of raising SIGBUS in the daemon. No lock (a tenant could hold it forever): charges
+  // and published counters are single aligned stores (ledger.h), so a copy is at worst a moment
+  // stale; the one compound update, a leaving member's counters moving to the accumulators, is
+  // bracketed by the ledger's seq (odd while under way), so the copy is retried until seq is
+  // even and unchanged across it. Otherwise a copy taken mid-move could count them twice or
+  // not at all, and the exported counters would step back.
   auto file = std::make_unique<LedgerFile>();
   auto* out = reinterpret_cast<char*>(file.get());
-  size_t done = 0;
-  while (done < sizeof(LedgerFile)) {
-    ssize_t n = ::pread(fd.get(), out + done, sizeof(LedgerFile) - done, done);
-    if (n < 0 && errno == EINTR) {
-      continue;
+  constexpr int kTries = 16;
+  for (int attempt = 0;; ++attempt) {
+    size_t done = 0;
+    while (done < sizeof(LedgerFile)) {
+      ssize_t n = ::pread(fd.get(), out + done, sizeof(LedgerFile) - done, done);
+      if (n < 0 && errno == EINTR) {
+        continue;
+      }
+      if (n < 0) {
+        return ErrnoError("read ledger " + path.string(), errno);
+      }
+      if (n == 0) {
+        return DataLossError("ledger " + path.string() + " shrank while being read");
+      }
+      done += static_cast<size_t>(n);
     }
-    if (n < 0) {
+    uint64_t seq_after = 0;
+    if (::pread(fd.get(), &seq_after, sizeof seq_after, offsetof(LedgerFile, seq)) !=
+        static_cast<ssize_t>(sizeof seq_after)) {
       return ErrnoError("read ledger " + path.string(), errno);
     }
-    if (n == 0) {
-      return DataLossError("ledger " + path.string() + " shrank while being read");
+    if (seq_after == file->seq && (seq_after % 2 == 0 || attempt >= kTries / 2)) {
+      // Even: a whole snapshot. Odd but unchanged for half the tries: a member died moving its
+      // counters and none has locked the ledger since; what it moved is counted (ledger.h).
+      break;
     }
-    done += static_cast<size_t>(n);
-  }
-  if (file->magic == 0) {
-    return SlotUsage{};  // sized but not yet initialized by the shim that created it
+    if (attempt + 1 >= kTries) {
+      return UnavailableError("ledger " + path.string() + " kept changing while being read");
+    }
   }
   if (file->magic != LedgerFile::kMagic || file->version != LedgerFile::kVersion ||
       file->max_entries != LedgerFile::kMaxEntries) {
@@ -258,6 +299,12 @@ Result<SlotUsage> ShimSlotBackend::Usage(uint32_t id) {
     }
   }
   u.memory_peak_bytes = std::max(file->peak, u.memory_charged_bytes);
+  // The compute counters the slot's controllers publish (ledger.h, version 3): busy and
+  // throttled time summed over members present and past, the last achieved share written.
+  const shim::LedgerComputeTotals c = shim::SumLedgerCompute(*file);
+  u.gpu_busy_ns = c.gpu_busy_ns;
+  u.throttled_ns = c.throttled_ns;
+  u.achieved_share_1s_pm = c.achieved_share_1s_pm;
   return u;
 }
 

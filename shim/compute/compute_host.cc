@@ -26,6 +26,7 @@ constexpr uint32_t kClassSubdevice = 0x2080;
 constexpr uint32_t kEngineGr = 1;  // NV2080_ENGINE_TYPE_GRAPHICS: the compute TSG
 constexpr uint64_t kMaxSleepNs = 5'000'000;
 constexpr uint64_t kReapplyNs = 1'000'000'000;
+constexpr size_t kMaxUnpublished = 4 * kPerfmonSampleCount;
 
 // Clock weighting
 // ---------------
@@ -86,7 +87,10 @@ uint64_t MonotonicNs() {
 }
 
 ComputeHost::ComputeHost(const ComputeConfig& cfg, RmControlFn rm, void* rm_ctx)
-    : cfg_(cfg), rm_(rm), rm_ctx_(rm_ctx) {
+    : cfg_(cfg),
+      rm_(rm),
+      rm_ctx_(rm_ctx),
+      pid_(cfg.pid != 0 ? cfg.pid : static_cast<uint32_t>(getpid())) {
   vcore_sched_params p;
   vcore_sched_params_default(&p);
   p.weight_window_ns = cfg_.weight_window_ns;
@@ -366,6 +370,56 @@ void ComputeHost::Reapply() {
   }
 }
 
+// Multi-process slots
+// -------------------
+// A slot may hold several processes (a launcher and its workers), each with its own shim and
+// its own controller, sharing the slot's ledger (shim/preload/ledger.h). If each controller
+// held only its own pid's GPU time to the share, n saturating processes would get n shares.
+// So every member measures the slot: perfmon samples naming any live member (slot_member, the
+// ledger's membership) are the slot's; samples naming anyone else are foreign. The samples are
+// the GPU's, not the client's (RM keeps one ring per GPU and translates procId into the
+// caller's pid namespace, which the slot's processes share with their ledger entries), so
+// every member reads the same measurement, runs the same controller on it (same share, same
+// gains, same debt) and comes to the same duty, which it applies to its own TSGs:
+//  - cap, all members saturating: the GPU is busy for the slot whenever any member is gated on.
+//    Where the members' on-phases overlap they share them (the GPU time-slices between their
+//    TSGs, so the overlap is busy once, not twice); where they do not, the slot's busy is the
+//    union of the on-phases, which the measurement sees as more than the share, and the integral
+//    lowers every member's duty until the union holds the share. Either way the quantity held
+//    is the slot's total (unit test: ComputeHostSlot.TwoProcessesOfOneSlotShareTheCap). A
+//    member that starts later starts with no debt and no history, so for a while its duty
+//    differs from the others'; each still corrects the same slot total toward the share.
+//  - cap, one member idle: it gates its idle TSGs to no effect; the busy one measures only its
+//    own busy (the idle one adds none) and is held to the whole share, as a lone process is.
+//  - weight: the foreign share is everything not in the slot, measured as the samples naming
+//    non-members, so the 30-s feedback corrects the slot's total against the rest of the GPU.
+//    The calibrated timeslice is per TSG, so n saturating members start at up to n times the
+//    slot's timeslice share; closing that gap is the feedback's job (tested against fakes only).
+// Without a ledger (the standalone GPU test preload, a slot configured without one) the slot is
+// this process: only samples naming our pid are ours, as before. Samples naming no process stay
+// the slot's in cap mode (perfmon.h), whoever's they were.
+//
+// The membership check takes the ledger's process-shared lock (and at most once a second reads
+// /proc for each member), so it is asked once per distinct pid per perfmon read, never per
+// sample; a read brings ~1 new sample per 200 ms.
+PerfmonOwner ComputeHost::Classify(void* ctx, uint32_t pid) {
+  auto* h = static_cast<ComputeHost*>(ctx);
+  if (pid == h->pid_) {
+    return PerfmonOwner::kSelf;
+  }
+  if (h->cfg_.slot_member == nullptr) {
+    return PerfmonOwner::kOther;
+  }
+  for (const auto& [p, member] : h->member_memo_) {
+    if (p == pid) {
+      return member ? PerfmonOwner::kMember : PerfmonOwner::kOther;
+    }
+  }
+  const bool member = h->cfg_.slot_member(h->cfg_.slot_member_ctx, pid);
+  h->member_memo_.emplace_back(pid, member);
+  return member ? PerfmonOwner::kMember : PerfmonOwner::kOther;
+}
+
 // One perfmon read (meter thread). RM may take its time over it; only this thread waits.
 void ComputeHost::MeasureOnce() {
   // Measured from the first settled TSG on: perfmon names the process, not the TSG, so this
@@ -388,9 +442,9 @@ void ComputeHost::MeasureOnce() {
   uint32_t status = 0;
   const int rc = rm_(rm_ctx_, objs[0].h_client, sub, kCtrlPerfmonSamplesV2, perfmon_buf_.data(),
                      kPerfmonParamsSize, &status);
+  member_memo_.clear();  // membership may have changed since the last read
   if (rc != 0 || status != 0 ||
-      !PerfmonConsume(perfmon_buf_.data(), static_cast<uint32_t>(getpid()), &perfmon_last_ts_,
-                      &d)) {
+      !PerfmonConsume(perfmon_buf_.data(), Classify, this, &perfmon_last_ts_, &d)) {
     measure_errors_++;
     return;
   }
@@ -401,7 +455,7 @@ void ComputeHost::MeasureOnce() {
     uint32_t tracker, count;
     memcpy(&count, b + 8, 4);
     memcpy(&tracker, b + 12, 4);
-    dprintf(cfg_.log_fd, "perfmon: pid=%d count=%u tracker=%u period_ns=%llu\n", getpid(), count,
+    dprintf(cfg_.log_fd, "perfmon: pid=%u count=%u tracker=%u period_ns=%llu\n", pid_, count,
             tracker, static_cast<unsigned long long>(d.period_ns));
     for (uint32_t k = 1; k <= 6 && k <= kPerfmonSampleCount; k++) {
       const uint8_t* s =
@@ -430,15 +484,57 @@ void ComputeHost::MeasureOnce() {
     const uint64_t mono = MonotonicNs();
     end = d.end_ts <= real ? mono - std::min(mono, real - d.end_ts) : mono;
   }
-  // Cap: unattributed busy counts as ours (perfmon.h); weight: only what names us.
-  const uint64_t own =
-      d.own_busy_ns + (mode_.load() == VCORE_SCHED_MODE_CAP ? d.unattributed_busy_ns : 0);
+  // The slot's busy: every member's ("Multi-process slots"). Cap: unattributed busy counts as
+  // the slot's (perfmon.h); weight: only what names a member.
+  const bool cap = mode_.load() == VCORE_SCHED_MODE_CAP;
+  const uint64_t slot = d.own_busy_ns + d.member_busy_ns + (cap ? d.unattributed_busy_ns : 0);
+  own_busy_total_ += d.own_busy_ns;
+  member_busy_total_ += d.member_busy_ns;
+  foreign_busy_total_ += d.other_busy_ns;
   // Work, not time ("Clock weighting"). Both sides of a weight split ran at the same clock, so
   // the weighting leaves weight shares as they were.
-  const uint64_t q = WorkPerTime(d.own_busy_ns + d.unattributed_busy_ns, d.span_ns);
+  const uint64_t q =
+      WorkPerTime(d.own_busy_ns + d.member_busy_ns + d.unattributed_busy_ns, d.span_ns);
   std::lock_guard<std::mutex> lock(rep_mu_);
-  reports_.push_back({kSlot, 0, own * q / 1000, d.span_ns, end});
+  reports_.push_back({kSlot, 0, slot * q / 1000, d.span_ns, end});
   reports_.push_back({kForeign, 0, d.other_busy_ns * q / 1000, d.span_ns, end});
+  if (cap && cfg_.publish != nullptr) {
+    // Bounded: the control thread publishes once a second (~5 samples); if it is stuck, the
+    // oldest unpublished samples are dropped rather than growing without end.
+    if (unattributed_.size() + d.n_unattributed > kMaxUnpublished) {
+      unattributed_.erase(unattributed_.begin(),
+                          unattributed_.begin() +
+                              std::min(unattributed_.size(),
+                                       unattributed_.size() + d.n_unattributed - kMaxUnpublished));
+    }
+    unattributed_.insert(unattributed_.end(), d.unattributed, d.unattributed + d.n_unattributed);
+  }
+}
+
+// Control thread (or Stop() once the threads are joined): this process's counters for the
+// manager. Work-weighting stays out of them: busy and throttled are time, as vgpu.ko's are.
+void ComputeHost::Publish() {
+  if (cfg_.publish == nullptr) {
+    return;
+  }
+  ComputePublication p;
+  {
+    std::lock_guard<std::mutex> lock(ctl_mu_);
+    vcore_sched_slot_stats st{};
+    vcore_sched_get_stats(&sched_, kSlot, &st);
+    p.throttled_ns = st.throttled_ns;
+    p.achieved_share_1s_pm = st.share_1s_pm;
+  }
+  std::vector<PerfmonDelta::Sample> unattributed;
+  {
+    std::lock_guard<std::mutex> lock(rep_mu_);
+    unattributed.swap(unattributed_);
+  }
+  p.busy_ns = own_busy_total_.load();
+  p.unattributed = unattributed.data();
+  p.n_unattributed = static_cast<uint32_t>(unattributed.size());
+  cfg_.publish(cfg_.publish_ctx, p);
+  publications_++;
 }
 
 // Meter thread: folds the clock samples taken since the last span, learns the reference.
@@ -543,6 +639,7 @@ void ComputeHost::Loop() {
   std::vector<vcore_sched_report> reports;
   while (running_.load(std::memory_order_acquire)) {
     uint64_t next = 0;
+    bool publish = false;
     {
       std::lock_guard<std::mutex> lock(ctl_mu_);
       const uint64_t now = MonotonicNs();
@@ -590,6 +687,13 @@ void ComputeHost::Loop() {
       if (next > cap || next == 0) {
         next = cap;
       }
+      publish = cfg_.publish != nullptr && now - last_publish_ns_ >= cfg_.publish_ns;
+      if (publish) {
+        last_publish_ns_ = now;
+      }
+    }
+    if (publish) {
+      Publish();  // outside ctl_mu_: it may wait for the ledger's process-shared lock
     }
     SleepUntil(next);
   }
@@ -749,6 +853,9 @@ bool ComputeHost::Stop() {
     // After the gate-on: with its channels enabled the TSG can finish and the PREEMPT return.
     clean = StopWorkers();
     started_ = false;
+    // The last counters, before the shim detaches this process from the ledger (its counters
+    // then move to the slot's accumulators, ledger.h).
+    Publish();
   }
   return clean;
 }
@@ -774,6 +881,10 @@ ComputeCounters ComputeHost::Counters() {
   c.ref_clock_mhz = cfg_.ref_clock_mhz != 0 ? cfg_.ref_clock_mhz : ref_mhz_.load();
   c.work_per_time_pm = work_pm_.load();
   c.control_errors += pre_errors_.load();
+  c.own_busy_ns = own_busy_total_.load();
+  c.member_busy_ns = member_busy_total_.load();
+  c.foreign_busy_ns = foreign_busy_total_.load();
+  c.publications = publications_.load();
   return c;
 }
 

@@ -47,6 +47,7 @@ extern "C" {
 #include "sched/vcore_sched.h"
 }
 
+#include "shim/compute/perfmon.h"
 #include "shim/compute/sm_clock.h"
 
 namespace vgpu::shim::compute {
@@ -54,6 +55,26 @@ namespace vgpu::shim::compute {
 // Issues one RM control (NVOS54) on h_client's ctl fd. Returns 0 or -errno; *status = RM status.
 using RmControlFn = int (*)(void* ctx, uint32_t h_client, uint32_t h_object, uint32_t cmd,
                             void* params, uint32_t params_size, uint32_t* status);
+
+// Multi-process slots (compute_host.cc, "Multi-process slots"): true if `pid`, as perfmon names
+// it (this process's pid namespace), is a live process of this process's slot. Called from the
+// meter thread, at most once per distinct pid per perfmon read.
+using SlotMemberFn = bool (*)(void* ctx, uint32_t pid);
+
+// What the control thread publishes about this process once every publish_ns (and once more
+// at Stop()), for the manager's per-slot counters (libvgpu-shim.so writes it into the slot's
+// ledger, shim/preload/ledger.h). Counters are cumulative over the host's life.
+struct ComputePublication {
+  uint64_t busy_ns = 0;       // GPU busy in perfmon samples naming this process (time, unweighted)
+  uint64_t throttled_ns = 0;  // time this process's gate held its channels off
+  uint32_t achieved_share_1s_pm = 0;  // the slot's share of the GPU over the last 1 s, as measured
+  // Cap mode: the samples naming no process since the last publication (weight: none). They
+  // count as the slot's (perfmon.h), but every member reads them, so the ledger keeps one
+  // slot-wide counter of them, deduplicated by timestamp.
+  const PerfmonDelta::Sample* unattributed = nullptr;
+  uint32_t n_unattributed = 0;
+};
+using PublishFn = void (*)(void* ctx, const ComputePublication& p);
 
 struct ComputeConfig {
   uint32_t share = 100;                  // 1..100
@@ -74,6 +95,16 @@ struct ComputeConfig {
   uint32_t ref_clock_mhz = 0;           // the GPU's saturated uncapped SM clock; 0: learn it
   uint32_t clock_scaling_pm = 700;      // share of the work's time that scales with the clock
   uint64_t clock_poll_ns = 20'000'000;  // SM clock sample interval while gated on
+  // The slot's other processes (nullptr: the slot is this process alone, as in the standalone
+  // GPU test preload). Not owned.
+  SlotMemberFn slot_member = nullptr;
+  void* slot_member_ctx = nullptr;
+  uint32_t pid = 0;  // this process as perfmon names it; 0: getpid() (tests model several)
+  // Counter publication (nullptr: none). Called from the control thread, never with a host lock
+  // held; it may take a process-shared lock, never one of the tenant's launch paths.
+  PublishFn publish = nullptr;
+  void* publish_ctx = nullptr;
+  uint64_t publish_ns = 1'000'000'000;
 };
 
 struct ComputeCounters {
@@ -92,6 +123,10 @@ struct ComputeCounters {
   uint32_t busy_clock_mhz = 0;       // mean SM clock of the last measured span's on phases
   uint32_t ref_clock_mhz = 0;        // configured or learned saturated uncapped clock
   uint32_t work_per_time_pm = 1000;  // last weight applied to measured GPU time (permille)
+  uint64_t own_busy_ns = 0;          // busy in samples naming this process
+  uint64_t member_busy_ns = 0;       // busy in samples naming another process of the slot
+  uint64_t foreign_busy_ns = 0;      // busy in samples naming a process outside the slot
+  uint64_t publications = 0;
 };
 
 class ComputeHost {
@@ -152,7 +187,9 @@ class ComputeHost {
   bool StopWorkers();
   static void* WatchdogMain(void* self);
   void Loop();
-  void MeasureOnce();  // meter thread
+  void MeasureOnce();                                     // meter thread
+  static PerfmonOwner Classify(void* ctx, uint32_t pid);  // meter thread, per perfmon read
+  void Publish();  // control thread (or Stop() after it), never with ctl_mu_ held
   void Execute(const vcore_sched_action* a, int n);
   void Gate(bool off);
   void SetTimeslice(uint64_t us);
@@ -199,8 +236,15 @@ class ComputeHost {
   bool perfmon_logged_ = false;
   std::atomic<uint32_t> mode_{VCORE_SCHED_MODE_CAP};
   std::atomic<uint64_t> samples_{0}, sample_period_ns_{0}, measure_errors_{0};
-  std::mutex rep_mu_;  // guards reports_
+  uint32_t pid_ = 0;  // cfg_.pid or getpid()
+  // Per perfmon read: the pids already asked about (slot_member is asked once per pid per read).
+  std::vector<std::pair<uint32_t, bool>> member_memo_;
+  std::atomic<uint64_t> own_busy_total_{0}, member_busy_total_{0}, foreign_busy_total_{0};
+  std::mutex rep_mu_;  // guards reports_, unattributed_
   std::vector<vcore_sched_report> reports_;
+  std::vector<PerfmonDelta::Sample> unattributed_;  // cap: not yet published
+  uint64_t last_publish_ns_ = 0;                    // control thread
+  std::atomic<uint64_t> publications_{0};
   pthread_t meter_{};
 
   // Clock thread and the clock weighting (compute_host.cc, "Clock weighting").

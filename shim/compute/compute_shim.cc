@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <vector>
 
 #include "shim/compute/compute_host.h"
 #include "shim/include/vshim_hooks.h"
@@ -44,6 +45,21 @@ const char* Setting(const char* key, const char* env) {
 int RmControl(void*, uint32_t h_client, uint32_t h_object, uint32_t cmd, void* params,
               uint32_t size, uint32_t* status) {
   return vshim_rm_control(h_client, h_object, cmd, params, size, status);
+}
+
+// The slot's processes, from the slot's ledger ("Multi-process slots", compute_host.cc).
+// Without a ledger the slot is this process alone: ComputeHost already counts our own pid.
+bool SlotMember(void*, uint32_t pid) { return vshim_slot_member(pid) == 1; }
+
+// This process's counters into its ledger entry, for the manager (shim_backend.cc).
+void Publish(void*, const ComputePublication& p) {
+  std::vector<vshim_busy_sample> unattributed;
+  for (uint32_t i = 0; i < p.n_unattributed; i++) {
+    unattributed.push_back({p.unattributed[i].ts, p.unattributed[i].busy_ns});
+  }
+  vshim_compute_counters c{p.busy_ns, p.throttled_ns, p.achieved_share_1s_pm,
+                           static_cast<uint32_t>(unattributed.size()), unattributed.data()};
+  vshim_publish_compute(&c);
 }
 
 void OnObject(void* arg, const vshim_obj_info* i) {
@@ -134,6 +150,8 @@ extern "C" __attribute__((visibility("default"))) void vshim_compute_start(void)
     vc::clock = new vc::NvmlClock();
     cfg.clock = vc::clock;
   }
+  cfg.slot_member = vc::SlotMember;
+  cfg.publish = vc::Publish;
   vc::host = new vc::ComputeHost(cfg, vc::RmControl, nullptr);
   vc::host_pid = getpid();
   vshim_set_obj_hook(vc::OnObject, vc::host);

@@ -28,6 +28,14 @@ void PerfmonPrepare(void* params) {
 }
 
 bool PerfmonConsume(const void* params, uint32_t pid, uint64_t* last_ts, PerfmonDelta* out) {
+  auto own_pid = [](void* ctx, uint32_t p) {
+    return p == *static_cast<uint32_t*>(ctx) ? PerfmonOwner::kSelf : PerfmonOwner::kOther;
+  };
+  return PerfmonConsume(params, own_pid, &pid, last_ts, out);
+}
+
+bool PerfmonConsume(const void* params, PerfmonClassifyFn classify, void* ctx, uint64_t* last_ts,
+                    PerfmonDelta* out) {
   const auto* b = static_cast<const uint8_t*>(params);
   *out = PerfmonDelta{};
   if (Load32(b + 4) != kPerfmonSampleCount * kPerfmonSampleSize) {
@@ -69,12 +77,21 @@ bool PerfmonConsume(const void* params, uint32_t pid, uint64_t* last_ts, Perfmon
       continue;
     }
     const uint64_t busy = period * (s[k].util > 10000 ? 10000 : s[k].util) / 10000;
-    if (s[k].proc == pid) {
-      out->own_busy_ns += busy;
-    } else if (s[k].proc == kGpumonPidInvalid || s[k].proc == 0) {
+    if (s[k].proc == kGpumonPidInvalid || s[k].proc == 0) {
       out->unattributed_busy_ns += busy;
+      out->unattributed[out->n_unattributed++] = {s[k].ts, busy};  // < kPerfmonSampleCount
     } else {
-      out->other_busy_ns += busy;
+      switch (classify(ctx, s[k].proc)) {
+        case PerfmonOwner::kSelf:
+          out->own_busy_ns += busy;
+          break;
+        case PerfmonOwner::kMember:
+          out->member_busy_ns += busy;
+          break;
+        case PerfmonOwner::kOther:
+          out->other_busy_ns += busy;
+          break;
+      }
     }
     out->span_ns += period;
     out->end_ts = s[k].ts;

@@ -46,14 +46,37 @@ inline constexpr size_t kSampleGrOffset = 8 + 128;
 // Fills the request header of a params buffer of kPerfmonParamsSize bytes (zeroes the rest).
 void PerfmonPrepare(void* params);
 
+// Whom a sample names, seen from this process's slot. A slot may hold several processes
+// (a launcher and its workers: shim/preload/ledger.h); each process's controller measures the
+// slot's GPU time, so a sample naming another member is the slot's as much as one naming us.
+enum class PerfmonOwner : uint8_t {
+  kSelf,    // this process
+  kMember,  // another live process of the slot
+  kOther,   // a process outside the slot
+};
+// Classifies a pid (never kGpumonPidInvalid or 0: those are unattributed). Called once per new
+// sample, from the thread that consumes the samples.
+using PerfmonClassifyFn = PerfmonOwner (*)(void* ctx, uint32_t pid);
+
 struct PerfmonDelta {
-  uint64_t own_busy_ns = 0;           // GR busy in samples that name `pid`
-  uint64_t other_busy_ns = 0;         // GR busy in samples that name another process
+  uint64_t own_busy_ns = 0;           // GR busy in samples that name this process
+  uint64_t member_busy_ns = 0;        // GR busy in samples that name another slot member
+  uint64_t other_busy_ns = 0;         // GR busy in samples that name a process outside the slot
   uint64_t unattributed_busy_ns = 0;  // GR busy in samples that name no process (see below)
   uint64_t span_ns = 0;               // wall time the new samples cover
   uint64_t end_ts = 0;                // timestamp of the newest new sample (its period's end)
   uint32_t samples = 0;               // new samples consumed
   uint64_t period_ns = 0;             // last sample period seen (0: unknown yet)
+  // The unattributed samples one by one (timestamp as RM gave it, busy ns), oldest first. Every
+  // process of a slot reads the same ring, so a slot-wide counter of them must count each
+  // sample once, whichever member read it first: the timestamp is what makes that possible
+  // (SharedLedger::PublishCompute).
+  struct Sample {
+    uint64_t ts;
+    uint64_t busy_ns;
+  };
+  Sample unattributed[kPerfmonSampleCount];
+  uint32_t n_unattributed = 0;
 };
 
 // Accounts every sample newer than *last_ts (updated) and returns what they add. The first call
@@ -67,6 +90,10 @@ struct PerfmonDelta {
 // though its work filled part of the period. So busy in unattributed samples is reported apart:
 // the cap host counts it as its own (conservative: a cap must not be exceeded; it can only
 // over-count when another process ran in that period and was not on the engine at its end).
+bool PerfmonConsume(const void* params, PerfmonClassifyFn classify, void* ctx, uint64_t* last_ts,
+                    PerfmonDelta* out);
+// The same with the slot being this one process: samples naming `pid` are kSelf, any other
+// pid is kOther.
 bool PerfmonConsume(const void* params, uint32_t pid, uint64_t* last_ts, PerfmonDelta* out);
 
 }  // namespace vgpu::shim::compute

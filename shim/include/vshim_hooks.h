@@ -74,6 +74,39 @@ struct vcore_slot* vshim_core_slot(void);
 /* Slot configuration values not known to the shim (config-file keys), or NULL. */
 const char* vshim_config_get(const char* key);
 
+/*
+ * Slot membership (issue 9): a slot may hold several processes, each with its own shim, sharing
+ * the slot's ledger (shim/preload/ledger.h). 1 if `pid` (in this process's pid namespace, as
+ * RM's perfmon samples name processes) is a live member of this process's slot, 0 if it is
+ * not, -1 if the slot has no shared ledger (then this process is the whole slot). Takes the
+ * ledger's process-shared lock and may read /proc (at most once a second): call it per perfmon
+ * read and distinct pid, not per launch or sample.
+ */
+int vshim_slot_member(uint32_t pid);
+
+/* One perfmon sample that named no process: its RM timestamp and GR busy time. */
+struct vshim_busy_sample {
+  uint64_t ts;
+  uint64_t busy_ns;
+};
+
+/*
+ * The compute controller's counters for this process, cumulative over its life, for the
+ * manager's per-slot metrics: busy_ns (perfmon samples naming this process), throttled_ns (time
+ * its gate held the channels off), the slot's achieved share over the last 1 s as it measured
+ * it, and the unattributed samples read since the last call (cap mode; oldest first). Written
+ * into this process's ledger entry (SharedLedger::PublishCompute); call about once a second
+ * from the control thread. 0, or -1 if the slot has no shared ledger.
+ */
+struct vshim_compute_counters {
+  uint64_t busy_ns;
+  uint64_t throttled_ns;
+  uint32_t achieved_share_1s_pm;
+  uint32_t n_unattributed;
+  const struct vshim_busy_sample* unattributed;
+};
+int vshim_publish_compute(const struct vshim_compute_counters* c);
+
 /* Provided by shim/compute when linked in (weak references here). */
 void vshim_compute_start(void) __attribute__((weak));
 void vshim_compute_stop(void) __attribute__((weak));

@@ -254,4 +254,27 @@ __attribute__((visibility("default"))) const char* vshim_config_get(const char* 
   return it != st->cfg.extra.end() ? it->second.c_str() : nullptr;
 }
 
+__attribute__((visibility("default"))) int vshim_slot_member(uint32_t pid) {
+  vs::ShimState* st = vs::CurrentState();
+  if (st == nullptr || !st->ledger) {
+    return -1;
+  }
+  return st->ledger->IsMember(static_cast<pid_t>(pid)) ? 1 : 0;
+}
+
+__attribute__((visibility("default"))) int vshim_publish_compute(
+    const struct vshim_compute_counters* c) {
+  vs::ShimState* st = vs::CurrentState();
+  if (st == nullptr || !st->ledger || c == nullptr) {
+    return -1;
+  }
+  std::vector<vs::LedgerBusySample> samples;  // ~5 a second
+  for (uint32_t i = 0; c->unattributed != nullptr && i < c->n_unattributed; i++) {
+    samples.push_back({c->unattributed[i].ts, c->unattributed[i].busy_ns});
+  }
+  st->ledger->PublishCompute(c->busy_ns, c->throttled_ns, c->achieved_share_1s_pm, samples.data(),
+                             samples.size());
+  return 0;
+}
+
 }  // extern "C"

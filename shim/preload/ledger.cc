@@ -77,8 +77,27 @@ std::unique_ptr<SharedLedger> SharedLedger::Open(const std::string& path, std::s
     return nullptr;
   }
   struct stat st;
-  if (fstat(fd, &st) != 0 || (static_cast<size_t>(st.st_size) < sizeof(LedgerFile) &&
-                              ftruncate(fd, sizeof(LedgerFile)) != 0)) {
+  if (fstat(fd, &st) != 0) {
+    *err = "cannot stat ledger " + path + ": " + strerror(errno);
+    close(fd);
+    return nullptr;
+  }
+  // Another layout's file is refused before anything is written to it: its size may differ
+  // (version 3's entries are larger), and the processes using it must keep it as it is.
+  struct {
+    uint64_t magic;
+    uint32_t version;
+  } head{};
+  if (st.st_size >= static_cast<off_t>(sizeof head) && pread(fd, &head, sizeof head, 0) > 0 &&
+      head.magic == LedgerFile::kMagic && head.version != LedgerFile::kVersion) {
+    *err = "ledger " + path + " has version " + std::to_string(head.version) +
+           ", this shim writes version " + std::to_string(LedgerFile::kVersion) +
+           ": the slot's processes run different shim releases (restart them all)";
+    close(fd);
+    return nullptr;
+  }
+  if (static_cast<size_t>(st.st_size) < sizeof(LedgerFile) &&
+      ftruncate(fd, sizeof(LedgerFile)) != 0) {
     *err = "cannot size ledger " + path + ": " + strerror(errno);
     close(fd);
     return nullptr;
@@ -101,9 +120,9 @@ std::unique_ptr<SharedLedger> SharedLedger::Open(const std::string& path, std::s
     file->version = LedgerFile::kVersion;
     file->max_entries = LedgerFile::kMaxEntries;
     __atomic_store_n(&file->magic, LedgerFile::kMagic, __ATOMIC_RELEASE);
-  } else if (file->version != LedgerFile::kVersion) {
-    *err = "ledger " + path + " has version " + std::to_string(file->version) + ", want " +
-           std::to_string(LedgerFile::kVersion);
+  } else if (file->version != LedgerFile::kVersion) {  // changed since the check above
+    *err = "ledger " + path + " has version " + std::to_string(file->version) +
+           ", this shim writes version " + std::to_string(LedgerFile::kVersion);
     munmap(p, sizeof(LedgerFile));
     close(fd);
     return nullptr;
@@ -127,6 +146,40 @@ void SharedLedger::Lock() {
   if (rc == EOWNERDEAD) {
     // The holder died mid-update; every field write is a single store, so state is whole.
     pthread_mutex_consistent(&file_->mu);
+    if (__atomic_load_n(&file_->seq, __ATOMIC_RELAXED) & 1) {
+      EndMoveLocked();  // it died moving counters: what it moved is whole (RetireLocked)
+    }
+  }
+}
+
+void SharedLedger::BeginMoveLocked() {
+  __atomic_store_n(&file_->seq, file_->seq + 1, __ATOMIC_RELAXED);
+  __atomic_thread_fence(__ATOMIC_RELEASE);  // odd before any counter moves
+}
+
+void SharedLedger::EndMoveLocked() {
+  __atomic_store_n(&file_->seq, file_->seq + 1, __ATOMIC_RELEASE);  // even after they moved
+}
+
+void SharedLedger::RetireLocked(LedgerEntry& e) {
+  const bool move = e.gpu_busy_ns != 0 || e.throttled_ns != 0;
+  if (move) {
+    BeginMoveLocked();
+  }
+  // Added before the entry is cleared: a holder that dies in between leaves them counted twice
+  // (a counter jumps up), never not at all (a counter would go down).
+  file_->reaped_busy_ns += e.gpu_busy_ns;
+  file_->reaped_throttled_ns += e.throttled_ns;
+  e.in_use = 0;
+  e.charged = 0;
+  e.gpu_busy_ns = 0;
+  e.throttled_ns = 0;
+  if (move) {
+    EndMoveLocked();
+  }
+  if (file_->share_pid == e.pid) {
+    file_->achieved_share_1s_pm = 0;  // its writer left: no stale share for a quiet slot
+    file_->share_pid = 0;
   }
 }
 
@@ -146,8 +199,11 @@ LedgerEntry* SharedLedger::Self() {
   // Reaped by someone who thought we were dead (should not happen while we live): re-add.
   for (uint32_t i = 0; i < LedgerFile::kMaxEntries; ++i) {
     if (!file_->entries[i].in_use) {
-      UseEntryLocked(i, {static_cast<uint32_t>(self_pid_), 1, self_start_, 0, 0});
+      UseEntryLocked(i, {static_cast<uint32_t>(self_pid_), 1, self_start_, 0, 0, 0, 0});
       self_index_ = static_cast<int>(i);
+      // Our old entry's counters went to the accumulators: count only what comes after.
+      busy_base_ = busy_published_;
+      throttled_base_ = throttled_published_;
       return &file_->entries[i];
     }
   }
@@ -179,6 +235,8 @@ bool SharedLedger::Attach(pid_t pid) {
 bool SharedLedger::AttachLocked(pid_t pid) {
   auto start = start_fn_(pid);
   self_pid_ = pid;
+  // A new member (a fork child, or an image after exec): its controller counts from zero.
+  busy_base_ = throttled_base_ = busy_published_ = throttled_published_ = 0;
   self_start_ = start.value_or(0);
   int free_index = -1;
   self_index_ = -1;
@@ -193,10 +251,19 @@ bool SharedLedger::AttachLocked(pid_t pid) {
     }
     if (e.pid == static_cast<uint32_t>(pid)) {
       if (e.start_time == self_start_) {
-        e.charged = 0;  // our image before exec
+        // Our image before exec: its memory went with its files, its counters to the slot's
+        // accumulators (the new image's controller starts from zero).
+        e.charged = 0;
+        if (e.gpu_busy_ns != 0 || e.throttled_ns != 0) {
+          BeginMoveLocked();
+          file_->reaped_busy_ns += e.gpu_busy_ns;
+          file_->reaped_throttled_ns += e.throttled_ns;
+          e.gpu_busy_ns = e.throttled_ns = 0;
+          EndMoveLocked();
+        }
         self_index_ = static_cast<int>(i);
       } else {
-        e.in_use = 0;  // an earlier process with our pid: dead
+        RetireLocked(e);  // an earlier process with our pid: dead
         ++file_->reaped;
         if (free_index < 0) {
           free_index = static_cast<int>(i);
@@ -218,7 +285,7 @@ bool SharedLedger::AttachLocked(pid_t pid) {
   }
   if (self_index_ < 0 && free_index >= 0) {
     UseEntryLocked(static_cast<uint32_t>(free_index),
-                   {static_cast<uint32_t>(pid), 1, self_start_, 0, 0});
+                   {static_cast<uint32_t>(pid), 1, self_start_, 0, 0, 0, 0});
     self_index_ = free_index;
   }
   return self_index_ >= 0;
@@ -227,8 +294,7 @@ bool SharedLedger::AttachLocked(pid_t pid) {
 void SharedLedger::Detach() {
   Lock();
   if (LedgerEntry* e = Self()) {
-    e->in_use = 0;
-    e->charged = 0;
+    RetireLocked(*e);  // the charge leaves the slot, the counters stay in its totals
   }
   self_index_ = -1;
   Unlock();
@@ -257,8 +323,7 @@ int SharedLedger::ReapLocked() {
     if (static_cast<int>(i) != self_index_) {
       auto start = start_fn_(static_cast<pid_t>(e.pid));
       if (!start || *start != e.start_time) {
-        e.in_use = 0;
-        e.charged = 0;
+        RetireLocked(e);
         ++n;
         continue;
       }
@@ -459,6 +524,46 @@ int SharedLedger::Reap() {
   int n = ReapLocked();
   Unlock();
   return n;
+}
+
+void SharedLedger::PublishCompute(uint64_t busy_ns, uint64_t throttled_ns,
+                                  uint32_t achieved_share_1s_pm,
+                                  const LedgerBusySample* unattributed, size_t n_unattributed) {
+  Lock();
+  if (LedgerEntry* self = Self()) {
+    busy_published_ = busy_ns;
+    throttled_published_ = throttled_ns;
+    const uint64_t busy = busy_ns > busy_base_ ? busy_ns - busy_base_ : 0;
+    const uint64_t throttled = throttled_ns > throttled_base_ ? throttled_ns - throttled_base_ : 0;
+    // Each a single store, each only upward: a lockless reader sees every counter monotonic
+    // without the seqlock.
+    if (busy > self->gpu_busy_ns) {
+      self->gpu_busy_ns = busy;
+    }
+    if (throttled > self->throttled_ns) {
+      self->throttled_ns = throttled;
+    }
+    // Each sample once for the slot, whichever member publishes it first. A member that
+    // publishes a sample after another member published a newer one loses it: only around a
+    // member's first second (its reads start later than the others'), an undercount, never
+    // a double count.
+    for (size_t i = 0; i < n_unattributed; ++i) {
+      if (unattributed[i].ts > file_->unattributed_last_ts) {
+        file_->unattributed_busy_ns += unattributed[i].busy_ns;
+        file_->unattributed_last_ts = unattributed[i].ts;
+      }
+    }
+    file_->achieved_share_1s_pm = achieved_share_1s_pm;
+    file_->share_pid = self->pid;
+  }
+  Unlock();
+}
+
+LedgerComputeTotals SharedLedger::ComputeTotals() {
+  Lock();
+  LedgerComputeTotals t = SumLedgerCompute(*file_);
+  Unlock();
+  return t;
 }
 
 }  // namespace vgpu::shim

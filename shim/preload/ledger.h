@@ -22,6 +22,25 @@
 // next locker marks the mutex consistent and carries on (every update is a single aligned
 // 64-bit store, so no entry is ever half-written).
 //
+// Compute counters (version 3, issue 9): the manager exports each slot's GPU busy time,
+// throttled time and achieved share, but in shim mode the controllers run inside the tenant's
+// processes. Each process's control thread writes its own counters into its entry once a second
+// (PublishCompute; never from a kernel launch or a memory charge): the busy time of perfmon
+// samples naming its pid, and the time its gate held its channels off. Samples naming no
+// process count as the slot's in cap mode (shim/compute/perfmon.h) but every member reads them,
+// so they go to one slot-wide counter that adds a sample only if it is newer than the newest
+// one added (every member reads the same per-GPU ring: each sample counts once, whoever
+// publishes it first). An entry that leaves (clean exit, reap, exec) first adds its counters
+// to the file's reaped_* accumulators, so the slot's totals
+//   busy      = sum(entries' gpu_busy_ns) + reaped_busy_ns + unattributed_busy_ns
+//   throttled = sum(entries' throttled_ns) + reaped_throttled_ns   (process-seconds: summed)
+// never go down, as Prometheus counters must not (LedgerComputeTotals). Moving a counter from
+// an entry to an accumulator is two stores; a lockless reader (the manager) brackets its copy
+// with `seq`, which is odd while such a move is under way (a seqlock). A holder that dies in the
+// middle leaves seq odd until the next locker evens it, and the counter counted twice (added
+// before it is cleared): at worst a jump up, never down. The slot's achieved share over 1 s is
+// the last one any member wrote; it reads 0 once its writer has left.
+//
 // Cost: a charge sums the members' entries under the lock. Only entries below `high_water` can
 // be in use (it is raised before an entry above it is written, lowered only by a reap that saw
 // the entries above it free), so a slot of a few processes sums a few entries, not 1024
@@ -52,11 +71,14 @@ struct LedgerEntry {
   uint64_t start_time;
   uint64_t charged;
   uint64_t peak;
+  uint64_t gpu_busy_ns;   // this process's, cumulative (version 3)
+  uint64_t throttled_ns;  // this process's gate, cumulative (version 3)
 };
 
 struct LedgerFile {
   static constexpr uint64_t kMagic = 0x31524447444c4756ull;  // "VGLDGDR1"
-  static constexpr uint32_t kVersion = 2;                    // 2: high_water
+  // 2: high_water; 3: compute counters (entries grew: a version-2 shim cannot share the file).
+  static constexpr uint32_t kVersion = 3;
   static constexpr uint32_t kMaxEntries = 1024;
   uint64_t magic;
   uint32_t version;
@@ -67,7 +89,43 @@ struct LedgerFile {
   uint64_t peak;        // highest slot total seen
   uint32_t high_water;  // entries[high_water..] are all free (<= kMaxEntries)
   uint32_t reserved;
+  // Version 3: compute counters (see the top of this file).
+  uint64_t seq;             // odd while counters move from an entry to reaped_*
+  uint64_t reaped_busy_ns;  // counters of members that left
+  uint64_t reaped_throttled_ns;
+  uint64_t unattributed_busy_ns;  // cap: samples naming no process, each once
+  uint64_t unattributed_last_ts;  // newest such sample added (perfmon timestamp)
+  uint32_t achieved_share_1s_pm;  // as last written by any member
+  uint32_t share_pid;             // the member that wrote it (0: none)
   LedgerEntry entries[kMaxEntries];
+};
+
+// The slot's compute totals from a ledger (a locked view or a reader's snapshot).
+struct LedgerComputeTotals {
+  uint64_t gpu_busy_ns = 0;
+  uint64_t throttled_ns = 0;
+  uint32_t achieved_share_1s_pm = 0;
+};
+inline LedgerComputeTotals SumLedgerCompute(const LedgerFile& f) {
+  LedgerComputeTotals t;
+  const uint32_t end =
+      f.high_water < LedgerFile::kMaxEntries ? f.high_water : LedgerFile::kMaxEntries;
+  for (uint32_t i = 0; i < end; ++i) {
+    if (f.entries[i].in_use) {
+      t.gpu_busy_ns += f.entries[i].gpu_busy_ns;
+      t.throttled_ns += f.entries[i].throttled_ns;
+    }
+  }
+  t.gpu_busy_ns += f.reaped_busy_ns + f.unattributed_busy_ns;
+  t.throttled_ns += f.reaped_throttled_ns;
+  t.achieved_share_1s_pm = f.achieved_share_1s_pm;
+  return t;
+}
+
+// One perfmon sample that named no process: its timestamp as RM gave it and its busy time.
+struct LedgerBusySample {
+  uint64_t ts;
+  uint64_t busy_ns;
 };
 
 class SharedLedger {
@@ -97,6 +155,14 @@ class SharedLedger {
   uint64_t Peak();
   // Removes entries of dead processes now; returns how many.
   int Reap();
+
+  // This process's compute counters (cumulative over its controller's life: busy_ns,
+  // throttled_ns), the slot's achieved share over the last 1 s as it measured it, and the
+  // samples naming no process it read since its last call (oldest first; cap mode). Once a
+  // second from the control thread. Nothing if this process is not a member.
+  void PublishCompute(uint64_t busy_ns, uint64_t throttled_ns, uint32_t achieved_share_1s_pm,
+                      const LedgerBusySample* unattributed, size_t n_unattributed);
+  LedgerComputeTotals ComputeTotals();
   // In a fork child (async-signal-safe, takes no lock): the child joins as a new member with
   // nothing charged at its next ledger operation.
   void MarkForked() { forked_.store(true, std::memory_order_relaxed); }
@@ -115,6 +181,10 @@ class SharedLedger {
   void UseEntryLocked(uint32_t i, const LedgerEntry& e);  // raises high_water first
   int ReapLocked();
   void MaybeReapLocked();
+  // Frees entry e (lock held), moving its compute counters to the file's accumulators first.
+  void RetireLocked(LedgerEntry& e);
+  void BeginMoveLocked();          // seq odd
+  void EndMoveLocked();            // seq even
   bool MemberMayHaveDiedLocked();  // false: every other member is provably alive
   struct Watch {
     uint32_t pid = 0;
@@ -130,6 +200,11 @@ class SharedLedger {
   uint64_t self_start_ = 0;
   int self_index_ = -1;
   std::atomic<bool> forked_{false};
+  // PublishCompute writes cumulative - base: the base is what this process had published when
+  // its entry was last recreated (reaped while alive, then re-added by Self()), since the old
+  // entry's counters are in the accumulators already.
+  uint64_t busy_base_ = 0, throttled_base_ = 0;
+  uint64_t busy_published_ = 0, throttled_published_ = 0;
   std::vector<Watch> watches_;  // by entry index; guarded by the ledger mutex
   uint64_t all_alive_ns_ = 0;   // when a poll last found every other member alive
 };

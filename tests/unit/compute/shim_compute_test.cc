@@ -11,6 +11,9 @@
 #include <string>
 #include <vector>
 
+// The layout only (no code): the test reads the ledger the shim wrote, as the manager does.
+#include "../../../shim/preload/ledger.h"
+
 namespace {
 
 std::string ReadFile(const std::string& path) {
@@ -102,6 +105,34 @@ TEST_F(ShimComputeTest, CappedBeforeTheScheduleStillRuns) {
   ASSERT_GT(run, 1500u) << all;
   EXPECT_GE(busy, 40u) << "the tenant runs once scheduled\n" << all;
   EXPECT_LE(busy, run * 35 / 100) << "and is capped\n" << all;
+}
+
+// The compute thread publishes its counters into the slot's ledger (vshim_publish_compute),
+// and the shim's exit moves them to the slot's accumulators, where the manager reads them
+// (daemon/slots/shim_backend.cc): busy time close to what the fake GPU ran, throttled time.
+TEST_F(ShimComputeTest, CountersReachTheSlotsLedger) {
+  const std::string ledger = dir_ + "/ledger";
+  ASSERT_EQ(
+      Run("VGPU_LEDGER=" + ledger + " VGPU_COMPUTE_SHARE=30 VGPU_COMPUTE_SETTLE_MS=0", "1500"), 0)
+      << out_ << err_;
+  unsigned long long busy_ms = 0, run_ms = 0;
+  for (const auto& l : controls_) {
+    sscanf(l.c_str(), "busy_ms %llu of %llu", &busy_ms, &run_ms);
+  }
+  ASSERT_GT(run_ms, 1000u) << ReadFile(dir_ + "/controls");
+  vgpu::shim::LedgerFile f;
+  std::ifstream in(ledger, std::ios::binary);
+  ASSERT_TRUE(in.read(reinterpret_cast<char*>(&f), sizeof f)) << "no ledger at " << ledger;
+  ASSERT_EQ(f.version, vgpu::shim::LedgerFile::kVersion);
+  const vgpu::shim::LedgerComputeTotals t = vgpu::shim::SumLedgerCompute(f);
+  printf("fake GPU ran %llu of %llu ms; ledger: busy %.1f ms, throttled %.1f ms\n", busy_ms, run_ms,
+         t.gpu_busy_ns / 1e6, t.throttled_ns / 1e6);
+  EXPECT_EQ(f.reaped_busy_ns, t.gpu_busy_ns) << "the process detached: all in the accumulators";
+  // Perfmon is read every 100 ms and lags the GPU by up to a sample: most of what ran, no more.
+  EXPECT_GT(t.gpu_busy_ns, busy_ms * 1'000'000 / 2) << busy_ms;
+  EXPECT_LT(t.gpu_busy_ns, (busy_ms + 100) * 1'000'000) << busy_ms;
+  EXPECT_GT(t.throttled_ns, run_ms * 1'000'000 / 3) << "gated off most of the run";
+  EXPECT_EQ(t.achieved_share_1s_pm, 0u) << "its writer left";
 }
 
 TEST_F(ShimComputeTest, WeightSetsTheTimesliceOnly) {

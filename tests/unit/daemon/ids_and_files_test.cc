@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -187,6 +188,54 @@ TEST(ShimBackendTest, UsageReadsTheShimsLedger) {
   ASSERT_TRUE(u.ok()) << u.status().ToString();
   EXPECT_EQ(u->memory_charged_bytes, 0u);
   EXPECT_EQ(u->memory_peak_bytes, 8ull << 20);
+}
+
+// Shim mode's compute counters (issue 9): each process's controller publishes into its ledger
+// entry; Usage() carries the slot's busy and throttled time and its achieved share, and a
+// member's exit does not take its counters out of the totals (they are Prometheus counters).
+TEST(ShimBackendTest, UsageCarriesTheShimsComputeCounters) {
+  TempDir dir;
+  slots::ShimSlotBackend backend({dir.path(), ""});
+  auto id = backend.Create(slots::SlotConfig{});
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  std::string err;
+  auto ledger = shim::SharedLedger::Open(backend.LedgerPath(*id).string(), &err);
+  ASSERT_NE(ledger, nullptr) << err;
+  ASSERT_TRUE(ledger->Attach());
+  const shim::LedgerBusySample unattributed[] = {{1000, 40'000'000}};
+  ledger->PublishCompute(300'000'000, 700'000'000, 297, unattributed, 1);
+  auto u = backend.Usage(*id);
+  ASSERT_TRUE(u.ok()) << u.status().ToString();
+  EXPECT_EQ(u->gpu_busy_ns, 340'000'000u);
+  EXPECT_EQ(u->throttled_ns, 700'000'000u);
+  EXPECT_EQ(u->achieved_share_1s_pm, 297u);
+
+  ledger->Detach();  // the process exits
+  u = backend.Usage(*id);
+  ASSERT_TRUE(u.ok()) << u.status().ToString();
+  EXPECT_EQ(u->gpu_busy_ns, 340'000'000u) << "counters never go down";
+  EXPECT_EQ(u->throttled_ns, 700'000'000u);
+  EXPECT_EQ(u->achieved_share_1s_pm, 0u) << "no process measures the slot any more";
+}
+
+// A ledger another shim release wrote (here version 2, smaller) is named as such, not as a
+// short or corrupt file.
+TEST(ShimBackendTest, UsageNamesALedgerOfAnotherVersion) {
+  TempDir dir;
+  slots::ShimSlotBackend backend({dir.path(), ""});
+  auto id = backend.Create(slots::SlotConfig{});
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  std::string v2(4096, '\0');
+  const uint64_t magic = shim::LedgerFile::kMagic;
+  const uint32_t version = 2;
+  memcpy(v2.data(), &magic, sizeof magic);
+  memcpy(v2.data() + 8, &version, sizeof version);
+  std::ofstream(backend.LedgerPath(*id), std::ios::binary) << v2;
+  auto u = backend.Usage(*id);
+  ASSERT_FALSE(u.ok());
+  EXPECT_NE(u.status().ToString().find("has version 2, this manager reads version 3"),
+            std::string::npos)
+      << u.status().ToString();
 }
 
 TEST(ShimBackendTest, UsageNamesACorruptLedger) {

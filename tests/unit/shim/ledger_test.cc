@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -313,6 +314,159 @@ TEST_F(LedgerTest, HighWaterBoundsTheSumWithoutMissingAMember) {
   f->high_water = 1u << 30;
   EXPECT_EQ(a->Charged(), 4 * kGiB);
   munmap(f, sizeof(LedgerFile));
+}
+
+// A version-2 ledger (smaller entries, no compute counters) in use by an older shim: refused
+// with a message naming both versions, and left exactly as it was (not grown, not rewritten).
+TEST_F(LedgerTest, RefusesAnOlderVersionFileWithoutTouchingIt) {
+  int fd = open(path_.c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  const size_t v2_size = sizeof(LedgerFile) - LedgerFile::kMaxEntries * 16 - 48;
+  std::string v2(v2_size, '\0');
+  const uint64_t magic = LedgerFile::kMagic;
+  const uint32_t version = 2;
+  memcpy(v2.data(), &magic, 8);
+  memcpy(v2.data() + 8, &version, 4);
+  v2[200] = 0x5a;  // some member's data
+  ASSERT_EQ(write(fd, v2.data(), v2.size()), static_cast<ssize_t>(v2.size()));
+  std::string err;
+  EXPECT_EQ(SharedLedger::Open(path_, &err), nullptr);
+  EXPECT_NE(err.find("has version 2"), std::string::npos) << err;
+  EXPECT_NE(err.find("version 3"), std::string::npos) << err;
+  struct stat st;
+  ASSERT_EQ(fstat(fd, &st), 0);
+  EXPECT_EQ(static_cast<size_t>(st.st_size), v2_size) << "not resized";
+  std::string back(v2_size, 'x');
+  ASSERT_EQ(pread(fd, back.data(), back.size(), 0), static_cast<ssize_t>(v2_size));
+  EXPECT_EQ(back, v2) << "not rewritten";
+  close(fd);
+}
+
+// Each member publishes its own cumulative counters; the slot's totals are their sum, the
+// share is the last one written, and a sample naming no process counts once for the slot
+// however many members publish it.
+TEST_F(LedgerTest, ComputeCountersSumOverMembersAndUnattributedCountsOnce) {
+  fake_procs = {{100, 1}, {200, 2}};
+  auto a = Open(FakeStart);
+  auto b = Open(FakeStart);
+  ASSERT_TRUE(a->Attach(100));
+  ASSERT_TRUE(b->Attach(200));
+  const LedgerBusySample s1[] = {{10, 5}, {20, 6}};
+  const LedgerBusySample s2[] = {{10, 5}, {20, 6}, {30, 7}};
+  a->PublishCompute(1000, 400, 290, s1, 2);
+  b->PublishCompute(2000, 600, 310, s2, 3);
+  LedgerComputeTotals t = a->ComputeTotals();
+  EXPECT_EQ(t.gpu_busy_ns, 1000u + 2000u + 5 + 6 + 7);
+  EXPECT_EQ(t.throttled_ns, 1000u);
+  EXPECT_EQ(t.achieved_share_1s_pm, 310u);
+  a->PublishCompute(1500, 500, 300, s2, 3);  // cumulative: replaces, and 10..30 are counted
+  t = b->ComputeTotals();
+  EXPECT_EQ(t.gpu_busy_ns, 1500u + 2000u + 18);
+  EXPECT_EQ(t.throttled_ns, 1100u);
+  EXPECT_EQ(t.achieved_share_1s_pm, 300u);
+  a->PublishCompute(1200, 450, 300, nullptr, 0);  // never backwards
+  EXPECT_EQ(b->ComputeTotals().gpu_busy_ns, 1500u + 2000u + 18);
+  auto outsider = Open(FakeStart);  // not attached: publishes nothing
+  outsider->PublishCompute(1'000'000, 1'000'000, 1000, nullptr, 0);
+  EXPECT_EQ(b->ComputeTotals().throttled_ns, 1100u);
+}
+
+// A member that leaves (killed and reaped, clean exit, exec) takes its charge with it but not
+// its counters: they move to the file's accumulators, so the slot's totals never go down.
+TEST_F(LedgerTest, LeavingMembersCountersStayInTheTotals) {
+  fake_procs = {{100, 1}, {200, 2}, {300, 3}};
+  auto a = Open(FakeStart);
+  auto b = Open(FakeStart);
+  ASSERT_TRUE(a->Attach(100));
+  ASSERT_TRUE(b->Attach(200));
+  a->PublishCompute(1000, 400, 250, nullptr, 0);
+  b->PublishCompute(2000, 600, 0, nullptr, 0);
+  a->PublishCompute(1000, 400, 250, nullptr, 0);  // a wrote the share last
+  int fd = open(path_.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  auto* f = static_cast<const LedgerFile*>(
+      mmap(nullptr, sizeof(LedgerFile), PROT_READ, MAP_SHARED, fd, 0));
+  close(fd);
+  ASSERT_NE(f, MAP_FAILED);
+  const uint64_t seq0 = f->seq;
+
+  fake_procs.erase(100);  // killed
+  EXPECT_EQ(b->Reap(), 1);
+  LedgerComputeTotals t = b->ComputeTotals();
+  EXPECT_EQ(t.gpu_busy_ns, 3000u);
+  EXPECT_EQ(t.throttled_ns, 1000u);
+  EXPECT_EQ(t.achieved_share_1s_pm, 0u) << "its writer is gone: no stale share";
+  EXPECT_EQ(f->reaped_busy_ns, 1000u);
+  EXPECT_EQ(f->seq, seq0 + 2) << "the move was bracketed, and seq is even again";
+
+  b->Detach();  // clean exit
+  t = b->ComputeTotals();
+  EXPECT_EQ(t.gpu_busy_ns, 3000u);
+  EXPECT_EQ(t.throttled_ns, 1000u);
+
+  auto c = Open(FakeStart);
+  ASSERT_TRUE(c->Attach(300));
+  c->PublishCompute(50, 5, 100, nullptr, 0);
+  auto c_after_exec = Open(FakeStart);  // same pid and start time: c's image after exec
+  ASSERT_TRUE(c_after_exec->Attach(300));
+  EXPECT_EQ(c_after_exec->ComputeTotals().gpu_busy_ns, 3050u) << "the old image's counters stay";
+  c_after_exec->PublishCompute(7, 1, 100, nullptr, 0);  // the new image counts from zero
+  t = c_after_exec->ComputeTotals();
+  EXPECT_EQ(t.gpu_busy_ns, 3057u);
+  EXPECT_EQ(t.throttled_ns, 1006u);
+  munmap(const_cast<LedgerFile*>(f), sizeof(LedgerFile));
+}
+
+// A live member reaped by mistake is re-added at its next write; what it had published is in
+// the accumulators already, so its new entry holds only what came after (no double count).
+TEST_F(LedgerTest, WronglyReapedMemberIsNotCountedTwice) {
+  fake_procs = {{100, 1}, {200, 2}};
+  auto a = Open(FakeStart);
+  auto b = Open(FakeStart);
+  ASSERT_TRUE(a->Attach(100));
+  ASSERT_TRUE(b->Attach(200));
+  a->PublishCompute(1000, 100, 300, nullptr, 0);
+  fake_procs.erase(100);
+  ASSERT_EQ(b->Reap(), 1);
+  fake_procs[100] = 1;  // it was alive after all
+  a->PublishCompute(1500, 150, 300, nullptr, 0);
+  const LedgerComputeTotals t = b->ComputeTotals();
+  EXPECT_EQ(t.gpu_busy_ns, 1500u);
+  EXPECT_EQ(t.throttled_ns, 150u);
+  EXPECT_TRUE(b->IsMember(100));
+}
+
+// A holder killed while moving counters (seq odd) does not leave readers retrying forever:
+// the next locker evens seq.
+TEST_F(LedgerTest, DeathWhileMovingCountersLeavesSeqEven) {
+  auto parent = Open();
+  ASSERT_TRUE(parent->Attach());
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int fd = open(path_.c_str(), O_RDWR);
+    auto* f = static_cast<LedgerFile*>(
+        mmap(nullptr, sizeof(LedgerFile), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+    if (f == MAP_FAILED) {
+      _exit(2);
+    }
+    pthread_mutex_lock(&f->mu);
+    f->seq++;  // a move under way
+    _exit(0);  // dies holding the lock, seq odd
+  }
+  int status;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  alarm(10);
+  parent->PublishCompute(10, 1, 100, nullptr, 0);
+  alarm(0);
+  int fd = open(path_.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  uint64_t seq = 1;
+  ASSERT_EQ(pread(fd, &seq, sizeof seq, offsetof(LedgerFile, seq)), 8);
+  close(fd);
+  EXPECT_EQ(seq % 2, 0u);
+  EXPECT_EQ(parent->ComputeTotals().gpu_busy_ns, 10u);
 }
 
 TEST(ProcStartTime, ReadsOwnAndRejectsMissing) {
