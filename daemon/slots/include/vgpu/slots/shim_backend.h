@@ -27,7 +27,10 @@ class ShimSlotBackend final : public SlotBackend {
   Result<std::vector<SlotConfig>> List() override;
   ContainerEdits Edits(const SlotConfig& config) const override;
   // Reads <slot dir>/ledger, the shim's shared ledger, read-only and without its lock (a
-  // snapshot, at worst a moment stale). Missing ledger = no process has charged yet = zero.
+  // snapshot, at worst a moment stale): memory charged and peak, and the compute counters the
+  // slot's controllers publish (busy, throttled, achieved share; shim/preload/ledger.h).
+  // Missing ledger = no process has run yet = zero. A ledger of another version is an error
+  // naming both versions.
   Result<SlotUsage> Usage(uint32_t id) override;
 
   std::filesystem::path SlotDir(uint32_t id) const;
