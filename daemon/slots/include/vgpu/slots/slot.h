@@ -61,17 +61,18 @@ struct ContainerEdits {
 };
 
 // What the enforcement backend has counted for one slot. Fields a backend does not know stay
-// zero: the shim's ledger (shim/preload/ledger.h) holds charged bytes and peak only, so its
-// denials and compute counters are 0 (the shim's controller runs inside each process and keeps
-// its counters there); vgpu.ko (uapi/vgpu_genl.h VGPU_STAT_*) knows them all. The compute
-// counters are 0 while a slot is not under control (share 100 in cap mode).
+// zero: the shim's ledger (shim/preload/ledger.h, version 3) holds the charged bytes and peak
+// and the compute counters its members' controllers publish once a second (a dead member's
+// are kept in the ledger's accumulators, so the totals never go down), but not denials or
+// unknown ioctls; vgpu.ko (uapi/vgpu_genl.h VGPU_STAT_*) knows them all. The compute counters
+// are 0 while a slot is not under control (share 100 in cap mode).
 struct SlotUsage {
   uint64_t memory_charged_bytes = 0;  // bytes charged to the slot's live processes now
   uint64_t memory_peak_bytes = 0;     // highest charge seen over the slot's life
   uint64_t memory_denials = 0;        // allocations refused for the quota (kmod only)
   uint64_t unknown_ioctls = 0;        // ioctls the ABI table does not know (kmod only)
-  uint64_t gpu_busy_ns = 0;           // GPU time the slot's channel groups used (kmod only)
-  uint64_t throttled_ns = 0;          // time the slot's channels were gated off (kmod only)
+  uint64_t gpu_busy_ns = 0;           // GPU time the slot's channel groups used
+  uint64_t throttled_ns = 0;          // time gated off (shim: summed over member processes)
   uint32_t achieved_share_1s_pm = 0;  // achieved share of the GPU over the last 1 s, permille
 
   bool operator==(const SlotUsage&) const = default;
