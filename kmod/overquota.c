@@ -12,9 +12,10 @@
  * NV_ERR_NO_MEMORY: what the driver itself says when memory runs out (§4.3).
  *
  * Since trusted.c, this is the fallback: when the driver answers the core's
- * driver_memory query, the core charges the driver's own size and frees an
- * allocation past the quota in the driver itself (with kernel privilege),
- * and this hook is not called for it. It still runs when the query cannot be
+ * driver_memory query, the core charges the driver's own size and has an
+ * allocation past the quota freed (vgpu_free_queue below: through the
+ * caller's real ctl file, after vcore_post), and this hook is not called for
+ * it. It still runs when the query cannot be
  * answered (no in-kernel RM entry, or a class the driver does not describe),
  * where growth is detected from the reply, which a racing thread can rewrite.
  */
@@ -43,9 +44,10 @@ struct vgpu_overquota {
 	struct list_head node;
 	struct task_struct *task; /* compared only, never dereferenced */
 	struct vcore_overquota oq;
-	/* A tampered call's client (vgpu_tamper_queue): freed through the
-	 * caller's real ctl file, then the caller is killed. */
-	bool tamper;
+	/* From vgpu_free_queue: free oq's object through the caller's real
+	 * ctl file (nothing else), then, if @kill, kill the caller. */
+	bool queued_free;
+	bool kill;
 };
 
 /* vgpu_overquota_lock protects vgpu_overquota_pending (entries live for one
@@ -107,29 +109,34 @@ u32 __user *vgpu_overquota_status_addr(struct vcore_call *call,
 }
 
 /*
- * kmod/trusted.c, from the core's tampered() inside vcore_post: the client
- * @h_client of the calling file is to be freed, and the caller killed (0: only
- * killed). The free waits for vgpu_overquota_settle, after vcore_post: it goes
- * through the caller's own real ctl file, so the driver frees the client only
- * if it is bound to that file (reference/nvidia-rm-abi.md §9.2, strict client
- * validation). The core's record of a client may carry a handle the tenant
- * chose or rewrote (another tenant's client); the driver's in-kernel entry
- * would free any client, this path only the tenant's own. The kill waits too:
- * vm_mmap, which the free needs, fails once a fatal signal is pending.
+ * kmod/trusted.c, inside vcore_post, for the frees the core asks of the driver:
+ * an allocation the driver made past the quota (deny_after_alloc), or, with
+ * @kill, a client of a tampered call (tampered(); @h_client 0: only kill). The
+ * free waits for vgpu_overquota_settle, after vcore_post, and goes through the
+ * caller's own real ctl file: the driver then frees an object only if its
+ * client is bound to that file (reference/nvidia-rm-abi.md §9.2, strict
+ * client validation). The core's handles come from the tenant's private copy
+ * and may name another tenant's client (a record made from a rewritten call);
+ * the driver's in-kernel entry would free anyone's, this path only the
+ * tenant's own. The kill waits too: vm_mmap, which the free needs, fails once
+ * a fatal signal is pending.
  */
-int vgpu_tamper_queue(u32 h_client)
+int vgpu_free_queue(u32 h_client, u32 h_parent, u32 h_object, bool kill)
 {
 	struct vgpu_overquota *e = kzalloc(sizeof(*e), GFP_KERNEL);
 
 	if (!e) {
-		send_sig(SIGKILL, current, 1); /* the files still close */
+		/* Killed anyway: the files still close. */
+		if (kill)
+			send_sig(SIGKILL, current, 1);
 		return -ENOMEM;
 	}
 	e->task = current;
-	e->tamper = true;
+	e->queued_free = true;
+	e->kill = kill;
 	e->oq.h_client = h_client;
-	e->oq.h_parent = h_client;
-	e->oq.h_object = h_client;
+	e->oq.h_parent = h_parent;
+	e->oq.h_object = h_object;
 	spin_lock(&vgpu_overquota_lock);
 	list_add_tail(&e->node, &vgpu_overquota_pending);
 	spin_unlock(&vgpu_overquota_lock);
@@ -181,19 +188,24 @@ static int vgpu_overquota_free(struct vgpu_file *vf,
 	return rc;
 }
 
-/* A tampered call's client: freed through @vf's real ctl file. */
-static void vgpu_tamper_settle_one(struct vgpu_file *vf,
-				   const struct vcore_overquota *oq)
+/* A vgpu_free_queue entry: freed through @vf's real ctl file. */
+static void vgpu_queued_free(struct vgpu_file *vf,
+			     const struct vcore_overquota *oq)
 {
 	int err = vgpu_overquota_free(vf, oq);
 
-	pr_warn_ratelimited("slot %u pid %d (%s): client 0x%x of a tampered "
-			    "call: %s\n",
-			    vf->slot->id, task_tgid_nr(current), current->comm,
-			    oq->h_client,
-			    err ? "not freed through the caller's file (not "
-				  "bound to it, or the free failed)"
-				: "freed through the caller's file");
+	if (err)
+		pr_warn_ratelimited("slot %u pid %d (%s): object 0x%x/0x%x "
+				    "not freed through the caller's file (%d: "
+				    "not bound to it, or the free failed)\n",
+				    vf->slot->id, task_tgid_nr(current),
+				    current->comm, oq->h_client, oq->h_object,
+				    err);
+	else
+		pr_debug("slot %u pid %d: object 0x%x/0x%x freed through the "
+			 "caller's file\n",
+			 vf->slot->id, task_tgid_nr(current), oq->h_client,
+			 oq->h_object);
 }
 
 /* In the allocating task, after vcore_post: undo what the race allocated. */
@@ -210,10 +222,10 @@ void vgpu_overquota_settle(struct vgpu_file *vf, u32 __user *status)
 
 		list_del(&e->node);
 
-		if (e->tamper) {
+		if (e->queued_free) {
 			if (e->oq.h_client)
-				vgpu_tamper_settle_one(vf, &e->oq);
-			kill = true;
+				vgpu_queued_free(vf, &e->oq);
+			kill |= e->kill;
 			kfree(e);
 			continue;
 		}

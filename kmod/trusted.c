@@ -18,9 +18,13 @@
  * available on every Memory subclass (0x40, 0x3e, 0xf8, ...). For a kernel
  * caller RM copies the embedded list pointer as kernel memory.
  *
- * When the size is past the quota the core asks for the object to be freed:
- * NV01_FREE through the same entry, with kernel privilege, so the tenant
- * cannot interfere with it either.
+ * When the size is past the quota the core asks for the object to be freed.
+ * Not through the same entry, which would free any tenant's object: the
+ * handles come from the tenant's private copy, and its hRoot may name
+ * another tenant's client that happens to hold an object of that handle. It
+ * is queued (overquota.c, vgpu_free_queue) and freed through the caller's own
+ * real ctl file after vcore_post, where the driver frees only objects of
+ * clients bound to that file.
  *
  * Before the size, the object's existence: the core asks after EVERY
  * successful allocation (not only charged classes), because a sibling thread
@@ -38,7 +42,7 @@
  *
  * A client free (@h_object == @h_client, @bytes NULL) is asked only when the
  * core found tampering: the client and all under it is freed through the
- * caller's own real ctl file (overquota.c, vgpu_tamper_queue: the driver
+ * caller's own real ctl file (overquota.c, vgpu_free_queue: the driver
  * frees only a client bound to that file), and the calling task is killed
  * (SIGKILL, as fwd.c does for a copied real fd): whatever else it holds dies
  * with its files.
@@ -160,19 +164,10 @@ int vgpu_trusted_driver_memory(void *priv, vcore_u32 h_client,
 				    "be freed, process to be killed\n",
 				    task_pid_nr(current), current->comm,
 				    h_client);
-		return vgpu_tamper_queue(h_client);
+		return vgpu_free_queue(h_client, h_client, h_client, true);
 	}
-	if (!bytes) {
-		err = vgpu_rm_free(h_client, h_parent, h_object, &status);
-		if (!err && status)
-			err = -EIO;
-		if (err)
-			pr_warn_ratelimited(
-				"in-kernel free of 0x%x/0x%x failed "
-				"(%d, status 0x%x)\n",
-				h_client, h_object, err, status);
-		return err;
-	}
+	if (!bytes) /* past the quota: freed through the caller's file too */
+		return vgpu_free_queue(h_client, h_parent, h_object, false);
 	if (!READ_ONCE(trusted_charge))
 		return -EOPNOTSUPP;
 	err = vgpu_object_exists(h_client, h_object);

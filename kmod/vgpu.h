@@ -173,8 +173,8 @@ void vgpu_overquota_hook(void *priv, struct vcore_file *file,
 u32 __user *vgpu_overquota_status_addr(struct vcore_call *call,
 				       unsigned int cmd, unsigned long arg);
 void vgpu_overquota_settle(struct vgpu_file *vf, u32 __user *status);
-/* trusted.c: a tampered call's client to free through the caller's file. */
-int vgpu_tamper_queue(u32 h_client);
+/* trusted.c: an object to free through the caller's file, then maybe kill. */
+int vgpu_free_queue(u32 h_client, u32 h_parent, u32 h_object, bool kill);
 /* Checked after every call: inline, so that the common call makes no call. */
 extern struct list_head vgpu_overquota_pending;
 static inline bool vgpu_overquota_pending_any(void)

@@ -228,5 +228,48 @@ TEST(Tamper, TenantCannotHaveAnotherTenantsClientFreed) {
   EXPECT_EQ(b.Vidmem(0x501, 2 * kMiB), NV_OK) << "B's client still works";
 }
 
+// The same for an object: the core checks what the driver made under the hRoot of its private
+// copy, and a sibling's store can make that another tenant's client while the driver reads the
+// tenant's own. A asks for 2 MiB under B's client handle with hObjectNew = the handle of B's
+// 32 MiB; the driver makes 2 MiB under A's client; the core finds B's 32 MiB under that name,
+// past A's 16 MiB quota, and asks for it to be freed. Through the in-kernel entry that freed B's
+// memory; through A's own real ctl file the driver refuses (kmod/overquota.c, vgpu_free_queue).
+TEST(Tamper, TenantCannotHaveAnotherTenantsMemoryFreed) {
+  ScopedSlot slot_b(64 * kMiB, "b"), slot_a(16 * kMiB, "a");
+  ASSERT_TRUE(slot_b.ok() && slot_a.ok());
+  Session b;
+  ASSERT_EQ(b.Open(slot_b.ctl(), slot_b.dev()), "");
+  ASSERT_EQ(b.Vidmem(0x600, 32 * kMiB), NV_OK);
+  const uint64_t with_b = NvsimUsedBytes();
+  const uint64_t done = ReadParam("rewrite_alloc_done");
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    Session a;
+    if (!a.Open(slot_a.ctl(), slot_a.dev()).empty()) _exit(kSessionFailed);
+    if (a.device != b.device) _exit(kSetupFailed);  // B's device is the parent under both names
+    if (!WriteParam("rewrite_alloc_offset", 0) || !WriteParam("rewrite_alloc_value", a.client) ||
+        !WriteParam("rewrite_alloc_tgid", static_cast<uint64_t>(getpid())))
+      _exit(kSetupFailed);
+    nv_memory_allocation_params mp{};
+    mp.owner = a.client;
+    mp.flags = 0x1c101;
+    mp.alignment = 2 * kMiB;
+    mp.size = 2 * kMiB;
+    uint32_t h = 0x600;
+    Alloc(a.ctl, b.client, a.device, &h, NV01_MEMORY_LOCAL_USER, &mp);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WriteParam("rewrite_alloc_tgid", 0));
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status 0x" << std::hex << status;
+  EXPECT_EQ(ReadParam("rewrite_alloc_done"), done + 1) << "nvsim made the rewrite once";
+  EXPECT_EQ(slot_a.Stat(VGPU_STAT_OVERQUOTA), 1u) << "the core found B's 32 MiB past A's quota";
+  EXPECT_EQ(NvsimUsedBytes(), with_b) << "B's 32 MiB is still there, A's files freed A's";
+  EXPECT_EQ(b.FreeObj(0x600), NV_OK) << "B's object was still B's";
+  EXPECT_EQ(slot_a.Stat(VGPU_STAT_MEM_CHARGED), 0u);
+}
+
 }  // namespace
 }  // namespace vgpu_test
