@@ -62,13 +62,7 @@ enum vcore_verdict vcore_esc_rm_control(struct vcore_call *call)
 					       : size != row->size)
 		return vcore_refuse_status(call, NV_ERR_INVALID_ARGUMENT,
 					   "wrong paramsSize for control");
-	if (row->pre)
-		return row->pre(call);
-	/* The TSG registry's schedule state; the 580 table row (tables_580.c)
-	 * carries no handler, so the registry hooks it here. */
-	if (cmd == NVA06C_CTRL_CMD_GPFIFO_SCHEDULE)
-		return vcore_ctrl_tsg_schedule(call);
-	return VCORE_FORWARD;
+	return row->pre ? row->pre(call) : VCORE_FORWARD;
 }
 
 /* ---- fd-carrying controls (abi.md §9.3, §9.5) ---- */

@@ -144,7 +144,7 @@ static const struct vcore_ctrl_row ctrl_580[] = {
 	CTRL(NV0000_CTRL_CMD_OS_UNIX_GET_CONTROL_FILE_DESCRIPTOR, 4),
 	CTRL(NV0000_CTRL_CMD_OS_GET_GPU_INFO, 8),
 	/* TSG and channel scheduling (abi.md §6.2) */
-	CTRL(NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, 3),
+	CTRL_H(NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, 3, vcore_ctrl_tsg_schedule),
 	CTRL_ANY(NVA06C_CTRL_CMD_BIND),
 	CTRL_H(NVA06C_CTRL_CMD_SET_TIMESLICE, 8, vcore_ctrl_tsg_set_timeslice),
 	CTRL(NVA06C_CTRL_CMD_GET_TIMESLICE, 8),
