@@ -10,9 +10,10 @@
  * driver allocated), so racing threads cannot shrink the charge below what
  * the driver allocated (see vcore.h, TOCTOU). Where the host can ask the
  * driver itself (host op driver_memory: the kernel host's in-kernel RM
- * query), that size is the driver's word and the part past the reservation
- * is charged against the quota or the object is freed and refused; else it
- * is read from the reply, which a racing thread can still rewrite.
+ * query), that size is the driver's word and is the charge: the part past
+ * the reservation is charged against the quota or the object is freed and
+ * refused, and an unused part of the reservation is refunded at once; else
+ * it is read from the reply, which a racing thread can still rewrite.
  */
 #include "vcore_internal.h"
 #include "abi/classes.h"
@@ -661,9 +662,21 @@ int vcore_post_alloc(struct vcore_call *call)
 	    verify_alloc(call, h_root, h_new, &trusted, &have_trusted))
 		return ret; /* not recorded; vcore_post's unwind refunds */
 	if (have_trusted) {
-		/* The driver's word; the reply is not read at all. */
-		if (trusted > charge)
-			charge = trusted;
+		/*
+		 * The driver's word; the reply is not read at all. It is the
+		 * charge, as soon as the call ends: when the driver made less
+		 * than was reserved (a sibling thread changed hClass, e.g.
+		 * 0x40 -> NV50_MEMORY_VIRTUAL, or a flag, between the private
+		 * copy and the driver's read; issue 4), the rest of the
+		 * reservation goes back now, not at the free.
+		 */
+		charge = trusted;
+		if (charge < call->reserved) {
+			vcore_lock(slot);
+			vcore_charge_refund(slot, call->reserved - charge);
+			vcore_unlock(slot);
+			call->reserved = charge;
+		}
 	} else if (call->reply_size_off) {
 		vcore_uptr_t at;
 

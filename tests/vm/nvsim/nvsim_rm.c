@@ -595,7 +595,12 @@ static const struct nvsim_ctrl {
 	  nvsim_ctrl_preempt },
 	{ NVSIM_CTRL_CMD_TSG_GET_RUNTIME, sizeof(struct nvsim_tsg_runtime_params),
 	  KEPLER_CHANNEL_GROUP_A, nvsim_ctrl_tsg_runtime },
+	/* Every Memory subclass answers it (memCtrlCmdGetSurfaceInfoLvm, nvsim_surface.c). */
 	{ NV0041_CTRL_CMD_GET_SURFACE_INFO, NV0041_GET_SURFACE_INFO_PARAMS_SIZE, NV01_MEMORY_LOCAL_USER,
+	  nvsim_ctrl_surface_info },
+	{ NV0041_CTRL_CMD_GET_SURFACE_INFO, NV0041_GET_SURFACE_INFO_PARAMS_SIZE, NV01_MEMORY_SYSTEM,
+	  nvsim_ctrl_surface_info },
+	{ NV0041_CTRL_CMD_GET_SURFACE_INFO, NV0041_GET_SURFACE_INFO_PARAMS_SIZE, NV50_MEMORY_VIRTUAL,
 	  nvsim_ctrl_surface_info },
 	{ 0xd02 /* NV0000_CTRL_CMD_CLIENT_GET_HANDLE_INFO */, 16, NV01_ROOT_CLIENT, nvsim_ctrl_handle_info },
 };
@@ -625,8 +630,10 @@ void nvsim_rm_control(const struct nvsim_caller *c, struct nvos54 *p)
 		}
 		x.gpu = x.obj->gpu;
 	}
+	/* A command may be served on several classes: the row of hObject's class. */
 	for (i = 0; i < ARRAY_SIZE(nvsim_ctrls); i++)
-		if (nvsim_ctrls[i].cmd == p->cmd)
+		if (nvsim_ctrls[i].cmd == p->cmd &&
+		    (!ctl || nvsim_ctrls[i].hclass == (x.obj ? x.obj->hclass : NV01_ROOT_CLIENT)))
 			ctl = &nvsim_ctrls[i];
 	status = NV_ERR_NOT_SUPPORTED;
 	if (!ctl || (x.obj ? x.obj->hclass : NV01_ROOT_CLIENT) != ctl->hclass)

@@ -16,7 +16,9 @@
  *     answered from the memory descriptor (PHYS_SIZE = memdescGetSize / 4 KiB, NV_ERR_OUT_OF_RANGE
  *     if that does not fit 32 bits), the first unknown index stops the walk with
  *     NV_ERR_INVALID_ARGUMENT, and the list is copied back.
- * nvsim models class 0x40 only (video memory, obj->vidmem bytes); other indices: INVALID_ARGUMENT.
+ * nvsim answers on classes 0x40 (video memory: obj->vidmem bytes, VIDMEM), 0x3e (SYSMEM) and
+ * 0x50a0 (a VA range, no physical memory: size 0, INVALID; approx, the real descriptor of a
+ * virtual allocation is not video memory either); other indices: INVALID_ARGUMENT.
  * Called from nvsim_rm_control with nvsim_rm_lock held and the 16-byte params already copied in.
  */
 #include <linux/slab.h>
@@ -27,6 +29,8 @@
 #define NV0041_CTRL_SURFACE_INFO_INDEX_PHYS_SIZE	0x7
 #define NV0041_CTRL_SURFACE_INFO_INDEX_ADDR_SPACE_TYPE	0x9
 #define NV0041_CTRL_SURFACE_INFO_PHYS_SIZE_SCALE_FACTOR 0x1000
+#define NV0000_CTRL_CMD_CLIENT_GET_ADDR_SPACE_TYPE_INVALID 0x0
+#define NV0000_CTRL_CMD_CLIENT_GET_ADDR_SPACE_TYPE_SYSMEM 0x1
 #define NV0000_CTRL_CMD_CLIENT_GET_ADDR_SPACE_TYPE_VIDMEM 0x2
 /* The list is bounded by RM's embedded-param copy; nvsim answers at most 16 entries (approx). */
 #define NVSIM_SURFACE_INFO_MAX 16
@@ -54,7 +58,10 @@ static u32 nvsim_surface_value(const struct nvsim_obj *obj, u32 index, u32 *data
 		*data = (u32)(obj->vidmem / NV0041_CTRL_SURFACE_INFO_PHYS_SIZE_SCALE_FACTOR);
 		return NV_OK;
 	case NV0041_CTRL_SURFACE_INFO_INDEX_ADDR_SPACE_TYPE:
-		*data = NV0000_CTRL_CMD_CLIENT_GET_ADDR_SPACE_TYPE_VIDMEM;
+		*data = obj->hclass == NV01_MEMORY_LOCAL_USER
+				? NV0000_CTRL_CMD_CLIENT_GET_ADDR_SPACE_TYPE_VIDMEM
+			: obj->hclass == NV01_MEMORY_SYSTEM ? NV0000_CTRL_CMD_CLIENT_GET_ADDR_SPACE_TYPE_SYSMEM
+							    : NV0000_CTRL_CMD_CLIENT_GET_ADDR_SPACE_TYPE_INVALID;
 		return NV_OK;
 	default:
 		return NV_ERR_INVALID_ARGUMENT;

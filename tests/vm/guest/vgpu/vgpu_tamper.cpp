@@ -147,6 +147,46 @@ TEST(Tamper, SameCallsUnrewrittenLive) {
     RewriteDuringTheCall(*c, false);
 }
 
+// The reverse class swap: the tenant asks for 16 MiB of video memory (class 0x40, reserved against
+// the quota before the call) and a sibling's store turns hClass into NV50_MEMORY_VIRTUAL before
+// the driver reads it, so the driver makes a VA range that holds no video memory. Not tampering
+// (nothing escapes the quota), but the charge must be what the driver made as soon as the call
+// ends: before, the 16 MiB reservation stayed charged until the free, so such swaps could hold a
+// tenant below its quota with no memory behind it (issue 4, "a class swap over-charges").
+TEST(Tamper, ClassSwappedAwayFromVidmemIsChargedWhatTheDriverMade) {
+  ScopedSlot slot(64 * kMiB);
+  ASSERT_TRUE(slot.ok());
+  const uint64_t base = NvsimUsedBytes();
+  const uint64_t done = ReadParam("rewrite_alloc_done");
+  ASSERT_NE(done, ~0ull) << "nvsim has no rewrite_alloc_* test hook";
+  Session s;
+  ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
+  nv_memory_allocation_params mp{};
+  mp.owner = s.client;
+  mp.flags = 0x1c101;
+  mp.alignment = 2 * kMiB;
+  mp.size = 16 * kMiB;
+  ASSERT_TRUE(WriteParam("rewrite_alloc_offset", 12) &&
+              WriteParam("rewrite_alloc_value", NV50_MEMORY_VIRTUAL) &&
+              WriteParam("rewrite_alloc_tgid", static_cast<uint64_t>(getpid())));
+  uint32_t h = 0x2100;
+  const int64_t st = Alloc(s.ctl, s.client, s.device, &h, NV01_MEMORY_LOCAL_USER, &mp);
+  ASSERT_TRUE(WriteParam("rewrite_alloc_tgid", 0));
+  EXPECT_EQ(ReadParam("rewrite_alloc_done"), done + 1) << "nvsim made the rewrite once";
+  EXPECT_EQ(st, NV_OK);
+  EXPECT_EQ(NvsimUsedBytes(), base) << "the driver made a VA range, no video memory";
+  EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 0u)
+      << "charged what the driver made, when the call ended (not the 16 MiB reservation)";
+  EXPECT_EQ(slot.Stat(VGPU_STAT_OVERQUOTA), 0u) << "not tampering: nothing escaped the quota";
+  // The whole quota is still there for real memory.
+  EXPECT_EQ(s.Vidmem(0x2101, 64 * kMiB), NV_OK);
+  EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 64 * kMiB);
+  EXPECT_EQ(s.FreeObj(0x2101), NV_OK);
+  EXPECT_EQ(s.FreeObj(h), NV_OK);
+  EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 0u);
+  EXPECT_EQ(NvsimUsedBytes(), base);
+}
+
 // A handle the driver chooses (hObjectNew 0) would reach the core only through the reply, which
 // a sibling thread can rewrite after the driver wrote it (to 0, or to another handle; with the
 // status, to a failure), leaving the driver's object unrecorded and uncharged. vgpu.ko therefore
