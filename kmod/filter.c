@@ -246,6 +246,13 @@ static const struct vcore_host_ops vgpu_host_ops = {
 	.driver_memory = vgpu_trusted_driver_memory,
 };
 
+/* Client records confirmed by the driver (kmod/core/vcore.h, trusted.c). */
+static const struct vcore_client_ops vgpu_client_ops = {
+	.claim = vgpu_trusted_client_claim,
+	.release = vgpu_trusted_client_release,
+	.driver_has = vgpu_trusted_driver_has,
+};
+
 /* ---- ledger ---------------------------------------------------------- */
 
 static int vgpu_ledger_try_charge(void *priv, vcore_u64 bytes, vcore_u64 quota)
@@ -405,6 +412,7 @@ int vgpu_filter_slot_new(struct vgpu_slot *slot)
 		return err ? err : -ENOMEM;
 	}
 	vcore_slot_set_overquota_hook(fs->core, vgpu_overquota_hook);
+	vcore_slot_set_client_ops(fs->core, &vgpu_client_ops);
 	slot->filter = fs;
 	return 0;
 }
@@ -668,4 +676,5 @@ int vgpu_filter_init(void)
 
 void vgpu_filter_exit(void)
 {
+	vgpu_trusted_exit();
 }

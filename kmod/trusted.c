@@ -56,6 +56,7 @@
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
 #include <linux/types.h>
+#include <linux/xarray.h>
 
 #include <linux/moduleparam.h>
 
@@ -134,6 +135,110 @@ static int vgpu_object_exists(u32 h_client, u32 h_object)
 	default:
 		return -EIO; /* the driver cannot say: not proof of tampering */
 	}
+}
+
+/*
+ * Client handles (the core's client ops, kmod/core/vcore.h; issue 4). RM
+ * keeps one client namespace for the whole driver, and a client alloc with
+ * hObjectNew 0 gets a handle RM generates (0xc1d0xxxx): the core asks for
+ * ours instead, from a range of its own, so that the handle is known before
+ * the call rather than read from a reply a sibling thread can rewrite.
+ * vgpu_client_claims maps each claimed handle to the claiming slot's filter
+ * (@priv): a handle a slot claimed or still records cannot be claimed by
+ * another, so no tenant can create a client under a handle that another
+ * slot's table names, and a record names a client its own call created.
+ */
+static DEFINE_XARRAY(vgpu_client_claims);
+static atomic_t vgpu_client_seq = ATOMIC_INIT(0);
+
+#define VGPU_CLIENT_HANDLE_BASE	 0xc1e00000u
+#define VGPU_CLIENT_HANDLE_MASK	 0x000fffffu
+#define VGPU_CLIENT_CLAIM_TRIES	 16
+
+/*
+ * 0 when the driver has client @h, -ENOENT when it has not, another errno
+ * when it cannot say. A missing client fails any control with
+ * NV_ERR_INVALID_CLIENT before a handler runs; any answer of the handler
+ * itself (the client as its own object: NV_OK, or not found) means the
+ * client resolved.
+ */
+static int vgpu_client_exists(u32 h)
+{
+	struct vgpu_get_handle_info_params p = {
+		.hObject = h,
+		.index = NV0000_CTRL_CMD_CLIENT_GET_HANDLE_INFO_INDEX_CLASSID,
+	};
+	u32 status;
+	int err;
+
+	err = vgpu_rm_control(h, h, NV0000_CTRL_CMD_CLIENT_GET_HANDLE_INFO, &p,
+			      sizeof(p), &status);
+	if (err)
+		return err;
+	switch (status) {
+	case NV_ERR_INVALID_CLIENT:
+		return -ENOENT;
+	case 0:
+	case NV_ERR_INVALID_OBJECT_HANDLE:
+	case NV_ERR_OBJECT_NOT_FOUND:
+		return 0;
+	default:
+		return -EIO;
+	}
+}
+
+int vgpu_trusted_client_claim(void *priv, vcore_u32 *h_client)
+{
+	bool pick = !*h_client;
+	int tries, err;
+
+	for (tries = 0; tries < VGPU_CLIENT_CLAIM_TRIES; tries++) {
+		u32 h = pick ? VGPU_CLIENT_HANDLE_BASE |
+				       ((u32)atomic_inc_return(
+						&vgpu_client_seq) &
+					VGPU_CLIENT_HANDLE_MASK)
+			     : *h_client;
+
+		err = xa_insert(&vgpu_client_claims, h, priv, GFP_KERNEL);
+		if (err == -EBUSY) {
+			if (pick)
+				continue;
+			return -EEXIST; /* another call or slot holds it */
+		}
+		if (err)
+			return err;
+		err = vgpu_client_exists(h);
+		if (err == -ENOENT) {
+			*h_client = h;
+			return 0;
+		}
+		xa_cmpxchg(&vgpu_client_claims, h, priv, NULL, 0);
+		if (err)
+			return err; /* the driver cannot say */
+		if (!pick)
+			return -EEXIST; /* the driver has it (not ours) */
+	}
+	return -EAGAIN;
+}
+
+/* Under the core's slot lock: xa_cmpxchg to NULL allocates nothing. */
+void vgpu_trusted_client_release(void *priv, vcore_u32 h_client)
+{
+	xa_cmpxchg(&vgpu_client_claims, h_client, priv, NULL, 0);
+}
+
+int vgpu_trusted_driver_has(void *priv, vcore_u32 h_client, vcore_u32 h_object)
+{
+	if (h_object == h_client)
+		return vgpu_client_exists(h_client);
+	return vgpu_object_exists(h_client, h_object);
+}
+
+/* Module exit: every slot is gone, and with it every claim. */
+void vgpu_trusted_exit(void)
+{
+	WARN_ON_ONCE(!xa_empty(&vgpu_client_claims));
+	xa_destroy(&vgpu_client_claims);
 }
 
 int vgpu_trusted_driver_memory(void *priv, vcore_u32 h_client,

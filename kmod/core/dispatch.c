@@ -481,6 +481,9 @@ static void call_free(struct vcore_call *call)
 	for (i = 0; call->owned_mask >> i; i++)
 		if (call->owned_mask & (1u << i))
 			slot->ops->free(slot->priv, call->owned[i]);
+	/* A claim no record took over (rm_alloc.c, client ops). */
+	if (call->client_claim)
+		slot->client_ops->release(slot->priv, call->client_claim);
 	if (call->new_obj)
 		slot->ops->free(slot->priv, call->new_obj);
 	call_put(slot, call);

@@ -130,6 +130,9 @@ static void release_one(struct vcore_slot *slot, struct vcore_obj *obj)
 	}
 	if (!obj->parent)
 		slot->stats.clients--;
+	/* The handle may now be created by anyone (vcore.h, client ops). */
+	if (obj->confirmed)
+		slot->client_ops->release(slot->priv, obj->h_client);
 	slot->stats.objects--;
 	hash_unlink(slot, obj);
 	tree_unlink(obj);

@@ -177,6 +177,45 @@ static enum vcore_verdict alloc_by_class(struct vcore_call *call, vcore_u32 cls,
 	}
 }
 
+/*
+ * A client allocation, with the host's client ops (vcore.h; issue 4). The
+ * core's record of a client decides what is charged to the tenant, what the
+ * driver is asked about and what is freed on its behalf, so it must name the
+ * client this call created through the caller's file, and nothing else. The
+ * handle is claimed node-wide before the driver sees the call (refused as the
+ * driver refuses a duplicate when another tenant has it), and after the call
+ * only the driver's word on that handle counts (vcore_post_alloc), never the
+ * status or the handle in user memory. hObjectNew 0 asks RM to choose (abi.md
+ * §3); its choice would reach the core only through the reply, which a
+ * sibling thread can rewrite to another tenant's client handle: the host
+ * chooses instead, and the handle is written into the caller's parameters,
+ * where the driver reads it and returns it in the reply as it would its own.
+ */
+static enum vcore_verdict claim_client(struct vcore_call *call)
+{
+	struct vcore_slot *slot = call->slot;
+	vcore_u32 h = vcore_rd32(call->argbuf, 8);
+	vcore_bool chosen = !h;
+	int err = slot->client_ops->claim(slot->priv, &h);
+
+	if (err == -VCORE_EEXIST)
+		return vcore_refuse_status(call, NV_ERR_INSERT_DUPLICATE_NAME,
+					   "client handle already in use");
+	if (err) {
+		/* The driver cannot say: recorded as without the ops. */
+		call->client_unverified = 1;
+		return VCORE_FORWARD;
+	}
+	call->client_claim = h; /* released in call_free unless recorded */
+	if (chosen) {
+		vcore_wr32(call->argbuf, 8, h);
+		if (vcore_user_write(call, call->arg + 8, &h, sizeof(h)))
+			return vcore_refuse_errno(call, -VCORE_EFAULT,
+						  "client handle unwritable");
+	}
+	return VCORE_FORWARD;
+}
+
 /* NV_ESC_RM_ALLOC: NVOS21 (32 B) or NVOS64 (48 B, escape.c:381-430). */
 enum vcore_verdict vcore_esc_rm_alloc(struct vcore_call *call)
 {
@@ -184,6 +223,7 @@ enum vcore_verdict vcore_esc_rm_alloc(struct vcore_call *call)
 	vcore_u32 cls = vcore_rd32(call->argbuf, 12);
 	vcore_uptr_t p = vcore_rd64(call->argbuf, 16);
 	const vcore_u8 *params = VCORE_NULL;
+	enum vcore_verdict v;
 	vcore_u32 psize = 0;
 	int i;
 
@@ -237,7 +277,11 @@ enum vcore_verdict vcore_esc_rm_alloc(struct vcore_call *call)
 			vcore_add_buf(call, (int)call->argidx, 24, r,
 				      RS_ACCESS_MASK_SIZE, 0);
 	}
-	return alloc_by_class(call, cls, params, psize);
+	v = alloc_by_class(call, cls, params, psize);
+	if (v == VCORE_FORWARD && is_root_class(cls) &&
+	    call->slot->client_ops)
+		v = claim_client(call);
+	return v;
 }
 
 /* NV_ESC_RM_ALLOC_OBJECT (NVOS05): an alloc without params. */
@@ -248,6 +292,13 @@ enum vcore_verdict vcore_esc_rm_alloc_object(struct vcore_call *call)
 		vcore_abi_class(call->slot->abi, cls);
 
 	call->h_parent = vcore_rd32(call->argbuf, 4);
+	/* A client is recorded only as NV_ESC_RM_ALLOC makes it, confirmed by
+	 * the driver (claim_client); libcuda never makes one here. */
+	if (is_root_class(cls) && call->slot->client_ops) {
+		call->cmd = cls;
+		return vcore_refuse_status(call, NV_ERR_NOT_SUPPORTED,
+					   "client through ALLOC_OBJECT");
+	}
 	if (row &&
 	    (row->kind == VCORE_CLS_VIDMEM || row->kind == VCORE_CLS_FABRIC) &&
 	    vcore_slot_has_quota(call->slot)) {
@@ -448,6 +499,32 @@ static int restore_event_data(struct vcore_call *call)
 }
 
 /*
+ * With the host's client ops (vcore.h): is @h_client a client whose record
+ * the driver confirmed (or could not be asked about), and, for a ctl file,
+ * one this file created? The driver binds a client to the ctl file that
+ * created it and refuses it through any other (abi.md §9.2), so a successful
+ * call through this file under any other hRoot means the driver read another
+ * hRoot than the core's private copy holds. Dev files act for the clients of
+ * the ctl file they registered, which the core does not track: any client of
+ * the slot. Without the ops: any client (or none; add_implicit_client).
+ */
+static vcore_bool own_client(struct vcore_call *call, vcore_u32 h_client)
+{
+	struct vcore_slot *slot = call->slot;
+	struct vcore_obj *c;
+	vcore_bool ok;
+
+	if (!slot->client_ops)
+		return 1;
+	vcore_lock(slot);
+	c = vcore_obj_find_locked(slot, h_client, h_client);
+	ok = c && !c->parent && (c->confirmed || c->unverified) &&
+	     (call->file->kind != VCORE_FILE_CTL || c->owner == call->file);
+	vcore_unlock(slot);
+	return ok;
+}
+
+/*
  * The status says the allocation failed, but the status is user memory a
  * racing thread can rewrite after the driver wrote NV_OK. When the caller
  * chose the handle (the private copy has it) and the table does not know
@@ -464,6 +541,10 @@ static vcore_u32 created_despite_status(struct vcore_call *call,
 	vcore_bool known;
 
 	if (!h || !slot->ops->driver_memory)
+		return 0;
+	/* Never another tenant's object: the private hRoot is the tenant's
+	 * to choose, and the driver's query answers for any client. */
+	if (!own_client(call, h_client))
 		return 0;
 	vcore_lock(slot);
 	known = vcore_obj_find_locked(slot, h_client, h) != VCORE_NULL;
@@ -560,6 +641,35 @@ static void tampered(struct vcore_call *call, vcore_u32 h_client,
 }
 
 /*
+ * A client allocation, with the host's client ops (claim_client): only the
+ * driver's word on the claimed handle decides. The client exists now: this
+ * call created it (the handle was free in the driver and claimed node-wide
+ * before the call, so nobody else could), and it is recorded, confirmed.
+ * It does not: nothing is recorded; and if the status says a client was
+ * made, the driver made one under another handle (a sibling thread rewrote
+ * hObjectNew after the claim): bound to the caller's file, named by no
+ * record, it would hold whatever is made under it uncharged: tampering.
+ * 1: record it (*@confirmed: the driver's word, else it could not say).
+ */
+static int confirm_client(struct vcore_call *call, vcore_bool status_ok,
+			  vcore_bool *confirmed)
+{
+	struct vcore_slot *slot = call->slot;
+	vcore_u32 h = call->client_claim;
+	int err = slot->client_ops->driver_has(slot->priv, h, h);
+
+	*confirmed = !err;
+	if (!err)
+		return 1;
+	if (err != -VCORE_ENOENT)
+		return status_ok; /* cannot say: the status decides, as before */
+	if (status_ok)
+		tampered(call, h, h,
+			 "the driver made a client under another handle");
+	return 0;
+}
+
+/*
  * After every successful allocation, when the host can ask the driver
  * (issue 4: the driver copies the parameters in again, after the core's
  * copy). 1: tampering was found and handled (nothing is recorded). 0: go on;
@@ -629,7 +739,7 @@ int vcore_post_alloc(struct vcore_call *call)
 	struct vcore_obj *obj = call->new_obj;
 	vcore_u32 status = 0, h_root, h_new = 0;
 	vcore_u64 charge = call->reserved, reply = 0, trusted = 0;
-	vcore_bool have_trusted = 0, is_root;
+	vcore_bool have_trusted = 0, is_root, confirmed = 0;
 	struct vcore_overquota oq;
 	vcore_bool over = 0;
 	int ret = 0;
@@ -638,7 +748,14 @@ int vcore_post_alloc(struct vcore_call *call)
 	if (call->restore_event_data && restore_event_data(call))
 		ret = -VCORE_EFAULT;
 	h_root = vcore_rd32(call->argbuf, 0);
-	if (reply_status(call, &status) || status != NV_OK) {
+	if (call->client_claim) {
+		/* A client: the driver's word on the claimed handle. */
+		vcore_bool ok = !reply_status(call, &status) && status == NV_OK;
+
+		if (!confirm_client(call, ok, &confirmed))
+			return ret;
+		h_new = call->client_claim;
+	} else if (reply_status(call, &status) || status != NV_OK) {
 		h_new = created_despite_status(call, h_root, &trusted);
 		if (!h_new)
 			return ret; /* nothing was created; unwind refunds */
@@ -657,6 +774,18 @@ int vcore_post_alloc(struct vcore_call *call)
 	if (!h_new)
 		return ret;
 	is_root = is_root_class(obj->cls);
+	/*
+	 * With the host's client ops, an object only under a client the
+	 * driver confirmed this file created: anything else means the driver
+	 * read another hRoot than the private copy's (a sibling's store), and
+	 * the core would charge, query and free under a client that is not
+	 * the tenant's (issue 4: another tenant's, whose handle it guessed).
+	 */
+	if (!is_root && !own_client(call, h_root)) {
+		tampered(call, h_root, h_new,
+			 "the object's client is not one this file created");
+		return ret;
+	}
 	/* Memory classes are never roots: the object's client is h_root. */
 	if (slot->ops->driver_memory && !is_root && !have_trusted &&
 	    verify_alloc(call, h_root, h_new, &trusted, &have_trusted))
@@ -705,6 +834,13 @@ int vcore_post_alloc(struct vcore_call *call)
 	if (is_root) {
 		obj->h_client = h_new;
 		obj->owner = call->file;
+		/* A confirmed record holds the claim until it is dropped
+		 * (objects.c, release_one); else call_free releases it. */
+		obj->confirmed = confirmed;
+		obj->unverified = !confirmed && (call->client_claim ||
+						 call->client_unverified);
+		if (confirmed)
+			call->client_claim = 0;
 	} else {
 		obj->h_client = h_root;
 		/* The client's owner file is where its objects die. */
@@ -740,13 +876,47 @@ int vcore_post_alloc(struct vcore_call *call)
 	return ret;
 }
 
+/*
+ * Whether a free took the object away. The status is user memory, and so
+ * were the handles the driver read: a sibling thread can make the driver
+ * free another handle (or nothing, NV_OK) and leave NV_OK, or rewrite a
+ * success into a failure. With the host's driver_has the driver's word
+ * decides: a record is dropped (and refunded) exactly when the driver no
+ * longer has the object. A record kept for an object the driver freed stays
+ * charged until its file closes (never less than the driver holds), and its
+ * handle stays claimed (no other tenant can take a client handle the core
+ * still names, vcore.h).
+ */
+static vcore_bool free_took_effect(struct vcore_call *call)
+{
+	struct vcore_slot *slot = call->slot;
+	vcore_u32 status = 0;
+	vcore_bool known;
+	int err;
+
+	if (slot->client_ops) {
+		vcore_lock(slot);
+		known = vcore_obj_find_locked(slot, call->free_client,
+					      call->free_object) != VCORE_NULL;
+		vcore_unlock(slot);
+		if (!known)
+			return 0; /* nothing to drop: no query */
+		err = slot->client_ops->driver_has(slot->priv, call->free_client,
+					    call->free_object);
+		if (!err)
+			return 0;
+		if (err == -VCORE_ENOENT)
+			return 1;
+	}
+	return !reply_status(call, &status) && status == NV_OK;
+}
+
 int vcore_post_free(struct vcore_call *call)
 {
 	struct vcore_slot *slot = call->slot;
 	struct vcore_obj *obj;
-	vcore_u32 status = 0;
 
-	if (reply_status(call, &status) || status != NV_OK)
+	if (!free_took_effect(call))
 		return 0;
 	vcore_lock(slot);
 	obj = vcore_obj_find_locked(slot, call->free_client, call->free_object);
@@ -770,6 +940,11 @@ int vcore_post_dup(struct vcore_call *call)
 	if (!h_new)
 		return 0;
 	obj->h_client = vcore_rd32(call->argbuf, 0);
+	if (!own_client(call, obj->h_client)) {
+		tampered(call, obj->h_client, h_new,
+			 "the dup's client is not one this file created");
+		return 0;
+	}
 	obj->h_object = h_new;
 	vcore_lock(slot);
 	src = vcore_obj_find_locked(slot, vcore_rd32(call->argbuf, 12),

@@ -349,6 +349,16 @@ void vcore_slot_set_overquota_hook(struct vcore_slot *slot,
 	vcore_unlock(slot);
 }
 
+void vcore_slot_set_client_ops(struct vcore_slot *slot,
+			       const struct vcore_client_ops *ops)
+{
+	if (ops && !(ops->claim && ops->release && ops->driver_has))
+		ops = VCORE_NULL;
+	vcore_lock(slot);
+	slot->client_ops = ops;
+	vcore_unlock(slot);
+}
+
 void vcore_slot_destroy(struct vcore_slot *slot)
 {
 	const struct vcore_host_ops *ops;

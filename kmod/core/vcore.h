@@ -429,6 +429,42 @@ typedef void (*vcore_overquota_fn)(void *priv, struct vcore_file *file,
 void vcore_slot_set_overquota_hook(struct vcore_slot *slot,
 				   vcore_overquota_fn fn);
 
+/*
+ * Optional, for a host that can ask the driver (issue 4: client records
+ * confirmed by the driver). RM client handles are one namespace for the
+ * whole driver, and the core's record of a client is what it charges to,
+ * queries under and frees: a record must name a client its call really
+ * created through the caller's file, never one of another tenant whose
+ * handle the caller wrote into its parameters (or a sibling thread wrote
+ * into the reply). @priv is the slot's host pointer. All three required.
+ *
+ * claim: before an allocation of a client, reserve its handle *@h_client
+ * node-wide (0: the host picks a fresh one and stores it). 0 when reserved;
+ * -VCORE_EEXIST when the driver already has such a client or any slot holds
+ * or claims the handle (the driver would refuse the duplicate anyway);
+ * another negative errno when the driver cannot say (nothing is held; the
+ * core then records the client unverified, as without these ops). A claim
+ * the call turns into a record stays held until the record is dropped, so
+ * no tenant can create a client under a handle any slot's table names.
+ *
+ * release: drop a claim (the call did not create the client, or its record
+ * was dropped). Called with or without the slot lock held: must not sleep.
+ *
+ * driver_has: does the driver hold (@h_client, @h_object) now (@h_object ==
+ * @h_client: the client itself)? 0: yes; -VCORE_ENOENT: no; another
+ * negative errno: it cannot say. Asked after a client allocation (whatever
+ * the status in user memory says) and after a free of a recorded object.
+ * Slot lock not held.
+ */
+struct vcore_client_ops {
+	int (*claim)(void *priv, vcore_u32 *h_client);
+	void (*release)(void *priv, vcore_u32 h_client);
+	int (*driver_has)(void *priv, vcore_u32 h_client, vcore_u32 h_object);
+};
+/* Before any file of the slot is opened. */
+void vcore_slot_set_client_ops(struct vcore_slot *slot,
+			       const struct vcore_client_ops *ops);
+
 /* ------------------------------------------------------------------ */
 /* TSG registry (for the time-slice scheduler, kmod/core/sched)        */
 /* ------------------------------------------------------------------ */

@@ -191,6 +191,15 @@ struct vcore_obj {
 	 * not on the runlist and must not be controlled (vcore.h).
 	 */
 	vcore_bool scheduled;
+	/*
+	 * Clients, with the host's client ops (vcore.h, issue 4): the driver
+	 * confirmed that the call which made this record created the client
+	 * under this handle (claimed node-wide; the claim is released when
+	 * the record is dropped). @unverified: the driver could not be asked;
+	 * recorded from the parameters as without those ops.
+	 */
+	vcore_bool confirmed;
+	vcore_bool unverified;
 };
 
 struct vcore_file {
@@ -217,6 +226,7 @@ struct vcore_slot {
 	struct vcore_ledger ledger;
 	vcore_u64 own_ledger_charged; /* the default ledger's state */
 	vcore_overquota_fn overquota_fn;
+	const struct vcore_client_ops *client_ops; /* optional (vcore.h) */
 
 	struct vcore_obj *buckets[VCORE_OBJ_BUCKETS];
 	struct vcore_file *files;
@@ -385,6 +395,8 @@ struct vcore_call {
 	vcore_bool reply_handle_from_buf; /* NVOS32: hMemory in top-level */
 	vcore_bool restore_event_data;	  /* NV0005.data back to the caller's */
 	vcore_u32 free_client, free_object;
+	vcore_u32 client_claim; /* a client handle claimed for this call */
+	vcore_bool client_unverified; /* the driver could not be asked */
 	int list_buf; /* FB_GET_INFO v1: the nested list */
 	vcore_u32 view_entries; /* FB_GET_INFO_V2: list length, bounded */
 

@@ -216,16 +216,15 @@ TEST(Tamper, DriverChosenHandleIsRefusedForMemory) {
 }
 
 // Tenant A must not be able to have vgpu.ko free tenant B's client. A allocates a client whose
-// hObjectNew in the core's private copy is B's client handle; the store of a sibling thread (here
-// nvsim's hook) turns it into 0 before the driver reads it, so the driver makes a fresh client
-// for A and answers NV_OK, and the core, which never verifies a client allocation, records B's
-// handle as a client owned by A's file. A then trips a tampering check (hClass rewrite), and the
-// core asks for every client A's file owns to be freed. Through the driver's in-kernel entry,
-// which checks no ownership, that freed B's client and its memory (measured on 6.1 before the
-// fix); the frees now go through A's own real ctl file (kmod/overquota.c, vgpu_tamper_queue),
-// where the driver frees only clients bound to it. (The same record can come from a reply
-// rewritten after a driver-chosen client handle, or from a status rewritten to NV_OK over the
-// driver's duplicate-handle refusal.)
+// hObjectNew in the core's private copy is B's client handle, and the store of a sibling thread
+// (here nvsim's hook) turns it into 0 before the driver reads it, so that the driver makes a fresh
+// client for A. Before client records were confirmed by the driver, the core recorded B's handle
+// as a client owned by A's file, and a later tampering (hClass rewrite) had it freed: through the
+// driver's in-kernel entry, which checks no ownership, that freed B's client and its memory
+// (measured on 6.1). Now the handle is claimed node-wide before the call (kmod/core/rm_alloc.c,
+// claim_client): the driver already has B's client under it, so A's call is refused the way the
+// driver refuses a duplicate (0x19), before the driver sees it. A's tampering afterwards frees
+// only A's own clients and kills A.
 TEST(Tamper, TenantCannotHaveAnotherTenantsClientFreed) {
   ScopedSlot slot_b(64 * kMiB, "b"), slot_a(64 * kMiB, "a");
   ASSERT_TRUE(slot_b.ok() && slot_a.ok());
@@ -233,6 +232,7 @@ TEST(Tamper, TenantCannotHaveAnotherTenantsClientFreed) {
   ASSERT_EQ(b.Open(slot_b.ctl(), slot_b.dev()), "");
   ASSERT_EQ(b.Vidmem(0x500, 16 * kMiB), NV_OK);
   const uint64_t before = NvsimUsedBytes();
+  const uint64_t done = ReadParam("rewrite_alloc_done");
   pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
@@ -244,7 +244,8 @@ TEST(Tamper, TenantCannotHaveAnotherTenantsClientFreed) {
     nvos64 r{};
     r.hObjectNew = b.client;
     r.hClass = NV01_ROOT_CLIENT;
-    if (RawIoctl(a.ctl, NV_ESC_RM_ALLOC, &r, sizeof(r)).ret != 0 || r.status != NV_OK)
+    if (RawIoctl(a.ctl, NV_ESC_RM_ALLOC, &r, sizeof(r)).ret != 0 ||
+        r.status != NV_ERR_INSERT_DUPLICATE_NAME)
       _exit(kIoctlFailed);
     nv_memory_allocation_params mp{};
     mp.owner = a.client;
@@ -263,17 +264,21 @@ TEST(Tamper, TenantCannotHaveAnotherTenantsClientFreed) {
   ASSERT_EQ(waitpid(child, &status, 0), child);
   ASSERT_TRUE(WriteParam("rewrite_alloc_tgid", 0));
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
-      << "status 0x" << std::hex << status;
+      << "status 0x" << std::hex << status << " (exit 5: the client alloc was not refused 0x19)";
+  EXPECT_EQ(ReadParam("rewrite_alloc_done"), done + 1)
+      << "only the class rewrite reached the driver; the client alloc was refused before it";
   EXPECT_EQ(NvsimUsedBytes(), before) << "B's memory is still there";
   EXPECT_EQ(b.Vidmem(0x501, 2 * kMiB), NV_OK) << "B's client still works";
 }
 
-// The same for an object: the core checks what the driver made under the hRoot of its private
-// copy, and a sibling's store can make that another tenant's client while the driver reads the
-// tenant's own. A asks for 2 MiB under B's client handle with hObjectNew = the handle of B's
-// 32 MiB; the driver makes 2 MiB under A's client; the core finds B's 32 MiB under that name,
-// past A's 16 MiB quota, and asks for it to be freed. Through the in-kernel entry that freed B's
-// memory; through A's own real ctl file the driver refuses (kmod/overquota.c, vgpu_free_queue).
+// The same for an object: a sibling's store makes the core's private hRoot another tenant's
+// client while the driver reads the tenant's own. A asks for 2 MiB under B's client handle with
+// hObjectNew = the handle of B's 32 MiB; the driver makes 2 MiB under A's client. The core used
+// to ask the driver about (B's client, 0x600), find B's 32 MiB past A's 16 MiB quota and have it
+// freed (through the in-kernel entry that freed B's memory; through A's file it was refused).
+// Now an object is accepted only under a client the driver confirmed A's file created
+// (rm_alloc.c, own_client): B's is not, so the call is tampering, A is killed and only A's
+// clients are freed.
 TEST(Tamper, TenantCannotHaveAnotherTenantsMemoryFreed) {
   ScopedSlot slot_b(64 * kMiB, "b"), slot_a(16 * kMiB, "a");
   ASSERT_TRUE(slot_b.ok() && slot_a.ok());
@@ -298,17 +303,74 @@ TEST(Tamper, TenantCannotHaveAnotherTenantsMemoryFreed) {
     mp.size = 2 * kMiB;
     uint32_t h = 0x600;
     Alloc(a.ctl, b.client, a.device, &h, NV01_MEMORY_LOCAL_USER, &mp);
-    _exit(0);
+    _exit(kSurvived);
   }
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
   ASSERT_TRUE(WriteParam("rewrite_alloc_tgid", 0));
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status 0x" << std::hex << status;
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+      << "status 0x" << std::hex << status;
   EXPECT_EQ(ReadParam("rewrite_alloc_done"), done + 1) << "nvsim made the rewrite once";
-  EXPECT_EQ(slot_a.Stat(VGPU_STAT_OVERQUOTA), 1u) << "the core found B's 32 MiB past A's quota";
+  EXPECT_EQ(slot_a.Stat(VGPU_STAT_OVERQUOTA), 1u) << "one tampering counted";
   EXPECT_EQ(NvsimUsedBytes(), with_b) << "B's 32 MiB is still there, A's files freed A's";
   EXPECT_EQ(b.FreeObj(0x600), NV_OK) << "B's object was still B's";
   EXPECT_EQ(slot_a.Stat(VGPU_STAT_MEM_CHARGED), 0u);
+}
+
+// Issue 4, "client records are not driver-verified": a quota bypass with a guessed handle of
+// another tenant. The core asks the driver about the object under the hRoot of its private copy,
+// and the driver's in-kernel entry answers for any client. Tenant B holds a VA range (class
+// 0x50a0, no video memory) under handle 0x700 of its client. Tenant A (quota 16 MiB) asks for
+// 16 MiB of video memory under B's client with hObjectNew 0x700, and a sibling's store (nvsim's
+// hook) turns hRoot into A's own client before the driver reads it: the driver makes 16 MiB under
+// A's client, and the core, asking about (B's client, 0x700), learned "exists, no video memory"
+// and charged nothing (measured on 6.12 with the previous module: A then held a second 16 MiB,
+// 32 MiB under a 16 MiB quota). Now the object's client must be one the driver confirmed A's
+// file created: B's is not, so A is killed and its files' memory freed.
+TEST(Tamper, GuessedClientOfAnotherTenantIsNoQuotaBypass) {
+  ScopedSlot slot_b(64 * kMiB, "b"), slot_a(16 * kMiB, "a");
+  ASSERT_TRUE(slot_b.ok() && slot_a.ok());
+  Session b;
+  ASSERT_EQ(b.Open(slot_b.ctl(), slot_b.dev()), "");
+  nv_memory_allocation_params va{};
+  va.owner = b.client;
+  va.size = 16 * kMiB;
+  uint32_t hva = 0x700;
+  ASSERT_EQ(Alloc(b.ctl, b.client, b.device, &hva, NV50_MEMORY_VIRTUAL, &va), NV_OK);
+  const uint64_t base = NvsimUsedBytes();
+  const uint64_t done = ReadParam("rewrite_alloc_done");
+  constexpr int kBypassed = 6;  // child: held 32 MiB under its 16 MiB quota
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    Session a;
+    if (!a.Open(slot_a.ctl(), slot_a.dev()).empty()) _exit(kSessionFailed);
+    if (a.device != b.device) _exit(kSetupFailed);
+    if (!WriteParam("rewrite_alloc_offset", 0) || !WriteParam("rewrite_alloc_value", a.client) ||
+        !WriteParam("rewrite_alloc_tgid", static_cast<uint64_t>(getpid())))
+      _exit(kSetupFailed);
+    nv_memory_allocation_params mp{};
+    mp.owner = a.client;
+    mp.flags = 0x1c101;
+    mp.alignment = 2 * kMiB;
+    mp.size = 16 * kMiB;
+    uint32_t h = 0x700;
+    const int64_t first = Alloc(a.ctl, b.client, a.device, &h, NV01_MEMORY_LOCAL_USER, &mp);
+    const int64_t second = a.Vidmem(0x701, 16 * kMiB);
+    _exit(first == NV_OK && second == NV_OK ? kBypassed : kSurvived);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WriteParam("rewrite_alloc_tgid", 0));
+  EXPECT_EQ(ReadParam("rewrite_alloc_done"), done + 1) << "nvsim made the rewrite once";
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+      << "status 0x" << std::hex << status
+      << " (exit 6: A held 32 MiB of video memory under its 16 MiB quota; 3: not killed)";
+  EXPECT_EQ(slot_a.Stat(VGPU_STAT_OVERQUOTA), 1u) << "one tampering counted";
+  EXPECT_EQ(NvsimUsedBytes(), base) << "A's memory went with A's files";
+  EXPECT_EQ(slot_a.Stat(VGPU_STAT_MEM_CHARGED), 0u);
+  EXPECT_EQ(b.FreeObj(hva), NV_OK) << "B's object is untouched";
+  EXPECT_EQ(slot_b.Stat(VGPU_STAT_MEM_CHARGED), 0u);
 }
 
 }  // namespace
