@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <iterator>
@@ -26,6 +27,9 @@ constexpr uint32_t kClassSubdevice = 0x2080;
 constexpr uint32_t kEngineGr = 1;  // NV2080_ENGINE_TYPE_GRAPHICS: the compute TSG
 constexpr uint64_t kMaxSleepNs = 5'000'000;
 constexpr uint64_t kReapplyNs = 1'000'000'000;
+// How long an on edge waits for its off edge's PREEMPT ("The gate's protocol").
+constexpr uint64_t kEnableWaitNs = 20'000'000;
+constexpr uint32_t kEdgesLogged = 64;
 constexpr size_t kMaxUnpublished = 4 * kPerfmonSampleCount;
 
 // Clock weighting
@@ -139,8 +143,8 @@ void ComputeHost::OnTsg(uint32_t h_client, uint32_t h_device, uint32_t h_tsg,
 // DISABLE_CHANNELS and PREEMPT status 0), with the standalone test preload as with the full shim;
 // capped only after a while uncapped, every cap held. Why an early gate is fatal is not known.
 // So a TSG is left alone until settle_ns after its schedule succeeded: Snapshot() hides it from
-// the gate, PREEMPT and SET_TIMESLICE until the control thread marks it settled (Reapply(), which
-// then applies the current gate state to it at once, whatever the controller's phase).
+// the gate, PREEMPT and SET_TIMESLICE until the control thread marks it settled (Reapply(): it is
+// disabled and preempted at once if the slot is gated off, else at the next off edge).
 // The settle of a process's first context is not measured either (MeasureOnce() starts with the
 // first settled TSG): on the H200, 250 ms settles measured that way held caps 10-90 on both
 // loops with no stall (run 8), while 500 ms settles whose GPU time was measured and carried as
@@ -206,7 +210,7 @@ std::vector<ComputeHost::ClientObjs> ComputeHost::Snapshot(bool settled_only) {
       continue;  // copy-engine TSGs are DMA, not compute; unscheduled ones are being set up
     }
     if (out.empty() || out.back().h_client != key.first) {
-      out.push_back({key.first, tsg.h_device, {}, {}});
+      out.push_back({key.first, tsg.h_device, {}, {}, {}, {}});
     }
     out.back().tsgs.push_back(key.second);
   }
@@ -218,6 +222,12 @@ std::vector<ComputeHost::ClientObjs> ComputeHost::Snapshot(bool settled_only) {
       for (uint32_t t : c.tsgs) {
         if (t == ch.h_tsg) {
           c.channels.push_back(key.second);
+          if (ch.disabled) {
+            c.disabled_channels.push_back(key.second);
+          }
+          if (!ch.disable_confirmed) {
+            c.to_disable.push_back(key.second);
+          }
         }
       }
     }
@@ -263,44 +273,91 @@ uint32_t ComputeHost::Subdevice(uint32_t h_client, uint32_t h_device) {
   return h;
 }
 
-void ComputeHost::Gate(bool off) {
+// The gate's protocol
+// ------------------
+// On the H200, FIFO_DISABLE_CHANNELS(bOnlyDisableScheduling=1) followed by the enable with no
+// PREEMPT of the TSG in between stalled the process for good (compute-control-h200.md); the same
+// pair with a PREEMPT(bWait=1) between them throttled it. So the off edge disables and then
+// PREEMPTs (on the worker: it may wait as long as a kernel runs), and the on edge re-enables
+// only (1) channels this host disabled -- never one it did not, such as a TSG that settled while
+// the slot was on -- and (2) once every PREEMPT queued before it has returned. An on edge that
+// finds one pending waits kEnableWaitNs (a PREEMPT takes ~0.6 ms on the H200) and otherwise
+// leaves the enable owed, retried on every tick (Reapply()): the TSG is then still on the GPU
+// running the kernel the PREEMPT waits for, so the delay takes no GPU time from the tenant.
+// Earlier builds enabled every channel of every settled TSG on each on edge and on each object
+// change while on; tenants capped from their first kernel froze on the H200 (runs 6, 7, 9, 10).
+void ComputeHost::Gate(bool off, bool force) {
   const std::vector<ClientObjs> objs = Snapshot();
+  if (!off) {
+    enable_owed_ = false;  // paid below, or owed again
+  }
+  if (!off && !force && !PreemptsSettled(kEnableWaitNs)) {
+    enable_owed_ = true;
+    enables_deferred_++;
+    gated_ = false;  // the controller's state; the channels follow once the PREEMPT returned
+    gate_on_.store(true, std::memory_order_relaxed);
+    LogEdge("on-deferred", 0, 0);
+    return;
+  }
   std::vector<Key> preempt;  // off: the TSGs whose channels this edge disabled
+  size_t touched = 0;
   for (const ClientObjs& c : objs) {
+    // Off: only channels not already disabled (new ones, or a failed disable): an off edge after
+    // an on edge that is still owed has nothing to do, and queues no PREEMPT behind the pending
+    // one. On: only channels this host disabled.
+    const std::vector<uint32_t>& chans = off ? c.to_disable : c.disabled_channels;
     const uint32_t sub = Subdevice(c.h_client, c.h_device);
-    if (sub == 0 || c.channels.empty()) {
+    if (sub == 0 || chans.empty()) {
       continue;
     }
-    bool disabled = true;
-    for (size_t i = 0; i < c.channels.size();
-         i += VCS_NV2080_CTRL_FIFO_DISABLE_CHANNELS_MAX_ENTRIES) {
-      const size_t n = std::min<size_t>(VCS_NV2080_CTRL_FIFO_DISABLE_CHANNELS_MAX_ENTRIES,
-                                        c.channels.size() - i);
+    bool all = true;
+    for (size_t i = 0; i < chans.size(); i += VCS_NV2080_CTRL_FIFO_DISABLE_CHANNELS_MAX_ENTRIES) {
+      const size_t n =
+          std::min<size_t>(VCS_NV2080_CTRL_FIFO_DISABLE_CHANNELS_MAX_ENTRIES, chans.size() - i);
       vcs_disable_channels_params p;
-      vcore_sched_fill_disable(&p, c.h_client, c.channels.data() + i, static_cast<uint32_t>(n),
+      vcore_sched_fill_disable(&p, c.h_client, chans.data() + i, static_cast<uint32_t>(n),
                                off ? 1 : 0);
-      disabled =
-          Control(c.h_client, sub, VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, &p, sizeof p) &&
-          disabled;
+      if (off) {  // marked first: the watchdog may need to enable them while RM still has this
+        MarkChannels(c.h_client, chans.data() + i, n, /*disabled=*/true, /*confirmed=*/false);
+      }
+      const bool ok =
+          Control(c.h_client, sub, VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, &p, sizeof p);
+      // A failed disable may still have disabled some: they stay marked, so the on edge enables
+      // them (an extra enable of a channel this host disabled is harmless; a missed one stalls)
+      // and the next off edge retries. A failed enable leaves them marked and owed.
+      if (ok) {
+        MarkChannels(c.h_client, chans.data() + i, n, off, off);
+      } else if (!off) {
+        enable_owed_ = true;
+      }
+      all = ok && all;
+      touched += n;
     }
-    if (off && disabled) {
+    if (off && all) {
       for (uint32_t tsg : c.tsgs) {
         preempt.push_back({c.h_client, tsg});
       }
     }
   }
   if (!preempt.empty()) {
-    // Disable without PREEMPT stalled the process on the H200 (compute-control-h200.md); the
-    // PREEMPT itself may wait as long as a kernel runs, so the worker issues it. A TSG whose
-    // channels were not disabled is not preempted: RM would only put it back.
+    // A TSG whose channels were not disabled is not preempted: RM would only put it back.
     std::lock_guard<std::mutex> lock(pre_mu_);
-    if (pre_busy_ || !pre_todo_.empty()) {
-      pre_skips_++;  // the previous off edge's PREEMPT has not returned: one pending is enough
+    if (!pre_todo_.empty()) {
+      // One queued and not started yet: it runs after this disable anyway; add what it lacks.
+      pre_skips_++;
+      for (const Key& k : preempt) {
+        if (std::find(pre_todo_.begin(), pre_todo_.end(), k) == pre_todo_.end()) {
+          pre_todo_.push_back(k);
+        }
+      }
     } else {
+      // Queued even while the worker is busy with an earlier edge's: the PREEMPT that follows
+      // this disable is what keeps the next enable safe.
       pre_todo_ = std::move(preempt);
       pre_cv_.notify_one();
     }
   }
+  LogEdge(off ? "off" : "on", preempt.size(), touched);
   gated_ = off;
   ever_gated_ = ever_gated_ || off;
   last_gate_change_ns_ = MonotonicNs();
@@ -308,6 +365,39 @@ void ComputeHost::Gate(bool off) {
     last_gate_off_ns_.store(last_gate_change_ns_, std::memory_order_relaxed);
   }
   gate_on_.store(!off, std::memory_order_relaxed);
+}
+
+bool ComputeHost::PreemptsSettled(uint64_t wait_ns) {
+  std::unique_lock<std::mutex> lock(pre_mu_);
+  return pre_idle_cv_.wait_for(lock, std::chrono::nanoseconds(wait_ns),
+                               [this] { return !pre_busy_ && pre_todo_.empty(); });
+}
+
+void ComputeHost::MarkChannels(uint32_t h_client, const uint32_t* channels, size_t n, bool disabled,
+                               bool confirmed) {
+  std::lock_guard<std::mutex> lock(objs_mu_);
+  for (size_t i = 0; i < n; i++) {
+    auto it = channels_.find({h_client, channels[i]});
+    if (it != channels_.end()) {
+      it->second.disabled = disabled;
+      it->second.disable_confirmed = confirmed;
+    }
+  }
+}
+
+// The first edges of a process, with their time: what a frozen tenant's log must show.
+void ComputeHost::LogEdge(const char* what, size_t tsgs, size_t channels) {
+  if (cfg_.log_fd < 0 || edges_logged_ >= kEdgesLogged) {
+    return;
+  }
+  edges_logged_++;
+  uint64_t busy;
+  {
+    std::lock_guard<std::mutex> lock(pre_mu_);
+    busy = pre_busy_ ? 1 : 0;
+  }
+  dprintf(cfg_.log_fd, "edge: t=%.6f %s preempt_tsgs=%zu channels=%zu preempt_busy=%llu\n",
+          MonotonicNs() / 1e9, what, tsgs, channels, static_cast<unsigned long long>(busy));
 }
 
 void ComputeHost::SetTimeslice(uint64_t us) {
@@ -355,14 +445,18 @@ void ComputeHost::Reapply() {
     gen = generation_;
   }
   const bool changed = gen != applied_generation_;
+  if (enable_owed_ && !gated_) {
+    Gate(false);  // the last on edge waited for a PREEMPT: enable once it has returned
+  }
   if (!changed && now - last_reapply_ns_ < kReapplyNs) {
     return;
   }
   applied_generation_ = gen;
   last_reapply_ns_ = now;
   if (changed && (gated_ || ever_gated_)) {
-    // Off: new channels join the gate. On: a TSG that libcuda took off the runlist while we had
-    // its channels disabled and now schedules again gets them back.
+    // Off: new channels, and TSGs that just settled, join the gate. On: a TSG that libcuda took
+    // off the runlist while we had its channels disabled and now schedules again gets them
+    // back; a TSG never disabled is not touched ("The gate's protocol").
     Gate(gated_);
   }
   if (timeslice_us_ != 0) {
@@ -651,7 +745,14 @@ void ComputeHost::Loop() {
       }
       if (watchdog_fired_.exchange(false) && gated_) {
         // The watchdog enabled the channels while this thread was stuck with the slot gated
-        // off: make the channels match the controller's state again.
+        // off: make the channels match the controller's state again. A disable that was stuck
+        // in RM across the watchdog's enable returned success, yet the enable came after it.
+        {
+          std::lock_guard<std::mutex> olock(objs_mu_);
+          for (auto& [key, ch] : channels_) {
+            ch.disable_confirmed = false;
+          }
+        }
         Gate(true);
       }
       const int n =
@@ -669,7 +770,7 @@ void ComputeHost::Loop() {
                 "overshoot_ms=%.1f throttled_ms=%.1f ts_us=%u gates=%llu controls=%llu "
                 "errors=%llu bad_cmd=%#x bad_status=%#x samples=%llu period_us=%llu "
                 "measure_errors=%llu preempts=%llu preempt_skips=%llu preempt_max_ms=%.1f "
-                "clk_mhz=%u ref_mhz=%u work_pm=%u watchdog=%llu\n",
+                "clk_mhz=%u ref_mhz=%u work_pm=%u watchdog=%llu enables_deferred=%llu\n",
                 now / 1e9, st.share, st.mode, st.share_1s_pm, st.share_10s_pm, st.duty_pm,
                 st.debt_ns / 1e6, st.overshoot_ns / 1e6, st.throttled_ns / 1e6, st.timeslice_us,
                 static_cast<unsigned long long>(st.gate_actions),
@@ -681,7 +782,8 @@ void ComputeHost::Loop() {
                 static_cast<unsigned long long>(pre_done_.load()),
                 static_cast<unsigned long long>(pre_skips_.load()), pre_max_ns_.load() / 1e6,
                 busy_mhz_.load(), cfg_.ref_clock_mhz != 0 ? cfg_.ref_clock_mhz : ref_mhz_.load(),
-                work_pm_.load(), static_cast<unsigned long long>(watchdog_releases_.load()));
+                work_pm_.load(), static_cast<unsigned long long>(watchdog_releases_.load()),
+                static_cast<unsigned long long>(enables_deferred_));
       }
       const uint64_t cap = now + kMaxSleepNs;
       if (next > cap || next == 0) {
@@ -729,6 +831,7 @@ void* ComputeHost::PreemptMain(void* self) {
     }
     lock.lock();
     h->pre_busy_ = false;
+    h->pre_idle_cv_.notify_all();
   }
 }
 
@@ -760,15 +863,19 @@ void* ComputeHost::WatchdogMain(void* self) {
       released_beat = beat;
       h->watchdog_releases_++;
       for (const ClientObjs& c : h->Snapshot()) {
+        // Only what the gate disabled. They stay marked disabled, unconfirmed: the control
+        // thread's next off edge disables them again, its next on edge enables them.
+        const std::vector<uint32_t>& chans = c.disabled_channels;
         const uint32_t sub = h->CachedSubdevice(c.h_client, c.h_device);
-        for (size_t i = 0; sub != 0 && i < c.channels.size(); i += 64) {
-          const size_t n = std::min<size_t>(64, c.channels.size() - i);
+        for (size_t i = 0; sub != 0 && i < chans.size(); i += 64) {
+          const size_t n = std::min<size_t>(64, chans.size() - i);
           vcs_disable_channels_params p;
-          vcore_sched_fill_disable(&p, c.h_client, c.channels.data() + i, static_cast<uint32_t>(n),
-                                   0);
+          vcore_sched_fill_disable(&p, c.h_client, chans.data() + i, static_cast<uint32_t>(n), 0);
           uint32_t status;
           h->rm_(h->rm_ctx_, c.h_client, sub, VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, &p,
                  sizeof p, &status);
+          h->MarkChannels(c.h_client, chans.data() + i, n, /*disabled=*/true,
+                          /*confirmed=*/false);
         }
       }
       // After the enable: whatever gate edge the control thread issued meanwhile, its next
@@ -845,9 +952,9 @@ bool ComputeHost::Stop() {
     vcore_sched_action acts[VCORE_SCHED_MAX_ACTIONS];
     const int n = vcore_sched_release_all(&sched_, acts, VCORE_SCHED_MAX_ACTIONS);
     Execute(acts, n);
-    if (gated_) {
-      Gate(false);  // belt and braces: whatever the controller thought, channels end enabled
-    }
+    // Belt and braces: whatever the controller thought, every channel the gate disabled ends
+    // enabled, without waiting for a PREEMPT the exiting process cannot afford to wait for.
+    Gate(false, /*force=*/true);
   }
   if (started_) {
     // After the gate-on: with its channels enabled the TSG can finish and the PREEMPT return.

@@ -174,6 +174,11 @@ class ComputeHost {
   };
   struct Channel {
     uint32_t h_tsg;
+    // This host asked RM to disable it and has not enabled it since: set before the disable is
+    // issued, kept by the watchdog's enable ("maybe disabled" must never miss one). Only such
+    // channels are ever enabled.
+    bool disabled = false;
+    bool disable_confirmed = false;  // and RM said the disable succeeded: not re-issued
   };
   using Key = std::pair<uint32_t, uint32_t>;  // (client, handle)
 
@@ -191,7 +196,14 @@ class ComputeHost {
   static PerfmonOwner Classify(void* ctx, uint32_t pid);  // meter thread, per perfmon read
   void Publish();  // control thread (or Stop() after it), never with ctl_mu_ held
   void Execute(const vcore_sched_action* a, int n);
-  void Gate(bool off);
+  // force: enable without waiting for the off edge's PREEMPT (Stop() only).
+  void Gate(bool off, bool force = false);
+  // Waits up to wait_ns for the PREEMPT worker to have nothing queued or in flight.
+  bool PreemptsSettled(uint64_t wait_ns);
+  // Sets Channel::disabled to `disabled` and disable_confirmed to `confirmed`.
+  void MarkChannels(uint32_t h_client, const uint32_t* channels, size_t n, bool disabled,
+                    bool confirmed);
+  void LogEdge(const char* what, size_t tsgs, size_t channels);
   void SetTimeslice(uint64_t us);
   void Reapply();
   // Libcuda's subdevice under the device (cached; looked up with GET_CHILD_HANDLE once).
@@ -204,6 +216,8 @@ class ComputeHost {
     uint32_t h_device;
     std::vector<uint32_t> tsgs;
     std::vector<uint32_t> channels;
+    std::vector<uint32_t> disabled_channels;  // those of `channels` this host disabled
+    std::vector<uint32_t> to_disable;         // those of `channels` not confirmed disabled
   };
   // settled_only: without the TSGs still within settle_ns of their schedule (what is gated).
   std::vector<ClientObjs> Snapshot(bool settled_only = true);
@@ -224,6 +238,9 @@ class ComputeHost {
   bool ever_gated_ = false;  // a weight slot never gates: no enables to re-issue either
   uint64_t timeslice_us_ = 0;
   uint64_t applied_generation_ = 0;
+  bool enable_owed_ = false;  // an on edge found its off edge's PREEMPT pending: retry
+  uint64_t enables_deferred_ = 0;
+  uint32_t edges_logged_ = 0;
   uint64_t last_gate_change_ns_ = 0;
   uint64_t last_log_ns_ = 0;
   uint64_t last_reapply_ns_ = 0;
@@ -261,6 +278,7 @@ class ComputeHost {
   // PREEMPT worker: takes the TSGs of one off edge at a time (pre_mu_ guards pre_*).
   std::mutex pre_mu_;
   std::condition_variable pre_cv_;
+  std::condition_variable pre_idle_cv_;  // the worker finished a batch
   std::vector<Key> pre_todo_;
   bool pre_busy_ = false;
   bool pre_stop_ = false;

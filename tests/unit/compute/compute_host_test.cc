@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -61,6 +62,7 @@ class FakeRm {
       EXPECT_EQ(size, 536u);
       EXPECT_EQ(o, kSub);
       enabled = static_cast<uint8_t*>(p)[0] == 0;
+      CheckProtocol(static_cast<const uint8_t*>(p));
       if (!enabled && block_disable_ms != 0) {  // the control thread stuck in RM, gated off
         const int ms = block_disable_ms;
         block_disable_ms = 0;
@@ -68,11 +70,14 @@ class FakeRm {
         std::this_thread::sleep_for(std::chrono::milliseconds(ms));
         mu.lock();
       }
-    } else if (cmd == VCS_NVA06C_CTRL_CMD_PREEMPT && preempt_block_ms != 0) {
-      // A long kernel: PREEMPT(bWait=1) returns only when it ends.
-      mu.unlock();
-      std::this_thread::sleep_for(std::chrono::milliseconds(preempt_block_ms));
-      mu.lock();
+    } else if (cmd == VCS_NVA06C_CTRL_CMD_PREEMPT) {
+      if (preempt_block_ms != 0) {
+        // A long kernel: PREEMPT(bWait=1) returns only when it ends.
+        mu.unlock();
+        std::this_thread::sleep_for(std::chrono::milliseconds(preempt_block_ms));
+        mu.lock();
+      }
+      preempted[o] = true;  // off the GPU once the PREEMPT has returned
     } else if (cmd == kCtrlPerfmonSamplesV2) {
       EXPECT_EQ(size, kPerfmonParamsSize);
       if (block_perfmon_ms != 0) {
@@ -85,6 +90,31 @@ class FakeRm {
       Fill(static_cast<uint8_t*>(p));
     }
     return 0;
+  }
+
+  // The gate's protocol as the H200 showed it (compute_host.cc, "The gate's protocol"): a channel
+  // disabled with bOnlyDisableScheduling=1 and enabled again before a PREEMPT of its TSG returned
+  // stalled the process for good; an enable is only ever owed to a channel the gate disabled.
+  void CheckProtocol(const uint8_t* p) {
+    vcs_disable_channels_params d;
+    memcpy(&d, p, sizeof d);
+    for (uint32_t i = 0; i < d.numChannels && i < 64; i++) {
+      const uint32_t ch = d.hChannelList[i];
+      const uint32_t tsg = TsgOf(ch);
+      if (d.bDisable) {
+        disabled_channels.insert(ch);
+        preempted[tsg] = false;
+      } else if (disabled_channels.erase(ch) == 0) {
+        enable_never_disabled++;
+      } else if (!preempted[tsg]) {
+        enable_before_preempt++;
+      }
+    }
+  }
+  static uint32_t TsgOf(uint32_t channel) {  // the fixtures' handle layout (AddObjects)
+    return (channel & 0xffffff00u) == 0x5c000100u   ? kGrTsg
+           : (channel & 0xffffff00u) == 0x5c000200u ? kCopyTsg
+                                                    : 0x5c000030u;
   }
 
   // Closes 10 ms samples up to now.
@@ -139,6 +169,9 @@ class FakeRm {
   int block_disable_ms = 0;
   int block_perfmon_ms = 0;
   std::vector<Call> calls;
+  std::set<uint32_t> disabled_channels;
+  std::map<uint32_t, bool> preempted;  // TSG -> a PREEMPT returned since its last disable
+  int enable_before_preempt = 0, enable_never_disabled = 0;
   bool enabled = true;
   uint64_t busy_until_ns = 0;  // busy whatever the gate until then (a kernel never evicted)
   uint64_t last = 0, sample_start = 0, busy_in_sample = 0, busy_total = 0;
@@ -172,6 +205,13 @@ void AddObjects(ComputeHost& h, FakeRm& rm, bool schedule = true) {
   }
 }
 
+// Before Stop(), whose enable does not wait for a PREEMPT still in RM.
+void ExpectGateProtocolKept(FakeRm& rm) {
+  std::lock_guard<std::mutex> lock(rm.mu);
+  EXPECT_EQ(rm.enable_before_preempt, 0) << "a channel enabled before its TSG's PREEMPT returned";
+  EXPECT_EQ(rm.enable_never_disabled, 0) << "a channel enabled that the gate never disabled";
+}
+
 TEST(ComputeHost, CapGatesGrChannelsAndHoldsTheShare) {
   FakeRm rm;
   ComputeConfig cfg;
@@ -196,6 +236,7 @@ TEST(ComputeHost, CapGatesGrChannelsAndHoldsTheShare) {
     rm.Advance();
     share = static_cast<double>(rm.busy_total - busy0) / static_cast<double>(MonotonicNs() - t0);
   }
+  ExpectGateProtocolKept(rm);
   h.Stop();
   EXPECT_NEAR(share, 0.30, 0.08);
   std::lock_guard<std::mutex> lock(rm.mu);
@@ -252,6 +293,7 @@ TEST(ComputeHost, ControlsWaitForTheTsgSchedule) {
   std::this_thread::sleep_for(std::chrono::milliseconds(800));
   EXPECT_GT(count(VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS), 10) << "gated once scheduled";
   EXPECT_GT(count(VCS_NVA06C_CTRL_CMD_PREEMPT), 3);
+  ExpectGateProtocolKept(rm);
   EXPECT_TRUE(h.Stop());
   std::lock_guard<std::mutex> lock(rm.mu);
   EXPECT_EQ(rm.unscheduled_controls, 0);
@@ -304,12 +346,15 @@ TEST(ComputeHost, SettledTsgJoinsTheGateEvenWhenFullyOff) {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_EQ(h.Stats().duty_pm, 0u) << "still fully off: no gate edge has come since";
   EXPECT_GT(disabled(0x5c000300), 0) << "a settled TSG joins the gate at once";
+  ExpectGateProtocolKept(rm);
   EXPECT_TRUE(h.Stop());
 }
 
-// PREEMPT that blocks (a long kernel on the H200) must not stall the control loop: the gate keeps
-// cycling while it waits, only one PREEMPT is outstanding, and Stop() still returns.
-TEST(ComputeHost, BlockingPreemptDoesNotStallTheLoop) {
+// PREEMPT that blocks (a long kernel on the H200) must not stall the control loop, and the gate
+// must not enable the channels before it returns (the H200 froze a tenant enabled between its
+// disable and its PREEMPT): the on edges are owed meanwhile, and the first tick after the PREEMPT
+// returned pays them. Stop() still returns.
+TEST(ComputeHost, BlockingPreemptDefersTheEnableNotTheLoop) {
   FakeRm rm;
   rm.preempt_block_ms = 700;
   ComputeConfig cfg;
@@ -318,21 +363,68 @@ TEST(ComputeHost, BlockingPreemptDoesNotStallTheLoop) {
   ComputeHost h(cfg, FakeRm::Control, &rm);
   AddObjects(h, rm);
   ASSERT_TRUE(h.Start());
-  std::this_thread::sleep_for(std::chrono::milliseconds(600));
-  int ons = 0;
-  {
+  auto count = [&rm](uint8_t disable) {
     std::lock_guard<std::mutex> lock(rm.mu);
+    int n = 0;
     for (const auto& c : rm.calls) {
-      ons += c.cmd == VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS && c.params[0] == 0;
+      n += c.cmd == VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS && c.params[0] == disable;
     }
-  }
-  EXPECT_GE(ons, 5) << "gate-on edges continue while a PREEMPT waits";
+    return n;
+  };
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  EXPECT_EQ(count(0), 0) << "no enable while the first off edge's PREEMPT is in RM";
+  const uint64_t ticks = h.Counters().ticks;
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_GT(h.Counters().ticks, ticks + 5) << "the control loop keeps ticking";
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // the PREEMPT returned at 700
+  EXPECT_GE(count(0), 1) << "the owed enable is paid once the PREEMPT returned";
+  ExpectGateProtocolKept(rm);
   EXPECT_TRUE(h.Stop());
   const ComputeCounters c = h.Counters();
-  EXPECT_GE(c.preempt_skips, 3u);
   EXPECT_GE(c.preempt_max_ns, 600'000'000u);
   std::lock_guard<std::mutex> lock(rm.mu);
   EXPECT_TRUE(rm.enabled);
+}
+
+// A PREEMPT slower than the off phase (cap 80: 10 ms of each 50 ms; PREEMPT 15 ms): every enable
+// still comes after the PREEMPT of its off edge, and the gate keeps cycling.
+TEST(ComputeHost, ShortOffPhaseStillEnablesAfterThePreempt) {
+  FakeRm rm;
+  rm.preempt_block_ms = 15;
+  ComputeConfig cfg;
+  cfg.settle_ns = 0;
+  cfg.share = 80;
+  cfg.measure_ns = 20'000'000;
+  ComputeHost h(cfg, FakeRm::Control, &rm);
+  AddObjects(h, rm);
+  ASSERT_TRUE(h.Start());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  ExpectGateProtocolKept(rm);
+  EXPECT_GT(h.Counters().preempts, 5u) << "the gate still cycles";
+  EXPECT_TRUE(h.Stop());
+}
+
+// A TSG that settles while the slot is gated on is left alone until the next off edge: the on
+// phase's re-apply never enables channels the gate did not disable.
+TEST(ComputeHost, TsgSettlingWhileOnIsNotEnabled) {
+  FakeRm rm;
+  ComputeConfig cfg;
+  cfg.share = 95;  // on for 95 % of the time: the settle lands in an on phase
+  cfg.measure_ns = 20'000'000;
+  cfg.settle_ns = 100'000'000;
+  ComputeHost h(cfg, FakeRm::Control, &rm);
+  AddObjects(h, rm);
+  ASSERT_TRUE(h.Start());
+  for (int i = 0; i < 5; i++) {
+    const uint32_t tsg = 0x5c000030;
+    h.OnTsg(kClient, kDevice, tsg, 1);
+    h.OnChannel(kClient, tsg, 0x5c000300 + i);
+    h.OnTsgScheduled(kClient, tsg, true);
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    h.OnTsgFreed(kClient, tsg);
+  }
+  ExpectGateProtocolKept(rm);
+  EXPECT_TRUE(h.Stop());
 }
 
 // The control thread stuck inside an RM call while the tenant is gated off: the watchdog gates
