@@ -19,12 +19,15 @@
  * caller RM copies the embedded list pointer as kernel memory.
  *
  * When the size is past the quota the core asks for the object to be freed.
- * Not through the same entry, which would free any tenant's object: the
- * handles come from the tenant's private copy, and its hRoot may name
- * another tenant's client that happens to hold an object of that handle. It
- * is queued (overquota.c, vgpu_free_queue) and freed through the caller's own
+ * Through the same entry, on kernel memory (vgpu_trusted_free), but only
+ * under a client this slot holds the node-wide claim of: the core accepts an
+ * object only under a client whose creation by the caller's file the driver
+ * confirmed (kmod/core/rm_alloc.c, own_client), and the claim keeps any
+ * other tenant from taking its handle while the record lives. Any other
+ * client (recorded when the driver could not be asked) is freed as before:
+ * queued (overquota.c, vgpu_free_queue) and freed through the caller's own
  * real ctl file after vcore_post, where the driver frees only objects of
- * clients bound to that file.
+ * clients bound to that file, with an NVOS00 in user memory.
  *
  * Before the size, the object's existence: the core asks after EVERY
  * successful allocation (not only charged classes), because a sibling thread
@@ -41,11 +44,10 @@
  * NV_ERR_INVALID_CLIENT before the handler runs).
  *
  * A client free (@h_object == @h_client, @bytes NULL) is asked only when the
- * core found tampering: the client and all under it is freed through the
- * caller's own real ctl file (overquota.c, vgpu_free_queue: the driver
- * frees only a client bound to that file), and the calling task is killed
- * (SIGKILL, as fwd.c does for a copied real fd): whatever else it holds dies
- * with its files.
+ * core found tampering: the client and all under it is freed the same way,
+ * and the calling task is killed (SIGKILL, as fwd.c does for a copied real
+ * fd, after vcore_post: overquota.c): whatever else it holds dies with its
+ * files.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -234,6 +236,39 @@ int vgpu_trusted_driver_has(void *priv, vcore_u32 h_client, vcore_u32 h_object)
 	return vgpu_object_exists(h_client, h_object);
 }
 
+/*
+ * A free the core asks for on the caller's behalf (an allocation past the
+ * quota, or the clients of a tampered call). Through the in-kernel entry,
+ * on kernel memory: nothing a sibling thread can rewrite between the
+ * request and the driver's read (issue 4: the NVOS00 of the old path sat in
+ * a page of the caller's mm). The in-kernel entry frees any tenant's object,
+ * so only under a client this slot holds the claim of: one whose creation by
+ * this slot's call the driver confirmed, whose handle no other tenant can
+ * have taken since (the claim lives as long as the core's record). -EAGAIN
+ * when the client is not such a one (the driver could not be asked when it
+ * was recorded): the caller then frees through the caller's real ctl file
+ * (overquota.c), where the driver frees only clients bound to it.
+ */
+static int vgpu_trusted_free(void *priv, u32 h_client, u32 h_parent,
+			     u32 h_object)
+{
+	u32 status;
+	int err;
+
+	if (xa_load(&vgpu_client_claims, h_client) != priv)
+		return -EAGAIN;
+	err = vgpu_rm_free(h_client, h_parent, h_object, &status);
+	if (err)
+		return err;
+	if (status) {
+		pr_warn_ratelimited("object 0x%x/0x%x: the driver refused the "
+				    "free (0x%x)\n",
+				    h_client, h_object, status);
+		return -EIO;
+	}
+	return 0;
+}
+
 /* Module exit: every slot is gone, and with it every claim. */
 void vgpu_trusted_exit(void)
 {
@@ -257,22 +292,27 @@ int vgpu_trusted_driver_memory(void *priv, vcore_u32 h_client,
 	int err;
 
 	if (!bytes && h_object == h_client) {
-		/*
-		 * Not through the in-kernel entry, which frees any client: the
-		 * core's record may name another tenant's (a handle the tenant
-		 * chose, or rewrote in a reply). overquota.c frees it through
-		 * the caller's own real ctl file after vcore_post, where the
-		 * driver frees only clients bound to that file, then kills.
-		 */
 		pr_warn_ratelimited("pid %d (%s): RM allocation parameters "
 				    "changed during the call: client 0x%x to "
 				    "be freed, process to be killed\n",
 				    task_pid_nr(current), current->comm,
 				    h_client);
+		if (!h_client)
+			return vgpu_free_queue(0, 0, 0, true); /* only kill */
+		/* The kill waits for vcore_post's end (overquota.c). */
+		err = vgpu_trusted_free(priv, h_client, h_client, h_client);
+		if (err != -EAGAIN) {
+			vgpu_free_queue(0, 0, 0, true);
+			return err;
+		}
 		return vgpu_free_queue(h_client, h_client, h_client, true);
 	}
-	if (!bytes) /* past the quota: freed through the caller's file too */
+	if (!bytes) { /* past the quota */
+		err = vgpu_trusted_free(priv, h_client, h_parent, h_object);
+		if (err != -EAGAIN)
+			return err;
 		return vgpu_free_queue(h_client, h_parent, h_object, false);
+	}
 	if (!READ_ONCE(trusted_charge))
 		return -EOPNOTSUPP;
 	err = vgpu_object_exists(h_client, h_object);

@@ -610,6 +610,7 @@ static void tampered(struct vcore_call *call, vcore_u32 h_client,
 {
 	struct vcore_slot *slot = call->slot;
 	vcore_u32 clients[VCORE_TAMPER_MAX_CLIENTS];
+	vcore_bool freed[VCORE_TAMPER_MAX_CLIENTS];
 	vcore_u32 b, n = 0, i;
 
 	vcore_lock(slot);
@@ -625,19 +626,33 @@ static void tampered(struct vcore_call *call, vcore_u32 h_client,
 			    n < VCORE_ARRAY_SIZE(clients))
 				clients[n++] = o->h_client;
 	}
-	vcore_obj_free_file_clients_locked(slot, call->file);
-	vcore_note_peak_locked(slot);
 	vcore_unlock(slot);
 	vcore_logf(slot, VCORE_LOG_WARN,
 		   "pid %u: class 0x%x object 0x%x/0x%x: %s (parameters "
 		   "changed during the call): %u client(s) freed, caller "
 		   "killed",
 		   call->ctx.pid, call->cmd, h_client, h_object, why, n);
+	/*
+	 * The driver frees first, then the records go: a host frees only
+	 * under a client whose record (and node-wide claim) still stands
+	 * (kmod/trusted.c). A record whose free failed stays, and charged.
+	 */
 	if (!n)
 		slot->ops->driver_memory(slot->priv, 0, 0, 0, VCORE_NULL);
 	for (i = 0; i < n; i++)
-		slot->ops->driver_memory(slot->priv, clients[i], clients[i],
-					 clients[i], VCORE_NULL);
+		freed[i] = !slot->ops->driver_memory(slot->priv, clients[i],
+						     clients[i], clients[i],
+						     VCORE_NULL);
+	vcore_lock(slot);
+	for (i = 0; i < n; i++) {
+		struct vcore_obj *c;
+
+		c = vcore_obj_find_locked(slot, clients[i], clients[i]);
+		if (freed[i] && c && !c->parent && c->owner == call->file)
+			vcore_obj_free_tree_locked(slot, c);
+	}
+	vcore_note_peak_locked(slot);
+	vcore_unlock(slot);
 }
 
 /*

@@ -360,18 +360,46 @@ static unsigned int rewrite_alloc_done;
 module_param(rewrite_alloc_done, uint, 0444);
 MODULE_PARM_DESC(rewrite_alloc_done, "test hook: rewrites made so far");
 
-static void nvsim_rewrite_alloc(void __user *uptr, size_t size)
+/*
+ * The same for NV_ESC_RM_FREE (NVOS00), armed on its own: a sibling's store into the NVOS00 of a
+ * free that a proxy issues on the tenant's behalf from user memory (issue 4: vgpu.ko's cleanup
+ * free of an allocation past the quota used a scratch page of the caller's mm).
+ */
+static int rewrite_free_tgid;
+module_param(rewrite_free_tgid, int, 0600);
+MODULE_PARM_DESC(rewrite_free_tgid, "test hook: rewrite the next RM_FREE of this process");
+static unsigned int rewrite_free_offset;
+module_param(rewrite_free_offset, uint, 0600);
+MODULE_PARM_DESC(rewrite_free_offset, "test hook: byte offset of the u32 to rewrite");
+static unsigned int rewrite_free_value;
+module_param(rewrite_free_value, uint, 0600);
+MODULE_PARM_DESC(rewrite_free_value, "test hook: the value written");
+static unsigned int rewrite_free_done;
+module_param(rewrite_free_done, uint, 0444);
+MODULE_PARM_DESC(rewrite_free_done, "test hook: RM_FREE rewrites made so far");
+
+static void nvsim_rewrite(int *armed, unsigned int off, unsigned int value, unsigned int *done,
+			  void __user *uptr, size_t size)
 {
-	int tgid = READ_ONCE(rewrite_alloc_tgid);
-	unsigned int off = READ_ONCE(rewrite_alloc_offset);
+	int tgid = READ_ONCE(*armed);
 
 	if (!tgid || tgid != task_tgid_nr(current) || off % sizeof(u32) ||
 	    off + sizeof(u32) > size)
 		return;
-	if (cmpxchg(&rewrite_alloc_tgid, tgid, 0) != tgid)
+	if (cmpxchg(armed, tgid, 0) != tgid)
 		return; /* one rewrite per arming */
-	if (!put_user(READ_ONCE(rewrite_alloc_value), (u32 __user *)((u8 __user *)uptr + off)))
-		WRITE_ONCE(rewrite_alloc_done, rewrite_alloc_done + 1);
+	if (!put_user(value, (u32 __user *)((u8 __user *)uptr + off)))
+		WRITE_ONCE(*done, *done + 1);
+}
+
+static void nvsim_rewrite_alloc(unsigned int nr, void __user *uptr, size_t size)
+{
+	if (nr == NV_ESC_RM_ALLOC)
+		nvsim_rewrite(&rewrite_alloc_tgid, READ_ONCE(rewrite_alloc_offset),
+			      READ_ONCE(rewrite_alloc_value), &rewrite_alloc_done, uptr, size);
+	else if (nr == NV_ESC_RM_FREE)
+		nvsim_rewrite(&rewrite_free_tgid, READ_ONCE(rewrite_free_offset),
+			      READ_ONCE(rewrite_free_value), &rewrite_free_done, uptr, size);
 }
 
 /*
@@ -404,8 +432,7 @@ static long nvsim_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 	}
 	if (!size || size > NV_ABSOLUTE_MAX_IOCTL_SIZE)
 		return -EINVAL;
-	if (nr == NV_ESC_RM_ALLOC)
-		nvsim_rewrite_alloc(uptr, size);
+	nvsim_rewrite_alloc(nr, uptr, size);
 	buf = kmalloc(size, GFP_KERNEL);
 	if (!buf)
 		return -ENOMEM;

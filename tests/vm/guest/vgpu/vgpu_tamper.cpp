@@ -373,5 +373,58 @@ TEST(Tamper, GuessedClientOfAnotherTenantIsNoQuotaBypass) {
   EXPECT_EQ(slot_b.Stat(VGPU_STAT_MEM_CHARGED), 0u);
 }
 
+// Issue 4, "a sibling can rewrite the cleanup scratch page". When the driver allocates past the
+// quota (a sibling's store made it read a larger size than the core's private copy), the core has
+// the object freed and answers NV_ERR_NO_MEMORY. That free used to be an RM_FREE whose NVOS00 sat
+// in a page vm_mmap-ed into the caller's mm, which a sibling thread can write between vgpu.ko's
+// copy_to_user and the driver's read: pointed at a handle the client does not have, the driver
+// freed nothing (NV_OK) and the tenant kept the memory, uncharged (measured on 6.12 with the
+// previous module: 64 MiB held under a 16 MiB quota). Here nvsim's hooks land both stores: the
+// low half of pAllocParms, so that the driver reads a second params struct asking 64 MiB where the
+// core read 2 MiB, and hObjectOld of the tenant's next RM_FREE. The free is now issued through the
+// driver's in-kernel entry on kernel memory (kmod/trusted.c, vgpu_trusted_free), only under a
+// client whose creation by this slot the driver confirmed: no user memory is read, so the second
+// rewrite never lands.
+TEST(Tamper, CleanupFreeReadsNoUserMemory) {
+  ScopedSlot slot(16 * kMiB);
+  ASSERT_TRUE(slot.ok());
+  const uint64_t base = NvsimUsedBytes();
+  const uint64_t done = ReadParam("rewrite_alloc_done"), freed = ReadParam("rewrite_free_done");
+  ASSERT_NE(freed, ~0ull) << "nvsim has no rewrite_free_* test hook";
+  Session s;
+  ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
+  nv_memory_allocation_params mp[2]{};
+  for (auto& m : mp) {
+    m.owner = s.client;
+    m.flags = 0x1c101;
+    m.alignment = 2 * kMiB;
+  }
+  mp[0].size = 2 * kMiB;   // what the core copies and reserves
+  mp[1].size = 64 * kMiB;  // what the driver reads
+  const uint64_t p0 = Ptr(&mp[0]), p1 = Ptr(&mp[1]);
+  ASSERT_EQ(p0 >> 32, p1 >> 32) << "both params in one 4 GiB window (one u32 store)";
+  ASSERT_TRUE(WriteParam("rewrite_free_offset", 8) &&  // NVOS00.hObjectOld
+              WriteParam("rewrite_free_value", 0xdead0001u) &&
+              WriteParam("rewrite_free_tgid", static_cast<uint64_t>(getpid())));
+  ASSERT_TRUE(WriteParam("rewrite_alloc_offset", 16) &&  // NVOS64.pAllocParms, low half
+              WriteParam("rewrite_alloc_value", static_cast<uint32_t>(p1)) &&
+              WriteParam("rewrite_alloc_tgid", static_cast<uint64_t>(getpid())));
+  uint32_t h = 0x2200;
+  const int64_t st = Alloc(s.ctl, s.client, s.device, &h, NV01_MEMORY_LOCAL_USER, &mp[0]);
+  ASSERT_TRUE(WriteParam("rewrite_alloc_tgid", 0) && WriteParam("rewrite_free_tgid", 0));
+  EXPECT_EQ(ReadParam("rewrite_alloc_done"), done + 1) << "nvsim read the 64 MiB params";
+  EXPECT_EQ(st, NV_ERR_NO_MEMORY) << "past the quota: refused as the driver refuses";
+  EXPECT_EQ(ReadParam("rewrite_free_done"), freed)
+      << "the cleanup free read an NVOS00 from user memory, where a sibling rewrote it";
+  EXPECT_EQ(NvsimUsedBytes(), base) << "the 64 MiB the driver made past the quota is gone";
+  EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 0u);
+  EXPECT_EQ(slot.Stat(VGPU_STAT_OVERQUOTA), 1u);
+  // The tenant's session is intact and its quota whole.
+  EXPECT_EQ(s.Vidmem(0x2201, 16 * kMiB), NV_OK);
+  EXPECT_EQ(NvsimUsedBytes(), base + 16 * kMiB);
+  EXPECT_EQ(s.FreeObj(0x2201), NV_OK);
+  EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 0u);
+}
+
 }  // namespace
 }  // namespace vgpu_test
