@@ -20,7 +20,7 @@ the shim's wrappers (0 means the shim executed no code while the loop ran).
 
 Prints one line per benchmark: "ROW|<name>|<PASS|FAIL|UNDECIDED>|<detail>", and writes every
 value to LOGDIR/overhead.txt.
-usage: overhead.py SHIM BUILD_DIR LOGDIR [--quick] [--only launch|alloc|torch] [--rounds N]
+usage: overhead.py SHIM BUILD_DIR LOGDIR [--quick] [--only launch|alloc|torch|torch-gpu] [--rounds N]
                    [--cpus A-B|A,B,...]
   --rounds overrides every selected benchmark's round count; --cpus the CPUs every process is
   pinned to (default 2-9).
@@ -167,6 +167,11 @@ def main():
          1.05, "ms", [f"{bdir}/bench_alloc", "1000"], 40 // r, ["ioctls_ctx", "ioctls_loop"]),
         ("torch", "overhead: PyTorch training step (MLP, AdamW; 5 x 40 steps after 30), ms/step",
          1.01, "ms_per_step", ["python3", f"{here}/progs/torch_train.py", "40", "30", "5"], 20 // r,
+         ["ioctls_in_steps"]),
+        ("torch-gpu", "overhead: PyTorch training step, GPU-bound (4096-16384-4096 bf16 MLP, batch "
+         "8192, AdamW; 5 x 20 steps after 10), ms/step",
+         1.01, "ms_per_step",
+         ["python3", f"{here}/progs/torch_train.py", "20", "10", "5", "large"], 12 // r,
          ["ioctls_in_steps"]),
     ]
     print(f"overhead: seed {SEED}, CPUs {sorted(cpus) if cpus else 'all'}", flush=True)

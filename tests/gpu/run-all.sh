@@ -2,9 +2,10 @@
 # The real-GPU suite for libvgpu-shim.so (issue 5): builds everything on the GPU machine, runs
 # CUDA (driver and runtime API), PyTorch, NVML and nvidia-smi under the shim, and prints a
 # summary table (also written to OUTDIR/summary.md; per-test logs in OUTDIR/logs/).
-# usage: tests/gpu/run-all.sh [OUTDIR] [--quick] [--prebuilt]
+# usage: tests/gpu/run-all.sh [OUTDIR] [--quick] [--prebuilt] [--no-overhead]
 #   --quick: fewer benchmark rounds (too few to decide the overhead targets);
 #   --prebuilt: use build/gpu as it is (built elsewhere, carried)
+#   --no-overhead: skip section 7 (run tests/gpu/overhead.py on its own, with its own rounds)
 # Results: PASS, FAIL; UNDECIDED (an overhead whose 95 % interval straddles its target: not a
 # pass); DEVIATION (the quota held, but the stream-ordered pool stops one pool chunk, not one
 # 2 MiB granule, below it, because the driver asks for nothing smaller: see shim-h200.md).
@@ -13,7 +14,9 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-$root/build/gpu/results}
 quick=0
 prebuilt=0
+overhead=1
 for a in "${@:2}"; do
+  [[ $a == --no-overhead ]] && overhead=0
   [[ $a == --quick ]] && quick=1
   [[ $a == --prebuilt ]] && prebuilt=1
 done
@@ -208,9 +211,11 @@ row "PyTorch training under shim (strict)" $ok "exit $rc; $(grep -c 'refused' "$
 # ratio decides PASS / FAIL / UNDECIDED; a VGPU_SHIM_COUNT=1 run counts the calls the measured
 # loop made through the shim (0: the shim ran no code during the loop).
 qarg=(); [[ $quick == 1 ]] && qarg=(--quick)
-while IFS='|' read -r tag name verdict detail; do
-  [[ $tag == ROW ]] && row "$name" "$verdict" "$detail"
-done < <(python3 tests/gpu/overhead.py "$SHIM" "$B" "$out/logs" "${qarg[@]}" 2>&1 | tee -a "$out/logs/overhead-stdout.txt")
+if [[ $overhead == 1 ]]; then
+  while IFS='|' read -r tag name verdict detail; do
+    [[ $tag == ROW ]] && row "$name" "$verdict" "$detail"
+  done < <(python3 tests/gpu/overhead.py "$SHIM" "$B" "$out/logs" "${qarg[@]}" 2>&1 | tee -a "$out/logs/overhead-stdout.txt")
+fi
 
 # --- summary ---------------------------------------------------------------------------------
 {

@@ -37,7 +37,7 @@ def set_share(path, share, mode):
     os.replace(tmp, path)
 
 
-def make_step(kind, spin_ms):
+def make_step(kind, spin_ms, burn_iters=0):
     torch.manual_seed(0)
     a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
@@ -86,11 +86,16 @@ def make_step(kind, spin_ms):
                 k((528,), (256,), (out, cp.int64(iters)))
         burn(1000)
         torch.cuda.synchronize()
-        t = time.monotonic()
-        burn(20_000_000)
-        torch.cuda.synchronize()
-        n = int(20_000_000 * spin_ms / ((time.monotonic() - t) * 1000))
+        n = burn_iters
+        if n == 0:
+            # Calibrated here only when not given: a capped process calibrates under its cap and
+            # would size its kernels to the cap (fullshim.sh passes the bare run's count).
+            t = time.monotonic()
+            burn(20_000_000)
+            torch.cuda.synchronize()
+            n = int(20_000_000 * spin_ms / ((time.monotonic() - t) * 1000))
         print(f"burn: {n} FMA iterations per thread for ~{spin_ms:.0f} ms", file=sys.stderr)
+        make_step.iters = n
         return lambda: burn(n)
     raise SystemExit(f"unknown workload {kind}")
 
@@ -135,6 +140,8 @@ def main():
     ap.add_argument("--workload", default="matmul")
     ap.add_argument("--phases", required=True, help="share:mode:seconds,...")
     ap.add_argument("--spin-ms", type=float, default=1000)
+    ap.add_argument("--burn-iters", type=int, default=0,
+                    help="burn: FMA iterations per thread (default: calibrated to --spin-ms)")
     ap.add_argument("--start-at", type=float, default=None,
                     help="CLOCK_MONOTONIC time at which the first phase starts")
     ap.add_argument("--tag", default="")
@@ -142,7 +149,7 @@ def main():
                     help="warm up for this long (default: 20 steps, 2 for spin/burn)")
     args = ap.parse_args()
     ctl = os.environ.get("VGPU_COMPUTE_CTL_FILE", "")
-    step = make_step(args.workload, args.spin_ms)
+    step = make_step(args.workload, args.spin_ms, args.burn_iters)
     for _ in range(2 if args.workload in ("spin", "burn") else 20):  # cuBLAS handles, clocks
         step()
     torch.cuda.synchronize()
@@ -165,6 +172,8 @@ def main():
             "seconds": secs, "t0": t0, "steps": len(done),
             "per_s": bins(done, 1.0, secs), "per_100ms": bins(done, 0.1, secs),
         }
+        if args.workload == "burn":
+            rec["iters"] = make_step.iters  # the work of one step
         print(json.dumps(rec), flush=True)
     set_share(ctl, 100, "cap")
 

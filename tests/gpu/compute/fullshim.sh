@@ -11,7 +11,8 @@
 # configured (VGPU_COMPUTE_REF_CLOCK_MHZ, default 1500: the H200's clock under this loop
 # uncapped, compute-h200.md). Every process runs under `timeout`, so a stalled tenant costs a
 # bounded time and shows as missing windows. Writes $OUT/fullshim.jsonl and the controller logs.
-#   usage: tests/gpu/compute/fullshim.sh [seconds per cap] [--prebuilt]
+#   usage: [PARTS="caps burn weight kill"] tests/gpu/compute/fullshim.sh [seconds per cap] [--prebuilt]
+#   PARTS: the parts to run (default all; the table reports what ran)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 here=$root/tests/gpu/compute
@@ -35,7 +36,8 @@ shim() {  # share mode tag workload seconds [bench args...]; VGPU_COMPUTE_SETTLE
     --warmup-s "$warm" --tag "$tag" "$@"
 }
 warm=${WARMUP_S:-3}
-for wl in matmul graph; do
+parts=" ${PARTS:-caps burn weight kill} "
+[[ $parts == *" caps "* ]] && for wl in matmul graph; do
   timeout $bound python3 "$here/bench.py" --workload $wl --phases "100:cap:$secs" \
     --warmup-s "$warm" --tag "bare-$wl" >>"$res"
   for c in 10 30 50 70 90; do
@@ -44,19 +46,27 @@ for wl in matmul graph; do
 done
 
 # The long-block kernel: 1 s of dependent FMAs per block, all blocks resident.
+if [[ $parts == *" burn "* ]]; then
+# The capped run gets the bare run's calibration: calibrated under its cap it would size its own
+# kernels to the cap, and kernels/s would no longer compare work.
 timeout 60 python3 "$here/bench.py" --workload burn --phases "100:cap:6" --spin-ms 1000 \
   --tag bare-burn >>"$res"
-shim 30 cap shim-burn-30 burn 12 --spin-ms 1000 >>"$res"
+iters=$(python3 -c 'import json,sys; print([json.loads(l) for l in open(sys.argv[1]) if "bare-burn" in l][-1]["iters"])' "$res")
+shim 30 cap shim-burn-30 burn 12 --burn-iters "$iters" >>"$res"
+fi
 
 # Two tenants, weight 30/70 (analyze.py's weightA/weightB): B stops after 10 s, A runs 4 more.
+if [[ $parts == *" weight "* ]]; then
 start=$(python3 -c 'import time; print(time.monotonic() + 20)')
 shim 30 weight weightA matmul 14 --start-at "$start" >>"$res" &
 a=$!
 shim 70 weight weightB matmul 10 --start-at "$start" >>"$res" &
 b=$!
 wait $a $b
+fi
 
 # No stall: SIGKILL a tenant capped at 10 in the middle of its run; a bare run follows at once.
+if [[ $parts == *" kill "* ]]; then
 shim 10 cap shim-killed matmul 30 >/dev/null &
 k=$!
 sleep 15
@@ -64,6 +74,7 @@ kill -9 $k 2>/dev/null
 wait $k 2>/dev/null
 timeout $bound python3 "$here/bench.py" --workload matmul --phases "100:cap:3" \
   --tag after-kill >>"$res"
+fi
 
 python3 - "$res" <<'PY'
 import json, statistics, sys
@@ -87,10 +98,12 @@ for wl in ("matmul", "graph"):
     print(f"| {wl} | bare | {base:.0f} steps/s median | | |")
 b, s = tags.get("bare-burn"), tags.get("shim-burn-30")
 if b and s:
-    rate = sum(b["per_s"]) / b["seconds"]
-    got = sum(s["per_s"]) / s["seconds"]
-    print(f"\nlong-block kernel (burn) at cap 30: {got:.2f} kernels/s vs bare {rate:.2f} = "
-          f"{100 * got / rate:.1f} %; per 1 s: {s['per_s']}")
+    # Work per second: kernels/s times each kernel's iterations (the same in both, fullshim.sh).
+    rate = sum(b["per_s"]) / b["seconds"] * b.get("iters", 1)
+    got = sum(s["per_s"]) / s["seconds"] * s.get("iters", 1)
+    print(f"\nlong-block kernel (burn) at cap 30: {got / 1e6:.1f} vs bare {rate / 1e6:.1f} M FMA "
+          f"iterations/s per thread = {100 * got / rate:.1f} %; kernels per 1 s: {s['per_s']} "
+          f"({s.get('iters')} vs {b.get('iters')} iterations per kernel)")
 k, m = tags.get("after-kill"), tags.get("bare-matmul")
 if k and m:
     print(f"\nafter SIGKILL of a cap-10 tenant: bare matmul {statistics.median(k['per_s'])} steps/s "

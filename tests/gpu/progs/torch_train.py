@@ -1,5 +1,8 @@
 # A small PyTorch training step loop (MLP + AdamW), for the corpus and the overhead bench.
-# usage: torch_train.py [STEPS=5] [WARMUP=0] [BATCHES=1]
+# usage: torch_train.py [STEPS=5] [WARMUP=0] [BATCHES=1] [small|large]
+# small (default): a 1024-4096-1024 fp32 MLP, batch 256: ~1 ms/step, bound by Python and launches.
+# large: a 4096-16384-4096 bf16 MLP, batch 8192: ~10 ms/step on an H200, bound by the GPU, the
+# kind of step a training job runs (its process-to-process spread is far below the small one's).
 # Times BATCHES batches of STEPS steps after WARMUP steps (torch.cuda.synchronize around each
 # batch) and prints "RESULT ms_per_step=MEDIAN ms_min=MIN ioctls_in_steps=K": the median and
 # the fastest batch, and the ioctls the measured steps made through libvgpu-shim.so's wrapper
@@ -14,14 +17,17 @@ import torch
 steps = int(sys.argv[1]) if len(sys.argv) > 1 else 5
 warmup = int(sys.argv[2]) if len(sys.argv) > 2 else 0
 batches = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+size = sys.argv[4] if len(sys.argv) > 4 else "small"
 torch.manual_seed(0)
 dev = torch.device("cuda")
+width, hidden, batch, dtype = (1024, 4096, 256, torch.float32) if size == "small" else (
+    4096, 16384, 8192, torch.bfloat16)
 model = torch.nn.Sequential(
-    torch.nn.Linear(1024, 4096), torch.nn.GELU(), torch.nn.Linear(4096, 1024)
-).to(dev)
+    torch.nn.Linear(width, hidden), torch.nn.GELU(), torch.nn.Linear(hidden, width)
+).to(dev, dtype)
 opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-x = torch.randn(256, 1024, device=dev)
-y = torch.randn(256, 1024, device=dev)
+x = torch.randn(batch, width, device=dev, dtype=dtype)
+y = torch.randn(batch, width, device=dev, dtype=dtype)
 
 
 class Counters(ctypes.Structure):  # struct vshim_counters, shim/include/vshim_diag.h
