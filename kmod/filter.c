@@ -472,6 +472,10 @@ int vgpu_filter_mmap(struct vgpu_file *vf, struct vm_area_struct *vma)
 {
 	int err;
 
+	/* A tampered file's clients are gone; no mapping of what the driver
+	 * may still hold for it unseen (vcore_file_tampered). */
+	if (vcore_file_tampered(vf->filter->core))
+		return -ENODEV;
 	if (vf->kind != VGPU_NODE_UVM)
 		return 0;
 	err = vcore_uvm_file_mmap_allowed(vf->filter->core,

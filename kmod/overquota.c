@@ -167,11 +167,17 @@ static void vgpu_overquota_take_all(struct list_head *out)
 	spin_unlock(&vgpu_overquota_lock);
 }
 
-/* RM_FREE through the filter, with its NVOS00 in a scratch page of the caller's
- * mm. */
+/*
+ * RM_FREE with its NVOS00 in a scratch page of the caller's mm: through the
+ * filter, so that the core refunds a recorded object, or, @direct, straight
+ * to the real file, for an object the core holds no record of (the core
+ * refuses every call of a tampered file, vcore_file_tampered).
+ */
 static int vgpu_overquota_free(struct vgpu_file *vf,
-			       const struct vcore_overquota *oq)
+			       const struct vcore_overquota *oq, bool direct)
 {
+	const unsigned int cmd = _IOC(_IOC_READ | _IOC_WRITE, 'F',
+				      NV_ESC_RM_FREE, 4 * sizeof(u32));
 	u32 params[4] = {oq->h_client, oq->h_parent, oq->h_object, 0};
 	unsigned long addr;
 	long rc;
@@ -182,10 +188,10 @@ static int vgpu_overquota_free(struct vgpu_file *vf,
 		return (int)addr;
 	rc = -EFAULT;
 	if (!copy_to_user((void __user *)addr, params, sizeof(params))) {
-		rc = vgpu_filter_ioctl(vf,
-				       _IOC(_IOC_READ | _IOC_WRITE, 'F',
-					    NV_ESC_RM_FREE, sizeof(params)),
-				       addr);
+		if (direct)
+			rc = vf->real->f_op->unlocked_ioctl(vf->real, cmd, addr);
+		else
+			rc = vgpu_filter_ioctl(vf, cmd, addr);
 		if (!rc && get_user(params[3], (u32 __user *)addr + 3))
 			rc = -EFAULT;
 		if (!rc && params[3])
@@ -199,7 +205,7 @@ static int vgpu_overquota_free(struct vgpu_file *vf,
 static void vgpu_queued_free(struct vgpu_file *vf,
 			     const struct vcore_overquota *oq)
 {
-	int err = vgpu_overquota_free(vf, oq);
+	int err = vgpu_overquota_free(vf, oq, true);
 
 	if (err)
 		pr_warn_ratelimited("slot %u pid %d (%s): object 0x%x/0x%x "
@@ -236,7 +242,7 @@ void vgpu_overquota_settle(struct vgpu_file *vf, u32 __user *status)
 			kfree(e);
 			continue;
 		}
-		err = vgpu_overquota_free(vf, &e->oq);
+		err = vgpu_overquota_free(vf, &e->oq, false);
 
 		if (!err && status && put_user(NV_ERR_NO_MEMORY, status))
 			err = -EFAULT;

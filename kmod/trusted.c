@@ -142,9 +142,17 @@ static int vgpu_object_exists(u32 h_client, u32 h_object)
 /*
  * Client handles (the core's client ops, kmod/core/vcore.h; issue 4). RM
  * keeps one client namespace for the whole driver, and a client alloc with
- * hObjectNew 0 gets a handle RM generates (0xc1d0xxxx): the core asks for
- * ours instead, from a range of its own, so that the handle is known before
- * the call rather than read from a reply a sibling thread can rewrite.
+ * hObjectNew 0 gets a handle RM generates: the core asks for ours instead,
+ * so that the handle is known before the call rather than read from a reply
+ * a sibling thread can rewrite. The shipped driver honours a caller's client
+ * handle as given, refusing only a live duplicate (resserv rs_server.c,
+ * serverAllocClient under RS_COMPATABILITY_MODE). Ours come from a range no
+ * RM generator uses (resserv.h: RS_CLIENT_HANDLE_BASE 0xC1D00000 for the
+ * ones it picks for users, RS_CLIENT_INTERNAL_HANDLE_BASE 0xC1E00000 for its
+ * own internal clients, some at fixed handles re-made when the GPU state is
+ * rebuilt, RS_DOMAIN_HANDLE_BASE 0xD0D00000, RS_CLIENT_VF_HANDLE_BASE
+ * 0xE0000000 and up; each range 2^20 handles), so that no handle of ours
+ * can stand in the way of a client RM makes for itself.
  * vgpu_client_claims maps each claimed handle to the claiming slot's filter
  * (@priv): a handle a slot claimed or still records cannot be claimed by
  * another, so no tenant can create a client under a handle that another
@@ -153,7 +161,7 @@ static int vgpu_object_exists(u32 h_client, u32 h_object)
 static DEFINE_XARRAY(vgpu_client_claims);
 static atomic_t vgpu_client_seq = ATOMIC_INIT(0);
 
-#define VGPU_CLIENT_HANDLE_BASE	 0xc1e00000u
+#define VGPU_CLIENT_HANDLE_BASE	 0xcb000000u
 #define VGPU_CLIENT_HANDLE_MASK	 0x000fffffu
 #define VGPU_CLIENT_CLAIM_TRIES	 16
 

@@ -410,6 +410,11 @@ enum vcore_verdict vcore_pre(struct vcore_file *file, vcore_u32 req,
 	vcore_atomic_inc(&slot->ioctls);
 	vcore_note_pid(file, call->ctx.pid);
 
+	if (vcore_atomic_load(&file->tampered)) {
+		v = vcore_refuse_errno(call, -VCORE_ENODEV,
+				       "file closed to calls after tampering");
+		goto out;
+	}
 	if (file->kind == VCORE_FILE_UVM) {
 		v = uvm_pre(call);
 		goto out;
@@ -545,6 +550,11 @@ unwind:
 }
 
 /* ---- accessors ---- */
+
+vcore_bool vcore_file_tampered(const struct vcore_file *file)
+{
+	return vcore_atomic_load(&file->tampered);
+}
 
 const char *vcore_call_reason(const struct vcore_call *call)
 {

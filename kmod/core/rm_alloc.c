@@ -498,6 +498,14 @@ static int restore_event_data(struct vcore_call *call)
 	return vcore_user_write(call, b->uaddr + 16, &data, sizeof(data));
 }
 
+/* The handle the caller chose for a new object (0: the driver chooses). */
+static vcore_u32 private_handle(const struct vcore_call *call)
+{
+	return vcore_rd32(call->argbuf, call->reply_handle_from_buf
+						? NVOS32_ALLOCSIZE_HMEMORY_OFF
+						: 8);
+}
+
 /*
  * With the host's client ops (vcore.h): is @h_client a client whose record
  * the driver confirmed (or could not be asked about), and, for a ctl file,
@@ -535,9 +543,7 @@ static vcore_u32 created_despite_status(struct vcore_call *call,
 					vcore_u32 h_client, vcore_u64 *bytes)
 {
 	struct vcore_slot *slot = call->slot;
-	vcore_u32 h = vcore_rd32(
-		call->argbuf,
-		call->reply_handle_from_buf ? NVOS32_ALLOCSIZE_HMEMORY_OFF : 8);
+	vcore_u32 h = private_handle(call);
 	vcore_bool known;
 
 	if (!h || !slot->ops->driver_memory)
@@ -613,6 +619,8 @@ static void tampered(struct vcore_call *call, vcore_u32 h_client,
 	vcore_bool freed[VCORE_TAMPER_MAX_CLIENTS];
 	vcore_u32 b, n = 0, i;
 
+	/* No later call through this file (vcore.h, vcore_file_tampered). */
+	vcore_atomic_store(&call->file->tampered, 1);
 	vcore_lock(slot);
 	slot->stats.overquota_events++;
 	slot->stats.denied++;
@@ -681,6 +689,43 @@ static int confirm_client(struct vcore_call *call, vcore_bool status_ok,
 	if (status_ok)
 		tampered(call, h, h,
 			 "the driver made a client under another handle");
+	return 0;
+}
+
+/*
+ * The status says the allocation failed, and the driver has no object under
+ * the private copy's hRoot (created_despite_status). But a sibling can have
+ * changed hRoot, before the driver read it, to another client of this file,
+ * and then the status, after the driver wrote it, to a failure: the driver's
+ * object would be recorded nowhere and charged to no one. With the client
+ * ops, ask about the handle under this file's other confirmed clients: one
+ * the driver has and the table lacks is that object. Failed allocations
+ * only (libcuda makes few), one query per other client.
+ */
+static vcore_bool made_under_another_client(struct vcore_call *call,
+					    vcore_u32 h_client, vcore_u32 h)
+{
+	struct vcore_slot *slot = call->slot;
+	vcore_u32 clients[VCORE_TAMPER_MAX_CLIENTS];
+	vcore_u32 b, n = 0, i;
+
+	vcore_lock(slot);
+	for (b = 0; b < VCORE_OBJ_BUCKETS; b++) {
+		struct vcore_obj *o;
+
+		for (o = slot->buckets[b]; o; o = o->hnext)
+			if (!o->parent && o->h_object == o->h_client &&
+			    o->h_client != h_client && o->confirmed &&
+			    (call->file->kind != VCORE_FILE_CTL ||
+			     o->owner == call->file) &&
+			    !vcore_obj_find_locked(slot, o->h_client, h) &&
+			    n < VCORE_ARRAY_SIZE(clients))
+				clients[n++] = o->h_client;
+	}
+	vcore_unlock(slot);
+	for (i = 0; i < n; i++)
+		if (!slot->client_ops->driver_has(slot->priv, clients[i], h))
+			return 1;
 	return 0;
 }
 
@@ -772,8 +817,16 @@ int vcore_post_alloc(struct vcore_call *call)
 		h_new = call->client_claim;
 	} else if (reply_status(call, &status) || status != NV_OK) {
 		h_new = created_despite_status(call, h_root, &trusted);
-		if (!h_new)
-			return ret; /* nothing was created; unwind refunds */
+		if (!h_new) {
+			vcore_u32 h = private_handle(call);
+
+			if (slot->client_ops && h &&
+			    made_under_another_client(call, h_root, h))
+				tampered(call, h_root, h,
+					 "the driver made the object under "
+					 "another client of this file");
+			return ret; /* nothing recorded; unwind refunds */
+		}
 		have_trusted = 1;
 	} else if (call->reply_handle_from_buf) {
 		h_new = vcore_rd32(call->argbuf, NVOS32_ALLOCSIZE_HMEMORY_OFF);

@@ -254,6 +254,14 @@ int vcore_uvm_mmap_allowed(struct vcore_slot *slot, vcore_u64 length);
  */
 #define VCORE_UVM_CONTEXT_MAPPING_BYTES (2ull << 20)
 int vcore_uvm_file_mmap_allowed(struct vcore_file *file, vcore_u64 length);
+/*
+ * A file on which the core found tampering (a sibling thread changed an
+ * allocation during the call, issue 4): its clients were freed, and every
+ * later call through it is refused (-VCORE_ENODEV), from any process that
+ * shares it, so that no client the driver made for it unseen can be used.
+ * The host refuses its mmaps too.
+ */
+vcore_bool vcore_file_tampered(const struct vcore_file *file);
 
 /* Per-slot counters (for genl stats, metrics and vgpu-trace replay). */
 #define VCORE_UNKNOWN_SLOTS 16

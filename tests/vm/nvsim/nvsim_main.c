@@ -359,6 +359,18 @@ MODULE_PARM_DESC(rewrite_alloc_value, "test hook: the value written");
 static unsigned int rewrite_alloc_done;
 module_param(rewrite_alloc_done, uint, 0444);
 MODULE_PARM_DESC(rewrite_alloc_done, "test hook: rewrites made so far");
+/*
+ * A second store in the same call, after nvsim copied the reply back (a sibling's rewrite of the
+ * status or of a handle between the driver's copy-out and the proxy's read of the reply). Off
+ * while rewrite_alloc_after_offset is past the struct (the default).
+ */
+static unsigned int rewrite_alloc_after_offset = UINT_MAX;
+module_param(rewrite_alloc_after_offset, uint, 0600);
+MODULE_PARM_DESC(rewrite_alloc_after_offset,
+		 "test hook: byte offset rewritten after the copy-out of the same call (off: past the struct)");
+static unsigned int rewrite_alloc_after_value;
+module_param(rewrite_alloc_after_value, uint, 0600);
+MODULE_PARM_DESC(rewrite_alloc_after_value, "test hook: the value written after the copy-out");
 
 /*
  * The same for NV_ESC_RM_FREE (NVOS00), armed on its own: a sibling's store into the NVOS00 of a
@@ -378,28 +390,42 @@ static unsigned int rewrite_free_done;
 module_param(rewrite_free_done, uint, 0444);
 MODULE_PARM_DESC(rewrite_free_done, "test hook: RM_FREE rewrites made so far");
 
-static void nvsim_rewrite(int *armed, unsigned int off, unsigned int value, unsigned int *done,
+static bool nvsim_rewrite(int *armed, unsigned int off, unsigned int value, unsigned int *done,
 			  void __user *uptr, size_t size)
 {
 	int tgid = READ_ONCE(*armed);
 
 	if (!tgid || tgid != task_tgid_nr(current) || off % sizeof(u32) ||
 	    off + sizeof(u32) > size)
-		return;
+		return false;
 	if (cmpxchg(armed, tgid, 0) != tgid)
-		return; /* one rewrite per arming */
-	if (!put_user(value, (u32 __user *)((u8 __user *)uptr + off)))
-		WRITE_ONCE(*done, *done + 1);
+		return false; /* one rewrite per arming */
+	if (put_user(value, (u32 __user *)((u8 __user *)uptr + off)))
+		return false;
+	WRITE_ONCE(*done, *done + 1);
+	return true;
 }
 
-static void nvsim_rewrite_alloc(unsigned int nr, void __user *uptr, size_t size)
+/* true: the RM_ALLOC hook fired for this call (its after-store is due after the copy-out). */
+static bool nvsim_rewrite_alloc(unsigned int nr, void __user *uptr, size_t size)
 {
 	if (nr == NV_ESC_RM_ALLOC)
-		nvsim_rewrite(&rewrite_alloc_tgid, READ_ONCE(rewrite_alloc_offset),
-			      READ_ONCE(rewrite_alloc_value), &rewrite_alloc_done, uptr, size);
-	else if (nr == NV_ESC_RM_FREE)
+		return nvsim_rewrite(&rewrite_alloc_tgid, READ_ONCE(rewrite_alloc_offset),
+				     READ_ONCE(rewrite_alloc_value), &rewrite_alloc_done, uptr, size);
+	if (nr == NV_ESC_RM_FREE)
 		nvsim_rewrite(&rewrite_free_tgid, READ_ONCE(rewrite_free_offset),
 			      READ_ONCE(rewrite_free_value), &rewrite_free_done, uptr, size);
+	return false;
+}
+
+static void nvsim_rewrite_alloc_after(void __user *uptr, size_t size)
+{
+	unsigned int off = READ_ONCE(rewrite_alloc_after_offset);
+
+	if (off % sizeof(u32) || off >= size || size - off < sizeof(u32))
+		return;
+	if (put_user(READ_ONCE(rewrite_alloc_after_value), (u32 __user *)((u8 __user *)uptr + off)))
+		return;
 }
 
 /*
@@ -413,6 +439,7 @@ static long nvsim_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 	unsigned int nr = _IOC_NR(cmd);
 	size_t size = _IOC_SIZE(cmd);
 	void __user *uptr = (void __user *)arg;
+	bool rewritten;
 	void *buf;
 	int ret;
 
@@ -432,7 +459,7 @@ static long nvsim_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 	}
 	if (!size || size > NV_ABSOLUTE_MAX_IOCTL_SIZE)
 		return -EINVAL;
-	nvsim_rewrite_alloc(nr, uptr, size);
+	rewritten = nvsim_rewrite_alloc(nr, uptr, size);
 	buf = kmalloc(size, GFP_KERNEL);
 	if (!buf)
 		return -ENOMEM;
@@ -445,6 +472,8 @@ static long nvsim_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 	ret = nvsim_dispatch(nvf, nr, buf, size);
 	if (ret != -EFAULT && copy_to_user(uptr, buf, size))
 		ret = -EFAULT;
+	if (rewritten && !ret)
+		nvsim_rewrite_alloc_after(uptr, size);
 out:
 	kfree(buf);
 	return ret;

@@ -345,9 +345,9 @@ constexpr int kRaceChargeLost = 6;
     a.pAllocParms = Ptr(&mp);
     Rc rc = RawIoctl(s.ctl, NV_ESC_RM_ALLOC, &a, sizeof(a));
     if (rc.ret != 0 && rc.err != EFAULT) exit_code = kRaceIoctlFailed;
-    // The call has ended: whatever the driver holds is the slot's, and charged. (The core may
-    // charge more than the driver holds: when it copied 0x40 and the driver made 0x50a0, it
-    // keeps the reservation until the free.)
+    // The call has ended: whatever the driver holds is the slot's, and charged. (Since the
+    // charge is the driver's own size, a copied 0x40 the driver made as 0x50a0 is charged 0 at
+    // once: vgpu_tamper.cpp, ClassSwappedAwayFromVidmemIsChargedWhatTheDriverMade.)
     uint64_t driver = NvsimUsedBytes() - base;
     if (driver > 64 * kMiB) exit_code = kRaceOverQuota;
     if (driver > charged()) exit_code = kRaceChargeLost;

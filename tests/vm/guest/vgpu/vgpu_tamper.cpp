@@ -13,6 +13,7 @@
 //     and afterwards nvsim holds nothing for the slot and the slot is charged nothing;
 //   - not armed (the control): the same call returns, the child lives, the slot counts no
 //     tampering; so the kill above is the rewrite's doing and nothing else's.
+#include <sys/mman.h>
 #include <sys/wait.h>
 
 #include <csignal>
@@ -423,6 +424,122 @@ TEST(Tamper, CleanupFreeReadsNoUserMemory) {
   EXPECT_EQ(s.Vidmem(0x2201, 16 * kMiB), NV_OK);
   EXPECT_EQ(NvsimUsedBytes(), base + 16 * kMiB);
   EXPECT_EQ(s.FreeObj(0x2201), NV_OK);
+  EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 0u);
+}
+
+// Two stores in one call: a sibling changes hRoot to another client of the same file before the
+// driver reads it, and the status to a failure after the driver wrote NV_OK. The core, told the
+// allocation failed, asked the driver only about the private copy's hRoot, found nothing, and
+// recorded nothing: the driver's 16 MiB under the other client was charged to no one (measured on
+// 6.12 with the previous module: the tenant held 16 MiB, charged 0). Now a failed allocation also
+// asks about the handle under the file's other confirmed clients (kmod/core/rm_alloc.c,
+// made_under_another_client): found, it is tampering, the file's clients are freed and the caller
+// killed. nvsim's hooks land both stores (rewrite_alloc_after_* is the second, after nvsim's
+// copy-out).
+TEST(Tamper, FailedStatusHidesNoObjectUnderAnotherClient) {
+  ScopedSlot slot(64 * kMiB);
+  ASSERT_TRUE(slot.ok());
+  const uint64_t base = NvsimUsedBytes();
+  const uint64_t done = ReadParam("rewrite_alloc_done");
+  ASSERT_NE(ReadParam("rewrite_alloc_after_offset"), ~0ull) << "nvsim has no after-store hook";
+  constexpr int kHidden = 7;  // child: the driver held its 16 MiB, charged to no one
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    Session a;
+    if (!a.Open(slot.ctl(), slot.dev()).empty()) _exit(kSessionFailed);
+    uint32_t c2 = 0, d2 = a.device;
+    nv0080_alloc_params dp{};
+    if (AllocClient(a.ctl, &c2) != NV_OK ||
+        Alloc(a.ctl, c2, c2, &d2, NV01_DEVICE_0, &dp) != NV_OK)
+      _exit(kSetupFailed);
+    if (!WriteParam("rewrite_alloc_after_offset", 40) ||  // NVOS64.status
+        !WriteParam("rewrite_alloc_after_value", NV_ERR_NO_MEMORY) ||
+        !WriteParam("rewrite_alloc_offset", 0) || !WriteParam("rewrite_alloc_value", c2) ||
+        !WriteParam("rewrite_alloc_tgid", static_cast<uint64_t>(getpid())))
+      _exit(kSetupFailed);
+    nv_memory_allocation_params mp{};
+    mp.owner = a.client;
+    mp.flags = 0x1c101;
+    mp.alignment = 2 * kMiB;
+    mp.size = 16 * kMiB;
+    uint32_t h = 0x2300;
+    const int64_t st = Alloc(a.ctl, a.client, a.device, &h, NV01_MEMORY_LOCAL_USER, &mp);
+    if (st != NV_ERR_NO_MEMORY) _exit(kIoctlFailed);
+    _exit(NvsimUsedBytes() > base ? kHidden : kSurvived);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WriteParam("rewrite_alloc_tgid", 0) &&
+              WriteParam("rewrite_alloc_after_offset", 0xffffffffu));
+  EXPECT_EQ(ReadParam("rewrite_alloc_done"), done + 1) << "nvsim made the rewrite once";
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+      << "status 0x" << std::hex << status
+      << " (exit 7: the driver held 16 MiB charged to no one; 3: nothing held, not killed)";
+  EXPECT_EQ(slot.Stat(VGPU_STAT_OVERQUOTA), 1u) << "one tampering counted";
+  EXPECT_EQ(NvsimUsedBytes(), base);
+  EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 0u);
+}
+
+// A tampered call can leave a client the core never saw: the tenant asks for a client under a
+// fresh handle, which vgpu.ko claims, and a sibling's store turns hObjectNew into 0, so that the
+// driver makes one under a handle of its own choosing, bound to the caller's file. The caller is
+// killed, but a file can outlive it (fork, SCM_RIGHTS): another process holding the same proxy
+// file could then allocate under that client, each such call found (the client is not one the
+// driver confirmed this file created) and its process killed, but the object the driver made in
+// it held by the hidden client, charged to no one (measured on 6.12 with the previous module:
+// 16 MiB held, the slot charged 0). Now a file on which tampering is found refuses every later
+// call (-ENODEV) and mmap, from every process that shares it (vcore_file_tampered).
+TEST(Tamper, FileSharedWithATamperedProcessIsClosedToCalls) {
+  ScopedSlot slot(64 * kMiB);
+  ASSERT_TRUE(slot.ok());
+  const uint64_t base = NvsimUsedBytes();
+  constexpr int kLeaked = 8;  // holder: the driver held memory charged to no one
+  pid_t holder = fork();
+  ASSERT_GE(holder, 0);
+  if (holder == 0) {
+    Session a;
+    if (!a.Open(slot.ctl(), slot.dev()).empty()) _exit(kSessionFailed);
+    auto* r = static_cast<nvos64*>(
+        mmap(nullptr, sizeof(nvos64), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+    if (r == MAP_FAILED) _exit(kSetupFailed);
+    // 1: a client under a handle the driver does not honour: the caller is killed.
+    pid_t p = fork();
+    if (p == 0) {
+      if (!WriteParam("rewrite_alloc_offset", 8) || !WriteParam("rewrite_alloc_value", 0) ||
+          !WriteParam("rewrite_alloc_tgid", static_cast<uint64_t>(getpid())))
+        _exit(kSetupFailed);
+      *r = nvos64{};
+      r->hObjectNew = 0x5eed0001;
+      r->hClass = NV01_ROOT_CLIENT;
+      RawIoctl(a.ctl, NV_ESC_RM_ALLOC, r, sizeof(*r));
+      _exit(kSurvived);
+    }
+    int st = 0;
+    if (p < 0 || waitpid(p, &st, 0) != p || !WIFSIGNALED(st)) _exit(kIoctlFailed);
+    const uint32_t hidden = r->hObjectNew;  // the driver's handle, from the reply
+    // 2, 3: other processes sharing the file use the hidden client: a device, then memory.
+    for (int step = 0; step < 2; ++step) {
+      p = fork();
+      if (p == 0) {
+        uint32_t dev = 0xd0000010, mem = 0x5000;
+        uint64_t size = 16 * kMiB;
+        nv0080_alloc_params dp{};
+        if (step == 0) Alloc(a.ctl, hidden, hidden, &dev, NV01_DEVICE_0, &dp);
+        else AllocVidmem(a.ctl, hidden, dev, &mem, &size);
+        _exit(0);
+      }
+      if (p < 0 || waitpid(p, &st, 0) != p) _exit(kSetupFailed);
+    }
+    _exit(NvsimUsedBytes() > base ? kLeaked : 0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(holder, &status, 0), holder);
+  ASSERT_TRUE(WriteParam("rewrite_alloc_tgid", 0));
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "status 0x" << std::hex << status
+      << " (exit 8: the driver held memory under the hidden client, charged to no one)";
+  EXPECT_EQ(NvsimUsedBytes(), base);
   EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 0u);
 }
 
