@@ -189,7 +189,8 @@ static int vgpu_overquota_free(struct vgpu_file *vf,
 	rc = -EFAULT;
 	if (!copy_to_user((void __user *)addr, params, sizeof(params))) {
 		if (direct)
-			rc = vf->real->f_op->unlocked_ioctl(vf->real, cmd, addr);
+			rc = vf->real->f_op->unlocked_ioctl(vf->real, cmd,
+							    addr);
 		else
 			rc = vgpu_filter_ioctl(vf, cmd, addr);
 		if (!rc && get_user(params[3], (u32 __user *)addr + 3))

@@ -161,9 +161,9 @@ static int vgpu_object_exists(u32 h_client, u32 h_object)
 static DEFINE_XARRAY(vgpu_client_claims);
 static atomic_t vgpu_client_seq = ATOMIC_INIT(0);
 
-#define VGPU_CLIENT_HANDLE_BASE	 0xcb000000u
-#define VGPU_CLIENT_HANDLE_MASK	 0x000fffffu
-#define VGPU_CLIENT_CLAIM_TRIES	 16
+#define VGPU_CLIENT_HANDLE_BASE 0xcb000000u
+#define VGPU_CLIENT_HANDLE_MASK 0x000fffffu
+#define VGPU_CLIENT_CLAIM_TRIES 16
 
 /*
  * 0 when the driver has client @h, -ENOENT when it has not, another errno
@@ -204,9 +204,9 @@ int vgpu_trusted_client_claim(void *priv, vcore_u32 *h_client)
 
 	for (tries = 0; tries < VGPU_CLIENT_CLAIM_TRIES; tries++) {
 		u32 h = pick ? VGPU_CLIENT_HANDLE_BASE |
-				       ((u32)atomic_inc_return(
-						&vgpu_client_seq) &
-					VGPU_CLIENT_HANDLE_MASK)
+					((u32)atomic_inc_return(
+						 &vgpu_client_seq) &
+					 VGPU_CLIENT_HANDLE_MASK)
 			     : *h_client;
 
 		err = xa_insert(&vgpu_client_claims, h, priv, GFP_KERNEL);

@@ -278,8 +278,7 @@ enum vcore_verdict vcore_esc_rm_alloc(struct vcore_call *call)
 				      RS_ACCESS_MASK_SIZE, 0);
 	}
 	v = alloc_by_class(call, cls, params, psize);
-	if (v == VCORE_FORWARD && is_root_class(cls) &&
-	    call->slot->client_ops)
+	if (v == VCORE_FORWARD && is_root_class(cls) && call->slot->client_ops)
 		v = claim_client(call);
 	return v;
 }
@@ -685,7 +684,7 @@ static int confirm_client(struct vcore_call *call, vcore_bool status_ok,
 	if (!err)
 		return 1;
 	if (err != -VCORE_ENOENT)
-		return status_ok; /* cannot say: the status decides, as before */
+		return status_ok; /* cannot say: the status decides */
 	if (status_ok)
 		tampered(call, h, h,
 			 "the driver made a client under another handle");
@@ -969,8 +968,8 @@ static vcore_bool free_took_effect(struct vcore_call *call)
 		vcore_unlock(slot);
 		if (!known)
 			return 0; /* nothing to drop: no query */
-		err = slot->client_ops->driver_has(slot->priv, call->free_client,
-					    call->free_object);
+		err = slot->client_ops->driver_has(
+			slot->priv, call->free_client, call->free_object);
 		if (!err)
 			return 0;
 		if (err == -VCORE_ENOENT)

@@ -450,8 +450,7 @@ TEST(Tamper, FailedStatusHidesNoObjectUnderAnotherClient) {
     if (!a.Open(slot.ctl(), slot.dev()).empty()) _exit(kSessionFailed);
     uint32_t c2 = 0, d2 = a.device;
     nv0080_alloc_params dp{};
-    if (AllocClient(a.ctl, &c2) != NV_OK ||
-        Alloc(a.ctl, c2, c2, &d2, NV01_DEVICE_0, &dp) != NV_OK)
+    if (AllocClient(a.ctl, &c2) != NV_OK || Alloc(a.ctl, c2, c2, &d2, NV01_DEVICE_0, &dp) != NV_OK)
       _exit(kSetupFailed);
     if (!WriteParam("rewrite_alloc_after_offset", 40) ||  // NVOS64.status
         !WriteParam("rewrite_alloc_after_value", NV_ERR_NO_MEMORY) ||
@@ -525,8 +524,10 @@ TEST(Tamper, FileSharedWithATamperedProcessIsClosedToCalls) {
         uint32_t dev = 0xd0000010, mem = 0x5000;
         uint64_t size = 16 * kMiB;
         nv0080_alloc_params dp{};
-        if (step == 0) Alloc(a.ctl, hidden, hidden, &dev, NV01_DEVICE_0, &dp);
-        else AllocVidmem(a.ctl, hidden, dev, &mem, &size);
+        if (step == 0)
+          Alloc(a.ctl, hidden, hidden, &dev, NV01_DEVICE_0, &dp);
+        else
+          AllocVidmem(a.ctl, hidden, dev, &mem, &size);
         _exit(0);
       }
       if (p < 0 || waitpid(p, &st, 0) != p) _exit(kSetupFailed);
