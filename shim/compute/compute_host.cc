@@ -141,8 +141,11 @@ void ComputeHost::OnTsg(uint32_t h_client, uint32_t h_device, uint32_t h_tsg,
 // allocated, its first PREEMPT(bWait=1) held RM for 4.0 s and the process never ran again;
 // gated from the moment its schedule succeeded, it froze just the same (GPU idle, every later
 // DISABLE_CHANNELS and PREEMPT status 0), with the standalone test preload as with the full shim;
-// capped only after a while uncapped, every cap held. Why an early gate is fatal is not known.
-// So a TSG is left alone until settle_ns after its schedule succeeded: Snapshot() hides it from
+// capped only after a while uncapped, every cap held. Those runs broke the gate's protocol (below:
+// enables of channels the gate had not disabled); with it kept, no tenant froze (runs 11-13).
+// A TSG is still left alone until settle_ns after its schedule succeeded (libcuda finishes the
+// context after the schedule: GR_SET_CTXSW_PREEMPTION_MODE, its own SET_TIMESLICE, §6.1), which
+// the protocol runs were measured with: Snapshot() hides it from
 // the gate, PREEMPT and SET_TIMESLICE until the control thread marks it settled (Reapply(): it is
 // disabled and preempted at once if the slot is gated off, else at the next off edge).
 // The settle of a process's first context is not measured either (MeasureOnce() starts with the
@@ -285,7 +288,12 @@ uint32_t ComputeHost::Subdevice(uint32_t h_client, uint32_t h_device) {
 // leaves the enable owed, retried on every tick (Reapply()): the TSG is then still on the GPU
 // running the kernel the PREEMPT waits for, so the delay takes no GPU time from the tenant.
 // Earlier builds enabled every channel of every settled TSG on each on edge and on each object
-// change while on; tenants capped from their first kernel froze on the H200 (runs 6, 7, 9, 10).
+// change while on, and re-disabled (and re-PREEMPTed) disabled channels on each object change
+// while off; 8 of 11 tenants capped from their first kernel froze on the H200 (run 10, and runs
+// 6, 7, 9 before it). With this protocol 0 of 30 froze (runs 11-13, docs/results/compute-h200.md).
+// No on edge there had to wait (every PREEMPT returned within 1 ms), so what the GPU needed was
+// the first half: no enable of a channel the gate did not disable, no repeated disable; which of
+// the two, and why RM then never runs the TSG again, is not isolated.
 void ComputeHost::Gate(bool off, bool force) {
   const std::vector<ClientObjs> objs = Snapshot();
   if (!off) {
@@ -339,6 +347,7 @@ void ComputeHost::Gate(bool off, bool force) {
       }
     }
   }
+  const size_t preempted = preempt.size();
   if (!preempt.empty()) {
     // A TSG whose channels were not disabled is not preempted: RM would only put it back.
     std::lock_guard<std::mutex> lock(pre_mu_);
@@ -357,7 +366,7 @@ void ComputeHost::Gate(bool off, bool force) {
       pre_cv_.notify_one();
     }
   }
-  LogEdge(off ? "off" : "on", preempt.size(), touched);
+  LogEdge(off ? "off" : "on", preempted, touched);
   gated_ = off;
   ever_gated_ = ever_gated_ || off;
   last_gate_change_ns_ = MonotonicNs();
