@@ -291,7 +291,7 @@ uint32_t ComputeHost::Subdevice(uint32_t h_client, uint32_t h_device) {
 // change while on, and re-disabled (and re-PREEMPTed) disabled channels on each object change
 // while off; 8 of 11 tenants capped from their first kernel froze on the H200 (run 10, and runs
 // 6, 7, 9 before it). With this protocol 0 of 30 froze (runs 11-13, docs/results/compute-h200.md).
-// No on edge there had to wait (every PREEMPT returned within 1 ms), so what the GPU needed was
+// No on edge there had to wait (the longest PREEMPT took 1.7 ms), so what the GPU needed was
 // the first half: no enable of a channel the gate did not disable, no repeated disable; which of
 // the two, and why RM then never runs the TSG again, is not isolated.
 void ComputeHost::Gate(bool off, bool force) {
