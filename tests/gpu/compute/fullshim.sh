@@ -14,18 +14,8 @@
 #   usage: [PARTS="caps burn weight kill"] tests/gpu/compute/fullshim.sh [seconds per cap] [--prebuilt]
 #   PARTS: the parts to run (default all; the table reports what ran)
 set -uo pipefail
-root=$(cd "$(dirname "$0")/../../.." && pwd)
-here=$root/tests/gpu/compute
-out=${OUT:-$root/build/gpu-compute/out-fullshim}
 secs=${1:-5}
-mkdir -p "$out"
-if [[ ${2:-} != --prebuilt ]]; then
-  bash "$root/tests/gpu/build.sh" >"$out/build.txt" 2>&1 || { tail -20 "$out/build.txt"; exit 1; }
-fi
-lib=$root/build/gpu/libvgpu-shim.so
-res=$out/fullshim.jsonl
-: >"$res"
-export PYTHONUNBUFFERED=1
+source "$(dirname "$0")/common.sh" fullshim "${2:-}"
 bound=$((secs + 35))
 shim() {  # share mode tag workload seconds [bench args...]; VGPU_COMPUTE_SETTLE_MS passes through
   local share=$1 mode=$2 tag=$3 wl=$4 s=$5

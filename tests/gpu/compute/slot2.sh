@@ -6,19 +6,9 @@
 # same loop in the same script. Prints each member's and the sum's share per 1 s window.
 #   usage: tests/gpu/compute/slot2.sh [seconds] [--prebuilt]
 set -uo pipefail
-root=$(cd "$(dirname "$0")/../../.." && pwd)
-here=$root/tests/gpu/compute
-out=${OUT:-$root/build/gpu-compute/out-slot2}
 secs=${1:-8}
 cap=${CAP:-30}
-mkdir -p "$out"
-if [[ ${2:-} != --prebuilt ]]; then
-  bash "$root/tests/gpu/build.sh" >"$out/build.txt" 2>&1 || { tail -20 "$out/build.txt"; exit 1; }
-fi
-lib=$root/build/gpu/libvgpu-shim.so
-res=$out/slot2.jsonl
-: >"$res"
-export PYTHONUNBUFFERED=1
+source "$(dirname "$0")/common.sh" slot2 "${2:-}"
 slot=$(mktemp -d /tmp/vgpu-slot2.XXXXXX)
 printf 'memory_quota = 100G\nslot_id = 7\ncompute_share = %s\ncompute_mode = cap\n' "$cap" \
   >"$slot/slot.conf"

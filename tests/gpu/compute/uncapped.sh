@@ -7,19 +7,9 @@
 # shim / bare, and the script prints their min and median over the rounds.
 #   usage: tests/gpu/compute/uncapped.sh [rounds=4] [seconds=4] [--prebuilt]
 set -uo pipefail
-root=$(cd "$(dirname "$0")/../../.." && pwd)
-here=$root/tests/gpu/compute
-out=${OUT:-$root/build/gpu-compute/out-uncapped}
 rounds=${1:-4}
 secs=${2:-4}
-mkdir -p "$out"
-if [[ ${3:-} != --prebuilt ]]; then
-  bash "$root/tests/gpu/build.sh" >"$out/build.txt" 2>&1 || { tail -20 "$out/build.txt"; exit 1; }
-fi
-lib=$root/build/gpu/libvgpu-shim.so
-res=$out/uncapped.jsonl
-: >"$res"
-export PYTHONUNBUFFERED=1
+source "$(dirname "$0")/common.sh" uncapped "${3:-}"
 one() {  # variant round
   local v=$1 r=$2 env=()
   case $v in

@@ -205,6 +205,18 @@ void AddObjects(ComputeHost& h, FakeRm& rm, bool schedule = true) {
   }
 }
 
+// A cap (or weight) slot controlled from the schedule on (settling has its own tests), measured
+// every measure_ns.
+ComputeConfig Config(uint32_t share, uint64_t measure_ns = 100'000'000,
+                     uint32_t mode = VCORE_SCHED_MODE_CAP) {
+  ComputeConfig cfg;
+  cfg.settle_ns = 0;
+  cfg.share = share;
+  cfg.mode = mode;
+  cfg.measure_ns = measure_ns;
+  return cfg;
+}
+
 // Before Stop(), whose enable does not wait for a PREEMPT still in RM.
 void ExpectGateProtocolKept(FakeRm& rm) {
   std::lock_guard<std::mutex> lock(rm.mu);
@@ -214,10 +226,7 @@ void ExpectGateProtocolKept(FakeRm& rm) {
 
 TEST(ComputeHost, CapGatesGrChannelsAndHoldsTheShare) {
   FakeRm rm;
-  ComputeConfig cfg;
-  cfg.settle_ns = 0;  // controlled from the schedule on (settling has its own test)
-  cfg.share = 30;
-  cfg.measure_ns = 20'000'000;
+  ComputeConfig cfg = Config(30, 20'000'000);
   ComputeHost h(cfg, FakeRm::Control, &rm);
   AddObjects(h, rm);
   ASSERT_TRUE(h.Start());
@@ -271,10 +280,7 @@ TEST(ComputeHost, CapGatesGrChannelsAndHoldsTheShare) {
 // (the H200 froze such a tenant for good), and the cap acts from the schedule on.
 TEST(ComputeHost, ControlsWaitForTheTsgSchedule) {
   FakeRm rm;
-  ComputeConfig cfg;
-  cfg.settle_ns = 0;  // controlled from the schedule on (settling has its own test)
-  cfg.share = 10;
-  cfg.measure_ns = 20'000'000;
+  ComputeConfig cfg = Config(10, 20'000'000);
   ComputeHost h(cfg, FakeRm::Control, &rm);
   AddObjects(h, rm, /*schedule=*/false);
   ASSERT_TRUE(h.Start());
@@ -357,9 +363,7 @@ TEST(ComputeHost, SettledTsgJoinsTheGateEvenWhenFullyOff) {
 TEST(ComputeHost, BlockingPreemptDefersTheEnableNotTheLoop) {
   FakeRm rm;
   rm.preempt_block_ms = 700;
-  ComputeConfig cfg;
-  cfg.settle_ns = 0;  // controlled from the schedule on (settling has its own test)
-  cfg.share = 50;
+  ComputeConfig cfg = Config(50);
   ComputeHost h(cfg, FakeRm::Control, &rm);
   AddObjects(h, rm);
   ASSERT_TRUE(h.Start());
@@ -391,10 +395,7 @@ TEST(ComputeHost, BlockingPreemptDefersTheEnableNotTheLoop) {
 TEST(ComputeHost, ShortOffPhaseStillEnablesAfterThePreempt) {
   FakeRm rm;
   rm.preempt_block_ms = 15;
-  ComputeConfig cfg;
-  cfg.settle_ns = 0;
-  cfg.share = 80;
-  cfg.measure_ns = 20'000'000;
+  ComputeConfig cfg = Config(80, 20'000'000);
   ComputeHost h(cfg, FakeRm::Control, &rm);
   AddObjects(h, rm);
   ASSERT_TRUE(h.Start());
@@ -432,9 +433,7 @@ TEST(ComputeHost, TsgSettlingWhileOnIsNotEnabled) {
 TEST(ComputeHost, WatchdogReenablesWhenTheControlThreadIsStuck) {
   FakeRm rm;
   rm.block_disable_ms = 1500;
-  ComputeConfig cfg;
-  cfg.settle_ns = 0;  // controlled from the schedule on (settling has its own test)
-  cfg.share = 30;
+  ComputeConfig cfg = Config(30);
   ComputeHost h(cfg, FakeRm::Control, &rm);
   AddObjects(h, rm);
   ASSERT_TRUE(h.Start());
@@ -451,9 +450,7 @@ TEST(ComputeHost, WatchdogReenablesWhenTheControlThreadIsStuck) {
 // A measurement that blocks in RM does not stop the gating (the controller runs open loop).
 TEST(ComputeHost, BlockedMeasurementKeepsGating) {
   FakeRm rm;
-  ComputeConfig cfg;
-  cfg.settle_ns = 0;  // controlled from the schedule on (settling has its own test)
-  cfg.share = 50;
+  ComputeConfig cfg = Config(50);
   ComputeHost h(cfg, FakeRm::Control, &rm);
   AddObjects(h, rm);
   {
@@ -475,10 +472,7 @@ TEST(ComputeHost, BlockedMeasurementKeepsGating) {
 
 TEST(ComputeHost, WeightSetsTimesliceAndNeverGates) {
   FakeRm rm;
-  ComputeConfig cfg;
-  cfg.settle_ns = 0;  // controlled from the schedule on (settling has its own test)
-  cfg.share = 30;
-  cfg.mode = VCORE_SCHED_MODE_WEIGHT;
+  ComputeConfig cfg = Config(30, 100'000'000, VCORE_SCHED_MODE_WEIGHT);
   ComputeHost h(cfg, FakeRm::Control, &rm);
   AddObjects(h, rm);
   ASSERT_TRUE(h.Start());
@@ -501,9 +495,7 @@ TEST(ComputeHost, WeightSetsTimesliceAndNeverGates) {
 
 TEST(ComputeHost, StopWhileGatedReenables) {
   FakeRm rm;
-  ComputeConfig cfg;
-  cfg.settle_ns = 0;  // controlled from the schedule on (settling has its own test)
-  cfg.share = 5;      // mostly off
+  ComputeConfig cfg = Config(5);
   ComputeHost h(cfg, FakeRm::Control, &rm);
   AddObjects(h, rm);
   ASSERT_TRUE(h.Start());
