@@ -29,9 +29,33 @@
  * the schedule left the TSG never running, although every later
  * DISABLE_CHANNELS(0) and PREEMPT returned status 0 for 270 s. An off edge
  * PREEMPTs only the TSGs whose channels that same edge disabled (the RM call
- * returned NV_OK); an on edge re-enables the channels of scheduled TSGs and
- * of every TSG an earlier off edge disabled (it may have been unscheduled
- * since: never leave its channels disabled).
+ * returned NV_OK).
+ *
+ * The gate's protocol (the shim host's, shim/compute/compute_host.cc, commit
+ * e3a0af7): on the H200, FIFO_DISABLE_CHANNELS(onlySched=1) followed by the
+ * enable with no PREEMPT of the TSG in between stalled the process for good
+ * (compute-control-h200.md); with a PREEMPT(bWait=1) between them the pair
+ * throttled it. The shim host froze 8 of 11 capped tenants on the H200 while
+ * it (1) enabled channels it had never disabled and (2) issued an on edge
+ * before the off edge's PREEMPT returned; this host had both flaws. So:
+ *  - each slot keeps the channels this host disabled (cs->dis_*, marked
+ *    before the disable is issued); the off edge disables only unmarked
+ *    channels of scheduled TSGs, the on edge enables exactly the marked ones
+ *    (scheduled or not since: never leave a channel disabled) and nothing
+ *    else;
+ *  - an off edge that queued PREEMPTs records the GPU's queued sequence in
+ *    cs->preempt_seq; an on edge whose PREEMPTs have not all returned
+ *    (g->preempt_done_seq behind) is owed, not issued. The thread cannot wait
+ *    for the worker under g->lock (the worker re-checks each TSG under it),
+ *    so after the tick it waits for the worker outside the lock, at most
+ *    VGPU_COMPUTE_ENABLE_WAIT_NS and never past the controller's next edge,
+ *    then ticks again and pays what it owes; a PREEMPT that takes longer
+ *    (one that waits for a running kernel: the TSG is still on the GPU, so
+ *    the delay costs the tenant nothing) is retried every tick. The loop
+ *    never stops;
+ *  - removing a slot from control and stopping the thread wait the same
+ *    bounded time for the worker, then enable every marked channel
+ *    whatever the worker's state (force): a tenant is never left disabled.
  * FIFO_DISABLE_CHANNELS is a subdevice control: the module allocates its own
  * client, device and subdevice per GPU and lists the tenants' clients in
  * hClientList (a kernel-privileged caller may name any client). That saves a
@@ -64,6 +88,10 @@
 #define VGPU_COMPUTE_MAX_SLEEP_NS (50 * NSEC_PER_MSEC)
 #define VGPU_COMPUTE_MIN_SLEEP_NS (500 * NSEC_PER_USEC)
 #define VGPU_COMPUTE_LATE_NS	  (10 * NSEC_PER_MSEC)
+/* An on edge waits this long for its PREEMPT (~0.6 ms on the H200). */
+#define VGPU_COMPUTE_ENABLE_WAIT_NS (20 * NSEC_PER_MSEC)
+#define VGPU_COMPUTE_MARK_OK	    0x1 /* RM confirmed the disable */
+#define VGPU_COMPUTE_MARK_KEEP	    0x2 /* kept by the current compaction */
 /* libcuda sets its own timeslice at context setup: ours is re-asserted. */
 #define VGPU_COMPUTE_TS_REFRESH_NS NSEC_PER_SEC
 
@@ -189,7 +217,51 @@ static int vgpu_compute_tsg_seen(void *arg, const struct vcore_tsg_info *ti)
 	return 0;
 }
 
-/* Brings cs->tsgs up to the core's registry; cheap when nothing changed. */
+/* ---- the channels this host disabled (the gate's protocol, top) -------- */
+
+static int vgpu_compute_mark_find(const struct vgpu_compute_slot *cs,
+				  u32 h_client, u32 h_channel)
+{
+	unsigned int i;
+
+	for (i = 0; i < cs->ndis; i++)
+		if (cs->dis_chan[i] == h_channel &&
+		    cs->dis_client[i] == h_client)
+			return i;
+	return -1;
+}
+
+/* Keeps the marks that have VGPU_COMPUTE_MARK_KEEP, clearing it. */
+static void vgpu_compute_mark_compact(struct vgpu_compute_slot *cs)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < cs->ndis; i++) {
+		if (!(cs->dis_flags[i] & VGPU_COMPUTE_MARK_KEEP))
+			continue;
+		cs->dis_client[n] = cs->dis_client[i];
+		cs->dis_chan[n] = cs->dis_chan[i];
+		cs->dis_flags[n++] = cs->dis_flags[i] & ~VGPU_COMPUTE_MARK_KEEP;
+	}
+	cs->ndis = n;
+}
+
+static int vgpu_compute_mark_present(void *arg,
+				     const struct vcore_channel_info *ch)
+{
+	struct vgpu_compute_slot *cs = arg;
+	int i = vgpu_compute_mark_find(cs, ch->h_client, ch->h_channel);
+
+	if (i >= 0)
+		cs->dis_flags[i] |= VGPU_COMPUTE_MARK_KEEP;
+	return 0;
+}
+
+/*
+ * Brings cs->tsgs up to the core's registry; cheap when nothing changed. A
+ * freed channel's mark goes (its handle may come back on a channel this host
+ * never disabled).
+ */
 static void vgpu_compute_walk(struct vgpu_compute_slot *cs)
 {
 	struct vcore_slot *core = vgpu_filter_core(cs->slot);
@@ -208,18 +280,11 @@ static void vgpu_compute_walk(struct vgpu_compute_slot *cs)
 		if (cs->tsgs[i].seen)
 			cs->tsgs[n++] = cs->tsgs[i];
 	cs->ntsgs = n;
-}
-
-static struct vgpu_compute_tsg *
-vgpu_compute_tsg_find(struct vgpu_compute_slot *cs, u32 h_client, u32 h_tsg)
-{
-	unsigned int i;
-
-	for (i = 0; i < cs->ntsgs; i++)
-		if (cs->tsgs[i].h_client == h_client &&
-		    cs->tsgs[i].h_tsg == h_tsg)
-			return &cs->tsgs[i];
-	return NULL;
+	if (cs->ndis) {
+		vcore_slot_for_each_channel(core, vgpu_compute_mark_present,
+					    cs);
+		vgpu_compute_mark_compact(cs);
+	}
 }
 
 struct vgpu_compute_chans {
@@ -230,28 +295,39 @@ struct vgpu_compute_chans {
 };
 
 /*
- * The channels one edge acts on. Off: only those of scheduled TSGs (a
- * disable before the TSG's first GPFIFO_SCHEDULE left the H200 tenant never
- * running; see the top of this file). On: those, plus the channels of a TSG
- * an earlier off edge disabled and that is no longer scheduled. A channel
- * without a TSG parent (an internal TSG, abi.md §6.3) is never scheduled in
- * the registry's sense and is left alone.
+ * The channels one edge acts on (the gate's protocol, top). Off: those of
+ * scheduled TSGs (a disable before the TSG's first GPFIFO_SCHEDULE left the
+ * H200 tenant never running) that this host has not disabled yet (or whose
+ * disable RM refused), marked here, before the call. On: exactly the
+ * channels this host disabled, scheduled or not since; never one it did not.
+ * A channel without a TSG parent (an internal TSG, abi.md §6.3) is never
+ * scheduled in the registry's sense and is left alone.
  */
 static int vgpu_compute_chan_seen(void *arg,
 				  const struct vcore_channel_info *ch)
 {
 	struct vgpu_compute_chans *c = arg;
-	struct vgpu_compute_tsg *t;
+	struct vgpu_compute_slot *cs = c->cs;
+	int m = vgpu_compute_mark_find(cs, ch->h_client, ch->h_channel);
 
-	if (!ch->tsg_scheduled) {
-		if (c->off)
-			return 0;
-		t = vgpu_compute_tsg_find(c->cs, ch->h_client, ch->h_tsg);
-		if (!t || !t->gated)
-			return 0;
-	}
 	if (c->n == VGPU_COMPUTE_MAX_CHANNELS)
 		return 1;
+	if (!c->off) {
+		if (m < 0)
+			return 0;
+	} else {
+		if (!ch->tsg_scheduled ||
+		    (m >= 0 && (cs->dis_flags[m] & VGPU_COMPUTE_MARK_OK)))
+			return 0;
+		if (m < 0) {
+			if (cs->ndis == VGPU_COMPUTE_MAX_CHANNELS)
+				return 1; /* untracked: never disabled */
+			m = cs->ndis++;
+			cs->dis_client[m] = ch->h_client;
+			cs->dis_chan[m] = ch->h_channel;
+			cs->dis_flags[m] = 0;
+		}
+	}
 	c->g->chan_client[c->n] = ch->h_client;
 	c->g->chan_handle[c->n] = ch->h_channel;
 	c->g->chan_tsg[c->n] = ch->h_tsg;
@@ -281,8 +357,10 @@ static void vgpu_compute_preempt_work(struct work_struct *work)
 	unsigned int i, n;
 	bool still;
 	u32 status;
+	u64 seq;
 
 	spin_lock(&g->preempt_lock);
+	seq = g->preempt_queued_seq;
 	n = g->npreempt;
 	memcpy(slot, g->preempt_slot, n * sizeof(u32));
 	memcpy(client, g->preempt_client, n * sizeof(u32));
@@ -309,6 +387,39 @@ static void vgpu_compute_preempt_work(struct work_struct *work)
 		vgpu_rm_control(client[i], tsg[i], VCS_NVA06C_CTRL_CMD_PREEMPT,
 				&pp, sizeof(pp), &status);
 	}
+	/* Every PREEMPT queued up to seq returned (or was not needed). */
+	spin_lock(&g->preempt_lock);
+	if (seq > g->preempt_done_seq)
+		g->preempt_done_seq = seq;
+	spin_unlock(&g->preempt_lock);
+	wake_up_all(&g->preempt_wq);
+}
+
+static bool vgpu_compute_preempts_done(struct vgpu_compute_gpu *g, u64 seq)
+{
+	bool done;
+
+	spin_lock(&g->preempt_lock);
+	done = g->preempt_done_seq >= seq;
+	spin_unlock(&g->preempt_lock);
+	return done;
+}
+
+static bool vgpu_compute_preempts_idle(struct vgpu_compute_gpu *g)
+{
+	return vgpu_compute_preempts_done(g, READ_ONCE(g->preempt_queued_seq));
+}
+
+/*
+ * Waits until every PREEMPT queued so far returned, at most @timeout_ns.
+ * Never with g->lock held: the worker takes it.
+ */
+static void vgpu_compute_preempts_settle(struct vgpu_compute_gpu *g,
+					 u64 timeout_ns)
+{
+	/* hrtimer-based: a jiffy (4 ms at HZ=250) is too coarse for edges. */
+	wait_event_hrtimeout(g->preempt_wq, vgpu_compute_preempts_idle(g),
+			     ns_to_ktime(timeout_ns));
 }
 
 /* Queues a PREEMPT of (@h_client, @h_tsg) once (the list is per GPU). */
@@ -331,26 +442,34 @@ static void vgpu_compute_queue_preempt(struct vgpu_compute_gpu *g, u32 slot_id,
 }
 
 /*
- * After one FIFO_DISABLE_CHANNELS call of an edge returned NV_OK for
- * g->chan_*[@first, @first + @n): off, each TSG of those channels is marked
- * gated and queued for PREEMPT (its channels are disabled now, so the
- * PREEMPT only ends the slice it holds); on, the mark is cleared.
+ * After one FIFO_DISABLE_CHANNELS call of an edge for g->chan_*[@first,
+ * @first + @n) returned (@ok: NV_OK). Off and ok: the marks are confirmed and
+ * each TSG of those channels is queued for PREEMPT (its channels are
+ * disabled now, so the PREEMPT only ends the slice it holds); a refused
+ * disable may still have disabled some: they stay marked (the on edge
+ * enables them; a missed enable stalls the tenant) and the next off edge
+ * retries, with no PREEMPT now. On: a refused enable keeps its marks (the
+ * enable is owed); the others go in the compaction after the edge.
  */
 static unsigned int vgpu_compute_gate_done(struct vgpu_compute_gpu *g,
 					   struct vgpu_compute_slot *cs,
 					   unsigned int first, unsigned int n,
-					   bool off)
+					   bool off, bool ok)
 {
-	struct vgpu_compute_tsg *t;
 	unsigned int k;
+	int m;
 
 	for (k = first; k < first + n; k++) {
-		t = vgpu_compute_tsg_find(cs, g->chan_client[k],
-					  g->chan_tsg[k]);
-		if (t)
-			t->gated = off;
+		m = vgpu_compute_mark_find(cs, g->chan_client[k],
+					   g->chan_handle[k]);
+		if (m < 0)
+			continue;
+		if (off && ok)
+			cs->dis_flags[m] |= VGPU_COMPUTE_MARK_OK;
+		else if (!off && !ok)
+			cs->dis_flags[m] |= VGPU_COMPUTE_MARK_KEEP;
 	}
-	if (!off)
+	if (!off || !ok)
 		return 0;
 	spin_lock(&g->preempt_lock);
 	for (k = first; k < first + n; k++)
@@ -363,48 +482,84 @@ static unsigned int vgpu_compute_gate_done(struct vgpu_compute_gpu *g,
 /*
  * Disables (@off) or re-enables the slot's channels that this edge may touch
  * (vgpu_compute_chan_seen), then PREEMPTs the TSGs whose channels the off
- * edge actually disabled: a batch RM refused disabled nothing, and its TSGs
- * may not be on the runlist at all (a PREEMPT(bWait=1) of such a TSG waited
- * 4 s on the H200).
+ * edge actually disabled: a batch RM refused may have disabled nothing, and
+ * its TSGs may not be on the runlist at all (a PREEMPT(bWait=1) of such a TSG
+ * waited 4 s on the H200). An on edge waits for the PREEMPTs of the slot's
+ * last off edge (the gate's protocol, top): if they have not returned, the
+ * enable is owed (paid by a later tick), unless @force (slot leaving control,
+ * thread stopping: never leave a tenant disabled).
  */
 static void vgpu_compute_gate(struct vgpu_compute_gpu *g,
-			      struct vgpu_compute_slot *cs, bool off)
+			      struct vgpu_compute_slot *cs, bool off,
+			      bool force)
 {
 	struct vgpu_compute_chans c = {.g = g, .cs = cs, .off = off};
-	struct vcs_disable_channels_params *dc;
+	struct vcs_disable_channels_params *dc = NULL;
 	unsigned int i, k, n, queued = 0;
+	bool ok;
 
+	if (off) {
+		cs->enable_owed = false; /* the marks stay: the next on edge */
+	} else {
+		if (!cs->ndis) {
+			cs->enable_owed = false;
+			return;
+		}
+		if (!force && !vgpu_compute_preempts_done(g, cs->preempt_seq)) {
+			if (!cs->enable_owed)
+				cs->enables_deferred++;
+			cs->enable_owed = true;
+			g->enable_owed = true;
+			return;
+		}
+		cs->enable_owed = false;
+		for (i = 0; i < cs->ndis; i++)
+			cs->dis_flags[i] &= ~VGPU_COMPUTE_MARK_KEEP;
+	}
 	if (vcore_slot_for_each_channel(vgpu_filter_core(cs->slot),
 					vgpu_compute_chan_seen, &c))
 		pr_warn_ratelimited("slot %u: more than %u channels, the rest "
 				    "is not gated\n",
 				    cs->id, VGPU_COMPUTE_MAX_CHANNELS);
-	if (!c.n)
-		return;
-	if (!g->rm_ready) {
+	if (c.n && g->rm_ready)
+		dc = kmalloc(sizeof(*dc), GFP_KERNEL);
+	if (c.n && !dc) {
+		/* Nothing was issued. Off: the new marks go. On: owed. */
 		cs->errors++;
-		return;
+		for (i = 0; i < cs->ndis; i++)
+			if (!off || (cs->dis_flags[i] & VGPU_COMPUTE_MARK_OK))
+				cs->dis_flags[i] |= VGPU_COMPUTE_MARK_KEEP;
+		if (off)
+			vgpu_compute_mark_compact(cs);
 	}
-	dc = kmalloc(sizeof(*dc), GFP_KERNEL);
-	if (!dc) {
-		cs->errors++;
-		return;
-	}
-	for (i = 0; i < c.n; i += n) {
+	for (i = 0; dc && i < c.n; i += n) {
 		n = min_t(unsigned int, c.n - i,
 			  VCS_NV2080_CTRL_FIFO_DISABLE_CHANNELS_MAX_ENTRIES);
 		vcore_sched_fill_disable(dc, 0, &g->chan_handle[i], n, off);
 		for (k = 0; k < n; k++)
 			dc->hClientList[k] = g->chan_client[i + k];
-		if (!vgpu_compute_rm_control(
-			    g, cs, g->h_client, g->h_subdevice,
-			    VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, dc,
-			    sizeof(*dc)))
-			queued += vgpu_compute_gate_done(g, cs, i, n, off);
+		ok = !vgpu_compute_rm_control(
+			g, cs, g->h_client, g->h_subdevice,
+			VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, dc,
+			sizeof(*dc));
+		queued += vgpu_compute_gate_done(g, cs, i, n, off, ok);
 	}
 	kfree(dc);
-	if (queued)
+	if (!off) {
+		/* Enabled, or gone from the registry: unmarked. */
+		vgpu_compute_mark_compact(cs);
+		if (cs->ndis && !force) {
+			cs->enable_owed = true;
+			g->enable_owed = true;
+		}
+		return;
+	}
+	if (queued) {
+		spin_lock(&g->preempt_lock);
+		cs->preempt_seq = ++g->preempt_queued_seq;
+		spin_unlock(&g->preempt_lock);
 		queue_work(system_unbound_wq, &g->preempt_work);
+	}
 }
 
 static void vgpu_compute_timeslice(struct vgpu_compute_gpu *g,
@@ -428,7 +583,7 @@ static void vgpu_compute_timeslice(struct vgpu_compute_gpu *g,
 	}
 }
 
-static void vgpu_compute_exec(struct vgpu_compute_gpu *g, int n)
+static void vgpu_compute_exec(struct vgpu_compute_gpu *g, int n, bool force)
 {
 	struct vgpu_compute_slot *cs;
 	u64 now = ktime_get_ns();
@@ -440,10 +595,10 @@ static void vgpu_compute_exec(struct vgpu_compute_gpu *g, int n)
 			continue;
 		switch (g->acts[i].kind) {
 		case VCORE_SCHED_ACT_GATE_OFF:
-			vgpu_compute_gate(g, cs, true);
+			vgpu_compute_gate(g, cs, true, false);
 			break;
 		case VCORE_SCHED_ACT_GATE_ON:
-			vgpu_compute_gate(g, cs, false);
+			vgpu_compute_gate(g, cs, false, force);
 			break;
 		case VCORE_SCHED_ACT_TIMESLICE:
 			cs->ts_us = g->acts[i].timeslice_us;
@@ -487,12 +642,16 @@ static u64 vgpu_compute_tick(struct vgpu_compute_gpu *g)
 		nrep = g->meter->measure(g, now, g->reports);
 	n = vcore_sched_tick(g->sched, now, g->reports, nrep, g->acts,
 			     VCORE_SCHED_MAX_ACTIONS, &next);
-	vgpu_compute_exec(g, n);
+	g->enable_owed = false; /* set again by an enable still owed */
+	vgpu_compute_exec(g, n, false);
 	list_for_each_entry(cs, &g->slots, node)
 	{
-		if (cs->tsgs_changed &&
-		    vcore_sched_slot_gated(g->sched, cs->id))
-			vgpu_compute_gate(g, cs, true);
+		if (vcore_sched_slot_gated(g->sched, cs->id)) {
+			if (cs->tsgs_changed) /* new channels join the gate */
+				vgpu_compute_gate(g, cs, true, false);
+		} else if (cs->enable_owed) {
+			vgpu_compute_gate(g, cs, false, false);
+		}
 		if (cs->mode == VGPU_COMPUTE_WEIGHT && cs->ts_us &&
 		    (cs->tsgs_changed ||
 		     now - cs->ts_issued_ns >= VGPU_COMPUTE_TS_REFRESH_NS))
@@ -533,7 +692,8 @@ static int vgpu_compute_thread(void *arg)
 {
 	struct vgpu_compute_gpu *g = arg;
 	struct vgpu_compute_slot *cs;
-	u64 next, late = 0;
+	u64 next, now, late = 0;
+	bool owed;
 	int n;
 
 	/*
@@ -547,13 +707,36 @@ static int vgpu_compute_thread(void *arg)
 		mutex_lock(&g->lock);
 		list_for_each_entry(cs, &g->slots, node) cs->late_ns += late;
 		next = vgpu_compute_tick(g);
+		owed = g->enable_owed;
 		mutex_unlock(&g->lock);
+		now = ktime_get_ns();
+		if (owed && next > now + VGPU_COMPUTE_MIN_SLEEP_NS &&
+		    !vgpu_compute_preempts_idle(g)) {
+			/*
+			 * An on edge waits for its PREEMPT (top of file), here,
+			 * without g->lock, and never past the next edge; then
+			 * the next tick pays it (or owes it again). An enable
+			 * owed for another reason (RM refused it) waits for the
+			 * next tick, so the thread never spins.
+			 */
+			vgpu_compute_preempts_settle(
+				g, min_t(u64, next - now,
+					 VGPU_COMPUTE_ENABLE_WAIT_NS));
+			late = 0;
+			continue;
+		}
 		late = vgpu_compute_sleep_until(next);
 	}
-	/* Never leave a tenant disabled: every gate goes back on first. */
+	/*
+	 * Never leave a tenant disabled: every gate goes back on first, after
+	 * a bounded wait for the PREEMPTs (force: enabled even if one waits).
+	 */
+	vgpu_compute_preempts_settle(g, VGPU_COMPUTE_ENABLE_WAIT_NS);
 	mutex_lock(&g->lock);
 	n = vcore_sched_release_all(g->sched, g->acts, VCORE_SCHED_MAX_ACTIONS);
-	vgpu_compute_exec(g, n);
+	vgpu_compute_exec(g, n, true);
+	list_for_each_entry(cs, &g->slots, node)
+		vgpu_compute_gate(g, cs, false, true);
 	vgpu_compute_rm_teardown(g);
 	if (g->meter)
 		g->meter->reset(g);
@@ -587,6 +770,7 @@ static struct vgpu_compute_gpu *vgpu_compute_gpu_get(u32 gpu, bool create)
 	mutex_init(&g->lock);
 	INIT_LIST_HEAD(&g->slots);
 	spin_lock_init(&g->preempt_lock);
+	init_waitqueue_head(&g->preempt_wq);
 	INIT_WORK(&g->preempt_work, vgpu_compute_preempt_work);
 	list_add_tail(&g->node, &vgpu_compute_gpus);
 	return g;
@@ -603,14 +787,16 @@ static void vgpu_compute_slot_drop(struct vgpu_compute_gpu *g,
 	n = vcore_sched_slot_set(g->sched, cs->id, 100, VCORE_SCHED_MODE_CAP,
 				 g->acts);
 	if (n > 0)
-		vgpu_compute_exec(g, n);
+		vgpu_compute_exec(g, n, true);
 	n = vcore_sched_slot_remove(g->sched, cs->id, g->acts);
 	if (n > 0)
-		vgpu_compute_exec(g, n);
+		vgpu_compute_exec(g, n, true);
+	/* An enable still owed, or one the controller thought done. */
+	vgpu_compute_gate(g, cs, false, true);
 	list_del(&cs->node);
 	g->nslots--;
 	vgpu_slot_put(cs->slot);
-	kfree(cs);
+	kvfree(cs);
 }
 
 /* Starts or stops @g's thread to match its slot count. */
@@ -660,25 +846,28 @@ int vgpu_compute_slot_apply(struct vgpu_slot *slot)
 		err = want ? -ENOMEM : 0;
 		goto out;
 	}
+	/* A drop below enables at once: give the PREEMPTs their time first. */
+	if (!want)
+		vgpu_compute_preempts_settle(g, VGPU_COMPUTE_ENABLE_WAIT_NS);
 	mutex_lock(&g->lock);
 	cs = vgpu_compute_find(g, slot->id);
 	if (cs && want) {
 		n = vcore_sched_slot_set(g->sched, slot->id, share,
 					 vgpu_compute_sched_mode(mode),
 					 g->acts);
-		if (n > 0)
-			vgpu_compute_exec(g, n);
+		if (n > 0) /* an on edge owed here is paid by the thread */
+			vgpu_compute_exec(g, n, false);
 		cs->share = share;
 		cs->mode = mode;
 	} else if (cs) {
 		vgpu_compute_slot_drop(g, cs);
 	} else if (want) {
-		cs = kzalloc(sizeof(*cs), GFP_KERNEL);
+		cs = kvzalloc(sizeof(*cs), GFP_KERNEL);
 		err = cs ? vcore_sched_slot_add(g->sched, slot->id, share,
 						vgpu_compute_sched_mode(mode))
 			 : -ENOMEM;
 		if (err) {
-			kfree(cs);
+			kvfree(cs);
 		} else {
 			vgpu_slot_get(slot); /* dropped by slot_drop */
 			cs->slot = slot;
@@ -707,6 +896,7 @@ void vgpu_compute_slot_gone(struct vgpu_slot *slot)
 	mutex_lock(&vgpu_compute_lock);
 	g = vgpu_compute_gpu_get(slot->gpu, false);
 	if (g) {
+		vgpu_compute_preempts_settle(g, VGPU_COMPUTE_ENABLE_WAIT_NS);
 		mutex_lock(&g->lock);
 		cs = vgpu_compute_find(g, slot->id);
 		if (cs && cs->slot == slot)
@@ -767,7 +957,7 @@ void vgpu_compute_exit(void)
 		{
 			list_del(&cs->node);
 			vgpu_slot_put(cs->slot);
-			kfree(cs);
+			kvfree(cs);
 		}
 		list_del(&g->node);
 		mutex_destroy(&g->lock);

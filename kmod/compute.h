@@ -19,6 +19,7 @@
 #include <linux/mutex.h>
 #include <linux/sched.h>
 #include <linux/types.h>
+#include <linux/wait.h>
 #include <linux/workqueue.h>
 
 #include "core/sched/vcore_sched.h"
@@ -50,7 +51,6 @@ struct vgpu_compute_tsg {
 	 * only it is gated, preempted or given a timeslice (compute.c).
 	 */
 	bool scheduled;
-	bool gated;	 /* an off edge disabled its channels; no on edge yet */
 	bool seen;	 /* in the latest registry walk */
 	bool measured;	 /* consumed_ns holds a reading */
 	u64 consumed_ns; /* meter: the TSG's GPU time at the last reading */
@@ -73,6 +73,22 @@ struct vgpu_compute_slot {
 	u64 errors;	    /* RM controls that failed */
 	u64 late_ns;	    /* stalls: wake-ups > 10 ms past an edge */
 	u64 pm_pid_busy_ns; /* perfmon meter: busy attributed this tick */
+
+	/*
+	 * The gate's protocol (compute.c): the channels this host disabled
+	 * and has not re-enabled, (client, channel) pairs; the on edge enables
+	 * exactly these. VGPU_COMPUTE_MARK_OK: RM confirmed the disable (an
+	 * unconfirmed one is enabled by the on edge and disabled again by the
+	 * next off edge).
+	 */
+	unsigned int ndis;
+	u32 dis_client[VGPU_COMPUTE_MAX_CHANNELS];
+	u32 dis_chan[VGPU_COMPUTE_MAX_CHANNELS];
+	u8 dis_flags[VGPU_COMPUTE_MAX_CHANNELS];
+	u64 preempt_seq;      /* g->preempt_queued_seq after this slot's last
+			       * off edge: its enable waits for preempt_done_seq */
+	bool enable_owed;     /* an on edge found that PREEMPT still pending */
+	u64 enables_deferred; /* on edges that had to wait for it */
 };
 
 struct vgpu_compute_gpu;
@@ -122,7 +138,15 @@ struct vgpu_compute_gpu {
 
 	/* PREEMPT(bWait=1) runs here: it may block while work drains. */
 	struct work_struct preempt_work;
-	spinlock_t preempt_lock; /* protects the pending list */
+	spinlock_t preempt_lock; /* protects the pending list and the seqs */
+	/*
+	 * Bumped by every off edge that queued PREEMPTs; the worker sets
+	 * done_seq to the queued_seq it saw when it took the list, once every
+	 * PREEMPT of that list returned, and wakes preempt_wq.
+	 */
+	u64 preempt_queued_seq, preempt_done_seq;
+	wait_queue_head_t preempt_wq;
+	bool enable_owed; /* some slot's enable is owed (the thread waits) */
 	unsigned int npreempt;
 	u32 preempt_slot[VGPU_COMPUTE_MAX_TSGS]; /* slot id, re-checked */
 	u32 preempt_client[VGPU_COMPUTE_MAX_TSGS];

@@ -7,6 +7,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/delay.h>
 #include <linux/fdtable.h>
 #include <linux/file.h>
 #include <linux/mm.h>
@@ -490,6 +491,14 @@ static u32 nvsim_ctrl_get_pid_info(struct nvsim_ctrl_ctx *x, void *buf)
 	return NV_OK;
 }
 
+/* nvsim_sched.c: the TSG controls' side of the H200's contract (see there). */
+void nvsim_sched_preempt_wait(struct nvsim_gpu *gpu, struct nvsim_tsg *t, bool wait,
+			      u32 disables);
+u32 nvsim_sched_disables(struct nvsim_gpu *gpu, struct nvsim_tsg *t);
+void nvsim_sched_disable_channel(struct nvsim_gpu *gpu, struct nvsim_tsg *t, bool dis, bool was,
+				 bool only_sched);
+extern unsigned int nvsim_preempt_delay_us;
+
 static u32 nvsim_ctrl_disable_channels(struct nvsim_ctrl_ctx *x, void *buf)
 {
 	struct nv2080_fifo_disable_channels_params *p = buf;
@@ -511,12 +520,12 @@ static u32 nvsim_ctrl_disable_channels(struct nvsim_ctrl_ctx *x, void *buf)
 			return NV_ERR_INVALID_OBJECT_HANDLE;
 	}
 	for (i = 0; i < p->numChannels; i++) {
-		bool dis = p->bDisable;
+		bool dis = p->bDisable, was = ch[i]->channel_disabled;
 
-		if (ch[i]->channel_disabled == dis)
-			continue;
 		ch[i]->channel_disabled = dis;
-		nvsim_sched_channels(x->gpu, ch[i]->parent->tsg, 0, dis ? 1 : -1);
+		/* The H200's enable rule and its counters live there. */
+		nvsim_sched_disable_channel(x->gpu, ch[i]->parent->tsg, dis, was,
+					    p->bOnlyDisableScheduling);
 	}
 	return NV_OK;
 }
@@ -547,16 +556,33 @@ static u32 nvsim_ctrl_get_timeslice(struct nvsim_ctrl_ctx *x, void *buf)
 	return NV_OK;
 }
 
-/* nvsim_sched.c: of an unscheduled TSG, bWait=1 waits (the H200's contract, see there). */
-void nvsim_sched_preempt_wait(struct nvsim_gpu *gpu, struct nvsim_tsg *t, bool wait);
-
+/*
+ * preempt_delay_us (nvsim_sched.c): a PREEMPT(bWait=1) of a scheduled TSG that waits, as for a
+ * running kernel on the H200, with the RM lock released so other calls (a controller's enable)
+ * are served meanwhile. The TSG is looked up again after the wait: it may be gone.
+ */
 static u32 nvsim_ctrl_preempt(struct nvsim_ctrl_ctx *x, void *buf)
 {
 	struct nva06c_preempt_params *p = buf;
+	unsigned int delay_us = READ_ONCE(nvsim_preempt_delay_us);
+	u32 hclient = x->cl->handle, htsg = x->obj->handle, disables, status;
 
 	if (p->timeoutUs > 1000000)
 		return NV_ERR_INVALID_ARGUMENT; /* max 1 s (§6.2) */
-	nvsim_sched_preempt_wait(x->gpu, x->obj->tsg, p->bWait);
+	disables = nvsim_sched_disables(x->gpu, x->obj->tsg);
+	if (p->bWait && delay_us && x->obj->tsg->scheduled) {
+		mutex_unlock(&nvsim_rm_lock);
+		usleep_range(delay_us, delay_us + 100);
+		mutex_lock(&nvsim_rm_lock);
+		x->cl = nvsim_client_get(x->c, hclient, &status);
+		if (!x->cl)
+			return status;
+		x->obj = nvsim_obj_find(x->cl, htsg);
+		if (!x->obj || !x->obj->tsg)
+			return NV_ERR_INVALID_OBJECT_HANDLE;
+		x->gpu = x->obj->gpu;
+	}
+	nvsim_sched_preempt_wait(x->gpu, x->obj->tsg, p->bWait, disables);
 	return NV_OK;
 }
 

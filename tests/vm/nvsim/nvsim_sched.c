@@ -29,8 +29,22 @@
  *     status 0. Modelled: the TSG is "wedged" (never runnable again, whatever follows); that the
  *     disable before the first schedule is the cause, rather than the PREEMPT, is the lead's
  *     reading of that run, not a separate measurement.
- * Both are counted per GPU and shown in debugfs (the "contract" line), so a test can prove that a
- * controller never did either.
+ *   - FIFO_DISABLE_CHANNELS(bDisable=1, bOnlyDisableScheduling=1) followed by the re-enable
+ *     (bDisable=0) with no PREEMPT of the TSG in between stalled the process for good
+ *     (compute-control-h200.md); with a PREEMPT(bWait=1) between them the pair throttled it.
+ *     Modelled: a disable with bOnlyDisableScheduling=1 marks the TSG "unpreempted"; a PREEMPT of
+ *     it that *returned* (after any wait, preempt_delay_us below) or a GPFIFO_SCHEDULE(0) (the
+ *     TSG leaves the runlist, which is at least what a PREEMPT does: an assumption, not a
+ *     measurement) clears the mark; re-enabling a channel of a marked TSG wedges it
+ *     (enable_unpreempted). A re-enable of a channel that was not disabled is a no-op here, but a
+ *     controller that does it enables what it never disabled, the first flaw the shim host had
+ *     on the H200 (commit e3a0af7): counted (enable_undisabled).
+ *   - preempt_delay_us (writable at run time): every PREEMPT(bWait=1) of a scheduled TSG returns
+ *     only after this long, and RM serves other calls meanwhile (nvsim_rm.c drops the RM lock
+ *     for the wait), like a PREEMPT that waits for a running kernel on the H200. The TSG's slice
+ *     ends when the wait is over.
+ * All are counted per GPU and shown in debugfs (the "contract" line), so a test can prove that a
+ * controller never did any of them.
  *
  * Locking: gpu->sched.lock (spinlock, irqsave not needed: process context only).
  */
@@ -56,13 +70,21 @@ module_param(preempt_unscheduled_wait_ms, uint, 0444);
 MODULE_PARM_DESC(preempt_unscheduled_wait_ms,
 		 "PREEMPT(bWait=1) of an unscheduled TSG returns after this (ms; the H200 took 4020)");
 
+extern unsigned int nvsim_preempt_delay_us; /* nvsim_rm.c reads it */
+unsigned int nvsim_preempt_delay_us;
+module_param_named(preempt_delay_us, nvsim_preempt_delay_us, uint, 0644);
+MODULE_PARM_DESC(preempt_delay_us,
+		 "PREEMPT(bWait=1) of a scheduled TSG returns after this (us), RM lock released");
+
 static struct dentry *nvsim_debugfs_root;
 
 /* The contract state of one TSG, next to the model's (allocated and freed only here). */
 struct nvsim_tsg_contract {
 	struct nvsim_tsg t;
 	bool ever_scheduled; /* a GPFIFO_SCHEDULE(1) was served */
-	bool wedged;         /* channels disabled before the first schedule: never runs */
+	bool wedged;         /* never runs again (top of file) */
+	bool unpreempted;    /* disabled (onlySched) and no PREEMPT returned since */
+	u32 disables;        /* disables (onlySched) served: a PREEMPT clears only its own */
 	u32 preempt_unscheduled;
 	u32 preempt_calls;   /* every PREEMPT served on it (preemptions: those that hit it running) */
 };
@@ -73,11 +95,20 @@ static struct {
 	u64 preempt_unscheduled_ms;  /* time those calls waited */
 	u64 disable_unscheduled;     /* channels disabled before their TSG's first schedule */
 	u64 wedged;                  /* TSGs this left non-runnable */
+	u64 enable_unpreempted;      /* channels re-enabled with no PREEMPT since their disable */
+	u64 enable_undisabled;       /* re-enables of channels that were not disabled */
 } nvsim_contract[NVSIM_MAX_GPUS];
 
 static struct nvsim_tsg_contract *nvsim_tsg_x(const struct nvsim_tsg *t)
 {
 	return container_of((struct nvsim_tsg *)t, struct nvsim_tsg_contract, t);
+}
+
+static void nvsim_wedge(struct nvsim_gpu *gpu, struct nvsim_tsg_contract *x)
+{
+	if (!x->wedged)
+		nvsim_contract[gpu - nvsim_gpus].wedged++;
+	x->wedged = true;
 }
 
 static bool nvsim_tsg_runnable(const struct nvsim_tsg *t)
@@ -225,6 +256,8 @@ void nvsim_sched_set_scheduled(struct nvsim_gpu *gpu, struct nvsim_tsg *t, bool 
 	t->scheduled = on;
 	if (on)
 		nvsim_tsg_x(t)->ever_scheduled = true;
+	else
+		nvsim_tsg_x(t)->unpreempted = false; /* off the runlist (top of file) */
 	spin_unlock(&gpu->sched.lock);
 }
 
@@ -239,9 +272,38 @@ void nvsim_sched_channels(struct nvsim_gpu *gpu, struct nvsim_tsg *t, int add, i
 	t->disabled_channels += disabled;
 	if (disabled > 0 && !x->ever_scheduled) {
 		nvsim_contract[gpu - nvsim_gpus].disable_unscheduled += disabled;
-		if (!x->wedged)
-			nvsim_contract[gpu - nvsim_gpus].wedged++;
-		x->wedged = true; /* the H200 tenant never ran again (top of file) */
+		nvsim_wedge(gpu, x); /* the H200 tenant never ran again (top of file) */
+	}
+	spin_unlock(&gpu->sched.lock);
+}
+
+/*
+ * One channel of @t through FIFO_DISABLE_CHANNELS (nvsim_rm.c): @dis its bDisable, @was whether
+ * it was disabled before the call. Applies the H200's enable rule (top of file).
+ */
+void nvsim_sched_disable_channel(struct nvsim_gpu *gpu, struct nvsim_tsg *t, bool dis, bool was,
+				 bool only_sched);
+void nvsim_sched_disable_channel(struct nvsim_gpu *gpu, struct nvsim_tsg *t, bool dis, bool was,
+				 bool only_sched)
+{
+	struct nvsim_tsg_contract *x = nvsim_tsg_x(t);
+
+	if (dis == was) {
+		if (!dis) {
+			spin_lock(&gpu->sched.lock);
+			nvsim_contract[gpu - nvsim_gpus].enable_undisabled++;
+			spin_unlock(&gpu->sched.lock);
+		}
+		return;
+	}
+	nvsim_sched_channels(gpu, t, 0, dis ? 1 : -1);
+	spin_lock(&gpu->sched.lock);
+	if (dis && only_sched) {
+		x->unpreempted = true;
+		x->disables++;
+	} else if (!dis && x->unpreempted) {
+		nvsim_contract[gpu - nvsim_gpus].enable_unpreempted++;
+		nvsim_wedge(gpu, x); /* the H200 process stalled for good */
 	}
 	spin_unlock(&gpu->sched.lock);
 }
@@ -259,12 +321,27 @@ void nvsim_sched_preempt(struct nvsim_gpu *gpu, struct nvsim_tsg *t)
 	spin_unlock(&s->lock);
 }
 
+/* The TSG's count of disables, taken when a PREEMPT of it begins (nvsim_rm.c). */
+u32 nvsim_sched_disables(struct nvsim_gpu *gpu, struct nvsim_tsg *t);
+u32 nvsim_sched_disables(struct nvsim_gpu *gpu, struct nvsim_tsg *t)
+{
+	u32 n;
+
+	spin_lock(&gpu->sched.lock);
+	n = nvsim_tsg_x(t)->disables;
+	spin_unlock(&gpu->sched.lock);
+	return n;
+}
+
 /*
  * PREEMPT with the caller's bWait: of a TSG that is not scheduled, bWait=1 returns only after
  * preempt_unscheduled_wait_ms (top of file). Called with nvsim_rm_lock held, which it keeps.
+ * @disables: nvsim_sched_disables() when the PREEMPT began (before any preempt_delay_us).
  */
-void nvsim_sched_preempt_wait(struct nvsim_gpu *gpu, struct nvsim_tsg *t, bool wait);
-void nvsim_sched_preempt_wait(struct nvsim_gpu *gpu, struct nvsim_tsg *t, bool wait)
+void nvsim_sched_preempt_wait(struct nvsim_gpu *gpu, struct nvsim_tsg *t, bool wait,
+			      u32 disables);
+void nvsim_sched_preempt_wait(struct nvsim_gpu *gpu, struct nvsim_tsg *t, bool wait,
+			      u32 disables)
 {
 	bool stall;
 
@@ -281,6 +358,11 @@ void nvsim_sched_preempt_wait(struct nvsim_gpu *gpu, struct nvsim_tsg *t, bool w
 	if (stall)
 		msleep(preempt_unscheduled_wait_ms);
 	nvsim_sched_preempt(gpu, t);
+	spin_lock(&gpu->sched.lock);
+	/* Returned: an enable is safe now, unless a disable came after the PREEMPT began. */
+	if (nvsim_tsg_x(t)->disables == disables)
+		nvsim_tsg_x(t)->unpreempted = false;
+	spin_unlock(&gpu->sched.lock);
 }
 
 void nvsim_sched_runtime(struct nvsim_gpu *gpu, struct nvsim_tsg *t, struct nvsim_tsg_runtime_params *out)
@@ -317,11 +399,14 @@ static int nvsim_gpu_show(struct seq_file *m, void *unused)
 			   nvsim_tsg_x(t)->preempt_calls);
 	/* Last line, cumulative since load (the schedule contract, top of file). */
 	seq_printf(m, "contract preempt_unscheduled %llu preempt_unscheduled_ms %llu "
-		      "disable_unscheduled %llu wedged %llu\n",
+		      "disable_unscheduled %llu wedged %llu enable_unpreempted %llu "
+		      "enable_undisabled %llu\n",
 		   nvsim_contract[gpu - nvsim_gpus].preempt_unscheduled,
 		   nvsim_contract[gpu - nvsim_gpus].preempt_unscheduled_ms,
 		   nvsim_contract[gpu - nvsim_gpus].disable_unscheduled,
-		   nvsim_contract[gpu - nvsim_gpus].wedged);
+		   nvsim_contract[gpu - nvsim_gpus].wedged,
+		   nvsim_contract[gpu - nvsim_gpus].enable_unpreempted,
+		   nvsim_contract[gpu - nvsim_gpus].enable_undisabled);
 	spin_unlock(&s->lock);
 	mutex_unlock(&nvsim_rm_lock);
 	return 0;
