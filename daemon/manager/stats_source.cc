@@ -51,6 +51,7 @@ Result<metrics::NodeSnapshot> SlotManagerStatsSource::Snapshot() {
       s.busy_seconds = static_cast<double>(usage->gpu_busy_ns) / 1e9;
       s.throttled_seconds = static_cast<double>(usage->throttled_ns) / 1e9;
       s.core_achieved_ratio = usage->achieved_share_1s_pm / 1000.0;
+      s.core_achieved_10s_ratio = usage->achieved_share_10s_pm / 1000.0;
       // usage->unknown_ioctls is a total; vgpu_slot_unknown_ioctls_total is labelled by
       // (kind, number), which no backend reports yet, so it is not exported from here.
     }

@@ -111,6 +111,7 @@ Result<SlotUsage> KmodSlotBackend::Usage(uint32_t id) {
   u.gpu_busy_ns = info->stats[VGPU_STAT_GPU_BUSY_NS];
   u.throttled_ns = info->stats[VGPU_STAT_THROTTLED_NS];
   u.achieved_share_1s_pm = static_cast<uint32_t>(info->stats[VGPU_STAT_SHARE_1S_PM]);
+  u.achieved_share_10s_pm = static_cast<uint32_t>(info->stats[VGPU_STAT_SHARE_10S_PM]);
   return u;
 }
 

@@ -305,6 +305,7 @@ Result<SlotUsage> ShimSlotBackend::Usage(uint32_t id) {
   u.gpu_busy_ns = c.gpu_busy_ns;
   u.throttled_ns = c.throttled_ns;
   u.achieved_share_1s_pm = c.achieved_share_1s_pm;
+  u.achieved_share_10s_pm = c.achieved_share_10s_pm;
   return u;
 }
 

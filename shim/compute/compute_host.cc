@@ -627,6 +627,7 @@ void ComputeHost::Publish() {
     vcore_sched_get_stats(&sched_, kSlot, &st);
     p.throttled_ns = st.throttled_ns;
     p.achieved_share_1s_pm = st.share_1s_pm;
+    p.achieved_share_10s_pm = st.share_10s_pm;
   }
   std::vector<PerfmonDelta::Sample> unattributed;
   {

@@ -67,7 +67,8 @@ using SlotMemberFn = bool (*)(void* ctx, uint32_t pid);
 struct ComputePublication {
   uint64_t busy_ns = 0;       // GPU busy in perfmon samples naming this process (time, unweighted)
   uint64_t throttled_ns = 0;  // time this process's gate held its channels off
-  uint32_t achieved_share_1s_pm = 0;  // the slot's share of the GPU over the last 1 s, as measured
+  uint32_t achieved_share_1s_pm = 0;   // the slot's share of the GPU over the last 1 s, as measured
+  uint32_t achieved_share_10s_pm = 0;  // the same over the last 10 s
   // Cap mode: the samples naming no process since the last publication (weight: none). They
   // count as the slot's (perfmon.h), but every member reads them, so the ledger keeps one
   // slot-wide counter of them, deduplicated by timestamp.

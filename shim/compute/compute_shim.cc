@@ -57,8 +57,12 @@ void Publish(void*, const ComputePublication& p) {
   for (uint32_t i = 0; i < p.n_unattributed; i++) {
     unattributed.push_back({p.unattributed[i].ts, p.unattributed[i].busy_ns});
   }
-  vshim_compute_counters c{p.busy_ns, p.throttled_ns, p.achieved_share_1s_pm,
-                           static_cast<uint32_t>(unattributed.size()), unattributed.data()};
+  vshim_compute_counters c{p.busy_ns,
+                           p.throttled_ns,
+                           p.achieved_share_1s_pm,
+                           p.achieved_share_10s_pm,
+                           static_cast<uint32_t>(unattributed.size()),
+                           unattributed.data()};
   vshim_publish_compute(&c);
 }
 

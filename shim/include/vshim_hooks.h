@@ -93,15 +93,16 @@ struct vshim_busy_sample {
 /*
  * The compute controller's counters for this process, cumulative over its life, for the
  * manager's per-slot metrics: busy_ns (perfmon samples naming this process), throttled_ns (time
- * its gate held the channels off), the slot's achieved share over the last 1 s as it measured
- * it, and the unattributed samples read since the last call (cap mode; oldest first). Written
- * into this process's ledger entry (SharedLedger::PublishCompute); call about once a second
+ * its gate held the channels off), the slot's achieved share over the last 1 s and 10 s as it
+ * measured it, and the unattributed samples read since the last call (cap mode; oldest first).
+ * Written into this process's ledger entry (SharedLedger::PublishCompute); call about once a second
  * from the control thread. 0, or -1 if the slot has no shared ledger.
  */
 struct vshim_compute_counters {
   uint64_t busy_ns;
   uint64_t throttled_ns;
   uint32_t achieved_share_1s_pm;
+  uint32_t achieved_share_10s_pm;
   uint32_t n_unattributed;
   const struct vshim_busy_sample* unattributed;
 };

@@ -272,8 +272,8 @@ __attribute__((visibility("default"))) int vshim_publish_compute(
   for (uint32_t i = 0; c->unattributed != nullptr && i < c->n_unattributed; i++) {
     samples.push_back({c->unattributed[i].ts, c->unattributed[i].busy_ns});
   }
-  st->ledger->PublishCompute(c->busy_ns, c->throttled_ns, c->achieved_share_1s_pm, samples.data(),
-                             samples.size());
+  st->ledger->PublishCompute(c->busy_ns, c->throttled_ns, c->achieved_share_1s_pm,
+                             c->achieved_share_10s_pm, samples.data(), samples.size());
   return 0;
 }
 

@@ -179,6 +179,7 @@ void SharedLedger::RetireLocked(LedgerEntry& e) {
   }
   if (file_->share_pid == e.pid) {
     file_->achieved_share_1s_pm = 0;  // its writer left: no stale share for a quiet slot
+    file_->achieved_share_10s_pm = 0;
     file_->share_pid = 0;
   }
 }
@@ -527,7 +528,7 @@ int SharedLedger::Reap() {
 }
 
 void SharedLedger::PublishCompute(uint64_t busy_ns, uint64_t throttled_ns,
-                                  uint32_t achieved_share_1s_pm,
+                                  uint32_t achieved_share_1s_pm, uint32_t achieved_share_10s_pm,
                                   const LedgerBusySample* unattributed, size_t n_unattributed) {
   Lock();
   if (LedgerEntry* self = Self()) {
@@ -554,6 +555,7 @@ void SharedLedger::PublishCompute(uint64_t busy_ns, uint64_t throttled_ns,
       }
     }
     file_->achieved_share_1s_pm = achieved_share_1s_pm;
+    file_->achieved_share_10s_pm = achieved_share_10s_pm;
     file_->share_pid = self->pid;
   }
   Unlock();

@@ -88,7 +88,9 @@ struct LedgerFile {
   uint64_t reaped;
   uint64_t peak;        // highest slot total seen
   uint32_t high_water;  // entries[high_water..] are all free (<= kMaxEntries)
-  uint32_t reserved;
+  // Version 3: the slot's achieved share over the last 10 s, as last written (with the 1 s one
+  // below; this slot was `reserved`, always 0, before: the layout did not change).
+  uint32_t achieved_share_10s_pm;
   // Version 3: compute counters (see the top of this file).
   uint64_t seq;             // odd while counters move from an entry to reaped_*
   uint64_t reaped_busy_ns;  // counters of members that left
@@ -105,6 +107,7 @@ struct LedgerComputeTotals {
   uint64_t gpu_busy_ns = 0;
   uint64_t throttled_ns = 0;
   uint32_t achieved_share_1s_pm = 0;
+  uint32_t achieved_share_10s_pm = 0;
 };
 inline LedgerComputeTotals SumLedgerCompute(const LedgerFile& f) {
   LedgerComputeTotals t;
@@ -119,6 +122,7 @@ inline LedgerComputeTotals SumLedgerCompute(const LedgerFile& f) {
   t.gpu_busy_ns += f.reaped_busy_ns + f.unattributed_busy_ns;
   t.throttled_ns += f.reaped_throttled_ns;
   t.achieved_share_1s_pm = f.achieved_share_1s_pm;
+  t.achieved_share_10s_pm = f.achieved_share_10s_pm;
   return t;
 }
 
@@ -157,11 +161,12 @@ class SharedLedger {
   int Reap();
 
   // This process's compute counters (cumulative over its controller's life: busy_ns,
-  // throttled_ns), the slot's achieved share over the last 1 s as it measured it, and the
+  // throttled_ns), the slot's achieved share over the last 1 s and 10 s as it measured it, and the
   // samples naming no process it read since its last call (oldest first; cap mode). Once a
   // second from the control thread. Nothing if this process is not a member.
   void PublishCompute(uint64_t busy_ns, uint64_t throttled_ns, uint32_t achieved_share_1s_pm,
-                      const LedgerBusySample* unattributed, size_t n_unattributed);
+                      uint32_t achieved_share_10s_pm, const LedgerBusySample* unattributed,
+                      size_t n_unattributed);
   LedgerComputeTotals ComputeTotals();
   // In a fork child (async-signal-safe, takes no lock): the child joins as a new member with
   // nothing charged at its next ledger operation.

@@ -60,9 +60,10 @@ int main(int argc, char** argv) {
   const vgpu::shim::LedgerComputeTotals c = vgpu::shim::SumLedgerCompute(*f);
   printf(
       "total=%llu peak=%llu members=%d live_total=%llu reaped=%llu gpu_busy_ns=%llu "
-      "throttled_ns=%llu share_1s_pm=%u\n",
+      "throttled_ns=%llu share_1s_pm=%u share_10s_pm=%u\n",
       total, static_cast<unsigned long long>(f->peak), members, live_total,
       static_cast<unsigned long long>(f->reaped), static_cast<unsigned long long>(c.gpu_busy_ns),
-      static_cast<unsigned long long>(c.throttled_ns), c.achieved_share_1s_pm);
+      static_cast<unsigned long long>(c.throttled_ns), c.achieved_share_1s_pm,
+      c.achieved_share_10s_pm);
   return 0;
 }

@@ -203,12 +203,13 @@ TEST(ShimBackendTest, UsageCarriesTheShimsComputeCounters) {
   ASSERT_NE(ledger, nullptr) << err;
   ASSERT_TRUE(ledger->Attach());
   const shim::LedgerBusySample unattributed[] = {{1000, 40'000'000}};
-  ledger->PublishCompute(300'000'000, 700'000'000, 297, unattributed, 1);
+  ledger->PublishCompute(300'000'000, 700'000'000, 297, 301, unattributed, 1);
   auto u = backend.Usage(*id);
   ASSERT_TRUE(u.ok()) << u.status().ToString();
   EXPECT_EQ(u->gpu_busy_ns, 340'000'000u);
   EXPECT_EQ(u->throttled_ns, 700'000'000u);
   EXPECT_EQ(u->achieved_share_1s_pm, 297u);
+  EXPECT_EQ(u->achieved_share_10s_pm, 301u);
 
   ledger->Detach();  // the process exits
   u = backend.Usage(*id);
@@ -216,6 +217,7 @@ TEST(ShimBackendTest, UsageCarriesTheShimsComputeCounters) {
   EXPECT_EQ(u->gpu_busy_ns, 340'000'000u) << "counters never go down";
   EXPECT_EQ(u->throttled_ns, 700'000'000u);
   EXPECT_EQ(u->achieved_share_1s_pm, 0u) << "no process measures the slot any more";
+  EXPECT_EQ(u->achieved_share_10s_pm, 0u);
 }
 
 // A ledger another shim release wrote (here version 2, smaller) is named as such, not as a

@@ -37,10 +37,15 @@ TEST(FormatValueTest, IntegersSpecialsAndFractions) {
 TEST(RenderTest, EverySlotFamilyHasTypeHelpAndOneSamplePerSlot) {
   ParsedExposition p = Render(ExampleSnapshot());
   const std::map<std::string, std::string> expected_types = {
-      {"vgpu_slot_memory_quota_bytes", "gauge"},   {"vgpu_slot_memory_charged_bytes", "gauge"},
-      {"vgpu_slot_memory_peak_bytes", "gauge"},    {"vgpu_slot_memory_denials_total", "counter"},
-      {"vgpu_slot_core_share_ratio", "gauge"},     {"vgpu_slot_core_achieved_ratio", "gauge"},
-      {"vgpu_slot_busy_seconds_total", "counter"}, {"vgpu_slot_throttled_seconds_total", "counter"},
+      {"vgpu_slot_memory_quota_bytes", "gauge"},
+      {"vgpu_slot_memory_charged_bytes", "gauge"},
+      {"vgpu_slot_memory_peak_bytes", "gauge"},
+      {"vgpu_slot_memory_denials_total", "counter"},
+      {"vgpu_slot_core_share_ratio", "gauge"},
+      {"vgpu_slot_core_achieved_ratio", "gauge"},
+      {"vgpu_slot_busy_seconds_total", "counter"},
+      {"vgpu_slot_throttled_seconds_total", "counter"},
+      {"vgpu_slot_core_achieved_10s_ratio", "gauge"},
   };
   for (const auto& [name, type] : expected_types) {
     EXPECT_EQ(p.types[name], type) << name;
@@ -64,6 +69,7 @@ TEST(RenderTest, ValuesMatchTheSnapshot) {
   EXPECT_EQ(p.Value("vgpu_slot_memory_denials_total", {{"slot", "s1"}}), 3);
   EXPECT_EQ(p.Value("vgpu_slot_core_share_ratio", {{"slot", "s2"}}), 0.5);
   EXPECT_EQ(p.Value("vgpu_slot_core_achieved_ratio", {{"slot", "s1"}}), 0.2475);
+  EXPECT_EQ(p.Value("vgpu_slot_core_achieved_10s_ratio", {{"slot", "s1"}}), 0.2525);
   EXPECT_EQ(p.Value("vgpu_slot_busy_seconds_total", {{"slot", "s1"}}), 12.5);
   EXPECT_EQ(p.Value("vgpu_slot_throttled_seconds_total", {{"slot", "s1"}}), 4.25);
   EXPECT_EQ(p.Value("vgpu_slot_memory_quota_bytes", {{"slot", "s3"}, {"gpu_uuid", "GPU-bbbb"}}),

@@ -353,21 +353,23 @@ TEST_F(LedgerTest, ComputeCountersSumOverMembersAndUnattributedCountsOnce) {
   ASSERT_TRUE(b->Attach(200));
   const LedgerBusySample s1[] = {{10, 5}, {20, 6}};
   const LedgerBusySample s2[] = {{10, 5}, {20, 6}, {30, 7}};
-  a->PublishCompute(1000, 400, 290, s1, 2);
-  b->PublishCompute(2000, 600, 310, s2, 3);
+  a->PublishCompute(1000, 400, 290, 295, s1, 2);
+  b->PublishCompute(2000, 600, 310, 315, s2, 3);
   LedgerComputeTotals t = a->ComputeTotals();
   EXPECT_EQ(t.gpu_busy_ns, 1000u + 2000u + 5 + 6 + 7);
   EXPECT_EQ(t.throttled_ns, 1000u);
   EXPECT_EQ(t.achieved_share_1s_pm, 310u);
-  a->PublishCompute(1500, 500, 300, s2, 3);  // cumulative: replaces, and 10..30 are counted
+  EXPECT_EQ(t.achieved_share_10s_pm, 315u) << "the 10 s share of the same writer";
+  a->PublishCompute(1500, 500, 300, 305, s2, 3);  // cumulative: replaces, and 10..30 are counted
   t = b->ComputeTotals();
   EXPECT_EQ(t.gpu_busy_ns, 1500u + 2000u + 18);
   EXPECT_EQ(t.throttled_ns, 1100u);
   EXPECT_EQ(t.achieved_share_1s_pm, 300u);
-  a->PublishCompute(1200, 450, 300, nullptr, 0);  // never backwards
+  EXPECT_EQ(t.achieved_share_10s_pm, 305u);
+  a->PublishCompute(1200, 450, 300, 305, nullptr, 0);  // never backwards
   EXPECT_EQ(b->ComputeTotals().gpu_busy_ns, 1500u + 2000u + 18);
   auto outsider = Open(FakeStart);  // not attached: publishes nothing
-  outsider->PublishCompute(1'000'000, 1'000'000, 1000, nullptr, 0);
+  outsider->PublishCompute(1'000'000, 1'000'000, 1000, 1005, nullptr, 0);
   EXPECT_EQ(b->ComputeTotals().throttled_ns, 1100u);
 }
 
@@ -379,9 +381,9 @@ TEST_F(LedgerTest, LeavingMembersCountersStayInTheTotals) {
   auto b = Open(FakeStart);
   ASSERT_TRUE(a->Attach(100));
   ASSERT_TRUE(b->Attach(200));
-  a->PublishCompute(1000, 400, 250, nullptr, 0);
-  b->PublishCompute(2000, 600, 0, nullptr, 0);
-  a->PublishCompute(1000, 400, 250, nullptr, 0);  // a wrote the share last
+  a->PublishCompute(1000, 400, 250, 255, nullptr, 0);
+  b->PublishCompute(2000, 600, 0, 5, nullptr, 0);
+  a->PublishCompute(1000, 400, 250, 255, nullptr, 0);  // a wrote the share last
   int fd = open(path_.c_str(), O_RDONLY);
   ASSERT_GE(fd, 0);
   auto* f = static_cast<const LedgerFile*>(
@@ -396,6 +398,7 @@ TEST_F(LedgerTest, LeavingMembersCountersStayInTheTotals) {
   EXPECT_EQ(t.gpu_busy_ns, 3000u);
   EXPECT_EQ(t.throttled_ns, 1000u);
   EXPECT_EQ(t.achieved_share_1s_pm, 0u) << "its writer is gone: no stale share";
+  EXPECT_EQ(t.achieved_share_10s_pm, 0u);
   EXPECT_EQ(f->reaped_busy_ns, 1000u);
   EXPECT_EQ(f->seq, seq0 + 2) << "the move was bracketed, and seq is even again";
 
@@ -406,11 +409,11 @@ TEST_F(LedgerTest, LeavingMembersCountersStayInTheTotals) {
 
   auto c = Open(FakeStart);
   ASSERT_TRUE(c->Attach(300));
-  c->PublishCompute(50, 5, 100, nullptr, 0);
+  c->PublishCompute(50, 5, 100, 105, nullptr, 0);
   auto c_after_exec = Open(FakeStart);  // same pid and start time: c's image after exec
   ASSERT_TRUE(c_after_exec->Attach(300));
   EXPECT_EQ(c_after_exec->ComputeTotals().gpu_busy_ns, 3050u) << "the old image's counters stay";
-  c_after_exec->PublishCompute(7, 1, 100, nullptr, 0);  // the new image counts from zero
+  c_after_exec->PublishCompute(7, 1, 100, 105, nullptr, 0);  // the new image counts from zero
   t = c_after_exec->ComputeTotals();
   EXPECT_EQ(t.gpu_busy_ns, 3057u);
   EXPECT_EQ(t.throttled_ns, 1006u);
@@ -425,11 +428,11 @@ TEST_F(LedgerTest, WronglyReapedMemberIsNotCountedTwice) {
   auto b = Open(FakeStart);
   ASSERT_TRUE(a->Attach(100));
   ASSERT_TRUE(b->Attach(200));
-  a->PublishCompute(1000, 100, 300, nullptr, 0);
+  a->PublishCompute(1000, 100, 300, 305, nullptr, 0);
   fake_procs.erase(100);
   ASSERT_EQ(b->Reap(), 1);
   fake_procs[100] = 1;  // it was alive after all
-  a->PublishCompute(1500, 150, 300, nullptr, 0);
+  a->PublishCompute(1500, 150, 300, 305, nullptr, 0);
   const LedgerComputeTotals t = b->ComputeTotals();
   EXPECT_EQ(t.gpu_busy_ns, 1500u);
   EXPECT_EQ(t.throttled_ns, 150u);
@@ -458,7 +461,7 @@ TEST_F(LedgerTest, DeathWhileMovingCountersLeavesSeqEven) {
   ASSERT_EQ(waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   alarm(10);
-  parent->PublishCompute(10, 1, 100, nullptr, 0);
+  parent->PublishCompute(10, 1, 100, 105, nullptr, 0);
   alarm(0);
   int fd = open(path_.c_str(), O_RDONLY);
   ASSERT_GE(fd, 0);

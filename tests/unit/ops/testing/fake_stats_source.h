@@ -47,6 +47,7 @@ inline NodeSnapshot ExampleSnapshot() {
   a.memory_denials = 3;
   a.core_share_ratio = 0.25;
   a.core_achieved_ratio = 0.2475;
+  a.core_achieved_10s_ratio = 0.2525;
   a.busy_seconds = 12.5;
   a.throttled_seconds = 4.25;
   a.unknown_ioctls = {{"control", 0x20800a2a, 2}, {"class", 0xc86f, 1}};

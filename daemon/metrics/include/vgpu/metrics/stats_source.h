@@ -32,8 +32,9 @@ struct SlotStats {
   uint64_t memory_charged_bytes = 0;
   uint64_t memory_peak_bytes = 0;
   uint64_t memory_denials = 0;
-  double core_share_ratio = 0;     // configured share, 0..1 (vcuda-core / 100)
-  double core_achieved_ratio = 0;  // measured share of the GPU over the last 1 s, 0..1
+  double core_share_ratio = 0;         // configured share, 0..1 (vcuda-core / 100)
+  double core_achieved_ratio = 0;      // measured share of the GPU over the last 1 s, 0..1
+  double core_achieved_10s_ratio = 0;  // the same over the last 10 s
   double busy_seconds = 0;
   double throttled_seconds = 0;
   std::vector<UnknownIoctlCount> unknown_ioctls;

@@ -67,13 +67,14 @@ struct ContainerEdits {
 // unknown ioctls; vgpu.ko (uapi/vgpu_genl.h VGPU_STAT_*) knows them all. The compute counters
 // are 0 while a slot is not under control (share 100 in cap mode).
 struct SlotUsage {
-  uint64_t memory_charged_bytes = 0;  // bytes charged to the slot's live processes now
-  uint64_t memory_peak_bytes = 0;     // highest charge seen over the slot's life
-  uint64_t memory_denials = 0;        // allocations refused for the quota (kmod only)
-  uint64_t unknown_ioctls = 0;        // ioctls the ABI table does not know (kmod only)
-  uint64_t gpu_busy_ns = 0;           // GPU time the slot's channel groups used
-  uint64_t throttled_ns = 0;          // time gated off (shim: summed over member processes)
-  uint32_t achieved_share_1s_pm = 0;  // achieved share of the GPU over the last 1 s, permille
+  uint64_t memory_charged_bytes = 0;   // bytes charged to the slot's live processes now
+  uint64_t memory_peak_bytes = 0;      // highest charge seen over the slot's life
+  uint64_t memory_denials = 0;         // allocations refused for the quota (kmod only)
+  uint64_t unknown_ioctls = 0;         // ioctls the ABI table does not know (kmod only)
+  uint64_t gpu_busy_ns = 0;            // GPU time the slot's channel groups used
+  uint64_t throttled_ns = 0;           // time gated off (shim: summed over member processes)
+  uint32_t achieved_share_1s_pm = 0;   // achieved share of the GPU over the last 1 s, permille
+  uint32_t achieved_share_10s_pm = 0;  // the same over the last 10 s
 
   bool operator==(const SlotUsage&) const = default;
 };
