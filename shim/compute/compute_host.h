@@ -31,7 +31,7 @@
 //
 // Work, not time: with a ClockSource the measured GPU time is weighted by the SM clock it ran
 // at relative to the clock the GPU sustains uncapped under load (sm_clock.h explains why;
-// compute_host.cc "Clock weighting" explains the estimate, the period and the clamps).
+// compute_measure.cc "Clock weighting" explains the estimate, the period and the clamps).
 #pragma once
 
 #include <pthread.h>
@@ -56,7 +56,7 @@ namespace vgpu::shim::compute {
 using RmControlFn = int (*)(void* ctx, uint32_t h_client, uint32_t h_object, uint32_t cmd,
                             void* params, uint32_t params_size, uint32_t* status);
 
-// Multi-process slots (compute_host.cc, "Multi-process slots"): true if `pid`, as perfmon names
+// Multi-process slots (compute_measure.cc, "Multi-process slots"): true if `pid`, as perfmon names
 // it (this process's pid namespace), is a live process of this process's slot. Called from the
 // meter thread, at most once per distinct pid per perfmon read.
 using SlotMemberFn = bool (*)(void* ctx, uint32_t pid);
@@ -265,7 +265,7 @@ class ComputeHost {
   std::atomic<uint64_t> publications_{0};
   pthread_t meter_{};
 
-  // Clock thread and the clock weighting (compute_host.cc, "Clock weighting").
+  // Clock thread and the clock weighting (compute_measure.cc, "Clock weighting").
   std::atomic<bool> gate_on_{true};                  // !gated_, for the clock thread
   std::atomic<uint64_t> last_gate_off_ns_{0};        // when the slot was last gated off
   std::mutex clk_mu_;                                // guards clk_sum_, clk_n_

@@ -17,7 +17,7 @@
 //                                                        slot runs ungated, else no weighting)
 //   compute_clock_scaling_pm / VGPU_COMPUTE_CLOCK_SCALING_PM  permille of the work's time that
 //                                                        scales with the SM clock (default 700,
-//                                                        measured on the H200: compute_host.cc)
+//                                                        measured on the H200: compute_measure.cc)
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -47,7 +47,7 @@ int RmControl(void*, uint32_t h_client, uint32_t h_object, uint32_t cmd, void* p
   return vshim_rm_control(h_client, h_object, cmd, params, size, status);
 }
 
-// The slot's processes, from the slot's ledger ("Multi-process slots", compute_host.cc).
+// The slot's processes, from the slot's ledger ("Multi-process slots", compute_measure.cc).
 // Without a ledger the slot is this process alone: ComputeHost already counts our own pid.
 bool SlotMember(void*, uint32_t pid) { return vshim_slot_member(pid) == 1; }
 

@@ -1,5 +1,5 @@
 #!/bin/bash
-# A multi-process slot on the GPU (compute_host.cc, "Multi-process slots"): two processes of one
+# A multi-process slot on the GPU (compute_measure.cc, "Multi-process slots"): two processes of one
 # slot (one slot config, one shared ledger), both saturating the matmul loop, capped together at
 # CAP (default 30) through the full libvgpu-shim.so. Each member meters the slot's GPU time, so
 # their combined throughput, not each one's, must hold the cap. Reference: one bare process of the

@@ -92,7 +92,7 @@ class FakeRm {
     return 0;
   }
 
-  // The gate's protocol as the H200 showed it (compute_host.cc, "The gate's protocol"): a channel
+  // The gate's protocol as the H200 showed it (compute_gate.cc, "The gate's protocol"): a channel
   // disabled with bOnlyDisableScheduling=1 and enabled again before a PREEMPT of its TSG returned
   // stalled the process for good; an enable is only ever owed to a channel the gate disabled.
   void CheckProtocol(const uint8_t* p) {
