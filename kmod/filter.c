@@ -134,16 +134,17 @@ efault:
 	return -EFAULT;
 }
 
-static int vgpu_host_copy_from_user(void *uctx, void *dst, vcore_uptr_t src,
-				    vcore_size_t n)
+/* Called directly by the core (core.mk: VCORE_HOST_COPY_FROM_USER). */
+int vgpu_host_copy_from_user(void *uctx, void *dst, vcore_uptr_t src,
+			     vcore_size_t n)
 {
 	if (vgpu_copy_is_small(n))
 		return vgpu_copy_small_from_user(dst, vgpu_uptr(src), n);
 	return copy_from_user(dst, vgpu_uptr(src), n) ? -EFAULT : 0;
 }
 
-static int vgpu_host_copy_to_user(void *uctx, vcore_uptr_t dst, const void *src,
-				  vcore_size_t n)
+int vgpu_host_copy_to_user(void *uctx, vcore_uptr_t dst, const void *src,
+			   vcore_size_t n)
 {
 	if (vgpu_copy_is_small(n))
 		return vgpu_copy_small_to_user(vgpu_uptr(dst), src, n);
@@ -594,8 +595,9 @@ out_restore:
  * UVM_REGISTER_GPU on a UVM file. The escape number is tested first, so that
  * other calls skip the core's accessors.
  */
-static bool vgpu_needs_witness(struct vgpu_file *vf, unsigned int cmd,
-			       const struct vcore_call *call)
+static __always_inline bool vgpu_needs_witness(struct vgpu_file *vf,
+					       unsigned int cmd,
+					       const struct vcore_call *call)
 {
 	if (vf->kind == VGPU_NODE_UVM)
 		return cmd == UVM_REGISTER_GPU &&

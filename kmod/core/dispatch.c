@@ -6,6 +6,8 @@
  * handler on a private copy, and after the real call run the post step.
  */
 #include "vcore_internal.h"
+#include "abi/classes.h"
+#include "abi/ctrl.h"
 #include "abi/nv_escape.h"
 #include "abi/nvstatus.h"
 #include "abi/uvm.h"
@@ -269,6 +271,56 @@ static enum vcore_verdict uvm_pre(struct vcore_call *call)
 	return VCORE_FORWARD;
 }
 
+/* ---- NV_ESC_RM_CONTROL ---- */
+
+/*
+ * NVOS54: dispatch on cmd. Here rather than in rm_control.c so that vcore_pre
+ * inlines it: RM_CONTROL is the most frequent escape, and a small control's
+ * cost through the proxy is mostly calls like this one
+ * (tests/vm/guest/vgpu/vgpu_bench.cc).
+ */
+static inline __attribute__((always_inline)) enum vcore_verdict
+rm_control_pre(struct vcore_call *call)
+{
+	const struct vcore_ctrl_row *row;
+	vcore_u32 cmd = vcore_rd32(call->argbuf, 8);
+	vcore_u32 size = vcore_rd32(call->argbuf, 24);
+	vcore_uptr_t p = vcore_rd64(call->argbuf, 16);
+
+	call->cmd = cmd;
+	if (size > RMAPI_PARAM_COPY_MAX_PARAMS_SIZE)
+		return vcore_refuse_status(call, NV_ERR_INVALID_ARGUMENT,
+					   "control params over 1 MiB");
+	if (p && size) {
+		int i = vcore_list_buf(call, (int)call->argidx, 16, p, size);
+
+		if (i >= 0)
+			call->params_buf = i; /* listed, copied on demand */
+	}
+	row = vcore_slot_ctrl(call->slot, cmd);
+	if (!row) {
+		/* Legacy GSS controls go to GSP as opaque bytes, and
+		 * NV2081_BINAPI is a binary API: gVisor passes both
+		 * (frontend.go:891-907). */
+		if ((cmd & RM_GSS_LEGACY_MASK) || (cmd >> 16) == NV2081_BINAPI)
+			return VCORE_FORWARD;
+		return vcore_policy_unknown(
+			call, &call->slot->stats.unknown_controls, cmd, 0,
+			NV_ERR_NOT_SUPPORTED, "unknown control");
+	}
+	/* paramsSize must equal the registered size (control.c:453-461). */
+	if ((row->flags & VCORE_CTRL_ANY_SIZE) ? size > row->size
+					       : size != row->size)
+		return vcore_refuse_status(call, NV_ERR_INVALID_ARGUMENT,
+					   "wrong paramsSize for control");
+	return row->pre ? row->pre(call) : VCORE_FORWARD;
+}
+
+enum vcore_verdict vcore_esc_rm_control(struct vcore_call *call)
+{
+	return rm_control_pre(call);
+}
+
 /* ---- the entry points ---- */
 
 static vcore_bool size_ok(const struct vcore_esc_row *row, vcore_u32 size)
@@ -458,7 +510,7 @@ enum vcore_verdict vcore_pre(struct vcore_file *file, vcore_u32 req,
 	 * INDIRECT_CALL_1, include/linux/indirect_call_wrapper.h).
 	 */
 	if (row->pre == vcore_esc_rm_control)
-		v = vcore_esc_rm_control(call);
+		v = rm_control_pre(call);
 	else
 		v = row->pre(call);
 	goto out;

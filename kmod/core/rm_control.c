@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 /*
- * rm_control.c - NV_ESC_RM_CONTROL (NVOS54): dispatch on cmd, the
- * size-checked pass handler most rows use, and the controls that carry fds
- * or feed the TSG registry. Views (memory, pids) are in views.c.
+ * rm_control.c - the NV_ESC_RM_CONTROL (NVOS54) handlers: the controls that
+ * carry fds or feed the TSG registry. The dispatch on cmd (the size-checked
+ * pass most rows use) is in dispatch.c, inlined into vcore_pre; views
+ * (memory, pids) are in views.c.
  */
 #include "vcore_internal.h"
 #include "abi/ctrl.h"
@@ -27,42 +28,6 @@ static enum vcore_verdict params_fault(struct vcore_call *call, int err)
 	return vcore_refuse_errno(
 		call, err == -VCORE_ENOMEM ? -VCORE_ENOMEM : -VCORE_EFAULT,
 		"control params unreadable");
-}
-
-enum vcore_verdict vcore_esc_rm_control(struct vcore_call *call)
-{
-	const struct vcore_ctrl_row *row;
-	vcore_u32 cmd = vcore_rd32(call->argbuf, 8);
-	vcore_u32 size = vcore_rd32(call->argbuf, 24);
-	vcore_uptr_t p = vcore_rd64(call->argbuf, 16);
-
-	call->cmd = cmd;
-	if (size > RMAPI_PARAM_COPY_MAX_PARAMS_SIZE)
-		return vcore_refuse_status(call, NV_ERR_INVALID_ARGUMENT,
-					   "control params over 1 MiB");
-	if (p && size) {
-		int i = vcore_list_buf(call, (int)call->argidx, 16, p, size);
-
-		if (i >= 0)
-			call->params_buf = i; /* listed, copied on demand */
-	}
-	row = vcore_slot_ctrl(call->slot, cmd);
-	if (!row) {
-		/* Legacy GSS controls go to GSP as opaque bytes, and
-		 * NV2081_BINAPI is a binary API: gVisor passes both
-		 * (frontend.go:891-907). */
-		if ((cmd & RM_GSS_LEGACY_MASK) || (cmd >> 16) == NV2081_BINAPI)
-			return VCORE_FORWARD;
-		return vcore_policy_unknown(
-			call, &call->slot->stats.unknown_controls, cmd, 0,
-			NV_ERR_NOT_SUPPORTED, "unknown control");
-	}
-	/* paramsSize must equal the registered size (control.c:453-461). */
-	if ((row->flags & VCORE_CTRL_ANY_SIZE) ? size > row->size
-					       : size != row->size)
-		return vcore_refuse_status(call, NV_ERR_INVALID_ARGUMENT,
-					   "wrong paramsSize for control");
-	return row->pre ? row->pre(call) : VCORE_FORWARD;
 }
 
 /* ---- fd-carrying controls (abi.md §9.3, §9.5) ---- */

@@ -143,6 +143,23 @@ struct vcore_host_ops {
 			     vcore_u32 h_object, vcore_u64 *bytes);
 };
 
+/*
+ * A host may name its user copies at build time (the kernel host does, in
+ * core.mk): the core then calls them directly when the slot's ops are those
+ * functions, as Linux's INDIRECT_CALL_1 does
+ * (include/linux/indirect_call_wrapper.h). Every call copies its argument, and
+ * an indirect call is a retpoline on kernels built with them. Same contract
+ * as the ops above.
+ */
+#ifdef VCORE_HOST_COPY_FROM_USER
+int VCORE_HOST_COPY_FROM_USER(void *uctx, void *dst, vcore_uptr_t src,
+			      vcore_size_t n);
+#endif
+#ifdef VCORE_HOST_COPY_TO_USER
+int VCORE_HOST_COPY_TO_USER(void *uctx, vcore_uptr_t dst, const void *src,
+			    vcore_size_t n);
+#endif
+
 /* The largest single allocation the core asks for (GET_PID_INFO params). */
 #define VCORE_MAX_ALLOC (64u * 1024u)
 

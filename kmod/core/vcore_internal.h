@@ -488,25 +488,40 @@ int vcore_reply_u32(struct vcore_call *call, vcore_u32 off, vcore_u32 *out);
 static inline int vcore_user_read(struct vcore_call *call, void *dst,
 				  vcore_uptr_t src, vcore_size_t n)
 {
+	const struct vcore_host_ops *ops = call->slot->ops;
+	int err;
+
 	if (!n)
 		return 0;
 	if (src + n < src)
 		return -VCORE_EFAULT;
-	return call->slot->ops->copy_from_user(call->ctx.uctx, dst, src, n)
-		       ? -VCORE_EFAULT
-		       : 0;
+#ifdef VCORE_HOST_COPY_FROM_USER
+	if (__builtin_expect(ops->copy_from_user == VCORE_HOST_COPY_FROM_USER,
+			     1))
+		err = VCORE_HOST_COPY_FROM_USER(call->ctx.uctx, dst, src, n);
+	else
+#endif
+		err = ops->copy_from_user(call->ctx.uctx, dst, src, n);
+	return err ? -VCORE_EFAULT : 0;
 }
 
 static inline int vcore_user_write(struct vcore_call *call, vcore_uptr_t dst,
 				   const void *src, vcore_size_t n)
 {
+	const struct vcore_host_ops *ops = call->slot->ops;
+	int err;
+
 	if (!n)
 		return 0;
 	if (dst + n < dst)
 		return -VCORE_EFAULT;
-	return call->slot->ops->copy_to_user(call->ctx.uctx, dst, src, n)
-		       ? -VCORE_EFAULT
-		       : 0;
+#ifdef VCORE_HOST_COPY_TO_USER
+	if (__builtin_expect(ops->copy_to_user == VCORE_HOST_COPY_TO_USER, 1))
+		err = VCORE_HOST_COPY_TO_USER(call->ctx.uctx, dst, src, n);
+	else
+#endif
+		err = ops->copy_to_user(call->ctx.uctx, dst, src, n);
+	return err ? -VCORE_EFAULT : 0;
 }
 
 /* Escape handlers (rm_alloc.c, rm_control.c, esc.c). */
