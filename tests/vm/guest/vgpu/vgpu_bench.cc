@@ -8,7 +8,11 @@
 // and their 10th..90th percentile spread; target <= 1.15x (issue 4). The slot has a memory
 // quota, as a tenant's does, so FB_GET_INFO_V2 goes through the memory view's rewrite. A
 // measurement, not a test: it fails only if a call fails. VGPU_BENCH_ROUNDS and VGPU_BENCH_CALLS
-// (per batch) scale it (guest.sh shortens it on KASAN).
+// (per batch) scale it (guest.sh shortens it on KASAN). The process is pinned to the vCPU it
+// starts on: a migration between QEMU's vCPU threads in the middle of a batch lands on one path
+// only.
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -109,7 +113,22 @@ void Measure(Target& direct, Target& proxy, uint32_t cmd, const char* name) {
 
 }  // namespace
 
+// Pin to the current vCPU; says which (or why not) on stdout, next to the figures.
+void PinToOneCpu() {
+  int cpu = sched_getcpu();
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (cpu >= 0) CPU_SET(cpu, &set);
+  if (cpu < 0 || sched_setaffinity(0, sizeof(set), &set) != 0) {
+    std::printf("bench: not pinned (%s)\n",
+                cpu < 0 ? "sched_getcpu failed" : "sched_setaffinity failed");
+    return;
+  }
+  std::printf("bench: pinned to CPU %d\n", cpu);
+}
+
 int main() {
+  PinToOneCpu();
   ScopedSlot slot(512ull << 20, "bench");
   if (!slot.ok()) return 1;
   Target direct, proxy;
