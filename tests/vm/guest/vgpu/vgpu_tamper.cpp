@@ -41,6 +41,23 @@ uint64_t ReadParam(const char* name) {
   return v;
 }
 
+// Arms nvsim's rewrite_alloc_* hook: the next RM_ALLOC of this process gets `value` stored at
+// `offset` of its NVOS64 after the proxy's copy and before nvsim's own read (a sibling's store).
+bool ArmAllocRewrite(uint32_t offset, uint64_t value) {
+  return WriteParam("rewrite_alloc_offset", offset) && WriteParam("rewrite_alloc_value", value) &&
+         WriteParam("rewrite_alloc_tgid", static_cast<uint64_t>(getpid()));
+}
+
+// Contiguous video memory of `size` owned by `owner`, 2 MiB aligned (NV01_MEMORY_LOCAL_USER).
+nv_memory_allocation_params VidmemParams(uint32_t owner, uint64_t size) {
+  nv_memory_allocation_params mp{};
+  mp.owner = owner;
+  mp.flags = 0x1c101;
+  mp.alignment = 2 * kMiB;
+  mp.size = size;
+  return mp;
+}
+
 enum class Field { kClass, kNewHandle, kNewHandleToZero, kRoot };
 
 struct Case {
@@ -67,11 +84,7 @@ constexpr int kSurvived = 3;  // returned from the armed call
 [[noreturn]] void Child(const ScopedSlot& slot, const Case& c, bool armed) {
   Session s;
   if (!s.Open(slot.ctl(), slot.dev()).empty()) _exit(kSessionFailed);
-  nv_memory_allocation_params mp{};
-  mp.owner = s.client;
-  mp.flags = 0x1c101;
-  mp.alignment = 2 * kMiB;
-  mp.size = 16 * kMiB;
+  nv_memory_allocation_params mp = VidmemParams(s.client, 16 * kMiB);
   uint32_t held = 0x100;
   if (Alloc(s.ctl, s.client, s.device, &held, NV01_MEMORY_LOCAL_USER, &mp) != NV_OK)
     _exit(kSetupFailed);
@@ -92,10 +105,7 @@ constexpr int kSurvived = 3;  // returned from the armed call
                    : c.field == Field::kNewHandle       ? 0x2000
                    : c.field == Field::kNewHandleToZero ? 0
                                                         : client_b;
-  if (armed &&
-      (!WriteParam("rewrite_alloc_offset", c.offset) || !WriteParam("rewrite_alloc_value", value) ||
-       !WriteParam("rewrite_alloc_tgid", static_cast<uint64_t>(getpid()))))
-    _exit(kSetupFailed);
+  if (armed && (!ArmAllocRewrite(c.offset, value))) _exit(kSetupFailed);
   Rc rc = RawIoctl(s.ctl, NV_ESC_RM_ALLOC, &a, sizeof(a));
   if (rc.ret != 0) _exit(kIoctlFailed);
   _exit(armed ? kSurvived : 0);
@@ -162,14 +172,8 @@ TEST(Tamper, ClassSwappedAwayFromVidmemIsChargedWhatTheDriverMade) {
   ASSERT_NE(done, ~0ull) << "nvsim has no rewrite_alloc_* test hook";
   Session s;
   ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
-  nv_memory_allocation_params mp{};
-  mp.owner = s.client;
-  mp.flags = 0x1c101;
-  mp.alignment = 2 * kMiB;
-  mp.size = 16 * kMiB;
-  ASSERT_TRUE(WriteParam("rewrite_alloc_offset", 12) &&
-              WriteParam("rewrite_alloc_value", NV50_MEMORY_VIRTUAL) &&
-              WriteParam("rewrite_alloc_tgid", static_cast<uint64_t>(getpid())));
+  nv_memory_allocation_params mp = VidmemParams(s.client, 16 * kMiB);
+  ASSERT_TRUE(ArmAllocRewrite(12, NV50_MEMORY_VIRTUAL));
   uint32_t h = 0x2100;
   const int64_t st = Alloc(s.ctl, s.client, s.device, &h, NV01_MEMORY_LOCAL_USER, &mp);
   ASSERT_TRUE(WriteParam("rewrite_alloc_tgid", 0));
@@ -239,24 +243,15 @@ TEST(Tamper, TenantCannotHaveAnotherTenantsClientFreed) {
   if (child == 0) {
     Session a;
     if (!a.Open(slot_a.ctl(), slot_a.dev()).empty()) _exit(kSessionFailed);
-    if (!WriteParam("rewrite_alloc_offset", 8) || !WriteParam("rewrite_alloc_value", 0) ||
-        !WriteParam("rewrite_alloc_tgid", static_cast<uint64_t>(getpid())))
-      _exit(kSetupFailed);
+    if (!ArmAllocRewrite(8, 0)) _exit(kSetupFailed);
     nvos64 r{};
     r.hObjectNew = b.client;
     r.hClass = NV01_ROOT_CLIENT;
     if (RawIoctl(a.ctl, NV_ESC_RM_ALLOC, &r, sizeof(r)).ret != 0 ||
         r.status != NV_ERR_INSERT_DUPLICATE_NAME)
       _exit(kIoctlFailed);
-    nv_memory_allocation_params mp{};
-    mp.owner = a.client;
-    mp.flags = 0x1c101;
-    mp.alignment = 2 * kMiB;
-    mp.size = 16 * kMiB;
-    if (!WriteParam("rewrite_alloc_offset", 12) ||
-        !WriteParam("rewrite_alloc_value", NV01_MEMORY_LOCAL_USER) ||
-        !WriteParam("rewrite_alloc_tgid", static_cast<uint64_t>(getpid())))
-      _exit(kSetupFailed);
+    nv_memory_allocation_params mp = VidmemParams(a.client, 16 * kMiB);
+    if (!ArmAllocRewrite(12, NV01_MEMORY_LOCAL_USER)) _exit(kSetupFailed);
     uint32_t h = 0x2000;
     Alloc(a.ctl, a.client, a.device, &h, NV50_MEMORY_VIRTUAL, &mp);
     _exit(kSurvived);
@@ -294,14 +289,8 @@ TEST(Tamper, TenantCannotHaveAnotherTenantsMemoryFreed) {
     Session a;
     if (!a.Open(slot_a.ctl(), slot_a.dev()).empty()) _exit(kSessionFailed);
     if (a.device != b.device) _exit(kSetupFailed);  // B's device is the parent under both names
-    if (!WriteParam("rewrite_alloc_offset", 0) || !WriteParam("rewrite_alloc_value", a.client) ||
-        !WriteParam("rewrite_alloc_tgid", static_cast<uint64_t>(getpid())))
-      _exit(kSetupFailed);
-    nv_memory_allocation_params mp{};
-    mp.owner = a.client;
-    mp.flags = 0x1c101;
-    mp.alignment = 2 * kMiB;
-    mp.size = 2 * kMiB;
+    if (!ArmAllocRewrite(0, a.client)) _exit(kSetupFailed);
+    nv_memory_allocation_params mp = VidmemParams(a.client, 2 * kMiB);
     uint32_t h = 0x600;
     Alloc(a.ctl, b.client, a.device, &h, NV01_MEMORY_LOCAL_USER, &mp);
     _exit(kSurvived);
@@ -347,14 +336,8 @@ TEST(Tamper, GuessedClientOfAnotherTenantIsNoQuotaBypass) {
     Session a;
     if (!a.Open(slot_a.ctl(), slot_a.dev()).empty()) _exit(kSessionFailed);
     if (a.device != b.device) _exit(kSetupFailed);
-    if (!WriteParam("rewrite_alloc_offset", 0) || !WriteParam("rewrite_alloc_value", a.client) ||
-        !WriteParam("rewrite_alloc_tgid", static_cast<uint64_t>(getpid())))
-      _exit(kSetupFailed);
-    nv_memory_allocation_params mp{};
-    mp.owner = a.client;
-    mp.flags = 0x1c101;
-    mp.alignment = 2 * kMiB;
-    mp.size = 16 * kMiB;
+    if (!ArmAllocRewrite(0, a.client)) _exit(kSetupFailed);
+    nv_memory_allocation_params mp = VidmemParams(a.client, 16 * kMiB);
     uint32_t h = 0x700;
     const int64_t first = Alloc(a.ctl, b.client, a.device, &h, NV01_MEMORY_LOCAL_USER, &mp);
     const int64_t second = a.Vidmem(0x701, 16 * kMiB);
@@ -453,15 +436,9 @@ TEST(Tamper, FailedStatusHidesNoObjectUnderAnotherClient) {
     if (AllocClient(a.ctl, &c2) != NV_OK || Alloc(a.ctl, c2, c2, &d2, NV01_DEVICE_0, &dp) != NV_OK)
       _exit(kSetupFailed);
     if (!WriteParam("rewrite_alloc_after_offset", 40) ||  // NVOS64.status
-        !WriteParam("rewrite_alloc_after_value", NV_ERR_NO_MEMORY) ||
-        !WriteParam("rewrite_alloc_offset", 0) || !WriteParam("rewrite_alloc_value", c2) ||
-        !WriteParam("rewrite_alloc_tgid", static_cast<uint64_t>(getpid())))
+        !WriteParam("rewrite_alloc_after_value", NV_ERR_NO_MEMORY) || !ArmAllocRewrite(0, c2))
       _exit(kSetupFailed);
-    nv_memory_allocation_params mp{};
-    mp.owner = a.client;
-    mp.flags = 0x1c101;
-    mp.alignment = 2 * kMiB;
-    mp.size = 16 * kMiB;
+    nv_memory_allocation_params mp = VidmemParams(a.client, 16 * kMiB);
     uint32_t h = 0x2300;
     const int64_t st = Alloc(a.ctl, a.client, a.device, &h, NV01_MEMORY_LOCAL_USER, &mp);
     if (st != NV_ERR_NO_MEMORY) _exit(kIoctlFailed);
@@ -505,9 +482,7 @@ TEST(Tamper, FileSharedWithATamperedProcessIsClosedToCalls) {
     // 1: a client under a handle the driver does not honour: the caller is killed.
     pid_t p = fork();
     if (p == 0) {
-      if (!WriteParam("rewrite_alloc_offset", 8) || !WriteParam("rewrite_alloc_value", 0) ||
-          !WriteParam("rewrite_alloc_tgid", static_cast<uint64_t>(getpid())))
-        _exit(kSetupFailed);
+      if (!ArmAllocRewrite(8, 0)) _exit(kSetupFailed);
       *r = nvos64{};
       r->hObjectNew = 0x5eed0001;
       r->hClass = NV01_ROOT_CLIENT;
