@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The share controller's kernel host (compute.c, compute_meter.c): one
- * struct vgpu_compute_gpu and one kthread per GPU that has a controlled slot.
+ * The share controller's kernel host (compute.c, compute_gate.c,
+ * compute_rm.c, compute_meter.c): one struct vgpu_compute_gpu and one kthread
+ * per GPU that has a controlled slot.
  * docs/results/compute-kernel-host.md describes the design and what was
  * measured with it.
  *
@@ -75,7 +76,7 @@ struct vgpu_compute_slot {
 	u64 pm_pid_busy_ns; /* perfmon meter: busy attributed this tick */
 
 	/*
-	 * The gate's protocol (compute.c): the channels this host disabled
+	 * The gate's protocol (compute_gate.c): the channels this host disabled
 	 * and has not re-enabled, (client, channel) pairs; the on edge enables
 	 * exactly these. VGPU_COMPUTE_MARK_OK: RM confirmed the disable (an
 	 * unconfirmed one is enabled by the on edge and disabled again by the
@@ -153,9 +154,24 @@ struct vgpu_compute_gpu {
 	u32 preempt_tsg[VGPU_COMPUTE_MAX_TSGS];
 };
 
-/* compute.c, used by the meters. */
+/* compute_rm.c: RM access, used by the thread, the meters and the gate. */
 int vgpu_compute_rm_control(struct vgpu_compute_gpu *g,
 			    struct vgpu_compute_slot *cs, u32 hclient,
 			    u32 hobject, u32 cmd, void *params, u32 size);
+int vgpu_compute_rm_setup(struct vgpu_compute_gpu *g);
+void vgpu_compute_rm_teardown(struct vgpu_compute_gpu *g);
+
+/* compute.c, used by the gate. */
+struct vgpu_compute_slot *vgpu_compute_find(struct vgpu_compute_gpu *g, u32 id);
+
+/* compute_gate.c (the gate's protocol), used by compute.c. */
+struct vcore_channel_info;
+int vgpu_compute_mark_present(void *arg, const struct vcore_channel_info *ch);
+void vgpu_compute_mark_compact(struct vgpu_compute_slot *cs);
+void vgpu_compute_preempt_work(struct work_struct *work);
+bool vgpu_compute_preempts_idle(struct vgpu_compute_gpu *g);
+void vgpu_compute_preempts_settle(struct vgpu_compute_gpu *g, u64 timeout_ns);
+void vgpu_compute_gate(struct vgpu_compute_gpu *g, struct vgpu_compute_slot *cs,
+		       bool off, bool force);
 
 #endif /* VGPU_KMOD_COMPUTE_H */

@@ -24,192 +24,24 @@
 //   VGPU_COMPUTE_WINDOWS  1 s windows judged after the first second (default 2)
 //   VGPU_COMPUTE_WEIGHT_GPU  GPU of the weight pair (default 5)
 // Results go to $OUT/compute_results.txt (the table in docs/results/compute-kernel-host.md).
+//
+// The helpers (nvsim's debugfs view, Slot, the fixture) are in compute_suite.h; the tests of the
+// gate's protocol (kmod/compute_gate.c) in compute_gate.cpp, which joins this program.
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <chrono>
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <fstream>
-#include <map>
-#include <sstream>
+#include <cstdint>
+#include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
-#include "compute_tenant.h"
-#include "vgpu/kmodclient.h"
+#include "compute_suite.h"
 
 namespace compute_test {
 namespace {
-
-constexpr double kBound = 5.0;  // points (issue 9)
-
-std::vector<uint32_t> EnvList(const char* name, std::vector<uint32_t> def) {
-  const char* v = getenv(name);
-  if (!v || !*v) return def;
-  std::vector<uint32_t> out;
-  std::stringstream ss(v);
-  for (std::string item; std::getline(ss, item, ',');) out.push_back(std::stoul(item));
-  return out;
-}
-
-uint32_t EnvU32(const char* name, uint32_t def) {
-  const char* v = getenv(name);
-  return v && *v ? std::stoul(v) : def;
-}
-
-void Log(const std::string& line) {
-  printf("%s\n", line.c_str());
-  fflush(stdout);
-  const char* out = getenv("OUT");
-  if (out) std::ofstream(std::string(out) + "/compute_results.txt", std::ios::app) << line << '\n';
-}
-
-void SleepMs(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
-
-// One read of /sys/kernel/debug/nvsim/gpuN (nvsim_sched.c): the model's clock and every TSG.
-struct TsgRow {
-  int pid = 0;
-  uint32_t runnable = 0;
-  uint64_t consumed = 0;
-  uint64_t timeslice = 0;
-  uint32_t scheduled = 0, wedged = 0, preempt_unscheduled = 0, preempt_calls = 0;
-};
-// nvsim's "contract" line: what a controller did that the real driver punishes (nvsim_sched.c).
-struct Contract {
-  uint64_t preempt_unscheduled = ~0ull, preempt_unscheduled_ms = ~0ull;
-  uint64_t disable_unscheduled = ~0ull, wedged = ~0ull;
-  // The gate's protocol: a re-enable with no PREEMPT returned since the disable (wedges the
-  // TSG), and re-enables of channels that were not disabled.
-  uint64_t enable_unpreempted = ~0ull, enable_undisabled = ~0ull;
-};
-struct GpuView {
-  uint64_t model_ns = 0;  // busy + idle: the time the model has accounted
-  std::map<std::pair<uint32_t, uint32_t>, TsgRow> tsgs;  // (hclient, htsg)
-  Contract contract;
-  bool Has(const Tenant& t) const { return tsgs.count({t.client(), t.tsg()}) != 0; }
-  const TsgRow& Of(const Tenant& t) const { return tsgs.at({t.client(), t.tsg()}); }
-};
-
-GpuView ReadGpu(uint32_t gpu) {
-  GpuView v;
-  std::ifstream f("/sys/kernel/debug/nvsim/gpu" + std::to_string(gpu));
-  std::string line, k1, k2;
-  std::getline(f, line);  // vidmem
-  uint64_t busy = 0, idle = 0;
-  f >> k1 >> busy >> k2 >> idle;
-  v.model_ns = busy + idle;
-  std::getline(f, line);  // rest of that line
-  std::getline(f, line);  // header
-  while (std::getline(f, line)) {
-    TsgRow r;
-    unsigned hc = 0, ht = 0, eng = 0, pre = 0;
-    unsigned long long ts = 0, cons = 0, c[6];
-    if (sscanf(line.c_str(),
-               "contract preempt_unscheduled %llu preempt_unscheduled_ms %llu "
-               "disable_unscheduled %llu wedged %llu enable_unpreempted %llu "
-               "enable_undisabled %llu",
-               &c[0], &c[1], &c[2], &c[3], &c[4], &c[5]) == 6) {
-      v.contract = {c[0], c[1], c[2], c[3], c[4], c[5]};
-      continue;
-    }
-    if (sscanf(line.c_str(), "%d 0x%x 0x%x %u %llu %u %llu %u %u %u %u %u", &r.pid, &hc, &ht, &eng,
-               &ts, &r.runnable, &cons, &pre, &r.scheduled, &r.wedged, &r.preempt_unscheduled,
-               &r.preempt_calls) >= 8) {
-      r.consumed = cons;
-      r.timeslice = ts;
-      v.tsgs[{hc, ht}] = r;
-    }
-  }
-  return v;
-}
-
-// Percent of the model time between @a and @b that tenant @t ran.
-double SharePct(const GpuView& a, const GpuView& b, const Tenant& t) {
-  if (!a.Has(t) || !b.Has(t) || b.model_ns <= a.model_ns) return -1;
-  return 100.0 * (b.Of(t).consumed - a.Of(t).consumed) / (b.model_ns - a.model_ns);
-}
-
-// Points of a window of @model_ns during which the controller thread lay stalled (capped at 10).
-double LatePts(uint64_t late_ns, uint64_t model_ns) {
-  return model_ns ? std::min(10.0, 100.0 * late_ns / model_ns) : 0;
-}
-
-std::string Pct(double v) {
-  char b[16];
-  snprintf(b, sizeof(b), "%.1f", v);
-  return b;
-}
-
-// A slot for one tenant set, destroyed (deferred) at scope exit.
-class Slot {
- public:
-  Slot(vgpu::kmod::Client& nl, uint32_t gpu, uint32_t share, vgpu::kmod::ComputeMode mode,
-       const std::string& name)
-      : nl_(nl) {
-    vgpu::kmod::SlotSpec spec;
-    spec.gpu = gpu;
-    spec.config.name = name;
-    spec.config.compute_share = share;
-    spec.config.compute_mode = mode;
-    auto s = nl_.CreateSlot(spec);
-    EXPECT_TRUE(s.ok()) << s.status().ToString();
-    if (s.ok()) id_ = s->id;
-  }
-  ~Slot() {
-    if (id_ >= 0) (void)nl_.DestroySlot(id_, VGPU_DEL_F_DEFER);
-  }
-  bool ok() const { return id_ >= 0; }
-  uint32_t id() const { return id_; }
-  vgpu::kmod::SlotInfo Get() {
-    auto s = nl_.GetSlot(id_);
-    EXPECT_TRUE(s.ok()) << s.status().ToString();
-    return s.ok() ? *s : vgpu::kmod::SlotInfo{};
-  }
-  // The counter as sysfs shows it (one node of the slot stands for all).
-  uint64_t Sysfs(const std::string& name) {
-    std::ifstream f("/sys/class/vgpu/vgpuctl" + std::to_string(id_) + "/stats/" + name);
-    uint64_t v = ~0ull;
-    f >> v;
-    return v;
-  }
-  void Forget() { id_ = -1; }
-
- private:
-  vgpu::kmod::Client& nl_;
-  int64_t id_ = -1;
-};
-
-class ComputeShares : public ::testing::Test {
- protected:
-  void SetUp() override {
-    auto c = vgpu::kmod::Client::Open();
-    ASSERT_TRUE(c.ok()) << c.status().ToString();
-    nl_ = std::move(c.value());
-  }
-  std::unique_ptr<Tenant> StartTenant(const Slot& s, uint32_t gpu) {
-    std::string why;
-    auto t = Tenant::Start(s.id(), gpu, &why);
-    EXPECT_NE(t, nullptr) << "tenant on slot " << s.id() << ": " << why;
-    return t;
-  }
-  // Polls until tenant @t's TSG is gated off (not runnable) or @ms pass.
-  bool WaitGated(uint32_t gpu, const Tenant& t, int ms) {
-    for (int i = 0; i < ms; ++i) {
-      GpuView v = ReadGpu(gpu);
-      if (v.Has(t) && !v.Of(t).runnable) return true;
-      SleepMs(1);
-    }
-    return false;
-  }
-  std::unique_ptr<vgpu::kmod::Client> nl_;
-};
 
 // One tenant per GPU, each capped, all at once: every 1 s window after the first is within
 // 5 points of the cap, although the GPU is otherwise idle (cap is a hard limit).
@@ -270,7 +102,7 @@ TEST_F(ComputeShares, CapHoldsInEverySecondAfterTheFirst) {
     EXPECT_NEAR(slots[g]->Sysfs("share_10s_pm") / 10.0, caps[g], 2 * kBound)
         << "sysfs share_10s_pm (includes the first second)";
     EXPECT_EQ(info.stats[VGPU_STAT_COMPUTE_ERRORS], 0u) << "every RM control succeeded";
-    const Contract c1 = ReadGpu(g).contract;  // the gate's protocol (compute.c)
+    const Contract c1 = ReadGpu(g).contract;  // the gate's protocol (kmod/compute_gate.c)
     EXPECT_EQ(c1.enable_unpreempted - c0[g].enable_unpreempted, 0u) << "cap " << caps[g];
     EXPECT_EQ(c1.enable_undisabled - c0[g].enable_undisabled, 0u) << "cap " << caps[g];
     EXPECT_EQ(c1.wedged - c0[g].wedged, 0u) << "cap " << caps[g];
@@ -544,184 +376,6 @@ TEST_F(ComputeShares, UncapReopensTheGate) {
   EXPECT_EQ(slot.Get().stats[VGPU_STAT_GPU_BUSY_NS], 0u) << "an uncontrolled slot has no counters";
   t->Send('q');
   EXPECT_EQ(t->Wait(), 0);
-}
-
-// ---- The gate's protocol (kmod/compute.c, top) ----------------------------------------------
-// On the H200, FIFO_DISABLE_CHANNELS(bOnlyDisableScheduling=1) followed by the enable with no
-// PREEMPT of the TSG in between stalled the process for good (compute-control-h200.md); the shim
-// host froze 8 of 11 capped tenants while it enabled channels it had never disabled and issued
-// on edges before the off edge's PREEMPT returned (commit e3a0af7). nvsim models the rule
-// (nvsim_sched.c): such an enable wedges the TSG and is counted (enable_unpreempted); an enable
-// of a channel that was not disabled is counted (enable_undisabled).
-
-// The model itself, straight on nvsim: disable(onlySched) + enable with no PREEMPT wedges; with a
-// PREEMPT between them it does not; an enable of an enabled channel is counted.
-TEST(NvsimContract, EnableWithoutPreemptWedgesAndIsCounted) {
-  const uint32_t gpu = 2;
-  const int ctl = open("/dev/nvidiactl", O_RDWR | O_CLOEXEC);
-  const int dev = open(("/dev/nvidia" + std::to_string(gpu)).c_str(), O_RDWR | O_CLOEXEC);
-  ASSERT_GE(ctl, 0);
-  ASSERT_GE(dev, 0);
-  uint32_t client = 0, device = 0, sub = 0, sub_id = 0;
-  ASSERT_EQ(AllocClient(ctl, &client), NV_OK);
-  nv0080_alloc_params dp{};
-  dp.deviceId = gpu;
-  ASSERT_EQ(Alloc(ctl, client, client, &device, NV01_DEVICE_0, &dp), NV_OK);
-  ASSERT_EQ(Alloc(ctl, client, device, &sub, NV20_SUBDEVICE_0, &sub_id), NV_OK);
-  uint32_t tsg[2] = {}, ch[2] = {};
-  for (int i = 0; i < 2; ++i) {
-    nv_channel_group_alloc_params tp{};
-    tp.engineType = 1;
-    uint8_t chp[368] = {};
-    ASSERT_EQ(Alloc(ctl, client, device, &tsg[i], KEPLER_CHANNEL_GROUP_A, &tp), NV_OK);
-    ASSERT_EQ(Alloc(ctl, client, tsg[i], &ch[i], 0xc86f, chp), NV_OK);
-    nva06c_gpfifo_schedule_params on{1, 0, 0};
-    ASSERT_EQ(Control(ctl, client, tsg[i], NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, &on, 3), NV_OK);
-  }
-  auto disable = [&](uint32_t c, bool dis) {
-    nv2080_fifo_disable_channels_params dc{};
-    dc.bDisable = dis;
-    dc.bOnlyDisableScheduling = 1;
-    dc.numChannels = 1;
-    dc.hClientList[0] = client;
-    dc.hChannelList[0] = c;
-    return Control(ctl, client, sub, NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, &dc, sizeof(dc));
-  };
-  const Contract c0 = ReadGpu(gpu).contract;
-  ASSERT_NE(c0.enable_unpreempted, ~0ull) << "nvsim shows the enable counters";
-  // TSG 0: disable, PREEMPT(bWait=1), enable: throttled, never wedged.
-  nva06c_preempt_params pp{1, 0, {}, 1000};
-  EXPECT_EQ(disable(ch[0], true), NV_OK);
-  EXPECT_EQ(Control(ctl, client, tsg[0], NVA06C_CTRL_CMD_PREEMPT, &pp, sizeof(pp)), NV_OK);
-  EXPECT_EQ(disable(ch[0], false), NV_OK);
-  EXPECT_EQ(disable(ch[0], false), NV_OK);  // an enable of an enabled channel: counted
-  // TSG 1: disable, enable with no PREEMPT: wedged for good.
-  EXPECT_EQ(disable(ch[1], true), NV_OK);
-  EXPECT_EQ(disable(ch[1], false), NV_OK);
-  const GpuView v = ReadGpu(gpu);
-  EXPECT_EQ(v.contract.enable_unpreempted - c0.enable_unpreempted, 1u);
-  EXPECT_EQ(v.contract.enable_undisabled - c0.enable_undisabled, 1u);
-  EXPECT_EQ(v.contract.wedged - c0.wedged, 1u);
-  EXPECT_EQ(v.tsgs.at({client, tsg[0]}).runnable, 1u);
-  EXPECT_EQ(v.tsgs.at({client, tsg[1]}).wedged, 1u);
-  EXPECT_EQ(v.tsgs.at({client, tsg[1]}).runnable, 0u);
-  EXPECT_EQ(Free(ctl, client, client, client), NV_OK);
-  close(dev);
-  close(ctl);
-}
-
-// nvsim's preempt_delay_us for the scope of a test (module parameter, writable at run time).
-class PreemptDelay {
- public:
-  explicit PreemptDelay(unsigned us) { ok_ = Write(us); }
-  ~PreemptDelay() { Write(0); }
-  bool ok() const { return ok_; }
-
- private:
-  static bool Write(unsigned us) {
-    std::ofstream f("/sys/module/nvsim/parameters/preempt_delay_us");
-    f << us;
-    f.flush();
-    return f.good();
-  }
-  bool ok_;
-};
-
-// Cap 90: off phases of ~5 ms per 50 ms period, and every PREEMPT(bWait=1) takes 15 ms (like one
-// that waits for a running kernel on the H200; nvsim serves other calls meanwhile). An on edge
-// issued when the controller asks for it comes before the PREEMPT returned and wedges the TSG
-// (the kmod host before this protocol: the tenant stopped within the first period). With the
-// protocol the enable waits for the PREEMPT: the tenant keeps running (it gets less than 90 %:
-// each off phase lasts at least the PREEMPT's 15 ms, which no controller can shorten) and never
-// more than the cap.
-TEST_F(ComputeShares, PreemptSlowerThanTheOffPhaseIsWaitedFor) {
-  const uint32_t gpu = 3, cap = 90;
-  PreemptDelay delay(15000);
-  ASSERT_TRUE(delay.ok());
-  const Contract c0 = ReadGpu(gpu).contract;
-  Slot slot(*nl_, gpu, cap, vgpu::kmod::ComputeMode::kCap, "slowpreempt");
-  ASSERT_TRUE(slot.ok());
-  auto t = StartTenant(slot, gpu);
-  ASSERT_TRUE(t);
-  SleepMs(1000);
-  GpuView v0 = ReadGpu(gpu);
-  const uint64_t l0 = slot.Get().stats[VGPU_STAT_CONTROL_LATE_NS];
-  SleepMs(1000);
-  GpuView v1 = ReadGpu(gpu);
-  const uint64_t l1 = slot.Get().stats[VGPU_STAT_CONTROL_LATE_NS];
-  const double got = SharePct(v0, v1, *t);
-  const double allow = LatePts(l1 - l0, v1.model_ns - v0.model_ns);
-  const auto info = slot.Get();
-  EXPECT_EQ(v1.contract.enable_unpreempted - c0.enable_unpreempted, 0u)
-      << "an on edge enabled channels before the off edge's PREEMPT returned";
-  EXPECT_EQ(v1.contract.wedged - c0.wedged, 0u);
-  EXPECT_EQ(v1.contract.enable_undisabled - c0.enable_undisabled, 0u);
-  EXPECT_EQ(v1.Of(*t).wedged, 0u);
-  EXPECT_GT(got, 20.0) << "the tenant stalled";
-  EXPECT_LT(got, cap + kBound + allow) << "the cap is a hard limit";
-  EXPECT_GT(v1.Of(*t).preempt_calls, 0u);
-  EXPECT_GT(info.stats[VGPU_STAT_GATE_ACTIONS], 0u);
-  EXPECT_EQ(info.stats[VGPU_STAT_COMPUTE_ERRORS], 0u);
-  Log("gate protocol, cap 90 with a 15 ms PREEMPT: " + Pct(got) + " % (1 s)" +
-      (allow > 0 ? " (+" + Pct(allow) + " stalled)" : "") + ", nvsim: enables before the PREEMPT " +
-      std::to_string(v1.contract.enable_unpreempted - c0.enable_unpreempted) + ", wedged " +
-      std::to_string(v1.contract.wedged - c0.wedged) + ", PREEMPTs " +
-      std::to_string(v1.Of(*t).preempt_calls) + ", gate edges " +
-      std::to_string(info.stats[VGPU_STAT_GATE_ACTIONS]));
-  t->Send('q');
-  EXPECT_EQ(t->Wait(), 0);
-}
-
-// Cap 10 (off ~45 ms of each 50 ms): four more tenants join the slot one after another, each TSG
-// becoming scheduled at its own point of the cycle, most of them while the slot is gated off.
-// The controller sees a new TSG at its next tick, which in an off phase is the on edge: an on
-// edge that enables every scheduled TSG's channels enables channels it never disabled (the kmod
-// host before this protocol). With it, the on edge enables only what this host disabled, and the
-// new TSG is gated from the next off edge on. Every tenant runs, the slot stays within its cap.
-TEST_F(ComputeShares, TsgScheduledWhileGatedIsNotEnabledByTheOnEdge) {
-  const uint32_t gpu = 4, cap = 10;
-  const Contract c0 = ReadGpu(gpu).contract;
-  Slot slot(*nl_, gpu, cap, vgpu::kmod::ComputeMode::kCap, "joiners");
-  ASSERT_TRUE(slot.ok());
-  std::vector<std::unique_ptr<Tenant>> ts;
-  ts.push_back(StartTenant(slot, gpu));
-  ASSERT_TRUE(ts.back());
-  ASSERT_TRUE(WaitGated(gpu, *ts.back(), 2000));
-  for (int i = 0; i < 4; ++i) {
-    SleepMs(37 + 23 * i);  // a different point of the 50 ms cycle each time
-    ts.push_back(StartTenant(slot, gpu));
-    ASSERT_TRUE(ts.back());
-  }
-  SleepMs(300);
-  GpuView v0 = ReadGpu(gpu);
-  const uint64_t l0 = slot.Get().stats[VGPU_STAT_CONTROL_LATE_NS];
-  SleepMs(1000);
-  GpuView v1 = ReadGpu(gpu);
-  const uint64_t l1 = slot.Get().stats[VGPU_STAT_CONTROL_LATE_NS];
-  double sum = 0;
-  std::string row;
-  for (auto& t : ts) {
-    const double p = SharePct(v0, v1, *t);
-    EXPECT_GT(p, 0.0) << "a tenant stalled";
-    EXPECT_EQ(v1.Of(*t).wedged, 0u);
-    sum += p;
-    row += " " + Pct(p);
-  }
-  const double allow = LatePts(l1 - l0, v1.model_ns - v0.model_ns);
-  EXPECT_LT(sum, cap + kBound + allow) << "the slot's cap";
-  EXPECT_EQ(v1.contract.enable_undisabled - c0.enable_undisabled, 0u)
-      << "an on edge enabled channels this host never disabled";
-  EXPECT_EQ(v1.contract.enable_unpreempted - c0.enable_unpreempted, 0u);
-  EXPECT_EQ(v1.contract.wedged - c0.wedged, 0u);
-  Log("gate protocol, cap 10, 4 TSGs joining mid-cycle: slot " + Pct(sum) + " % (tenants" + row +
-      "), nvsim: enables of never-disabled channels " +
-      std::to_string(v1.contract.enable_undisabled - c0.enable_undisabled) +
-      ", enables before the PREEMPT " +
-      std::to_string(v1.contract.enable_unpreempted - c0.enable_unpreempted));
-  for (auto& t : ts) {
-    t->Send('q');
-    EXPECT_EQ(t->Wait(), 0);
-  }
 }
 
 }  // namespace

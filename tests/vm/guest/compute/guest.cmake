@@ -2,3 +2,7 @@
 # suite does (helpers in tests/vm/harness/CMakeLists.txt).
 vmguest_add_vgpuctl()
 vmguest_use_kmodclient(vmguest_compute_compute_test)
+
+# The tests of the gate's protocol join compute_test (a .cpp file: the harness globs only
+# *.c/*.cc, one program each); both share compute_suite.h.
+target_sources(vmguest_compute_compute_test PRIVATE ${CMAKE_CURRENT_LIST_DIR}/compute_gate.cpp)

@@ -1,0 +1,191 @@
+// What the compute suite's tests share (compute_test.cc, compute_gate.cpp): nvsim's debugfs view
+// of a GPU (the model's clock, every TSG, the contract counters), shares and stall allowances
+// computed from two such views, a slot that is destroyed at scope exit, and the fixture.
+// compute_test.cc's top says why the assertions are what they are.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "compute_tenant.h"
+#include "vgpu/kmodclient.h"
+
+namespace compute_test {
+
+inline constexpr double kBound = 5.0;  // points (issue 9)
+
+inline std::vector<uint32_t> EnvList(const char* name, std::vector<uint32_t> def) {
+  const char* v = getenv(name);
+  if (!v || !*v) return def;
+  std::vector<uint32_t> out;
+  std::stringstream ss(v);
+  for (std::string item; std::getline(ss, item, ',');) out.push_back(std::stoul(item));
+  return out;
+}
+
+inline uint32_t EnvU32(const char* name, uint32_t def) {
+  const char* v = getenv(name);
+  return v && *v ? std::stoul(v) : def;
+}
+
+inline void Log(const std::string& line) {
+  printf("%s\n", line.c_str());
+  fflush(stdout);
+  const char* out = getenv("OUT");
+  if (out) std::ofstream(std::string(out) + "/compute_results.txt", std::ios::app) << line << '\n';
+}
+
+inline void SleepMs(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+// One read of /sys/kernel/debug/nvsim/gpuN (nvsim_sched.c): the model's clock and every TSG.
+struct TsgRow {
+  int pid = 0;
+  uint32_t runnable = 0;
+  uint64_t consumed = 0;
+  uint64_t timeslice = 0;
+  uint32_t scheduled = 0, wedged = 0, preempt_unscheduled = 0, preempt_calls = 0;
+};
+// nvsim's "contract" line: what a controller did that the real driver punishes (nvsim_sched.c).
+struct Contract {
+  uint64_t preempt_unscheduled = ~0ull, preempt_unscheduled_ms = ~0ull;
+  uint64_t disable_unscheduled = ~0ull, wedged = ~0ull;
+  // The gate's protocol: a re-enable with no PREEMPT returned since the disable (wedges the
+  // TSG), and re-enables of channels that were not disabled.
+  uint64_t enable_unpreempted = ~0ull, enable_undisabled = ~0ull;
+};
+struct GpuView {
+  uint64_t model_ns = 0;  // busy + idle: the time the model has accounted
+  std::map<std::pair<uint32_t, uint32_t>, TsgRow> tsgs;  // (hclient, htsg)
+  Contract contract;
+  bool Has(const Tenant& t) const { return tsgs.count({t.client(), t.tsg()}) != 0; }
+  const TsgRow& Of(const Tenant& t) const { return tsgs.at({t.client(), t.tsg()}); }
+};
+
+inline GpuView ReadGpu(uint32_t gpu) {
+  GpuView v;
+  std::ifstream f("/sys/kernel/debug/nvsim/gpu" + std::to_string(gpu));
+  std::string line, k1, k2;
+  std::getline(f, line);  // vidmem
+  uint64_t busy = 0, idle = 0;
+  f >> k1 >> busy >> k2 >> idle;
+  v.model_ns = busy + idle;
+  std::getline(f, line);  // rest of that line
+  std::getline(f, line);  // header
+  while (std::getline(f, line)) {
+    TsgRow r;
+    unsigned hc = 0, ht = 0, eng = 0, pre = 0;
+    unsigned long long ts = 0, cons = 0, c[6];
+    if (sscanf(line.c_str(),
+               "contract preempt_unscheduled %llu preempt_unscheduled_ms %llu "
+               "disable_unscheduled %llu wedged %llu enable_unpreempted %llu "
+               "enable_undisabled %llu",
+               &c[0], &c[1], &c[2], &c[3], &c[4], &c[5]) == 6) {
+      v.contract = {c[0], c[1], c[2], c[3], c[4], c[5]};
+      continue;
+    }
+    if (sscanf(line.c_str(), "%d 0x%x 0x%x %u %llu %u %llu %u %u %u %u %u", &r.pid, &hc, &ht, &eng,
+               &ts, &r.runnable, &cons, &pre, &r.scheduled, &r.wedged, &r.preempt_unscheduled,
+               &r.preempt_calls) >= 8) {
+      r.consumed = cons;
+      r.timeslice = ts;
+      v.tsgs[{hc, ht}] = r;
+    }
+  }
+  return v;
+}
+
+// Percent of the model time between @a and @b that tenant @t ran.
+inline double SharePct(const GpuView& a, const GpuView& b, const Tenant& t) {
+  if (!a.Has(t) || !b.Has(t) || b.model_ns <= a.model_ns) return -1;
+  return 100.0 * (b.Of(t).consumed - a.Of(t).consumed) / (b.model_ns - a.model_ns);
+}
+
+// Points of a window of @model_ns during which the controller thread lay stalled (capped at 10).
+inline double LatePts(uint64_t late_ns, uint64_t model_ns) {
+  return model_ns ? std::min(10.0, 100.0 * late_ns / model_ns) : 0;
+}
+
+inline std::string Pct(double v) {
+  char b[16];
+  snprintf(b, sizeof(b), "%.1f", v);
+  return b;
+}
+
+// A slot for one tenant set, destroyed (deferred) at scope exit.
+class Slot {
+ public:
+  Slot(vgpu::kmod::Client& nl, uint32_t gpu, uint32_t share, vgpu::kmod::ComputeMode mode,
+       const std::string& name)
+      : nl_(nl) {
+    vgpu::kmod::SlotSpec spec;
+    spec.gpu = gpu;
+    spec.config.name = name;
+    spec.config.compute_share = share;
+    spec.config.compute_mode = mode;
+    auto s = nl_.CreateSlot(spec);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    if (s.ok()) id_ = s->id;
+  }
+  ~Slot() {
+    if (id_ >= 0) (void)nl_.DestroySlot(id_, VGPU_DEL_F_DEFER);
+  }
+  bool ok() const { return id_ >= 0; }
+  uint32_t id() const { return id_; }
+  vgpu::kmod::SlotInfo Get() {
+    auto s = nl_.GetSlot(id_);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? *s : vgpu::kmod::SlotInfo{};
+  }
+  // The counter as sysfs shows it (one node of the slot stands for all).
+  uint64_t Sysfs(const std::string& name) {
+    std::ifstream f("/sys/class/vgpu/vgpuctl" + std::to_string(id_) + "/stats/" + name);
+    uint64_t v = ~0ull;
+    f >> v;
+    return v;
+  }
+  void Forget() { id_ = -1; }
+
+ private:
+  vgpu::kmod::Client& nl_;
+  int64_t id_ = -1;
+};
+
+class ComputeShares : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto c = vgpu::kmod::Client::Open();
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    nl_ = std::move(c.value());
+  }
+  std::unique_ptr<Tenant> StartTenant(const Slot& s, uint32_t gpu) {
+    std::string why;
+    auto t = Tenant::Start(s.id(), gpu, &why);
+    EXPECT_NE(t, nullptr) << "tenant on slot " << s.id() << ": " << why;
+    return t;
+  }
+  // Polls until tenant @t's TSG is gated off (not runnable) or @ms pass.
+  bool WaitGated(uint32_t gpu, const Tenant& t, int ms) {
+    for (int i = 0; i < ms; ++i) {
+      GpuView v = ReadGpu(gpu);
+      if (v.Has(t) && !v.Of(t).runnable) return true;
+      SleepMs(1);
+    }
+    return false;
+  }
+  std::unique_ptr<vgpu::kmod::Client> nl_;
+};
+
+}  // namespace compute_test
