@@ -46,7 +46,6 @@ constexpr uint32_t kEdgesLogged = 64;
 // the first half: no enable of a channel the gate did not disable, no repeated disable; which of
 // the two, and why RM then never runs the TSG again, is not isolated.
 void ComputeHost::Gate(bool off, bool force) {
-  const std::vector<ClientObjs> objs = Snapshot();
   if (!off) {
     enable_owed_ = false;  // paid below, or owed again
   }
@@ -58,6 +57,8 @@ void ComputeHost::Gate(bool off, bool force) {
     LogEdge("on-deferred", 0, 0);
     return;
   }
+  // After the wait: the channels and their marks as they are now, not as they were before it.
+  const std::vector<ClientObjs> objs = Snapshot();
   std::vector<Key> preempt;  // off: the TSGs whose channels this edge disabled
   size_t touched = 0;
   for (const ClientObjs& c : objs) {
