@@ -262,28 +262,29 @@ void ComputeHost::Reapply() {
     std::lock_guard<std::mutex> lock(objs_mu_);
     for (auto& [key, tsg] : tsgs_) {
       if (tsg.scheduled && !tsg.settled && now - tsg.scheduled_ns >= cfg_.settle_ns) {
-        tsg.settled = true;  // it joins the gate now, whatever the controller's state
+        tsg.settled = true;  // disabled now if the slot is gated off, else at the next off edge
         generation_++;
       }
     }
     gen = generation_;
   }
   const bool changed = gen != applied_generation_;
-  if (enable_owed_ && !gated_) {
-    Gate(false);  // the last on edge waited for a PREEMPT: enable once it has returned
+  const bool due = changed || now - last_reapply_ns_ >= kReapplyNs;
+  if (due) {
+    applied_generation_ = gen;
+    last_reapply_ns_ = now;
   }
-  if (!changed && now - last_reapply_ns_ < kReapplyNs) {
-    return;
-  }
-  applied_generation_ = gen;
-  last_reapply_ns_ = now;
-  if (changed && (gated_ || ever_gated_)) {
-    // Off: new channels, and TSGs that just settled, join the gate. On: a TSG that libcuda took
-    // off the runlist while we had its channels disabled and now schedules again gets them
-    // back; a TSG never disabled is not touched (compute_gate.cc, "The gate's protocol").
+  // One Gate() call covers both reasons, so an owed enable and an object change in the same
+  // tick wait for the PREEMPT worker once, not twice:
+  //  - changed, off: new channels, and TSGs that just settled, join the gate. On: a TSG that
+  //    libcuda took off the runlist while we had its channels disabled and now schedules again
+  //    gets them back; a TSG never disabled is not touched (compute_gate.cc, "The gate's
+  //    protocol");
+  //  - the last on edge waited for a PREEMPT in vain: its enable is retried every tick.
+  if ((changed && (gated_ || ever_gated_)) || (enable_owed_ && !gated_)) {
     Gate(gated_);
   }
-  if (timeslice_us_ != 0) {
+  if (due && timeslice_us_ != 0) {
     SetTimeslice(timeslice_us_);
   }
 }
