@@ -59,6 +59,15 @@ smi_used_mib() {  # pid: the driver's own per-process figure, read without the s
 }
 
 # --- 1. Quota: allocate until refusal through three driver-API paths -------------------------
+# First the bare GPU's own edge, without the shim: the whole GPU filled with cuMemAlloc, then
+# each pool asked for 2 MiB with K MiB really free. The largest K it refused is how far from
+# the end of real memory a stream-ordered pool stops on this driver: the yardstick for the
+# async row (a slot cannot do better than the driver's own smallest pool growth).
+timeout 240 "$B/async_pool" edge > "$out/logs/async-edge-bare.txt" 2>&1
+bare_refused=$(awk '/^EDGE/ && /OUT_OF_MEMORY/ {sub("slot_free_mib=", "", $3); v = $3 + 0; if (v > m) m = v}
+                    END {print m + 0}' "$out/logs/async-edge-bare.txt")
+bare_granted=$(awk '/^EDGE/ && /CUDA_SUCCESS/ {sub("slot_free_mib=", "", $3); v = $3 + 0; if (m == "" || v < m) m = v}
+                    END {print m + 0}' "$out/logs/async-edge-bare.txt")
 for mode in alloc vmm async; do
   cfg=$(newslot)
   log=$out/logs/quota-$mode.txt
@@ -90,7 +99,7 @@ for mode in alloc vmm async; do
       ok=FAIL
       [[ -n $minreq ]] && (( minreq > QUOTA - charged )) && ok=DEVIATION
     fi
-    row "quota 4 GiB, $mode until refusal" $ok "refused with $refusal after $((alloc / MiB)) MiB; driver-reported charge (context included) $charged B = $((charged / MiB)) MiB, peak $peak B (quota $QUOTA); gap to quota $(((QUOTA - charged) / 1024)) KiB; $nref refusals, smallest request ${minreq:-?} B$([[ $ok == DEVIATION ]] && echo ' > gap: within one pool chunk, not one 2 MiB granule'); cuMemGetInfo total $total free $free; nvidia-smi per-process used ${smi:-?} MiB"
+    row "quota 4 GiB, $mode until refusal" $ok "refused with $refusal after $((alloc / MiB)) MiB; driver-reported charge (context included) $charged B = $((charged / MiB)) MiB, peak $peak B (quota $QUOTA); gap to quota $(((QUOTA - charged) / 1024)) KiB; $nref refusals, smallest request ${minreq:-?} B$([[ $ok == DEVIATION ]] && echo " > gap: within one pool chunk, not one 2 MiB granule; the bare GPU (no shim, this run) refused the pool's 2 MiB with up to ${bare_refused} MiB really free and granted it with ${bare_granted} MiB"); cuMemGetInfo total $total free $free; nvidia-smi per-process used ${smi:-?} MiB"
   else
     row "quota 4 GiB, $mode until refusal" FAIL "no HOLD line: $(tail -3 "$log" | tr '\n' ' ')"
   fi
