@@ -10,10 +10,6 @@
 namespace vgpu::manager {
 namespace {
 using namespace internal;  // NOLINT: file-local helpers
-using alloc::FormatDeviceId;
-using alloc::IdSet;
-using alloc::ParseIdSet;
-using slots::SlotRecord;
 }  // namespace
 
 Result<Grant> SlotManager::Allocate(ResourceKind kind, const std::vector<std::string>& ids) {

@@ -8,8 +8,6 @@
 namespace vgpu::manager {
 namespace {
 using namespace internal;  // NOLINT: file-local helpers
-using alloc::ParseIdSet;
-using slots::SlotRecord;
 }  // namespace
 
 std::vector<TrackedSlot*> SlotManager::SlotsOfLocked(const podresources::ContainerAssignment& a) {

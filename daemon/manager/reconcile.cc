@@ -7,10 +7,6 @@
 namespace vgpu::manager {
 namespace {
 using namespace internal;  // NOLINT: file-local helpers
-using alloc::FormatDeviceId;
-using alloc::IdSet;
-using alloc::ParseIdSet;
-using slots::SlotRecord;
 }  // namespace
 
 std::string ReconcileReport::ToString() const {

@@ -12,8 +12,6 @@
 namespace vgpu::manager {
 namespace {
 using namespace internal;  // NOLINT: file-local helpers
-using alloc::FormatDeviceId;
-using slots::SlotRecord;
 }  // namespace
 
 SlotManager::SlotManager(ManagerOptions options, std::vector<alloc::GpuInfo> gpus,

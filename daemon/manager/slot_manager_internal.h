@@ -1,4 +1,6 @@
-// Helpers shared by slot_manager.cc and reconcile.cc; not part of the manager's API.
+// Helpers shared by the SlotManager files (slot_manager.cc, allocate.cc, link.cc, reconcile.cc),
+// with the names they use from alloc and slots: `using namespace internal;` is all a file needs.
+// Not part of the manager's API.
 #pragma once
 
 #include <algorithm>
