@@ -1,7 +1,5 @@
 #include "vgpu/manager/control_api.h"
 
-#include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -119,36 +117,21 @@ Status ControlServer::Start() {
     listen_fd_ = -1;
     return ErrnoError("control socket " + path_, err);
   }
-  wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  thread_ = std::thread([this] { Run(); });
-  return OkStatus();
+  return thread_.Start([this] { Run(); });
 }
 
 void ControlServer::Stop() {
-  if (thread_.joinable()) {
-    uint64_t one = 1;
-    (void)!::write(wake_fd_, &one, sizeof one);
-    thread_.join();
-  }
-  for (int* fd : {&listen_fd_, &wake_fd_}) {
-    if (*fd >= 0) {
-      ::close(*fd);
-      *fd = -1;
-    }
+  thread_.Stop();
+  if (listen_fd_ >= 0) {
+    ::close(listen_fd_);
+    listen_fd_ = -1;
   }
   ::unlink(path_.c_str());
 }
 
 void ControlServer::Run() {
   for (;;) {
-    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      return;
-    }
-    if (fds[1].revents != 0) {
+    if (!thread_.WaitReadable(listen_fd_)) {
       return;
     }
     int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
@@ -163,8 +146,7 @@ void ControlServer::Serve(int fd) {
   std::string buf;
   char chunk[4096];
   for (;;) {
-    pollfd fds[2] = {{fd, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-    if (::poll(fds, 2, 5000) <= 0 || fds[1].revents != 0) {
+    if (!thread_.WaitReadableFor(fd, 5000)) {
       return;  // idle clients are dropped after 5 s so others get served
     }
     ssize_t n = ::read(fd, chunk, sizeof chunk);

@@ -1,12 +1,9 @@
 #include "vgpu/plugin/kubelet_watcher.h"
 
-#include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdint>
 
 namespace vgpu::plugin {
 
@@ -29,39 +26,21 @@ Status KubeletWatcher::Start() {
     inotify_fd_ = -1;
     return ErrnoError("inotify watch " + dir_, err);
   }
-  wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (wake_fd_ < 0) {
-    return ErrnoError("eventfd", errno);
-  }
-  thread_ = std::thread([this] { Run(); });
-  return OkStatus();
+  return thread_.Start([this] { Run(); });
 }
 
 void KubeletWatcher::Stop() {
-  if (thread_.joinable()) {
-    uint64_t one = 1;
-    (void)!::write(wake_fd_, &one, sizeof one);
-    thread_.join();
-  }
-  for (int* fd : {&inotify_fd_, &wake_fd_}) {
-    if (*fd >= 0) {
-      ::close(*fd);
-      *fd = -1;
-    }
+  thread_.Stop();
+  if (inotify_fd_ >= 0) {
+    ::close(inotify_fd_);
+    inotify_fd_ = -1;
   }
 }
 
 void KubeletWatcher::Run() {
   alignas(inotify_event) char buf[4096];
   for (;;) {
-    pollfd fds[2] = {{inotify_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      return;
-    }
-    if (fds[1].revents != 0) {
+    if (!thread_.WaitReadable(inotify_fd_)) {
       return;
     }
     ssize_t n = ::read(inotify_fd_, buf, sizeof buf);

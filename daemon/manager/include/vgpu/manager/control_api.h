@@ -20,12 +20,11 @@
 // In kubelet mode only "list" is served: slots belong to the kubelet's allocations there.
 #pragma once
 
-#include <atomic>
 #include <string>
 #include <string_view>
-#include <thread>
 
 #include "vgpu/manager/slot_manager.h"
+#include "vgpu/stoppable_thread.h"
 
 namespace vgpu::manager {
 
@@ -46,8 +45,7 @@ class ControlServer {
   SlotManager& slots_;
   bool standalone_;
   int listen_fd_ = -1;
-  int wake_fd_ = -1;
-  std::thread thread_;
+  StoppableThread thread_;  // Run(); Stop() wakes it, also out of Serve()
 };
 
 }  // namespace vgpu::manager

@@ -4,12 +4,11 @@
 // The deletion of our own sockets is not watched: we delete them ourselves when restarting.
 #pragma once
 
-#include <atomic>
 #include <functional>
 #include <string>
-#include <thread>
 
 #include "vgpu/status.h"
+#include "vgpu/stoppable_thread.h"
 
 namespace vgpu::plugin {
 
@@ -28,8 +27,7 @@ class KubeletWatcher {
   std::string kubelet_socket_name_;
   std::function<void(std::string)> on_restart_;
   int inotify_fd_ = -1;
-  int wake_fd_ = -1;  // eventfd: Stop() wakes the poll
-  std::thread thread_;
+  StoppableThread thread_;  // Run(); Stop() wakes its poll
 };
 
 }  // namespace vgpu::plugin
