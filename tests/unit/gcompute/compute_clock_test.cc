@@ -146,13 +146,30 @@ class FakeClock : public ClockSource {
   std::atomic<int> reads{0};
 };
 
-// A CUDA context's GR TSG as the hooks report it, ending with libcuda's GPFIFO_SCHEDULE.
-void AddObjects(ComputeHost& h) {
+// A CUDA context's GR TSG as the hooks report it, ending with libcuda's GPFIFO_SCHEDULE; then
+// the host starts with that tenant.
+bool StartWithTenant(ComputeHost& h) {
   h.OnTsg(kClient, kDevice, kGrTsg, 1);
   for (uint32_t i = 0; i < 8; i++) {
     h.OnChannel(kClient, kGrTsg, 0x5c000100 + i);
   }
   h.OnTsgScheduled(kClient, kGrTsg, true);
+  return h.Start();
+}
+
+struct Measured {
+  double share;  // the tenant's GPU-time share over the measured span
+  ComputeCounters counters;
+};
+
+// Lets the running host settle, measures the tenant's GPU-time share, takes the counters at the
+// end of that span and stops the host: the tail of every test here.
+Measured SettleMeasureStop(ComputeHost& h, FakeRm& rm, int settle_ms = 1500,
+                           int measure_ms = 1500) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(settle_ms));
+  Measured m{rm.BusyShareOver(measure_ms), h.Counters()};
+  EXPECT_TRUE(h.Stop());
+  return m;
 }
 
 ComputeConfig Config(uint32_t share, ClockSource* clock) {
@@ -176,12 +193,8 @@ TEST(ComputeClock, ConfiguredReferenceCapsWorkNotTime) {
   cfg.ref_clock_mhz = 1000;
   cfg.clock_scaling_pm = 1000;  // all of the work scales with the clock
   ComputeHost h(cfg, FakeRm::Control, &rm);
-  AddObjects(h);
-  ASSERT_TRUE(h.Start());
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  const double share = rm.BusyShareOver(1500);
-  const ComputeCounters c = h.Counters();
-  EXPECT_TRUE(h.Stop());
+  ASSERT_TRUE(StartWithTenant(h));
+  const auto [share, c] = SettleMeasureStop(h, rm);
   EXPECT_EQ(clock.bound_uuid, kUuid) << "bound to the tenant's GPU by its RM UUID";
   EXPECT_GT(clock.reads.load(), 20);
   EXPECT_EQ(c.busy_clock_mhz, 1250u);
@@ -199,17 +212,13 @@ TEST(ComputeClock, LearnsTheReferenceWhileUngatedThenWeights) {
   ComputeConfig cfg = Config(100, &clock);
   cfg.clock_scaling_pm = 1000;
   ComputeHost h(cfg, FakeRm::Control, &rm);
-  AddObjects(h);
-  ASSERT_TRUE(h.Start());
+  ASSERT_TRUE(StartWithTenant(h));
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   EXPECT_EQ(h.Counters().ref_clock_mhz, 1000u);
   h.Set(50, VCORE_SCHED_MODE_CAP);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   clock.mhz = 1200;  // the duty-cycled GPU boosts
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  const double share = rm.BusyShareOver(1500);
-  const ComputeCounters c = h.Counters();
-  EXPECT_TRUE(h.Stop());
+  const auto [share, c] = SettleMeasureStop(h, rm);
   EXPECT_EQ(c.ref_clock_mhz, 1000u) << "not re-learned from gated spans";
   EXPECT_EQ(c.work_per_time_pm, 1200u);
   EXPECT_NEAR(share, 0.50 / 1.2, 0.06);
@@ -225,12 +234,8 @@ TEST(ComputeClock, PartlyClockBoundWork) {
   cfg.ref_clock_mhz = 1000;
   ASSERT_EQ(cfg.clock_scaling_pm, 700u);
   ComputeHost h(cfg, FakeRm::Control, &rm);
-  AddObjects(h);
-  ASSERT_TRUE(h.Start());
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  const double share = rm.BusyShareOver(1500);
-  const ComputeCounters c = h.Counters();
-  EXPECT_TRUE(h.Stop());
+  ASSERT_TRUE(StartWithTenant(h));
+  const auto [share, c] = SettleMeasureStop(h, rm);
   EXPECT_EQ(c.work_per_time_pm, 1162u);
   EXPECT_NEAR(share, 0.50 / 1.163, 0.05);
 }
@@ -243,12 +248,8 @@ TEST(ComputeClock, SlowerClockNeverRaisesTheTimeShare) {
   ComputeConfig cfg = Config(30, &clock);
   cfg.ref_clock_mhz = 1000;
   ComputeHost h(cfg, FakeRm::Control, &rm);
-  AddObjects(h);
-  ASSERT_TRUE(h.Start());
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  const double share = rm.BusyShareOver(1500);
-  const ComputeCounters c = h.Counters();
-  EXPECT_TRUE(h.Stop());
+  ASSERT_TRUE(StartWithTenant(h));
+  const auto [share, c] = SettleMeasureStop(h, rm);
   EXPECT_EQ(c.work_per_time_pm, 1000u);
   EXPECT_NEAR(share, 0.30, 0.06);
 }
@@ -260,12 +261,8 @@ TEST(ComputeClock, UnboundClockLeavesTheTimeCap) {
   clock.bind_ok = false;
   clock.mhz = 2000;
   ComputeHost h(Config(40, &clock), FakeRm::Control, &rm);
-  AddObjects(h);
-  ASSERT_TRUE(h.Start());
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  const double share = rm.BusyShareOver(1500);
-  const ComputeCounters c = h.Counters();
-  EXPECT_TRUE(h.Stop());
+  ASSERT_TRUE(StartWithTenant(h));
+  const auto [share, c] = SettleMeasureStop(h, rm);
   EXPECT_EQ(clock.reads.load(), 0);
   EXPECT_EQ(c.work_per_time_pm, 1000u);
   EXPECT_NEAR(share, 0.40, 0.06);
@@ -279,17 +276,14 @@ TEST(ComputeClock, WatchdogReleaseThenGatingResumes) {
   FakeRm rm;
   rm.block_disable_ms = 1200;
   ComputeHost h(Config(30, nullptr), FakeRm::Control, &rm);
-  AddObjects(h);
-  ASSERT_TRUE(h.Start());
+  ASSERT_TRUE(StartWithTenant(h));
   std::this_thread::sleep_for(std::chrono::milliseconds(900));
   {
     std::lock_guard<std::mutex> lock(rm.mu);
     EXPECT_TRUE(rm.enabled) << "watchdog re-enabled while the control thread is stuck";
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(800));  // the stall ended at ~1.2 s
-  const double share = rm.BusyShareOver(1000);
-  const ComputeCounters c = h.Counters();
-  EXPECT_TRUE(h.Stop());
+  // The stall ended at ~1.2 s.
+  const auto [share, c] = SettleMeasureStop(h, rm, /*settle_ms=*/800, /*measure_ms=*/1000);
   EXPECT_EQ(c.watchdog_releases, 1u) << "one release per stall";
   EXPECT_LT(share, 0.35) << "gating resumed after the stall";
   std::lock_guard<std::mutex> lock(rm.mu);
