@@ -6,54 +6,25 @@
 // pair PHB) and placed one GPU only: a topology-policy slot went to gpu0, and a two-GPU request
 // got the lowest indexes from the kubelet's fill-up, then was refused by Allocate.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
 #include <set>
+#include <thread>
 
-#include "fake_kubelet.h"
-#include "manager_process.h"
+#include "manager_fixture.h"
 
 namespace vgpu::testing {
 namespace {
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-constexpr const char* kCore = "tencent.com/vcuda-core";
-constexpr const char* kMem = "tencent.com/vcuda-memory";
-constexpr const char* kGpu = "tencent.com/vcuda-gpu";
-
-class PlacementScenario : public ::testing::Test {
+class PlacementScenario : public ManagerFixture {
  protected:
-  PlacementScenario() {
-    char tmpl[] = "/tmp/vgpu-place-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-    kubelet_ = std::make_unique<FakeKubelet>(dir_);
-    manager_ = std::make_unique<ManagerProcess>(VGPU_MANAGER_BIN, dir_);
+  PlacementScenario() : ManagerFixture("/tmp/vgpu-place-XXXXXX") {
     manager_->set_fixture(VGPU_TEST_DATA "/eight-gpu-islands.json");
   }
-  ~PlacementScenario() override {
-    manager_.reset();
-    kubelet_.reset();
-    if (::testing::Test::HasFailure()) {
-      std::ifstream log(dir_ + "/manager.log");
-      std::cerr << "---- manager log ----\n" << log.rdbuf() << "---- end ----\n";
-    }
-    fs::remove_all(dir_);
-  }
 
-  void Start(const std::string& policy) {
-    kubelet_->Start();
-    auto since = std::chrono::steady_clock::now();
-    ASSERT_TRUE(manager_->Start({"--placement=" + policy})) << "manager did not start";
-    for (const char* r : {kCore, kMem, kGpu}) {
-      ASSERT_TRUE(kubelet_->WaitForRegistration(r, since, 10s)) << r;
-      ASSERT_TRUE(kubelet_->WaitForDevices(r, 10s)) << r;
-    }
-  }
+  void Start(const std::string& policy) { StartBoth({"--placement=" + policy}); }
 
   // The GPUs a whole-GPU admission got, from its IDs ("vcuda-gpu<N>").
   static std::set<int> WholeGpus(const Admission& a) {
@@ -81,10 +52,6 @@ class PlacementScenario : public ::testing::Test {
     }
     return false;
   }
-
-  std::string dir_;
-  std::unique_ptr<FakeKubelet> kubelet_;
-  std::unique_ptr<ManagerProcess> manager_;
 };
 
 TEST_F(PlacementScenario, TopologyPolicyOpensTheLeastConnectedGpu) {

@@ -9,8 +9,7 @@
 #include <set>
 #include <thread>
 
-#include "fake_kubelet.h"
-#include "manager_process.h"
+#include "manager_fixture.h"
 #include "vgpu/checkpoint/checkpoint.h"
 
 namespace vgpu::testing {
@@ -20,39 +19,9 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-constexpr const char* kCore = "tencent.com/vcuda-core";
-constexpr const char* kMem = "tencent.com/vcuda-memory";
-constexpr const char* kGpu = "tencent.com/vcuda-gpu";
-
-class ManagerScenario : public ::testing::Test {
+class ManagerScenario : public ManagerFixture {
  protected:
-  ManagerScenario() {
-    char tmpl[] = "/tmp/vgpu-it-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-    kubelet_ = std::make_unique<FakeKubelet>(dir_);
-    manager_ = std::make_unique<ManagerProcess>(VGPU_MANAGER_BIN, dir_);
-  }
-  ~ManagerScenario() override {
-    manager_.reset();
-    kubelet_.reset();
-    if (::testing::Test::HasFailure()) {
-      std::ifstream log(dir_ + "/manager.log");
-      std::cerr << "---- manager log ----\n" << log.rdbuf() << "---- end ----\n";
-    }
-    fs::remove_all(dir_);
-  }
-
-  // Kubelet first, then the manager; waits for all three resources and their device lists.
-  void StartBoth(const std::vector<std::string>& flags = {},
-                 const std::vector<std::string>& env = {}) {
-    kubelet_->Start();
-    auto since = std::chrono::steady_clock::now();
-    ASSERT_TRUE(manager_->Start(flags, env)) << "manager did not start";
-    for (const char* r : {kCore, kMem, kGpu}) {
-      ASSERT_TRUE(kubelet_->WaitForRegistration(r, since, 10s)) << r;
-      ASSERT_TRUE(kubelet_->WaitForDevices(r, 10s)) << r;
-    }
-  }
+  ManagerScenario() : ManagerFixture("/tmp/vgpu-it-XXXXXX") {}
 
   // Waits until the manager's checkpoint (written asynchronously) lists `n` slots.
   bool WaitCheckpointSlots(size_t n) {
@@ -79,10 +48,6 @@ class ManagerScenario : public ::testing::Test {
     }
     return out;
   }
-
-  std::string dir_;
-  std::unique_ptr<FakeKubelet> kubelet_;
-  std::unique_ptr<ManagerProcess> manager_;
 };
 
 std::string Env(const v1beta1::ContainerAllocateResponse& r, const std::string& key) {
