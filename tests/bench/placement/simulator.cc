@@ -1,12 +1,13 @@
 #include "simulator.h"
 
 #include <algorithm>
-#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <optional>
 #include <queue>
+
+#include "brute_force_oracle.h"
 
 namespace vgpu::topology::sim {
 namespace {
@@ -39,32 +40,6 @@ struct Running {
     return departure != other.departure ? departure > other.departure : request > other.request;
   }
 };
-
-// The best worst-pair rank over every set of `count` GPUs that fit (the oracle of the unit test,
-// inlined so the bench stands alone).
-std::optional<int> BestWorstRank(const Topology& topology, std::span<const GpuLoad> loads,
-                                 const PlacementRequest& request) {
-  std::optional<int> best;
-  const int n = topology.size();
-  for (uint32_t mask = 1; mask < (1u << n); ++mask) {
-    if (std::popcount(mask) != request.gpu_count) {
-      continue;
-    }
-    std::vector<int> set;
-    bool fits = true;
-    for (int i = 0; i < n && fits; ++i) {
-      if (mask & (1u << i)) {
-        fits = Fits(topology.gpu(i), loads[i], request);
-        set.push_back(i);
-      }
-    }
-    if (fits) {
-      int worst = LinkQuality(topology, set).worst_rank;
-      best = best ? std::max(*best, worst) : worst;
-    }
-  }
-  return best;
-}
 
 std::string WorstLinkLabel(const Topology& topology, const std::vector<int>& gpus) {
   int worst_rank = LinkQuality(topology, gpus).worst_rank;
@@ -201,7 +176,9 @@ SimReport Simulate(const Topology& topology, const Evaluator& evaluator,
 
     std::optional<int> best_rank;
     if (check_optimum && r.request.gpu_count > 1) {
-      best_rank = BestWorstRank(topology, loads, r.request);
+      if (std::optional<SetLinkQuality> best = BruteForceBest(topology, loads, r.request)) {
+        best_rank = best->worst_rank;
+      }
     }
     auto start = std::chrono::steady_clock::now();
     Result<Placement> placement = evaluator.Place(topology, loads, r.request);

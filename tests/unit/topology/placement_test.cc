@@ -3,10 +3,11 @@
 // random loads: the evaluators' pruned clique search must reach the same link optimum.
 #include "vgpu/topology/placement.h"
 
-#include <bit>
 #include <random>
 
 #include <gtest/gtest.h>
+
+#include "brute_force_oracle.h"
 
 namespace vgpu::topology {
 namespace {
@@ -27,35 +28,6 @@ std::unique_ptr<Evaluator> MustMake(std::string_view name) {
   Result<std::unique_ptr<Evaluator>> evaluator = MakeEvaluator(name);
   EXPECT_TRUE(evaluator.ok()) << evaluator.status().ToString();
   return std::move(evaluator).value();
-}
-
-// The oracle: every subset of the GPUs, kept when it has `count` members that all fit.
-std::optional<SetLinkQuality> BruteForceBest(const Topology& topology,
-                                             std::span<const GpuLoad> loads,
-                                             const PlacementRequest& request) {
-  std::optional<SetLinkQuality> best;
-  const int n = topology.size();
-  for (uint32_t mask = 1; mask < (1u << n); ++mask) {
-    if (std::popcount(mask) != request.gpu_count) {
-      continue;
-    }
-    std::vector<int> set;
-    bool fits = true;
-    for (int i = 0; i < n && fits; ++i) {
-      if (mask & (1u << i)) {
-        fits = Fits(topology.gpu(i), loads[i], request);
-        set.push_back(i);
-      }
-    }
-    if (!fits) {
-      continue;
-    }
-    SetLinkQuality quality = LinkQuality(topology, set);
-    if (!best || quality > *best) {
-      best = quality;
-    }
-  }
-  return best;
 }
 
 // Random loads: free, partly used (cores and memory), exclusive or unhealthy GPUs.
