@@ -81,6 +81,18 @@ class SlotManagerTest : public ::testing::Test {
     return m;
   }
 
+  // A manager's life before a restart: it allocates `mem`, the kubelet lists container p/c with
+  // `mem` and `core`, PreStart links them, and the manager goes away. `*held` is what it held.
+  void LinkOneSlotThenExit(const std::vector<std::string>& mem,
+                           const std::vector<std::string>& core,
+                           std::vector<slots::SlotRecord>* held) {
+    auto m = Make();
+    ASSERT_TRUE(m->Allocate(ResourceKind::kMemory, mem).ok());
+    pods_.Add("p", "c", mem, core);
+    ASSERT_TRUE(m->PreStart(ResourceKind::kMemory, mem).ok());
+    *held = m->Snapshot();
+  }
+
   fs::path dir_;
   slots::FakeSlotBackend backend_;
   std::unique_ptr<checkpoint::CheckpointStore> store_;
@@ -263,13 +275,7 @@ TEST_F(SlotManagerTest, RestartRestoresExactlyAndAdoptsCrashLeftovers) {
   auto mem = Ids(ResourceKind::kMemory, 1, 0, 4);
   auto core = Ids(ResourceKind::kCore, 1, 0, 25);
   std::vector<slots::SlotRecord> before;
-  {
-    auto m = Make();
-    ASSERT_TRUE(m->Allocate(ResourceKind::kMemory, mem).ok());
-    pods_.Add("p", "c", mem, core);
-    ASSERT_TRUE(m->PreStart(ResourceKind::kMemory, mem).ok());
-    before = m->Snapshot();
-  }
+  ASSERT_NO_FATAL_FAILURE(LinkOneSlotThenExit(mem, core, &before));
   {
     auto m = Make();  // same backend, same checkpoint: a manager restart
     EXPECT_EQ(m->Snapshot(), before);
@@ -293,13 +299,7 @@ TEST_F(SlotManagerTest, CorruptCheckpointIsRebuiltFromPodResources) {
   auto mem = Ids(ResourceKind::kMemory, 0, 4, 4);
   auto core = Ids(ResourceKind::kCore, 0, 0, 40);
   std::vector<slots::SlotRecord> before;
-  {
-    auto m = Make();
-    ASSERT_TRUE(m->Allocate(ResourceKind::kMemory, mem).ok());
-    pods_.Add("p", "c", mem, core);
-    ASSERT_TRUE(m->PreStart(ResourceKind::kMemory, mem).ok());
-    before = m->Snapshot();
-  }
+  ASSERT_NO_FATAL_FAILURE(LinkOneSlotThenExit(mem, core, &before));
   std::ofstream(dir_ / "cp") << "{ garbage";
   ManagerOptions o;
   o.cdi_kind = "vgpu.io/slot";
