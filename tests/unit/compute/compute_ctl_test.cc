@@ -10,20 +10,15 @@
 
 #include <gtest/gtest.h>
 
+#include "../kmodclient/genl_test_msg.h"
 #include "cli.h"
 #include "vgpu/kmodclient.h"
 
 namespace vgpu::ctl {
 namespace {
 
-using MsgPtr = std::unique_ptr<nl_msg, void (*)(nl_msg*)>;
-
-MsgPtr NewMsg(uint8_t cmd) {
-  MsgPtr m(nlmsg_alloc(), nlmsg_free);
-  EXPECT_NE(genlmsg_put(m.get(), NL_AUTO_PORT, NL_AUTO_SEQ, 42, 0, 0, cmd, VGPU_GENL_VERSION),
-            nullptr);
-  return m;
-}
+using kmod::MsgPtr;
+using kmod::NewMsg;
 
 Result<kmod::SlotConfig> Config(std::vector<std::string> args) {
   static constexpr FlagSpec kFlags[] = {{"--share", true}, {"--mode", true}};

@@ -8,19 +8,11 @@
 
 #include <gtest/gtest.h>
 
+#include "genl_test_msg.h"
 #include "vgpu/kmodclient.h"
 
 namespace vgpu::kmod {
 namespace {
-
-using MsgPtr = std::unique_ptr<nl_msg, void (*)(nl_msg*)>;
-
-MsgPtr NewMsg(uint8_t cmd) {
-  MsgPtr m(nlmsg_alloc(), nlmsg_free);
-  EXPECT_NE(genlmsg_put(m.get(), NL_AUTO_PORT, NL_AUTO_SEQ, 42, 0, 0, cmd, VGPU_GENL_VERSION),
-            nullptr);
-  return m;
-}
 
 TEST(KmodClient, SlotMessageRoundTrip) {
   MsgPtr m = NewMsg(VGPU_CMD_SLOT_GET);
