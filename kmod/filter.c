@@ -613,7 +613,11 @@ static __always_inline bool vgpu_needs_witness(struct vgpu_file *vf,
 /*
  * pre -> (fd translation) -> real ioctl -> post. The common call (a control
  * with no fd field) allocates nothing, takes no lock and clears no large
- * stack frame (tests/vm/guest/vgpu/vgpu_bench.cc measures it).
+ * stack frame (tests/vm/guest/vgpu/vgpu_bench.cc measures it). A plain
+ * control (vcore_pre_lean: no handler, every test passed) comes back with no
+ * call: it has no fd field, needs no fd-table witness (not an RM_ALLOC, not
+ * on a UVM file), has no allocation status to settle and no post step, so it
+ * goes straight to the real driver.
  */
 static __always_inline long
 vgpu_filter_call(struct vgpu_file *vf, unsigned int cmd, unsigned long arg)
@@ -629,7 +633,8 @@ vgpu_filter_call(struct vgpu_file *vf, unsigned int cmd, unsigned long arg)
 	bool witness;
 	long rc;
 
-	v = vcore_pre(vf->filter->core, cmd, (vcore_uptr_t)arg, &ctx, &call);
+	v = vcore_pre_lean(vf->filter->core, cmd, (vcore_uptr_t)arg, &ctx,
+			   &call);
 	if (v != VCORE_FORWARD && v != VCORE_FORWARD_REWRITTEN) {
 		const char *why = call ? vcore_call_reason(call) : "no memory";
 
@@ -638,6 +643,11 @@ vgpu_filter_call(struct vgpu_file *vf, unsigned int cmd, unsigned long arg)
 		return rc;
 	}
 
+	if (likely(!call)) {
+		rc = real->f_op->unlocked_ioctl(real, cmd, arg);
+		status = NULL;
+		goto settle;
+	}
 	witness = vgpu_needs_witness(vf, cmd, call);
 	if (unlikely(witness || vcore_call_fd_count(call)))
 		rc = vgpu_forward_translated(vf, call, cmd, arg, witness);
@@ -648,6 +658,7 @@ vgpu_filter_call(struct vgpu_file *vf, unsigned int cmd, unsigned long arg)
 			 ? vgpu_overquota_status_addr(call, cmd, arg)
 			 : NULL;
 	rc = vcore_post(call, rc);
+settle:
 	if (unlikely(vgpu_overquota_pending_any()))
 		vgpu_overquota_settle(vf, status);
 	return rc;

@@ -21,8 +21,24 @@ int vcore_reply_u32(struct vcore_call *call, vcore_u32 off, vcore_u32 *out)
 
 /* ---- buffers and fd fields ---- */
 
-/* vcore_copy_arg, inlined into vcore_pre for every escape that is copied. */
-static inline int copy_arg(struct vcore_call *call)
+/*
+ * The top-level argument as vcore_pre_lean read it from user memory, handed
+ * on when the call is not a plain one, so that vcore_pre decides on those
+ * bytes and never reads them a second time.
+ */
+struct early_arg {
+	vcore_uptr_t addr;
+	vcore_u32 size;
+	int err; /* the read's result: 0 or -VCORE_EFAULT */
+	const void *bytes;
+};
+
+/*
+ * vcore_copy_arg, inlined into vcore_pre for every escape that is copied.
+ * @early: the same bytes already read (vcore_pre_lean), or NULL.
+ */
+static inline int copy_arg(struct vcore_call *call,
+			   const struct early_arg *early)
 {
 	void *buf;
 
@@ -37,8 +53,13 @@ static inline int copy_arg(struct vcore_call *call)
 		call->owned[call->argidx] = buf;
 		call->owned_mask |= 1u << call->argidx;
 	}
-	if (vcore_user_read(call, buf, call->arg, call->size))
+	if (early && early->addr == call->arg && early->size == call->size) {
+		if (early->err)
+			return -VCORE_EFAULT;
+		vcore_memcpy(buf, early->bytes, call->size);
+	} else if (vcore_user_read(call, buf, call->arg, call->size)) {
 		return -VCORE_EFAULT;
+	}
 	call->argbuf = buf;
 	call->bufs[call->argidx].copied = 1;
 	call->bufs[call->argidx].priv = buf;
@@ -47,7 +68,7 @@ static inline int copy_arg(struct vcore_call *call)
 
 int vcore_copy_arg(struct vcore_call *call)
 {
-	return copy_arg(call);
+	return copy_arg(call, VCORE_NULL);
 }
 
 int vcore_add_buf(struct vcore_call *call, int parent, vcore_u32 ptr_off,
@@ -435,9 +456,12 @@ void vcore_slot_free_spare_calls(struct vcore_slot *slot)
 				vcore_atomic_xchg(&slot->spare[i], VCORE_NULL));
 }
 
-enum vcore_verdict vcore_pre(struct vcore_file *file, vcore_u32 req,
-			     vcore_uptr_t arg, const struct vcore_call_ctx *ctx,
-			     struct vcore_call **callp)
+/* vcore_pre; @early: the argument vcore_pre_lean already read, or NULL. */
+static enum vcore_verdict pre(struct vcore_file *file, vcore_u32 req,
+			      vcore_uptr_t arg,
+			      const struct vcore_call_ctx *ctx,
+			      struct vcore_call **callp,
+			      const struct early_arg *early)
 {
 	struct vcore_slot *slot = file->slot;
 	const struct vcore_esc_row *row;
@@ -497,7 +521,7 @@ enum vcore_verdict vcore_pre(struct vcore_file *file, vcore_u32 req,
 	if (row->pre != vcore_esc_pass &&
 	    row->pre != vcore_esc_no_driver_handler &&
 	    row->pre != vcore_esc_privileged) {
-		err = copy_arg(call);
+		err = copy_arg(call, early);
 		if (err) {
 			v = vcore_refuse_errno(call, err,
 					       "argument unreadable");
@@ -528,6 +552,75 @@ out:
 		log_refusal(call);
 	}
 	return v;
+}
+
+enum vcore_verdict vcore_pre(struct vcore_file *file, vcore_u32 req,
+			     vcore_uptr_t arg, const struct vcore_call_ctx *ctx,
+			     struct vcore_call **callp)
+{
+	return pre(file, req, arg, ctx, callp, VCORE_NULL);
+}
+
+/*
+ * A plain control: an RM_CONTROL, not wrapped in XFER, on a ctl or GPU file
+ * not closed for tampering, whose NVOS54 is readable, whose paramsSize is
+ * within RM's limit and is the one its table row registers, and whose row
+ * has no pre handler (so no post step, no fd field, no view); or a legacy
+ * GSS or NV2081 binary-API control, which rm_control_pre forwards untouched.
+ * Each test below is one vcore_pre makes, in vcore_pre's order, on the same
+ * data (the table rows, the file's flag, the one copy of the NVOS54): a call
+ * that fails any of them goes to vcore_pre, which makes them again and
+ * decides (refuses, counts, logs) exactly as for any other call. A plain
+ * control is forwarded as vcore_pre forwards it: the same counters, the same
+ * pid note, after the same tests; only the call record, which would carry
+ * nothing to vcore_post, is not made.
+ */
+enum vcore_verdict vcore_pre_lean(struct vcore_file *file, vcore_u32 req,
+				  vcore_uptr_t arg,
+				  const struct vcore_call_ctx *ctx,
+				  struct vcore_call **callp)
+{
+	struct vcore_slot *slot = file->slot;
+	const struct vcore_esc_row *row;
+	const struct vcore_ctrl_row *ctrl;
+	struct early_arg early = {.bytes = VCORE_NULL};
+	/* Read only after the copy into it succeeded. */
+	NVOS54_PARAMETERS p VCORE_NO_AUTO_INIT;
+	vcore_u32 nr = VCORE_IOC_NR(req), size = VCORE_IOC_SIZE(req);
+
+	if (vcore_atomic_load(&file->tampered) ||
+	    file->kind == VCORE_FILE_UVM || nr == NV_ESC_IOCTL_XFER_CMD)
+		goto full;
+	row = vcore_slot_esc(slot, nr);
+	if (!row || !size_ok(row, size) || row->pre != vcore_esc_rm_control ||
+	    size != sizeof(p))
+		goto full;
+	/* copy_arg: the one read of the argument, kept for vcore_pre. */
+	early.addr = arg;
+	early.size = size;
+	early.bytes = &p;
+	early.err = vcore_slot_user_read(slot, ctx ? ctx->uctx : VCORE_NULL, &p,
+					 arg, size);
+	if (early.err || p.paramsSize > RMAPI_PARAM_COPY_MAX_PARAMS_SIZE)
+		goto full;
+	/* rm_control_pre's lookup and tests. */
+	ctrl = vcore_slot_ctrl(slot, p.cmd);
+	if (!ctrl) {
+		if (!(p.cmd & RM_GSS_LEGACY_MASK) &&
+		    (p.cmd >> 16) != NV2081_BINAPI)
+			goto full; /* the unknown-control policy */
+	} else if (ctrl->pre || ((ctrl->flags & VCORE_CTRL_ANY_SIZE)
+					 ? p.paramsSize > ctrl->size
+					 : p.paramsSize != ctrl->size)) {
+		goto full;
+	}
+	vcore_atomic_inc(&slot->ioctls);
+	vcore_note_pid(file, ctx ? ctx->pid : 0);
+	*callp = VCORE_NULL;
+	return VCORE_FORWARD;
+full:
+	return pre(file, req, arg, ctx, callp,
+		   early.bytes ? &early : VCORE_NULL);
 }
 
 static void call_free(struct vcore_call *call)

@@ -369,6 +369,22 @@ enum vcore_verdict vcore_pre(struct vcore_file *file, vcore_u32 req,
 			     vcore_uptr_t arg, const struct vcore_call_ctx *ctx,
 			     struct vcore_call **callp);
 /*
+ * vcore_pre for a host that can forward a call without a record of it. For a
+ * plain control (dispatch.c: an RM_CONTROL whose table row has no handler and
+ * whose NVOS54 passes every test vcore_pre makes) it returns VCORE_FORWARD
+ * and stores NULL in *@callp: the host forwards (req, arg) and makes no
+ * vcore_post call; the call has no fd field, no buffer and no post step, and
+ * what the host returns is the real ioctl's result, as vcore_post would. The
+ * counters and the caller's pid are noted as by vcore_pre. Any other call is
+ * decided by vcore_pre, with the argument this function already read (never
+ * read twice), and stores a call in *@callp as vcore_pre does; the host then
+ * proceeds as above. The kernel host uses it (kmod/filter.c).
+ */
+enum vcore_verdict vcore_pre_lean(struct vcore_file *file, vcore_u32 req,
+				  vcore_uptr_t arg,
+				  const struct vcore_call_ctx *ctx,
+				  struct vcore_call **callp);
+/*
  * Finish one call: @rc is what the real ioctl returned (0 or -errno), or 0
  * when the call was refused. Settles charges, records or frees objects,
  * rewrites views. Returns what the host returns to the application. Frees

@@ -18,6 +18,20 @@
 
 #define VCORE_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+/*
+ * A local that every path writes before it reads: exempt from
+ * -ftrivial-auto-var-init (the kernel's CONFIG_INIT_STACK_ALL_ZERO, on in
+ * Debian's kernels), which would clear it on every call. GCC 12 and clang.
+ */
+#if defined(__has_attribute)
+#if __has_attribute(__uninitialized__)
+#define VCORE_NO_AUTO_INIT __attribute__((__uninitialized__))
+#endif
+#endif
+#ifndef VCORE_NO_AUTO_INIT
+#define VCORE_NO_AUTO_INIT
+#endif
+
 /* ---------------------------------------------------------------- */
 /* ABI tables (tables_580.c): parent + delta per driver branch        */
 /* ---------------------------------------------------------------- */
@@ -484,11 +498,13 @@ static inline void vcore_wr64(void *p, vcore_u32 off, vcore_u64 v)
 }
 /* Read the driver's reply status (u32 at @off of the top-level). */
 int vcore_reply_u32(struct vcore_call *call, vcore_u32 off, vcore_u32 *out);
-/* User memory through the host's copy ops (0 or -VCORE_EFAULT). */
-static inline int vcore_user_read(struct vcore_call *call, void *dst,
-				  vcore_uptr_t src, vcore_size_t n)
+/* User memory through the host's copy ops (0 or -VCORE_EFAULT), for a call
+ * of @slot whose context has @uctx (struct vcore_call_ctx). */
+static inline int vcore_slot_user_read(const struct vcore_slot *slot,
+				       void *uctx, void *dst, vcore_uptr_t src,
+				       vcore_size_t n)
 {
-	const struct vcore_host_ops *ops = call->slot->ops;
+	const struct vcore_host_ops *ops = slot->ops;
 	int err;
 
 	if (!n)
@@ -498,11 +514,17 @@ static inline int vcore_user_read(struct vcore_call *call, void *dst,
 #ifdef VCORE_HOST_COPY_FROM_USER
 	if (__builtin_expect(ops->copy_from_user == VCORE_HOST_COPY_FROM_USER,
 			     1))
-		err = VCORE_HOST_COPY_FROM_USER(call->ctx.uctx, dst, src, n);
+		err = VCORE_HOST_COPY_FROM_USER(uctx, dst, src, n);
 	else
 #endif
-		err = ops->copy_from_user(call->ctx.uctx, dst, src, n);
+		err = ops->copy_from_user(uctx, dst, src, n);
 	return err ? -VCORE_EFAULT : 0;
+}
+
+static inline int vcore_user_read(struct vcore_call *call, void *dst,
+				  vcore_uptr_t src, vcore_size_t n)
+{
+	return vcore_slot_user_read(call->slot, call->ctx.uctx, dst, src, n);
 }
 
 static inline int vcore_user_write(struct vcore_call *call, vcore_uptr_t dst,
