@@ -122,7 +122,7 @@ struct nvsim_caller {
 int nvsim_copy_in(const struct nvsim_caller *c, void *dst, u64 src, size_t n);
 int nvsim_copy_out(const struct nvsim_caller *c, u64 dst, const void *src, size_t n);
 
-/* One RM control as the table in nvsim_rm.c hands it to its handler (nvsim_rm_lock held). */
+/* One RM control as the table in nvsim_ctrl.c hands it to its handler (nvsim_rm_lock held). */
 struct nvsim_ctrl_ctx {
 	const struct nvsim_caller *c;
 	struct nvsim_client *cl;
@@ -135,7 +135,8 @@ struct nvsim_ctrl_ctx {
 #define NV0041_GET_SURFACE_INFO_PARAMS_SIZE 16
 u32 nvsim_ctrl_surface_info(struct nvsim_ctrl_ctx *x, void *buf);
 
-/* nvsim_rm.c: RM calls on normalized params; each sets the struct's status. */
+/* nvsim_rm.c, nvsim_ctrl.c, nvsim_mem.c: RM calls on normalized params; each sets the struct's
+ * status. */
 void nvsim_rm_alloc(const struct nvsim_caller *c, struct nvos64 *p);
 void nvsim_rm_free(const struct nvsim_caller *c, struct nvos00 *p);
 void nvsim_rm_control(const struct nvsim_caller *c, struct nvos54 *p);
@@ -146,6 +147,17 @@ void nvsim_rm_update_mapping_info(const struct nvsim_caller *c, struct nvos56 *p
 void nvsim_rm_alloc_memory(const struct nvsim_caller *c, struct nvos02_with_fd *p);
 void nvsim_rm_free_file_clients(const void *os_info);
 u32 nvsim_rm_check_client(const struct nvsim_caller *c, u32 hclient);
+
+/*
+ * nvsim_rm.c: the client table and object tree that nvsim_ctrl.c and nvsim_mem.c serve RM calls
+ * on. nvsim_rm_lock held for all of them.
+ */
+extern struct list_head nvsim_clients;
+struct nvsim_client *nvsim_client_get(const struct nvsim_caller *c, u32 handle, u32 *status);
+struct nvsim_obj *nvsim_obj_find(struct nvsim_client *cl, u32 handle);
+u32 nvsim_obj_insert(struct nvsim_client *cl, struct nvsim_obj *parent, struct nvsim_obj *obj,
+		     u32 handle);
+void nvsim_obj_destroy(struct nvsim_obj *root);
 
 /* osIsGpuAccessible (§9.3.2), nvsim_rm.c */
 bool nvsim_gpu_accessible(struct nvsim_gpu *gpu);

@@ -29,7 +29,7 @@ struct nv0000_get_handle_info_params {
 };
 static_assert(sizeof(struct nv0000_get_handle_info_params) == 16);
 
-/* Registered in nvsim_rm.c's control table (declared there too: nvsim.h is not this file's). */
+/* Registered in nvsim_ctrl.c's control table (declared there too: nvsim.h is not this file's). */
 u32 nvsim_ctrl_handle_info(struct nvsim_ctrl_ctx *x, void *buf);
 
 u32 nvsim_ctrl_handle_info(struct nvsim_ctrl_ctx *x, void *buf)

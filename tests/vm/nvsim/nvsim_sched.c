@@ -40,7 +40,7 @@
  *     controller that does it enables what it never disabled, the first flaw the shim host had
  *     on the H200 (commit e3a0af7): counted (enable_undisabled).
  *   - preempt_delay_us (writable at run time): every PREEMPT(bWait=1) of a scheduled TSG returns
- *     only after this long, and RM serves other calls meanwhile (nvsim_rm.c drops the RM lock
+ *     only after this long, and RM serves other calls meanwhile (nvsim_ctrl.c drops the RM lock
  *     for the wait), like a PREEMPT that waits for a running kernel on the H200. The TSG's slice
  *     ends when the wait is over.
  * All are counted per GPU and shown in debugfs (the "contract" line), so a test can prove that a
@@ -70,7 +70,7 @@ module_param(preempt_unscheduled_wait_ms, uint, 0444);
 MODULE_PARM_DESC(preempt_unscheduled_wait_ms,
 		 "PREEMPT(bWait=1) of an unscheduled TSG returns after this (ms; the H200 took 4020)");
 
-extern unsigned int nvsim_preempt_delay_us; /* nvsim_rm.c reads it */
+extern unsigned int nvsim_preempt_delay_us; /* nvsim_ctrl.c reads it */
 unsigned int nvsim_preempt_delay_us;
 module_param_named(preempt_delay_us, nvsim_preempt_delay_us, uint, 0644);
 MODULE_PARM_DESC(preempt_delay_us,
@@ -261,7 +261,7 @@ void nvsim_sched_set_scheduled(struct nvsim_gpu *gpu, struct nvsim_tsg *t, bool 
 	spin_unlock(&gpu->sched.lock);
 }
 
-/* @disabled > 0 only from FIFO_DISABLE_CHANNELS(bDisable=1) (nvsim_rm.c). */
+/* @disabled > 0 only from FIFO_DISABLE_CHANNELS(bDisable=1) (nvsim_ctrl.c). */
 void nvsim_sched_channels(struct nvsim_gpu *gpu, struct nvsim_tsg *t, int add, int disabled)
 {
 	struct nvsim_tsg_contract *x = nvsim_tsg_x(t);
@@ -278,7 +278,7 @@ void nvsim_sched_channels(struct nvsim_gpu *gpu, struct nvsim_tsg *t, int add, i
 }
 
 /*
- * One channel of @t through FIFO_DISABLE_CHANNELS (nvsim_rm.c): @dis its bDisable, @was whether
+ * One channel of @t through FIFO_DISABLE_CHANNELS (nvsim_ctrl.c): @dis its bDisable, @was whether
  * it was disabled before the call. Applies the H200's enable rule (top of file).
  */
 void nvsim_sched_disable_channel(struct nvsim_gpu *gpu, struct nvsim_tsg *t, bool dis, bool was,
@@ -321,7 +321,7 @@ void nvsim_sched_preempt(struct nvsim_gpu *gpu, struct nvsim_tsg *t)
 	spin_unlock(&s->lock);
 }
 
-/* The TSG's count of disables, taken when a PREEMPT of it begins (nvsim_rm.c). */
+/* The TSG's count of disables, taken when a PREEMPT of it begins (nvsim_ctrl.c). */
 u32 nvsim_sched_disables(struct nvsim_gpu *gpu, struct nvsim_tsg *t);
 u32 nvsim_sched_disables(struct nvsim_gpu *gpu, struct nvsim_tsg *t)
 {
