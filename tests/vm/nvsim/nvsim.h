@@ -161,6 +161,20 @@ void nvsim_obj_destroy(struct nvsim_obj *root);
 
 /* osIsGpuAccessible (§9.3.2), nvsim_rm.c */
 bool nvsim_gpu_accessible(struct nvsim_gpu *gpu);
+/* The nvsim_file of an open ctl or dev node (nvsim_open). */
+static inline struct nvsim_file *nvsim_file_of(struct file *filp)
+{
+	return filp->private_data;
+}
+
+/* nvsim_mem.c: mmap of an RM node (reference §9.4); the context is freed at the file's release. */
+int nvsim_mmap(struct file *filp, struct vm_area_struct *vma);
+void nvsim_mmap_ctx_free(struct nvsim_mmap_ctx *ctx);
+
+/* nvsim_hook.c: the tamper test hook around nvsim_ioctl's copy-in and copy-out (README.md). */
+bool nvsim_rewrite_alloc(unsigned int nr, void __user *uptr, size_t size);
+void nvsim_rewrite_alloc_after(void __user *uptr, size_t size);
+
 /* nvsim_main.c: fd lookups (reference §9.3). */
 struct nvsim_file *nvsim_fget_rm_file(int fd, bool want_ctl, struct file **filp, u32 *status);
 

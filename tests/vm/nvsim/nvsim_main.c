@@ -6,8 +6,9 @@
  * file, REGISTER_FD, fd lookups that require major 195, the fd-table check for device
  * allocation, one mmap context per file and vm_ops that use vma->vm_file.
  *
- * This file: nodes, file operations, ioctl decoding, fd lookups, mmap, the in-kernel entry
- * point. RM objects: nvsim_rm.c. GPU time: nvsim_sched.c. Locking: nvsim.h.
+ * This file: nodes, file operations, ioctl decoding, fd lookups. RM objects: nvsim_rm.c,
+ * controls: nvsim_ctrl.c, mapped memory and mmap: nvsim_mem.c, the in-kernel entry point:
+ * nvsim_rmops.c, the tamper test hook: nvsim_hook.c. GPU time: nvsim_sched.c. Locking: nvsim.h.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -39,11 +40,6 @@ unsigned int nvsim_num_gpus;
 
 static struct cdev nvsim_cdev;
 static struct class *nvsim_class;
-
-static struct nvsim_file *nvsim_file_of(struct file *filp)
-{
-	return filp->private_data;
-}
 
 int nvsim_copy_in(const struct nvsim_caller *c, void *dst, u64 src, size_t n)
 {
@@ -119,19 +115,6 @@ static int nvsim_open(struct inode *inode, struct file *filp)
 	nvf->gpu = minor == NV_CTL_MINOR ? NULL : &nvsim_gpus[minor];
 	filp->private_data = nvf;
 	return 0;
-}
-
-static void nvsim_mmap_ctx_free(struct nvsim_mmap_ctx *ctx)
-{
-	struct page *page;
-	unsigned long idx;
-
-	if (!ctx)
-		return;
-	xa_for_each(&ctx->pages, idx, page)
-		put_page(page);
-	xa_destroy(&ctx->pages);
-	kfree(ctx);
 }
 
 /*
@@ -339,96 +322,6 @@ static int nvsim_dispatch(struct nvsim_file *nvf, unsigned int nr, void *buf, si
 }
 
 /*
- * Test hook: the store of a tenant's sibling thread landing in the window between a proxy's
- * private copy of an RM_ALLOC and the driver's own copy-in (issue 4: hClass, hObjectNew or hRoot
- * rewritten during the call), made deterministic. While rewrite_alloc_tgid names the calling
- * process, its next NV_ESC_RM_ALLOC gets the u32 at rewrite_alloc_offset of its NVOS21/NVOS64
- * replaced by rewrite_alloc_value in the caller's memory, just before nvsim copies the struct
- * in; the hook then disarms itself and counts the rewrite in rewrite_alloc_done. Set the
- * offset and value before the tgid. Root only; 0 (the default) is off.
- */
-static int rewrite_alloc_tgid;
-module_param(rewrite_alloc_tgid, int, 0600);
-MODULE_PARM_DESC(rewrite_alloc_tgid, "test hook: rewrite the next RM_ALLOC of this process");
-static unsigned int rewrite_alloc_offset;
-module_param(rewrite_alloc_offset, uint, 0600);
-MODULE_PARM_DESC(rewrite_alloc_offset, "test hook: byte offset of the u32 to rewrite");
-static unsigned int rewrite_alloc_value;
-module_param(rewrite_alloc_value, uint, 0600);
-MODULE_PARM_DESC(rewrite_alloc_value, "test hook: the value written");
-static unsigned int rewrite_alloc_done;
-module_param(rewrite_alloc_done, uint, 0444);
-MODULE_PARM_DESC(rewrite_alloc_done, "test hook: rewrites made so far");
-/*
- * A second store in the same call, after nvsim copied the reply back (a sibling's rewrite of the
- * status or of a handle between the driver's copy-out and the proxy's read of the reply). Off
- * while rewrite_alloc_after_offset is past the struct (the default).
- */
-static unsigned int rewrite_alloc_after_offset = UINT_MAX;
-module_param(rewrite_alloc_after_offset, uint, 0600);
-MODULE_PARM_DESC(rewrite_alloc_after_offset,
-		 "test hook: byte offset rewritten after the copy-out of the same call (off: past the struct)");
-static unsigned int rewrite_alloc_after_value;
-module_param(rewrite_alloc_after_value, uint, 0600);
-MODULE_PARM_DESC(rewrite_alloc_after_value, "test hook: the value written after the copy-out");
-
-/*
- * The same for NV_ESC_RM_FREE (NVOS00), armed on its own: a sibling's store into the NVOS00 of a
- * free that a proxy issues on the tenant's behalf from user memory (issue 4: vgpu.ko's cleanup
- * free of an allocation past the quota used a scratch page of the caller's mm).
- */
-static int rewrite_free_tgid;
-module_param(rewrite_free_tgid, int, 0600);
-MODULE_PARM_DESC(rewrite_free_tgid, "test hook: rewrite the next RM_FREE of this process");
-static unsigned int rewrite_free_offset;
-module_param(rewrite_free_offset, uint, 0600);
-MODULE_PARM_DESC(rewrite_free_offset, "test hook: byte offset of the u32 to rewrite");
-static unsigned int rewrite_free_value;
-module_param(rewrite_free_value, uint, 0600);
-MODULE_PARM_DESC(rewrite_free_value, "test hook: the value written");
-static unsigned int rewrite_free_done;
-module_param(rewrite_free_done, uint, 0444);
-MODULE_PARM_DESC(rewrite_free_done, "test hook: RM_FREE rewrites made so far");
-
-static bool nvsim_rewrite(int *armed, unsigned int off, unsigned int value, unsigned int *done,
-			  void __user *uptr, size_t size)
-{
-	int tgid = READ_ONCE(*armed);
-
-	if (!tgid || tgid != task_tgid_nr(current) || off % sizeof(u32) ||
-	    off + sizeof(u32) > size)
-		return false;
-	if (cmpxchg(armed, tgid, 0) != tgid)
-		return false; /* one rewrite per arming */
-	if (put_user(value, (u32 __user *)((u8 __user *)uptr + off)))
-		return false;
-	WRITE_ONCE(*done, *done + 1);
-	return true;
-}
-
-/* true: the RM_ALLOC hook fired for this call (its after-store is due after the copy-out). */
-static bool nvsim_rewrite_alloc(unsigned int nr, void __user *uptr, size_t size)
-{
-	if (nr == NV_ESC_RM_ALLOC)
-		return nvsim_rewrite(&rewrite_alloc_tgid, READ_ONCE(rewrite_alloc_offset),
-				     READ_ONCE(rewrite_alloc_value), &rewrite_alloc_done, uptr, size);
-	if (nr == NV_ESC_RM_FREE)
-		nvsim_rewrite(&rewrite_free_tgid, READ_ONCE(rewrite_free_offset),
-			      READ_ONCE(rewrite_free_value), &rewrite_free_done, uptr, size);
-	return false;
-}
-
-static void nvsim_rewrite_alloc_after(void __user *uptr, size_t size)
-{
-	unsigned int off = READ_ONCE(rewrite_alloc_after_offset);
-
-	if (off % sizeof(u32) || off >= size || size - off < sizeof(u32))
-		return;
-	if (put_user(READ_ONCE(rewrite_alloc_after_value), (u32 __user *)((u8 __user *)uptr + off)))
-		return;
-}
-
-/*
  * nvidia_ioctl (nv.c:2375-2783): only _IOC_NR and _IOC_SIZE count; XFER (nr 0xD3, outer size
  * 16) swaps in an inner nr/size/pointer, capped at 16384; the whole buffer is copied back
  * unless the call faulted; RM results travel in the status field with ioctl() returning 0.
@@ -478,115 +371,6 @@ out:
 	kfree(buf);
 	return ret;
 }
-
-/* ---- mmap (reference §9.4) -------------------------------------------------------------------- */
-
-/* Every callback finds its state through vma->vm_file, as nv_vm_ops does. */
-static vm_fault_t nvsim_vm_fault(struct vm_fault *vmf)
-{
-	struct nvsim_file *nvf = nvsim_file_of(vmf->vma->vm_file);
-	struct nvsim_mmap_ctx *ctx = smp_load_acquire(&nvf->mmap_ctx);
-	struct page *page;
-	vm_fault_t ret = 0;
-
-	if (!ctx || vmf->pgoff >= (ctx->size >> PAGE_SHIFT))
-		return VM_FAULT_SIGBUS;
-	mutex_lock(&ctx->lock);
-	page = xa_load(&ctx->pages, vmf->pgoff);
-	if (!page) {
-		page = alloc_page(GFP_KERNEL | __GFP_ZERO);
-		if (!page) {
-			ret = VM_FAULT_OOM;
-			goto out;
-		}
-		if (xa_err(xa_store(&ctx->pages, vmf->pgoff, page, GFP_KERNEL))) {
-			__free_page(page);
-			ret = VM_FAULT_OOM;
-			goto out;
-		}
-	}
-	get_page(page);
-	vmf->page = page;
-out:
-	mutex_unlock(&ctx->lock);
-	return ret;
-}
-
-static const struct vm_operations_struct nvsim_vm_ops;
-
-static int nvsim_mmap(struct file *filp, struct vm_area_struct *vma)
-{
-	struct nvsim_file *nvf = nvsim_file_of(filp);
-	struct nvsim_mmap_ctx *ctx;
-
-	/* Lockless: the context is set once (cmpxchg_release) and lives until release. */
-	ctx = smp_load_acquire(&nvf->mmap_ctx);
-	/* nvidia_mmap_helper: a context is required, vm_pgoff 0, and the size must match. */
-	if (!ctx || vma->vm_pgoff != 0 || vma->vm_end - vma->vm_start != ctx->size)
-		return -EINVAL;
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
-	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
-#else
-	vma->vm_flags |= VM_DONTEXPAND | VM_DONTDUMP;
-#endif
-	vma->vm_ops = &nvsim_vm_ops;
-	return 0;
-}
-
-/* ---- in-kernel RM entry point (nvsim_rmops.h) -------------------------------------------------- */
-
-struct nvidia_stack_s {
-	int unused;
-};
-
-static int nvsim_alloc_stack(nvidia_stack_t **sp)
-{
-	*sp = kzalloc(sizeof(**sp), GFP_KERNEL);
-	return *sp ? 0 : -ENOMEM;
-}
-
-static void nvsim_free_stack(nvidia_stack_t *sp)
-{
-	kfree(sp);
-}
-
-static void nvsim_kernel_op(nvidia_stack_t *sp, nvidia_kernel_rmapi_ops_t *ops)
-{
-	const struct nvsim_caller kc = { .os_info = NULL, .kernel = true };
-
-	switch (ops->op) {
-	case NV_ESC_RM_FREE:
-		nvsim_rm_free(&kc, &ops->params.free);
-		break;
-	case NV_ESC_RM_ALLOC:
-		nvsim_rm_alloc(&kc, &ops->params.alloc);
-		break;
-	case NV_ESC_RM_CONTROL:
-		nvsim_rm_control(&kc, &ops->params.control);
-		break;
-	default:
-		ops->params.free.status = NV_ERR_NOT_SUPPORTED;
-		break;
-	}
-}
-
-int nvidia_get_rm_ops(nvidia_modeset_rm_ops_t *rm_ops)
-{
-	const nvidia_modeset_rm_ops_t ops = {
-		.version_string = NV_VERSION_STRING,
-		.alloc_stack = nvsim_alloc_stack,
-		.free_stack = nvsim_free_stack,
-		.op = nvsim_kernel_op,
-	};
-
-	if (!rm_ops->version_string || strcmp(rm_ops->version_string, NV_VERSION_STRING)) {
-		rm_ops->version_string = NV_VERSION_STRING;
-		return NV_ERR_GENERIC;
-	}
-	*rm_ops = ops;
-	return NV_OK;
-}
-EXPORT_SYMBOL_GPL(nvidia_get_rm_ops);
 
 /* ---- module init/exit ------------------------------------------------------------------------ */
 
@@ -692,10 +476,6 @@ static void __exit nvsim_exit(void)
 	unregister_chrdev_region(MKDEV(NV_MAJOR_DEVICE_NUMBER, 0), NV_CTL_MINOR + 1);
 	pr_info("unloaded\n");
 }
-
-static const struct vm_operations_struct nvsim_vm_ops = {
-	.fault = nvsim_vm_fault,
-};
 
 const struct file_operations nvsim_fops = {
 	.owner = THIS_MODULE,

@@ -8,6 +8,7 @@
 #include <linux/file.h>
 #include <linux/mm.h>
 #include <linux/slab.h>
+#include <linux/version.h>
 
 #include "nvsim.h"
 
@@ -195,4 +196,74 @@ void nvsim_rm_alloc_memory(const struct nvsim_caller *c, struct nvos02_with_fd *
 out:
 	p->status = status;
 	mutex_unlock(&nvsim_rm_lock);
+}
+
+/* ---- mmap (reference §9.4) -------------------------------------------------------------------- */
+
+/* Every callback finds its state through vma->vm_file, as nv_vm_ops does. */
+static vm_fault_t nvsim_vm_fault(struct vm_fault *vmf)
+{
+	struct nvsim_file *nvf = nvsim_file_of(vmf->vma->vm_file);
+	struct nvsim_mmap_ctx *ctx = smp_load_acquire(&nvf->mmap_ctx);
+	struct page *page;
+	vm_fault_t ret = 0;
+
+	if (!ctx || vmf->pgoff >= (ctx->size >> PAGE_SHIFT))
+		return VM_FAULT_SIGBUS;
+	mutex_lock(&ctx->lock);
+	page = xa_load(&ctx->pages, vmf->pgoff);
+	if (!page) {
+		page = alloc_page(GFP_KERNEL | __GFP_ZERO);
+		if (!page) {
+			ret = VM_FAULT_OOM;
+			goto out;
+		}
+		if (xa_err(xa_store(&ctx->pages, vmf->pgoff, page, GFP_KERNEL))) {
+			__free_page(page);
+			ret = VM_FAULT_OOM;
+			goto out;
+		}
+	}
+	get_page(page);
+	vmf->page = page;
+out:
+	mutex_unlock(&ctx->lock);
+	return ret;
+}
+
+static const struct vm_operations_struct nvsim_vm_ops = {
+	.fault = nvsim_vm_fault,
+};
+
+int nvsim_mmap(struct file *filp, struct vm_area_struct *vma)
+{
+	struct nvsim_file *nvf = nvsim_file_of(filp);
+	struct nvsim_mmap_ctx *ctx;
+
+	/* Lockless: the context is set once (cmpxchg_release) and lives until release. */
+	ctx = smp_load_acquire(&nvf->mmap_ctx);
+	/* nvidia_mmap_helper: a context is required, vm_pgoff 0, and the size must match. */
+	if (!ctx || vma->vm_pgoff != 0 || vma->vm_end - vma->vm_start != ctx->size)
+		return -EINVAL;
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
+#else
+	vma->vm_flags |= VM_DONTEXPAND | VM_DONTDUMP;
+#endif
+	vma->vm_ops = &nvsim_vm_ops;
+	return 0;
+}
+
+/* A file's mmap context, at the file's release (nvsim_main.c). */
+void nvsim_mmap_ctx_free(struct nvsim_mmap_ctx *ctx)
+{
+	struct page *page;
+	unsigned long idx;
+
+	if (!ctx)
+		return;
+	xa_for_each(&ctx->pages, idx, page)
+		put_page(page);
+	xa_destroy(&ctx->pages);
+	kfree(ctx);
 }
