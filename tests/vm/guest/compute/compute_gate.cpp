@@ -24,58 +24,31 @@ namespace {
 
 // The model itself, straight on nvsim: disable(onlySched) + enable with no PREEMPT wedges; with a
 // PREEMPT between them it does not; an enable of an enabled channel is counted.
-TEST(NvsimContract, EnableWithoutPreemptWedgesAndIsCounted) {
-  const uint32_t gpu = 2;
-  const int ctl = open("/dev/nvidiactl", O_RDWR | O_CLOEXEC);
-  const int dev = open(("/dev/nvidia" + std::to_string(gpu)).c_str(), O_RDWR | O_CLOEXEC);
-  ASSERT_GE(ctl, 0);
-  ASSERT_GE(dev, 0);
-  uint32_t client = 0, device = 0, sub = 0, sub_id = 0;
-  ASSERT_EQ(AllocClient(ctl, &client), NV_OK);
-  nv0080_alloc_params dp{};
-  dp.deviceId = gpu;
-  ASSERT_EQ(Alloc(ctl, client, client, &device, NV01_DEVICE_0, &dp), NV_OK);
-  ASSERT_EQ(Alloc(ctl, client, device, &sub, NV20_SUBDEVICE_0, &sub_id), NV_OK);
+TEST_F(NvsimContract, EnableWithoutPreemptWedgesAndIsCounted) {
   uint32_t tsg[2] = {}, ch[2] = {};
   for (int i = 0; i < 2; ++i) {
-    nv_channel_group_alloc_params tp{};
-    tp.engineType = 1;
-    uint8_t chp[368] = {};
-    ASSERT_EQ(Alloc(ctl, client, device, &tsg[i], KEPLER_CHANNEL_GROUP_A, &tp), NV_OK);
-    ASSERT_EQ(Alloc(ctl, client, tsg[i], &ch[i], 0xc86f, chp), NV_OK);
+    ASSERT_NO_FATAL_FAILURE(TsgWithChannel(&tsg[i], &ch[i]));
     nva06c_gpfifo_schedule_params on{1, 0, 0};
-    ASSERT_EQ(Control(ctl, client, tsg[i], NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, &on, 3), NV_OK);
+    ASSERT_EQ(Ctl(tsg[i], NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, &on, 3), NV_OK);
   }
-  auto disable = [&](uint32_t c, bool dis) {
-    nv2080_fifo_disable_channels_params dc{};
-    dc.bDisable = dis;
-    dc.bOnlyDisableScheduling = 1;
-    dc.numChannels = 1;
-    dc.hClientList[0] = client;
-    dc.hChannelList[0] = c;
-    return Control(ctl, client, sub, NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, &dc, sizeof(dc));
-  };
-  const Contract c0 = ReadGpu(gpu).contract;
+  const Contract c0 = ReadGpu(kGpu).contract;
   ASSERT_NE(c0.enable_unpreempted, ~0ull) << "nvsim shows the enable counters";
   // TSG 0: disable, PREEMPT(bWait=1), enable: throttled, never wedged.
   nva06c_preempt_params pp{1, 0, {}, 1000};
-  EXPECT_EQ(disable(ch[0], true), NV_OK);
-  EXPECT_EQ(Control(ctl, client, tsg[0], NVA06C_CTRL_CMD_PREEMPT, &pp, sizeof(pp)), NV_OK);
-  EXPECT_EQ(disable(ch[0], false), NV_OK);
-  EXPECT_EQ(disable(ch[0], false), NV_OK);  // an enable of an enabled channel: counted
+  EXPECT_EQ(DisableChannel(ch[0], true), NV_OK);
+  EXPECT_EQ(Ctl(tsg[0], NVA06C_CTRL_CMD_PREEMPT, &pp, sizeof(pp)), NV_OK);
+  EXPECT_EQ(DisableChannel(ch[0], false), NV_OK);
+  EXPECT_EQ(DisableChannel(ch[0], false), NV_OK);  // an enable of an enabled channel: counted
   // TSG 1: disable, enable with no PREEMPT: wedged for good.
-  EXPECT_EQ(disable(ch[1], true), NV_OK);
-  EXPECT_EQ(disable(ch[1], false), NV_OK);
-  const GpuView v = ReadGpu(gpu);
+  EXPECT_EQ(DisableChannel(ch[1], true), NV_OK);
+  EXPECT_EQ(DisableChannel(ch[1], false), NV_OK);
+  const GpuView v = ReadGpu(kGpu);
   EXPECT_EQ(v.contract.enable_unpreempted - c0.enable_unpreempted, 1u);
   EXPECT_EQ(v.contract.enable_undisabled - c0.enable_undisabled, 1u);
   EXPECT_EQ(v.contract.wedged - c0.wedged, 1u);
-  EXPECT_EQ(v.tsgs.at({client, tsg[0]}).runnable, 1u);
-  EXPECT_EQ(v.tsgs.at({client, tsg[1]}).wedged, 1u);
-  EXPECT_EQ(v.tsgs.at({client, tsg[1]}).runnable, 0u);
-  EXPECT_EQ(Free(ctl, client, client, client), NV_OK);
-  close(dev);
-  close(ctl);
+  EXPECT_EQ(v.tsgs.at({client_, tsg[0]}).runnable, 1u);
+  EXPECT_EQ(v.tsgs.at({client_, tsg[1]}).wedged, 1u);
+  EXPECT_EQ(v.tsgs.at({client_, tsg[1]}).runnable, 0u);
 }
 
 // nvsim's preempt_delay_us for the scope of a test (module parameter, writable at run time).

@@ -1,8 +1,11 @@
 // What the compute suite's tests share (compute_test.cc, compute_gate.cpp): nvsim's debugfs view
 // of a GPU (the model's clock, every TSG, the contract counters), shares and stall allowances
-// computed from two such views, a slot that is destroyed at scope exit, and the fixture.
+// computed from two such views, a slot that is destroyed at scope exit, and the fixtures.
 // compute_test.cc's top says why the assertions are what they are.
 #pragma once
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -186,6 +189,58 @@ class ComputeShares : public ::testing::Test {
     return false;
   }
   std::unique_ptr<vgpu::kmod::Client> nl_;
+};
+
+// Straight on nvsim (no vgpu.ko in between), for the tests that check nvsim's model of the
+// driver's contract: the ctl and dev files of GPU kGpu, a client, its device and subdevice. The
+// client (and everything under it) is freed and the files closed at the end of the test.
+class NvsimContract : public ::testing::Test {
+ protected:
+  static constexpr uint32_t kGpu = 2;
+
+  void SetUp() override {
+    ctl_ = open("/dev/nvidiactl", O_RDWR | O_CLOEXEC);
+    dev_ = open(("/dev/nvidia" + std::to_string(kGpu)).c_str(), O_RDWR | O_CLOEXEC);
+    ASSERT_GE(ctl_, 0);
+    ASSERT_GE(dev_, 0);
+    ASSERT_EQ(AllocClient(ctl_, &client_), NV_OK);
+    nv0080_alloc_params dp{};
+    dp.deviceId = kGpu;
+    ASSERT_EQ(Alloc(ctl_, client_, client_, &device_, NV01_DEVICE_0, &dp), NV_OK);
+    uint32_t sub_id = 0;
+    ASSERT_EQ(Alloc(ctl_, client_, device_, &sub_, NV20_SUBDEVICE_0, &sub_id), NV_OK);
+  }
+  void TearDown() override {
+    if (client_) {
+      EXPECT_EQ(Free(ctl_, client_, client_, client_), NV_OK);
+    }
+    if (dev_ >= 0) close(dev_);
+    if (ctl_ >= 0) close(ctl_);
+  }
+  // A GR TSG under the device with one channel (class 0xc86f) under it.
+  void TsgWithChannel(uint32_t* tsg, uint32_t* ch) {
+    nv_channel_group_alloc_params tp{};
+    tp.engineType = 1;
+    uint8_t chp[368] = {};
+    ASSERT_EQ(Alloc(ctl_, client_, device_, tsg, KEPLER_CHANNEL_GROUP_A, &tp), NV_OK);
+    ASSERT_EQ(Alloc(ctl_, client_, *tsg, ch, 0xc86f, chp), NV_OK);
+  }
+  int64_t Ctl(uint32_t obj, uint32_t cmd, void* params, uint32_t size) {
+    return Control(ctl_, client_, obj, cmd, params, size);
+  }
+  // FIFO_DISABLE_CHANNELS(bOnlyDisableScheduling=1) of one channel, through the subdevice.
+  int64_t DisableChannel(uint32_t ch, bool disable) {
+    nv2080_fifo_disable_channels_params dc{};
+    dc.bDisable = disable;
+    dc.bOnlyDisableScheduling = 1;
+    dc.numChannels = 1;
+    dc.hClientList[0] = client_;
+    dc.hChannelList[0] = ch;
+    return Ctl(sub_, NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, &dc, sizeof(dc));
+  }
+
+  int ctl_ = -1, dev_ = -1;
+  uint32_t client_ = 0, device_ = 0, sub_ = 0;
 };
 
 }  // namespace compute_test

@@ -216,79 +216,45 @@ TEST_F(ComputeShares, NoTenantLeftDisabled) {
 // itself, straight on nvsim (no vgpu.ko in between). PREEMPT(bWait=1) of a TSG before its first
 // GPFIFO_SCHEDULE waits and is counted; FIFO_DISABLE_CHANNELS before the first schedule leaves
 // the TSG non-runnable even after the schedule and a re-enable (what the H200 showed).
-TEST(NvsimContract, TouchingAnUnscheduledTsgIsPunishedAndCounted) {
-  const uint32_t gpu = 2;
-  const int ctl = open("/dev/nvidiactl", O_RDWR | O_CLOEXEC);
-  const int dev = open(("/dev/nvidia" + std::to_string(gpu)).c_str(), O_RDWR | O_CLOEXEC);
-  ASSERT_GE(ctl, 0);
-  ASSERT_GE(dev, 0);
-  uint32_t client = 0, device = 0, sub = 0, sub_id = 0;
-  ASSERT_EQ(AllocClient(ctl, &client), NV_OK);
-  nv0080_alloc_params dp{};
-  dp.deviceId = gpu;
-  ASSERT_EQ(Alloc(ctl, client, client, &device, NV01_DEVICE_0, &dp), NV_OK);
-  ASSERT_EQ(Alloc(ctl, client, device, &sub, NV20_SUBDEVICE_0, &sub_id), NV_OK);
-  auto tsg_with_channel = [&](uint32_t* tsg, uint32_t* ch) {
-    nv_channel_group_alloc_params tp{};
-    tp.engineType = 1;
-    uint8_t chp[368] = {};
-    ASSERT_EQ(Alloc(ctl, client, device, tsg, KEPLER_CHANNEL_GROUP_A, &tp), NV_OK);
-    ASSERT_EQ(Alloc(ctl, client, *tsg, ch, 0xc86f, chp), NV_OK);
-  };
-  auto control = [&](uint32_t obj, uint32_t cmd, void* p, uint32_t size) {
-    return Control(ctl, client, obj, cmd, p, size);
-  };
+TEST_F(NvsimContract, TouchingAnUnscheduledTsgIsPunishedAndCounted) {
   uint32_t a = 0, ach = 0, b = 0, bch = 0;
-  tsg_with_channel(&a, &ach);
-  tsg_with_channel(&b, &bch);
-  const Contract c0 = ReadGpu(gpu).contract;
+  ASSERT_NO_FATAL_FAILURE(TsgWithChannel(&a, &ach));
+  ASSERT_NO_FATAL_FAILURE(TsgWithChannel(&b, &bch));
+  const Contract c0 = ReadGpu(kGpu).contract;
 
   // PREEMPT(bWait=1) of unscheduled A: answered NV_OK, but only after the modelled wait.
   nva06c_preempt_params pp{1, 0, {}, 1000};
   const auto t0 = std::chrono::steady_clock::now();
-  EXPECT_EQ(control(a, NVA06C_CTRL_CMD_PREEMPT, &pp, sizeof(pp)), NV_OK);
+  EXPECT_EQ(Ctl(a, NVA06C_CTRL_CMD_PREEMPT, &pp, sizeof(pp)), NV_OK);
   const auto waited = std::chrono::steady_clock::now() - t0;
   EXPECT_GE(waited, std::chrono::milliseconds(90)) << "nvsim's default wait is 100 ms";
   nva06c_preempt_params nowait{0, 0, {}, 0};
-  EXPECT_EQ(control(a, NVA06C_CTRL_CMD_PREEMPT, &nowait, sizeof(nowait)), NV_OK);  // not counted
+  EXPECT_EQ(Ctl(a, NVA06C_CTRL_CMD_PREEMPT, &nowait, sizeof(nowait)), NV_OK);  // not counted
 
   // DISABLE_CHANNELS on B's channel before B's first schedule, then what libcuda does next.
-  nv2080_fifo_disable_channels_params dc{};
-  dc.bDisable = 1;
-  dc.bOnlyDisableScheduling = 1;
-  dc.numChannels = 1;
-  dc.hClientList[0] = client;
-  dc.hChannelList[0] = bch;
-  EXPECT_EQ(control(sub, NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, &dc, sizeof(dc)), NV_OK);
-  dc.bDisable = 0;
-  EXPECT_EQ(control(sub, NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, &dc, sizeof(dc)), NV_OK);
+  EXPECT_EQ(DisableChannel(bch, true), NV_OK);
+  EXPECT_EQ(DisableChannel(bch, false), NV_OK);
   nva06c_gpfifo_schedule_params on{1, 0, 0};
-  EXPECT_EQ(control(a, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, &on, 3), NV_OK);
-  EXPECT_EQ(control(b, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, &on, 3), NV_OK);
+  EXPECT_EQ(Ctl(a, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, &on, 3), NV_OK);
+  EXPECT_EQ(Ctl(b, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, &on, 3), NV_OK);
   // Once scheduled, A is an ordinary TSG: disable, re-enable, PREEMPT: no wait, nothing counted.
-  dc.hChannelList[0] = ach;
-  dc.bDisable = 1;
-  EXPECT_EQ(control(sub, NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, &dc, sizeof(dc)), NV_OK);
-  EXPECT_EQ(control(a, NVA06C_CTRL_CMD_PREEMPT, &pp, sizeof(pp)), NV_OK);
-  dc.bDisable = 0;
-  EXPECT_EQ(control(sub, NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, &dc, sizeof(dc)), NV_OK);
+  EXPECT_EQ(DisableChannel(ach, true), NV_OK);
+  EXPECT_EQ(Ctl(a, NVA06C_CTRL_CMD_PREEMPT, &pp, sizeof(pp)), NV_OK);
+  EXPECT_EQ(DisableChannel(ach, false), NV_OK);
 
-  const GpuView v = ReadGpu(gpu);
+  const GpuView v = ReadGpu(kGpu);
   const Contract& c1 = v.contract;
   EXPECT_EQ(c1.preempt_unscheduled - c0.preempt_unscheduled, 1u);
   EXPECT_EQ(c1.preempt_unscheduled_ms - c0.preempt_unscheduled_ms, 100u);
   EXPECT_EQ(c1.disable_unscheduled - c0.disable_unscheduled, 1u);
   EXPECT_EQ(c1.wedged - c0.wedged, 1u);
-  ASSERT_TRUE(v.tsgs.count({client, a}) && v.tsgs.count({client, b}));
-  EXPECT_EQ(v.tsgs.at({client, a}).runnable, 1u) << "scheduled before it was touched: runs";
-  EXPECT_EQ(v.tsgs.at({client, a}).preempt_unscheduled, 1u);
-  EXPECT_EQ(v.tsgs.at({client, a}).preempt_calls, 3u);
-  EXPECT_EQ(v.tsgs.at({client, b}).scheduled, 1u);
-  EXPECT_EQ(v.tsgs.at({client, b}).wedged, 1u);
-  EXPECT_EQ(v.tsgs.at({client, b}).runnable, 0u) << "disabled before its schedule: never runs";
-  EXPECT_EQ(Free(ctl, client, client, client), NV_OK);
-  close(dev);
-  close(ctl);
+  ASSERT_TRUE(v.tsgs.count({client_, a}) && v.tsgs.count({client_, b}));
+  EXPECT_EQ(v.tsgs.at({client_, a}).runnable, 1u) << "scheduled before it was touched: runs";
+  EXPECT_EQ(v.tsgs.at({client_, a}).preempt_unscheduled, 1u);
+  EXPECT_EQ(v.tsgs.at({client_, a}).preempt_calls, 3u);
+  EXPECT_EQ(v.tsgs.at({client_, b}).scheduled, 1u);
+  EXPECT_EQ(v.tsgs.at({client_, b}).wedged, 1u);
+  EXPECT_EQ(v.tsgs.at({client_, b}).runnable, 0u) << "disabled before its schedule: never runs";
 }
 
 // A slot capped at 10 before its tenant exists, with the controller ticking through the whole
