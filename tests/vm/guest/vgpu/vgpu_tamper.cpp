@@ -1,7 +1,7 @@
 // Issue 4, deterministically: what an RM_ALLOC creates is rewritten between vgpu.ko's private
 // copy of the NVOS64 and the driver's own copy-in. A sibling thread can land that store only by
 // chance (vgpu_hostile.cpp races it for real and asserts what holds whether or not the window
-// is caught); here nvsim's test hook lands it every time (tests/vm/nvsim/nvsim_main.c,
+// is caught); here nvsim's test hook lands it every time (tests/vm/nvsim/nvsim_hook.c,
 // rewrite_alloc_*: the u32 at an offset of the caller's struct is rewritten just before nvsim
 // copies it in, exactly where the sibling's store would land). After every successful RM_ALLOC
 // the core asks the driver what it made (kmod/trusted.c); a mismatch frees the file's clients
@@ -72,6 +72,40 @@ constexpr int kSetupFailed = 4;
 constexpr int kIoctlFailed = 5;
 constexpr int kSurvived = 3;  // returned from the armed call
 
+// Runs `calls(a)` in a forked child, with tenant A's session `a` open on `slot` (else the child
+// exits kSessionFailed; it exits kSurvived if `calls` returns), and returns the child's wait
+// status once it is gone, with nvsim's RM_ALLOC hook disarmed whatever happened to it.
+template <typename Calls>
+int RunTenant(const ScopedSlot& slot, Calls calls) {
+  const pid_t child = fork();
+  if (child == 0) {
+    Session a;
+    if (!a.Open(slot.ctl(), slot.dev()).empty()) _exit(kSessionFailed);
+    calls(a);
+    _exit(kSurvived);
+  }
+  int status = 0;
+  EXPECT_GE(child, 0);
+  if (child > 0) {
+    EXPECT_EQ(waitpid(child, &status, 0), child);
+  }
+  EXPECT_TRUE(WriteParam("rewrite_alloc_tgid", 0));  // disarm, whatever happened
+  return status;
+}
+
+// Two tenants on slots of their own: B (64 MiB quota) with its session open here, and A's slot,
+// whose calls run in a child (RunTenant).
+struct TwoTenants {
+  explicit TwoTenants(uint64_t a_quota) : slot_b(64 * kMiB, "b"), slot_a(a_quota, "a") {}
+  // "" when both slots exist and B's session is open.
+  std::string Open() {
+    if (!slot_b.ok() || !slot_a.ok()) return "no slots";
+    return b.Open(slot_b.ctl(), slot_b.dev());
+  }
+  ScopedSlot slot_b, slot_a;
+  Session b;
+};
+
 // The call a tenant makes, and what nvsim is told to turn it into:
 //   kClass:     hClass NV50_MEMORY_VIRTUAL (a VA range, never charged) -> NV01_MEMORY_LOCAL_USER
 //               (16 MiB of video memory the core would never charge);
@@ -81,9 +115,7 @@ constexpr int kSurvived = 3;  // returned from the armed call
 //               could learn only from the reply, user memory the sibling can rewrite again);
 //   kRoot:      hRoot = the tenant's client A -> its client B, which has a device under the same
 //               handle (the driver makes the memory under B, the core records it under A).
-[[noreturn]] void Child(const ScopedSlot& slot, const Case& c, bool armed) {
-  Session s;
-  if (!s.Open(slot.ctl(), slot.dev()).empty()) _exit(kSessionFailed);
+[[noreturn]] void Child(const Session& s, const Case& c, bool armed) {
   nv_memory_allocation_params mp = VidmemParams(s.client, 16 * kMiB);
   uint32_t held = 0x100;
   if (Alloc(s.ctl, s.client, s.device, &held, NV01_MEMORY_LOCAL_USER, &mp) != NV_OK)
@@ -118,12 +150,7 @@ void RewriteDuringTheCall(const Case& c, bool armed) {
   const uint64_t base = NvsimUsedBytes();
   const uint64_t done = ReadParam("rewrite_alloc_done");
   ASSERT_NE(done, ~0ull) << "nvsim has no rewrite_alloc_* test hook";
-  pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) Child(slot, c, armed);
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WriteParam("rewrite_alloc_tgid", 0));  // disarm, whatever happened
+  const int status = RunTenant(slot, [&](const Session& s) { Child(s, c, armed); });
   if (armed) {
     EXPECT_EQ(ReadParam("rewrite_alloc_done"), done + 1) << "nvsim made the rewrite once";
     EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
@@ -231,18 +258,13 @@ TEST(Tamper, DriverChosenHandleIsRefusedForMemory) {
 // driver refuses a duplicate (0x19), before the driver sees it. A's tampering afterwards frees
 // only A's own clients and kills A.
 TEST(Tamper, TenantCannotHaveAnotherTenantsClientFreed) {
-  ScopedSlot slot_b(64 * kMiB, "b"), slot_a(64 * kMiB, "a");
-  ASSERT_TRUE(slot_b.ok() && slot_a.ok());
-  Session b;
-  ASSERT_EQ(b.Open(slot_b.ctl(), slot_b.dev()), "");
+  TwoTenants t(64 * kMiB);
+  ASSERT_EQ(t.Open(), "");
+  Session& b = t.b;
   ASSERT_EQ(b.Vidmem(0x500, 16 * kMiB), NV_OK);
   const uint64_t before = NvsimUsedBytes();
   const uint64_t done = ReadParam("rewrite_alloc_done");
-  pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    Session a;
-    if (!a.Open(slot_a.ctl(), slot_a.dev()).empty()) _exit(kSessionFailed);
+  const int status = RunTenant(t.slot_a, [&](Session& a) {
     if (!ArmAllocRewrite(8, 0)) _exit(kSetupFailed);
     nvos64 r{};
     r.hObjectNew = b.client;
@@ -254,11 +276,7 @@ TEST(Tamper, TenantCannotHaveAnotherTenantsClientFreed) {
     if (!ArmAllocRewrite(12, NV01_MEMORY_LOCAL_USER)) _exit(kSetupFailed);
     uint32_t h = 0x2000;
     Alloc(a.ctl, a.client, a.device, &h, NV50_MEMORY_VIRTUAL, &mp);
-    _exit(kSurvived);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WriteParam("rewrite_alloc_tgid", 0));
+  });
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
       << "status 0x" << std::hex << status << " (exit 5: the client alloc was not refused 0x19)";
   EXPECT_EQ(ReadParam("rewrite_alloc_done"), done + 1)
@@ -276,35 +294,26 @@ TEST(Tamper, TenantCannotHaveAnotherTenantsClientFreed) {
 // (rm_alloc.c, own_client): B's is not, so the call is tampering, A is killed and only A's
 // clients are freed.
 TEST(Tamper, TenantCannotHaveAnotherTenantsMemoryFreed) {
-  ScopedSlot slot_b(64 * kMiB, "b"), slot_a(16 * kMiB, "a");
-  ASSERT_TRUE(slot_b.ok() && slot_a.ok());
-  Session b;
-  ASSERT_EQ(b.Open(slot_b.ctl(), slot_b.dev()), "");
+  TwoTenants t(16 * kMiB);
+  ASSERT_EQ(t.Open(), "");
+  Session& b = t.b;
   ASSERT_EQ(b.Vidmem(0x600, 32 * kMiB), NV_OK);
   const uint64_t with_b = NvsimUsedBytes();
   const uint64_t done = ReadParam("rewrite_alloc_done");
-  pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    Session a;
-    if (!a.Open(slot_a.ctl(), slot_a.dev()).empty()) _exit(kSessionFailed);
+  const int status = RunTenant(t.slot_a, [&](Session& a) {
     if (a.device != b.device) _exit(kSetupFailed);  // B's device is the parent under both names
     if (!ArmAllocRewrite(0, a.client)) _exit(kSetupFailed);
     nv_memory_allocation_params mp = VidmemParams(a.client, 2 * kMiB);
     uint32_t h = 0x600;
     Alloc(a.ctl, b.client, a.device, &h, NV01_MEMORY_LOCAL_USER, &mp);
-    _exit(kSurvived);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WriteParam("rewrite_alloc_tgid", 0));
+  });
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
       << "status 0x" << std::hex << status;
   EXPECT_EQ(ReadParam("rewrite_alloc_done"), done + 1) << "nvsim made the rewrite once";
-  EXPECT_EQ(slot_a.Stat(VGPU_STAT_OVERQUOTA), 1u) << "one tampering counted";
+  EXPECT_EQ(t.slot_a.Stat(VGPU_STAT_OVERQUOTA), 1u) << "one tampering counted";
   EXPECT_EQ(NvsimUsedBytes(), with_b) << "B's 32 MiB is still there, A's files freed A's";
   EXPECT_EQ(b.FreeObj(0x600), NV_OK) << "B's object was still B's";
-  EXPECT_EQ(slot_a.Stat(VGPU_STAT_MEM_CHARGED), 0u);
+  EXPECT_EQ(t.slot_a.Stat(VGPU_STAT_MEM_CHARGED), 0u);
 }
 
 // Issue 4, "client records are not driver-verified": a quota bypass with a guessed handle of
@@ -318,10 +327,9 @@ TEST(Tamper, TenantCannotHaveAnotherTenantsMemoryFreed) {
 // 32 MiB under a 16 MiB quota). Now the object's client must be one the driver confirmed A's
 // file created: B's is not, so A is killed and its files' memory freed.
 TEST(Tamper, GuessedClientOfAnotherTenantIsNoQuotaBypass) {
-  ScopedSlot slot_b(64 * kMiB, "b"), slot_a(16 * kMiB, "a");
-  ASSERT_TRUE(slot_b.ok() && slot_a.ok());
-  Session b;
-  ASSERT_EQ(b.Open(slot_b.ctl(), slot_b.dev()), "");
+  TwoTenants t(16 * kMiB);
+  ASSERT_EQ(t.Open(), "");
+  Session& b = t.b;
   nv_memory_allocation_params va{};
   va.owner = b.client;
   va.size = 16 * kMiB;
@@ -330,11 +338,7 @@ TEST(Tamper, GuessedClientOfAnotherTenantIsNoQuotaBypass) {
   const uint64_t base = NvsimUsedBytes();
   const uint64_t done = ReadParam("rewrite_alloc_done");
   constexpr int kBypassed = 6;  // child: held 32 MiB under its 16 MiB quota
-  pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    Session a;
-    if (!a.Open(slot_a.ctl(), slot_a.dev()).empty()) _exit(kSessionFailed);
+  const int status = RunTenant(t.slot_a, [&](Session& a) {
     if (a.device != b.device) _exit(kSetupFailed);
     if (!ArmAllocRewrite(0, a.client)) _exit(kSetupFailed);
     nv_memory_allocation_params mp = VidmemParams(a.client, 16 * kMiB);
@@ -342,19 +346,16 @@ TEST(Tamper, GuessedClientOfAnotherTenantIsNoQuotaBypass) {
     const int64_t first = Alloc(a.ctl, b.client, a.device, &h, NV01_MEMORY_LOCAL_USER, &mp);
     const int64_t second = a.Vidmem(0x701, 16 * kMiB);
     _exit(first == NV_OK && second == NV_OK ? kBypassed : kSurvived);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WriteParam("rewrite_alloc_tgid", 0));
+  });
   EXPECT_EQ(ReadParam("rewrite_alloc_done"), done + 1) << "nvsim made the rewrite once";
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
       << "status 0x" << std::hex << status
       << " (exit 6: A held 32 MiB of video memory under its 16 MiB quota; 3: not killed)";
-  EXPECT_EQ(slot_a.Stat(VGPU_STAT_OVERQUOTA), 1u) << "one tampering counted";
+  EXPECT_EQ(t.slot_a.Stat(VGPU_STAT_OVERQUOTA), 1u) << "one tampering counted";
   EXPECT_EQ(NvsimUsedBytes(), base) << "A's memory went with A's files";
-  EXPECT_EQ(slot_a.Stat(VGPU_STAT_MEM_CHARGED), 0u);
+  EXPECT_EQ(t.slot_a.Stat(VGPU_STAT_MEM_CHARGED), 0u);
   EXPECT_EQ(b.FreeObj(hva), NV_OK) << "B's object is untouched";
-  EXPECT_EQ(slot_b.Stat(VGPU_STAT_MEM_CHARGED), 0u);
+  EXPECT_EQ(t.slot_b.Stat(VGPU_STAT_MEM_CHARGED), 0u);
 }
 
 // Issue 4, "a sibling can rewrite the cleanup scratch page". When the driver allocates past the
@@ -426,11 +427,7 @@ TEST(Tamper, FailedStatusHidesNoObjectUnderAnotherClient) {
   const uint64_t done = ReadParam("rewrite_alloc_done");
   ASSERT_NE(ReadParam("rewrite_alloc_after_offset"), ~0ull) << "nvsim has no after-store hook";
   constexpr int kHidden = 7;  // child: the driver held its 16 MiB, charged to no one
-  pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    Session a;
-    if (!a.Open(slot.ctl(), slot.dev()).empty()) _exit(kSessionFailed);
+  const int status = RunTenant(slot, [&](Session& a) {
     uint32_t c2 = 0, d2 = a.device;
     nv0080_alloc_params dp{};
     if (AllocClient(a.ctl, &c2) != NV_OK || Alloc(a.ctl, c2, c2, &d2, NV01_DEVICE_0, &dp) != NV_OK)
@@ -443,11 +440,8 @@ TEST(Tamper, FailedStatusHidesNoObjectUnderAnotherClient) {
     const int64_t st = Alloc(a.ctl, a.client, a.device, &h, NV01_MEMORY_LOCAL_USER, &mp);
     if (st != NV_ERR_NO_MEMORY) _exit(kIoctlFailed);
     _exit(NvsimUsedBytes() > base ? kHidden : kSurvived);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WriteParam("rewrite_alloc_tgid", 0) &&
-              WriteParam("rewrite_alloc_after_offset", 0xffffffffu));
+  });
+  ASSERT_TRUE(WriteParam("rewrite_alloc_after_offset", 0xffffffffu));
   EXPECT_EQ(ReadParam("rewrite_alloc_done"), done + 1) << "nvsim made the rewrite once";
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
       << "status 0x" << std::hex << status
@@ -471,11 +465,7 @@ TEST(Tamper, FileSharedWithATamperedProcessIsClosedToCalls) {
   ASSERT_TRUE(slot.ok());
   const uint64_t base = NvsimUsedBytes();
   constexpr int kLeaked = 8;  // holder: the driver held memory charged to no one
-  pid_t holder = fork();
-  ASSERT_GE(holder, 0);
-  if (holder == 0) {
-    Session a;
-    if (!a.Open(slot.ctl(), slot.dev()).empty()) _exit(kSessionFailed);
+  const int status = RunTenant(slot, [&](Session& a) {
     auto* r = static_cast<nvos64*>(
         mmap(nullptr, sizeof(nvos64), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
     if (r == MAP_FAILED) _exit(kSetupFailed);
@@ -508,10 +498,7 @@ TEST(Tamper, FileSharedWithATamperedProcessIsClosedToCalls) {
       if (p < 0 || waitpid(p, &st, 0) != p) _exit(kSetupFailed);
     }
     _exit(NvsimUsedBytes() > base ? kLeaked : 0);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(holder, &status, 0), holder);
-  ASSERT_TRUE(WriteParam("rewrite_alloc_tgid", 0));
+  });
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
       << "status 0x" << std::hex << status
       << " (exit 8: the driver held memory under the hidden client, charged to no one)";
