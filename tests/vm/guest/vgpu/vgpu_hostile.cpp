@@ -146,6 +146,33 @@ bool DebianKernel() {
 }
 int RaceRounds() { return DebianKernel() ? 10 : 1; }
 
+// A sibling thread of the caller that stores into the caller's parameters while its calls run:
+// `store(i)` for i = 0, 1, ... until Stop(). The constructor returns once 1024 stores are made,
+// so the race is on before the first call.
+class Sibling {
+ public:
+  template <typename Store>
+  explicit Sibling(Store store)
+      : thread_([this, store] {
+          for (uint64_t i = 0; !stop_.load(std::memory_order_relaxed); ++i) {
+            store(i);
+            if (i == 1024) running_ = true;
+          }
+        }) {
+    while (!running_) std::this_thread::yield();
+  }
+  ~Sibling() { Stop(); }
+  void Stop() {
+    if (!thread_.joinable()) return;
+    stop_ = true;
+    thread_.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false}, running_{false};
+  std::thread thread_;  // last: starts once the flags exist
+};
+
 // Another thread flips the requested size between a small and a huge value while the
 // allocations run, so the driver may read a size other than the one the core checked, and the
 // size it writes back may be rewritten before the core reads the reply. The core charges what
@@ -165,16 +192,9 @@ TEST(Hostile, SecondThreadRewritesParamsDuringTheCall) {
       ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
       nv_memory_allocation_params mp{};
       mp.size = 2 * kMiB;
-      std::atomic<bool> stop{false}, running{false};
-      std::thread flipper([&] {
-        auto* size = reinterpret_cast<volatile uint64_t*>(&mp.size);
-        // Hold each value for a while so both the check and the driver's read can see either.
-        for (uint64_t i = 0; !stop.load(std::memory_order_relaxed); ++i) {
-          *size = (i / 512) % 2 ? 512 * kMiB : 2 * kMiB;
-          if (i == 1024) running = true;
-        }
-      });
-      while (!running) std::this_thread::yield();
+      auto* size = reinterpret_cast<volatile uint64_t*>(&mp.size);
+      // Hold each value for a while so both the check and the driver's read can see either.
+      Sibling flipper([size](uint64_t i) { *size = (i / 512) % 2 ? 512 * kMiB : 2 * kMiB; });
       int ok = 0, denied = 0, other = 0;
       int64_t other_status = 0;
       for (uint32_t h = 0x100; h < 0x100 + 400; ++h) {
@@ -191,8 +211,7 @@ TEST(Hostile, SecondThreadRewritesParamsDuringTheCall) {
           other_status = st;
         }
       }
-      stop = true;
-      flipper.join();
+      flipper.Stop();
       uint64_t charged = slot.Stat(VGPU_STAT_MEM_CHARGED);
       uint64_t driver = NvsimUsedBytes() - base;
       EXPECT_LE(charged, 64 * kMiB) << "round " << round << ": the quota held against the race";
@@ -225,15 +244,8 @@ TEST(Hostile, SecondThreadRewritesTheStatusDuringTheCall) {
       ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
       nv_memory_allocation_params mp{};
       nvos64 a{};
-      std::atomic<bool> stop{false}, running{false};
-      std::thread scribbler([&] {
-        auto* status = reinterpret_cast<volatile uint32_t*>(&a.status);
-        for (uint64_t i = 0; !stop.load(std::memory_order_relaxed); ++i) {
-          *status = NV_ERR_NO_MEMORY;
-          if (i == 1024) running = true;
-        }
-      });
-      while (!running) std::this_thread::yield();
+      auto* status = reinterpret_cast<volatile uint32_t*>(&a.status);
+      Sibling scribbler([status](uint64_t) { *status = NV_ERR_NO_MEMORY; });
       int ok = 0, live_ok = 0;
       const uint32_t n = DebianKernel() ? 200 : 60;
       for (uint32_t h = 0x100; h < 0x100 + n; ++h) {
@@ -255,8 +267,7 @@ TEST(Hostile, SecondThreadRewritesTheStatusDuringTheCall) {
         else if (a.status == NV_OK)
           ++live_ok;
       }
-      stop = true;
-      scribbler.join();
+      scribbler.Stop();
       uint64_t charged = slot.Stat(VGPU_STAT_MEM_CHARGED);
       uint64_t driver = NvsimUsedBytes() - base;
       EXPECT_LE(charged, 64 * kMiB) << "round " << round;
@@ -319,21 +330,16 @@ constexpr int kRaceChargeLost = 6;
   if (Alloc(s.ctl, s.client, s.device, &held, NV01_MEMORY_LOCAL_USER, &mp) != NV_OK)
     _exit(kRaceSetupFailed);
   nvos64 a{};
-  std::atomic<bool> stop{false}, running{false};
   std::atomic<uint32_t> fresh{0x1000};
-  std::thread flipper([&] {
-    auto* cls = reinterpret_cast<volatile uint32_t*>(&a.hClass);
-    auto* obj = reinterpret_cast<volatile uint32_t*>(&a.hObjectNew);
-    for (uint64_t i = 0; !stop.load(std::memory_order_relaxed); ++i) {
-      bool odd = (i / 256) % 2;
-      if (what == Flip::kClass)
-        *cls = odd ? NV01_MEMORY_LOCAL_USER : NV50_MEMORY_VIRTUAL;
-      else
-        *obj = odd ? held : fresh.load(std::memory_order_relaxed);
-      if (i == 1024) running = true;
-    }
+  auto* cls = reinterpret_cast<volatile uint32_t*>(&a.hClass);
+  auto* obj = reinterpret_cast<volatile uint32_t*>(&a.hObjectNew);
+  Sibling flipper([&, cls, obj](uint64_t i) {
+    bool odd = (i / 256) % 2;
+    if (what == Flip::kClass)
+      *cls = odd ? NV01_MEMORY_LOCAL_USER : NV50_MEMORY_VIRTUAL;
+    else
+      *obj = odd ? held : fresh.load(std::memory_order_relaxed);
   });
-  while (!running) std::this_thread::yield();
   int exit_code = 0;
   for (uint32_t i = 0; i < calls && !exit_code; ++i) {
     mp.size = 16 * kMiB;
@@ -357,8 +363,7 @@ constexpr int kRaceChargeLost = 6;
     Free(s.ctl, s.client, s.device, 0x1000 + i);
     if (NvsimUsedBytes() - base != charged()) exit_code = kRaceChargeLost;
   }
-  stop = true;
-  flipper.join();
+  flipper.Stop();
   _exit(exit_code);
 }
 
