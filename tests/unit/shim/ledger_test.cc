@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -37,6 +38,70 @@ class LedgerTest : public ::testing::Test {
     auto l = SharedLedger::Open(path_, &err, fn);
     EXPECT_NE(l, nullptr) << err;
     return l;
+  }
+  // A process of the slot: a child that runs `in_child` (on the ledger state it inherits, or on
+  // its own), reports the result through a pipe and waits to be killed. Its pid once it reported
+  // success; -1 otherwise (a failure recorded, the child gone).
+  pid_t StartChild(const std::function<bool()>& in_child) {
+    int ready[2];
+    if (pipe(ready) != 0) {
+      ADD_FAILURE() << "pipe: " << strerror(errno);
+      return -1;
+    }
+    const pid_t child = fork();
+    if (child == 0) {
+      const char ok = in_child() ? 'y' : 'n';
+      if (write(ready[1], &ok, 1) != 1) {
+        _exit(2);
+      }
+      pause();
+      _exit(0);
+    }
+    char ok = 0;
+    const bool reported = child > 0 && read(ready[0], &ok, 1) == 1;
+    close(ready[0]);
+    close(ready[1]);
+    EXPECT_TRUE(reported) << "the child did not start or report";
+    EXPECT_EQ(ok, 'y') << "the child's part failed";
+    if (reported && ok == 'y') {
+      return child;
+    }
+    if (child > 0) {
+      KillChild(child);
+    }
+    return -1;
+  }
+  // A child that opens the ledger itself (not the parent's mapping), attaches and charges.
+  pid_t StartChargingChild(uint64_t bytes, uint64_t quota) {
+    return StartChild([this, bytes, quota] {
+      std::string err;
+      auto l = SharedLedger::Open(path_, &err);
+      return l && l->Attach() && l->TryCharge(bytes, quota) == 0;
+    });
+  }
+  static void KillChild(pid_t child) {
+    ASSERT_EQ(kill(child, SIGKILL), 0);
+    int status;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+  }
+  // A process that maps the ledger file, takes its mutex, runs `in_lock` and dies holding it.
+  void DieHoldingTheLock(const std::function<void(LedgerFile*)>& in_lock) {
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      int fd = open(path_.c_str(), O_RDWR);
+      auto* f = static_cast<LedgerFile*>(
+          mmap(nullptr, sizeof(LedgerFile), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+      if (f == MAP_FAILED) {
+        _exit(2);
+      }
+      pthread_mutex_lock(&f->mu);
+      in_lock(f);
+      _exit(0);  // dies holding it
+    }
+    int status;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   }
   std::string dir_, path_;
 };
@@ -132,23 +197,8 @@ TEST_F(LedgerTest, ReattachAfterExecResetsTheCharge) {
 TEST_F(LedgerTest, SigkilledProcessChargeReturnsToTheSlot) {
   auto parent = Open();
   ASSERT_TRUE(parent->Attach());
-  int ready[2];
-  ASSERT_EQ(pipe(ready), 0);
-  pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    std::string err;
-    auto l = SharedLedger::Open(path_, &err);
-    char ok = (l && l->Attach() && l->TryCharge(3 * kGiB, 4 * kGiB) == 0) ? 'y' : 'n';
-    if (write(ready[1], &ok, 1) != 1) {
-      _exit(2);
-    }
-    pause();
-    _exit(0);
-  }
-  char ok = 0;
-  ASSERT_EQ(read(ready[0], &ok, 1), 1);
-  ASSERT_EQ(ok, 'y');
+  const pid_t child = StartChargingChild(3 * kGiB, 4 * kGiB);
+  ASSERT_GT(child, 0);
   EXPECT_EQ(parent->ChargedBy(child), 3 * kGiB);
   EXPECT_EQ(parent->TryCharge(2 * kGiB, 4 * kGiB), -ENOSPC);  // child alive: shared quota
   EXPECT_EQ(parent->Charged(), 3 * kGiB);  // the child is watched through a pidfd from here
@@ -167,8 +217,6 @@ TEST_F(LedgerTest, SigkilledProcessChargeReturnsToTheSlot) {
   EXPECT_EQ(parent->Charged(), 2 * kGiB);
   int status;
   ASSERT_EQ(waitpid(child, &status, 0), child);
-  close(ready[0]);
-  close(ready[1]);
 }
 
 // The application closes the pidfd the ledger watches a member through, and the number is
@@ -177,23 +225,8 @@ TEST_F(LedgerTest, SigkilledProcessChargeReturnsToTheSlot) {
 TEST_F(LedgerTest, ApplicationClosingOurPidfdDoesNotReapALiveMember) {
   auto parent = Open();
   ASSERT_TRUE(parent->Attach());
-  int ready[2];
-  ASSERT_EQ(pipe(ready), 0);
-  pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    std::string err;
-    auto l = SharedLedger::Open(path_, &err);
-    char ok = (l && l->Attach() && l->TryCharge(kGiB, 0) == 0) ? 'y' : 'n';
-    if (write(ready[1], &ok, 1) != 1) {
-      _exit(2);
-    }
-    pause();
-    _exit(0);
-  }
-  char ok = 0;
-  ASSERT_EQ(read(ready[0], &ok, 1), 1);
-  ASSERT_EQ(ok, 'y');
+  const pid_t child = StartChargingChild(kGiB, 0);
+  ASSERT_GT(child, 0);
   EXPECT_EQ(parent->Charged(), kGiB);  // opens the pidfd
   auto find_pidfd = [] {
     for (int fd = 3; fd < 1024; ++fd) {
@@ -215,34 +248,17 @@ TEST_F(LedgerTest, ApplicationClosingOurPidfdDoesNotReapALiveMember) {
     EXPECT_EQ(parent->Charged(), kGiB) << "read " << i;  // reaps through /proc: still alive
   }
   EXPECT_GE(find_pidfd(), 0) << "the member is not watched again";
-  ASSERT_EQ(kill(child, SIGKILL), 0);
-  int status;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
+  KillChild(child);
   usleep(1500);
   EXPECT_EQ(parent->Charged(), 0u);
   close(impostor);
-  close(ready[0]);
-  close(ready[1]);
 }
 
 // A process that dies holding the ledger's mutex must not wedge the slot.
 TEST_F(LedgerTest, DeathWhileHoldingTheLockDoesNotWedge) {
   auto parent = Open();
   ASSERT_TRUE(parent->Attach());
-  pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    int fd = open(path_.c_str(), O_RDWR);
-    void* p = mmap(nullptr, sizeof(LedgerFile), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) {
-      _exit(2);
-    }
-    pthread_mutex_lock(&static_cast<LedgerFile*>(p)->mu);
-    _exit(0);  // dies holding it
-  }
-  int status;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ASSERT_NO_FATAL_FAILURE(DieHoldingTheLock([](LedgerFile*) {}));
   alarm(10);  // a wedge fails the test instead of hanging CTest
   EXPECT_EQ(parent->TryCharge(kGiB, 4 * kGiB), 0);
   EXPECT_EQ(parent->Charged(), kGiB);
@@ -253,31 +269,15 @@ TEST_F(LedgerTest, ForkChildBecomesItsOwnMember) {
   auto l = Open();
   ASSERT_TRUE(l->Attach());
   ASSERT_EQ(l->TryCharge(kGiB, 4 * kGiB), 0);
-  int done[2];
-  ASSERT_EQ(pipe(done), 0);
-  pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
+  const pid_t child = StartChild([&l] {
     l->MarkForked();
-    bool ok = l->TryCharge(2 * kGiB, 4 * kGiB) == 0 && l->ChargedBy(getpid()) == 2 * kGiB &&
-              l->ChargedBy(getppid()) == kGiB;
-    char c = ok ? 'y' : 'n';
-    if (write(done[1], &c, 1) != 1) {
-      _exit(3);
-    }
-    pause();
-    _exit(0);
-  }
-  char c = 0;
-  ASSERT_EQ(read(done[0], &c, 1), 1);
-  EXPECT_EQ(c, 'y');
+    return l->TryCharge(2 * kGiB, 4 * kGiB) == 0 && l->ChargedBy(getpid()) == 2 * kGiB &&
+           l->ChargedBy(getppid()) == kGiB;
+  });
+  ASSERT_GT(child, 0);
   EXPECT_EQ(l->Charged(), 3 * kGiB);
-  kill(child, SIGKILL);
-  int status;
-  waitpid(child, &status, 0);
+  KillChild(child);
   EXPECT_EQ(l->TryCharge(3 * kGiB, 4 * kGiB), 0);  // child's 2 GiB reaped
-  close(done[0]);
-  close(done[1]);
 }
 
 // Sums stop at high_water: members above a freed entry still count, reaps lower the bound,
@@ -444,22 +444,8 @@ TEST_F(LedgerTest, WronglyReapedMemberIsNotCountedTwice) {
 TEST_F(LedgerTest, DeathWhileMovingCountersLeavesSeqEven) {
   auto parent = Open();
   ASSERT_TRUE(parent->Attach());
-  pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    int fd = open(path_.c_str(), O_RDWR);
-    auto* f = static_cast<LedgerFile*>(
-        mmap(nullptr, sizeof(LedgerFile), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
-    if (f == MAP_FAILED) {
-      _exit(2);
-    }
-    pthread_mutex_lock(&f->mu);
-    f->seq++;  // a move under way
-    _exit(0);  // dies holding the lock, seq odd
-  }
-  int status;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  // Dies holding the lock, seq odd: a move under way.
+  ASSERT_NO_FATAL_FAILURE(DieHoldingTheLock([](LedgerFile* f) { f->seq++; }));
   alarm(10);
   parent->PublishCompute(10, 1, 100, 105, nullptr, 0);
   alarm(0);
