@@ -20,18 +20,32 @@
  * in; the hook then disarms itself and counts the rewrite in rewrite_alloc_done. Set the
  * offset and value before the tgid. Root only; 0 (the default) is off.
  */
-static int rewrite_alloc_tgid;
-module_param(rewrite_alloc_tgid, int, 0600);
-MODULE_PARM_DESC(rewrite_alloc_tgid, "test hook: rewrite the next RM_ALLOC of this process");
-static unsigned int rewrite_alloc_offset;
-module_param(rewrite_alloc_offset, uint, 0600);
-MODULE_PARM_DESC(rewrite_alloc_offset, "test hook: byte offset of the u32 to rewrite");
-static unsigned int rewrite_alloc_value;
-module_param(rewrite_alloc_value, uint, 0600);
-MODULE_PARM_DESC(rewrite_alloc_value, "test hook: the value written");
-static unsigned int rewrite_alloc_done;
-module_param(rewrite_alloc_done, uint, 0444);
-MODULE_PARM_DESC(rewrite_alloc_done, "test hook: rewrites made so far");
+struct nvsim_rewrite {
+	int tgid;		/* armed for this process; 0: off */
+	unsigned int offset;	/* of the u32 rewritten in the escape's struct */
+	unsigned int value;	/* what is stored there */
+	unsigned int done;	/* rewrites made since load */
+};
+
+/*
+ * One hook's four parameters, rewrite_<hook>_{tgid,offset,value,done}, as fields of its struct
+ * (module_param_named, as i915_params.c does for its table): tgid, offset and value written by
+ * root, done read-only. @esc names the escape in the descriptions.
+ */
+#define NVSIM_REWRITE_PARAMS(hook, esc)                                                            \
+	module_param_named(rewrite_##hook##_tgid, rewrite_##hook.tgid, int, 0600);                 \
+	MODULE_PARM_DESC(rewrite_##hook##_tgid,                                                    \
+			 "test hook: rewrite the next " esc " of this process");                   \
+	module_param_named(rewrite_##hook##_offset, rewrite_##hook.offset, uint, 0600);            \
+	MODULE_PARM_DESC(rewrite_##hook##_offset, "test hook: byte offset of the u32 to rewrite"); \
+	module_param_named(rewrite_##hook##_value, rewrite_##hook.value, uint, 0600);              \
+	MODULE_PARM_DESC(rewrite_##hook##_value, "test hook: the value written");                  \
+	module_param_named(rewrite_##hook##_done, rewrite_##hook.done, uint, 0444);                \
+	MODULE_PARM_DESC(rewrite_##hook##_done, "test hook: " esc " rewrites made so far")
+
+static struct nvsim_rewrite rewrite_alloc;
+NVSIM_REWRITE_PARAMS(alloc, "RM_ALLOC");
+
 /*
  * A second store in the same call, after nvsim copied the reply back (a sibling's rewrite of the
  * status or of a handle between the driver's copy-out and the proxy's read of the reply). Off
@@ -50,32 +64,22 @@ MODULE_PARM_DESC(rewrite_alloc_after_value, "test hook: the value written after 
  * free that a proxy issues on the tenant's behalf from user memory (issue 4: vgpu.ko's cleanup
  * free of an allocation past the quota used a scratch page of the caller's mm).
  */
-static int rewrite_free_tgid;
-module_param(rewrite_free_tgid, int, 0600);
-MODULE_PARM_DESC(rewrite_free_tgid, "test hook: rewrite the next RM_FREE of this process");
-static unsigned int rewrite_free_offset;
-module_param(rewrite_free_offset, uint, 0600);
-MODULE_PARM_DESC(rewrite_free_offset, "test hook: byte offset of the u32 to rewrite");
-static unsigned int rewrite_free_value;
-module_param(rewrite_free_value, uint, 0600);
-MODULE_PARM_DESC(rewrite_free_value, "test hook: the value written");
-static unsigned int rewrite_free_done;
-module_param(rewrite_free_done, uint, 0444);
-MODULE_PARM_DESC(rewrite_free_done, "test hook: RM_FREE rewrites made so far");
+static struct nvsim_rewrite rewrite_free;
+NVSIM_REWRITE_PARAMS(free, "RM_FREE");
 
-static bool nvsim_rewrite(int *armed, unsigned int off, unsigned int value, unsigned int *done,
-			  void __user *uptr, size_t size)
+static bool nvsim_rewrite(struct nvsim_rewrite *h, void __user *uptr, size_t size)
 {
-	int tgid = READ_ONCE(*armed);
+	int tgid = READ_ONCE(h->tgid);
+	unsigned int off = READ_ONCE(h->offset), value = READ_ONCE(h->value);
 
 	if (!tgid || tgid != task_tgid_nr(current) || off % sizeof(u32) ||
 	    off + sizeof(u32) > size)
 		return false;
-	if (cmpxchg(armed, tgid, 0) != tgid)
+	if (cmpxchg(&h->tgid, tgid, 0) != tgid)
 		return false; /* one rewrite per arming */
 	if (put_user(value, (u32 __user *)((u8 __user *)uptr + off)))
 		return false;
-	WRITE_ONCE(*done, *done + 1);
+	WRITE_ONCE(h->done, h->done + 1);
 	return true;
 }
 
@@ -83,11 +87,9 @@ static bool nvsim_rewrite(int *armed, unsigned int off, unsigned int value, unsi
 bool nvsim_rewrite_alloc(unsigned int nr, void __user *uptr, size_t size)
 {
 	if (nr == NV_ESC_RM_ALLOC)
-		return nvsim_rewrite(&rewrite_alloc_tgid, READ_ONCE(rewrite_alloc_offset),
-				     READ_ONCE(rewrite_alloc_value), &rewrite_alloc_done, uptr, size);
+		return nvsim_rewrite(&rewrite_alloc, uptr, size);
 	if (nr == NV_ESC_RM_FREE)
-		nvsim_rewrite(&rewrite_free_tgid, READ_ONCE(rewrite_free_offset),
-			      READ_ONCE(rewrite_free_value), &rewrite_free_done, uptr, size);
+		nvsim_rewrite(&rewrite_free, uptr, size);
 	return false;
 }
 
