@@ -173,6 +173,32 @@ class Sibling {
   std::thread thread_;  // last: starts once the flags exist
 };
 
+// One round of a race on a fresh 64 MiB slot: `race(s)` makes its calls through session s while
+// its Sibling stores, and returns once the Sibling stopped. Then the driver must hold exactly
+// what the slot is charged, within the quota; `report(slot, charged, driver)` prints the round;
+// and once the session's files are closed, nvsim holds nothing for the slot and it is charged
+// nothing.
+template <typename Race, typename Report>
+void RaceRound(int round, Race race, Report report) {
+  ScopedSlot slot(64 * kMiB);
+  ASSERT_TRUE(slot.ok());
+  const uint64_t base = NvsimUsedBytes();
+  {
+    Session s;
+    ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
+    race(s);
+    if (::testing::Test::HasFatalFailure()) return;
+    const uint64_t charged = slot.Stat(VGPU_STAT_MEM_CHARGED);
+    const uint64_t driver = NvsimUsedBytes() - base;
+    EXPECT_LE(charged, 64 * kMiB) << "round " << round << ": the quota held against the race";
+    EXPECT_EQ(driver, charged) << "round " << round << ": charge and driver disagree";
+    report(slot, charged, driver);
+  }
+  EXPECT_EQ(NvsimUsedBytes(), base)
+      << "round " << round << ": closing the files freed everything the race allocated";
+  EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 0u) << "round " << round;
+}
+
 // Another thread flips the requested size between a small and a huge value while the
 // allocations run, so the driver may read a size other than the one the core checked, and the
 // size it writes back may be rewritten before the core reads the reply. The core charges what
@@ -184,19 +210,14 @@ class Sibling {
 TEST(Hostile, SecondThreadRewritesParamsDuringTheCall) {
   const int rounds = RaceRounds();
   for (int round = 0; round < rounds; ++round) {
-    ScopedSlot slot(64 * kMiB);
-    ASSERT_TRUE(slot.ok());
-    uint64_t base = NvsimUsedBytes();
-    {
-      Session s;
-      ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
+    int ok = 0, denied = 0, other = 0;
+    int64_t other_status = 0;
+    auto race = [&](Session& s) {
       nv_memory_allocation_params mp{};
       mp.size = 2 * kMiB;
       auto* size = reinterpret_cast<volatile uint64_t*>(&mp.size);
       // Hold each value for a while so both the check and the driver's read can see either.
       Sibling flipper([size](uint64_t i) { *size = (i / 512) % 2 ? 512 * kMiB : 2 * kMiB; });
-      int ok = 0, denied = 0, other = 0;
-      int64_t other_status = 0;
       for (uint32_t h = 0x100; h < 0x100 + 400; ++h) {
         mp.owner = s.client;
         uint32_t handle = h;
@@ -211,11 +232,8 @@ TEST(Hostile, SecondThreadRewritesParamsDuringTheCall) {
           other_status = st;
         }
       }
-      flipper.Stop();
-      uint64_t charged = slot.Stat(VGPU_STAT_MEM_CHARGED);
-      uint64_t driver = NvsimUsedBytes() - base;
-      EXPECT_LE(charged, 64 * kMiB) << "round " << round << ": the quota held against the race";
-      EXPECT_EQ(driver, charged) << "round " << round << ": charge and driver disagree";
+    };
+    auto report = [&](const ScopedSlot& slot, uint64_t charged, uint64_t driver) {
       std::printf(
           "rewrite race round %d: %d allocations succeeded, %d denied, %d other (last %lld), "
           "charged %llu MiB, driver holds %llu MiB, overquota events %llu\n",
@@ -223,9 +241,8 @@ TEST(Hostile, SecondThreadRewritesParamsDuringTheCall) {
           static_cast<unsigned long long>(charged >> 20),
           static_cast<unsigned long long>(driver >> 20),
           static_cast<unsigned long long>(slot.Stat(VGPU_STAT_OVERQUOTA)));
-    }
-    EXPECT_EQ(NvsimUsedBytes(), base) << "closing the files freed everything the race allocated";
-    EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 0u);
+    };
+    ASSERT_NO_FATAL_FAILURE(RaceRound(round, race, report));
   }
 }
 
@@ -236,17 +253,12 @@ TEST(Hostile, SecondThreadRewritesParamsDuringTheCall) {
 TEST(Hostile, SecondThreadRewritesTheStatusDuringTheCall) {
   const int rounds = RaceRounds();
   for (int round = 0; round < rounds; ++round) {
-    ScopedSlot slot(64 * kMiB);
-    ASSERT_TRUE(slot.ok());
-    uint64_t base = NvsimUsedBytes();
-    {
-      Session s;
-      ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
+    int ok = 0, live_ok = 0;
+    auto race = [&](Session& s) {
       nv_memory_allocation_params mp{};
       nvos64 a{};
       auto* status = reinterpret_cast<volatile uint32_t*>(&a.status);
       Sibling scribbler([status](uint64_t) { *status = NV_ERR_NO_MEMORY; });
-      int ok = 0, live_ok = 0;
       const uint32_t n = DebianKernel() ? 200 : 60;
       for (uint32_t h = 0x100; h < 0x100 + n; ++h) {
         mp = {};
@@ -267,11 +279,8 @@ TEST(Hostile, SecondThreadRewritesTheStatusDuringTheCall) {
         else if (a.status == NV_OK)
           ++live_ok;
       }
-      scribbler.Stop();
-      uint64_t charged = slot.Stat(VGPU_STAT_MEM_CHARGED);
-      uint64_t driver = NvsimUsedBytes() - base;
-      EXPECT_LE(charged, 64 * kMiB) << "round " << round;
-      EXPECT_EQ(driver, charged) << "round " << round << ": charge and driver disagree";
+    };
+    auto report = [&](const ScopedSlot&, uint64_t charged, uint64_t driver) {
       // How often the race hit: objects the driver holds although their reply said "failed".
       long long hit = static_cast<long long>(driver / (2 * kMiB)) - live_ok;
       std::printf(
@@ -279,9 +288,8 @@ TEST(Hostile, SecondThreadRewritesTheStatusDuringTheCall) {
           "reply, charged %llu MiB, driver %llu MiB\n",
           round, ok, hit, static_cast<unsigned long long>(charged >> 20),
           static_cast<unsigned long long>(driver >> 20));
-    }
-    EXPECT_EQ(NvsimUsedBytes(), base);
-    EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 0u);
+    };
+    ASSERT_NO_FATAL_FAILURE(RaceRound(round, race, report));
   }
 }
 
