@@ -291,8 +291,8 @@ TEST(Tamper, TenantCannotHaveAnotherTenantsClientFreed) {
 // to ask the driver about (B's client, 0x600), find B's 32 MiB past A's 16 MiB quota and have it
 // freed (through the in-kernel entry that freed B's memory; through A's file it was refused).
 // Now an object is accepted only under a client the driver confirmed A's file created
-// (rm_alloc.c, own_client): B's is not, so the call is tampering, A is killed and only A's
-// clients are freed.
+// (rm_alloc_verify.c, vcore_own_client): B's is not, so the call is tampering, A is killed and
+// only A's clients are freed.
 TEST(Tamper, TenantCannotHaveAnotherTenantsMemoryFreed) {
   TwoTenants t(16 * kMiB);
   ASSERT_EQ(t.Open(), "");
@@ -416,9 +416,9 @@ TEST(Tamper, CleanupFreeReadsNoUserMemory) {
 // allocation failed, asked the driver only about the private copy's hRoot, found nothing, and
 // recorded nothing: the driver's 16 MiB under the other client was charged to no one (measured on
 // 6.12 with the previous module: the tenant held 16 MiB, charged 0). Now a failed allocation also
-// asks about the handle under the file's other confirmed clients (kmod/core/rm_alloc.c,
-// made_under_another_client): found, it is tampering, the file's clients are freed and the caller
-// killed. nvsim's hooks land both stores (rewrite_alloc_after_* is the second, after nvsim's
+// asks about the handle under the file's other confirmed clients (kmod/core/rm_alloc_verify.c,
+// vcore_made_under_another_client): found, it is tampering, the file's clients are freed and the
+// caller killed. nvsim's hooks land both stores (rewrite_alloc_after_* is the second, after nvsim's
 // copy-out).
 TEST(Tamper, FailedStatusHidesNoObjectUnderAnotherClient) {
   ScopedSlot slot(64 * kMiB);
