@@ -221,7 +221,7 @@ struct vcore_file {
 	enum vcore_file_kind kind;
 	void *host_priv;
 	vcore_u32 uvm_mmaps; /* mmaps asked of this UVM file; slot lock */
-	/* Set once (rm_alloc.c, tampered), read lock-free (vcore_pre). */
+	/* Set once (rm_alloc_verify.c, vcore_tampered), read lock-free (vcore_pre). */
 	vcore_bool tampered;
 	/*
 	 * (slot->pid_gen << 32 | pid) of the last caller noted in the slot's
