@@ -24,8 +24,8 @@ usage: overhead.py SHIM BUILD_DIR LOGDIR [--quick] [--only launch|alloc|torch|to
                    [--cpus A-B|A,B,...]
   --rounds overrides every selected benchmark's round count; --cpus the CPUs every process is
   pinned to (default 2-9).
-Device time on the H200 machine (measured): a launch round ~1.3 s, an alloc round ~0.7 s, a
-PyTorch round ~21 s (each process imports torch and creates its CUDA context: ~10 s).
+Device time on the H200 machine (measured): a launch round ~1.3 s (250 by default: ~6 min), an
+alloc round ~0.8 s, a PyTorch round ~21 s (each process imports torch and creates its CUDA context: ~10 s).
 """
 import math
 import os
@@ -158,13 +158,17 @@ def main():
             cpus.update(range(int(a), int(b or a) + 1))
     rng = random.Random(SEED)
     here = os.path.dirname(os.path.abspath(__file__))
-    r = 3 if quick else 1  # --quick: too few rounds to decide a 1 % target (smoke test only)
+    # Round counts sized from the H200's process-to-process spread (shim-h200.md, Run 5): the
+    # launch loop's per-round ratio spreads ~9 % (a 1 % interval needs ~250 rounds), the alloc
+    # loop's ~5 % (100 rounds for 5 %); Run 5 decided the launch loop with --cpus 4. --quick:
+    # too few rounds to decide (smoke test only).
+    r = 3 if quick else 1
     benches = [
         ("launch", "overhead: launch loop (empty kernels, 7 x 10000 after 2 warm-up batches), us/launch",
-         1.01, "us_per_launch", [f"{bdir}/bench_launch", "10000", "7", "2"], 30 // r,
+         1.01, "us_per_launch", [f"{bdir}/bench_launch", "10000", "7", "2"], 250 // r,
          ["ioctls_in_loop", "mmaps_in_loop"]),
         ("alloc", "overhead: context + 1000 cuMemAlloc/cuMemFree 2 MiB (own process), ms",
-         1.05, "ms", [f"{bdir}/bench_alloc", "1000"], 40 // r, ["ioctls_ctx", "ioctls_loop"]),
+         1.05, "ms", [f"{bdir}/bench_alloc", "1000"], 100 // r, ["ioctls_ctx", "ioctls_loop"]),
         ("torch", "overhead: PyTorch training step (MLP, AdamW; 5 x 40 steps after 30), ms/step",
          1.01, "ms_per_step", ["python3", f"{here}/progs/torch_train.py", "40", "30", "5"], 20 // r,
          ["ioctls_in_steps"]),
