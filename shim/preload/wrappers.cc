@@ -62,21 +62,7 @@ VSHIM_EXPORT int open(const char* path, int flags, ...) {
   va_end(ap);
   return vs::AfterOpen(real::OpenAt(AT_FDCWD, path, flags, mode), path);
 }
-VSHIM_EXPORT int open64(const char* path, int flags, ...) {
-  va_list ap;
-  va_start(ap, flags);
-  mode_t mode = vs::ModeArg(flags, ap);
-  va_end(ap);
-  return vs::AfterOpen(real::OpenAt(AT_FDCWD, path, flags, mode), path);
-}
 VSHIM_EXPORT int openat(int dirfd, const char* path, int flags, ...) {
-  va_list ap;
-  va_start(ap, flags);
-  mode_t mode = vs::ModeArg(flags, ap);
-  va_end(ap);
-  return vs::AfterOpen(real::OpenAt(dirfd, path, flags, mode), path);
-}
-VSHIM_EXPORT int openat64(int dirfd, const char* path, int flags, ...) {
   va_list ap;
   va_start(ap, flags);
   mode_t mode = vs::ModeArg(flags, ap);
@@ -86,15 +72,18 @@ VSHIM_EXPORT int openat64(int dirfd, const char* path, int flags, ...) {
 VSHIM_EXPORT int __open_2(const char* path, int flags) {
   return vs::AfterOpen(real::OpenAt(AT_FDCWD, path, flags, 0), path);
 }
-VSHIM_EXPORT int __open64_2(const char* path, int flags) {
-  return vs::AfterOpen(real::OpenAt(AT_FDCWD, path, flags, 0), path);
-}
 VSHIM_EXPORT int __openat_2(int dirfd, const char* path, int flags) {
   return vs::AfterOpen(real::OpenAt(dirfd, path, flags, 0), path);
 }
-VSHIM_EXPORT int __openat64_2(int dirfd, const char* path, int flags) {
-  return vs::AfterOpen(real::OpenAt(dirfd, path, flags, 0), path);
-}
+
+// The *64 names: on a 64-bit ABI the same calls (O_LARGEFILE is implied), as fcntl64 and mmap64
+// below.
+VSHIM_EXPORT int open64(const char* path, int flags, ...) __attribute__((alias("open")));
+VSHIM_EXPORT int openat64(int dirfd, const char* path, int flags, ...)
+    __attribute__((alias("openat")));
+VSHIM_EXPORT int __open64_2(const char* path, int flags) __attribute__((alias("__open_2")));
+VSHIM_EXPORT int __openat64_2(int dirfd, const char* path, int flags)
+    __attribute__((alias("__openat_2")));
 
 VSHIM_EXPORT int close(int fd) {
   if (vs::Mode() & vs::kModeCount) [[unlikely]] {
