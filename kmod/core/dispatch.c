@@ -295,6 +295,24 @@ static enum vcore_verdict uvm_pre(struct vcore_call *call)
 /* ---- NV_ESC_RM_CONTROL ---- */
 
 /*
+ * Controls without a table row that go to the driver untouched: legacy GSS
+ * controls go to GSP as opaque bytes, and NV2081_BINAPI is a binary API;
+ * gVisor passes both (frontend.go:891-907).
+ */
+static inline vcore_bool ctrl_passed_untouched(vcore_u32 cmd)
+{
+	return (cmd & RM_GSS_LEGACY_MASK) || (cmd >> 16) == NV2081_BINAPI;
+}
+
+/* paramsSize must equal the registered size (control.c:453-461). */
+static inline vcore_bool ctrl_size_ok(const struct vcore_ctrl_row *row,
+				      vcore_u32 size)
+{
+	return (row->flags & VCORE_CTRL_ANY_SIZE) ? size <= row->size
+						  : size == row->size;
+}
+
+/*
  * NVOS54: dispatch on cmd. Here rather than in rm_control.c so that vcore_pre
  * inlines it: RM_CONTROL is the most frequent escape, and a small control's
  * cost through the proxy is mostly calls like this one
@@ -320,18 +338,13 @@ rm_control_pre(struct vcore_call *call)
 	}
 	row = vcore_slot_ctrl(call->slot, cmd);
 	if (!row) {
-		/* Legacy GSS controls go to GSP as opaque bytes, and
-		 * NV2081_BINAPI is a binary API: gVisor passes both
-		 * (frontend.go:891-907). */
-		if ((cmd & RM_GSS_LEGACY_MASK) || (cmd >> 16) == NV2081_BINAPI)
+		if (ctrl_passed_untouched(cmd))
 			return VCORE_FORWARD;
 		return vcore_policy_unknown(
 			call, &call->slot->stats.unknown_controls, cmd, 0,
 			NV_ERR_NOT_SUPPORTED, "unknown control");
 	}
-	/* paramsSize must equal the registered size (control.c:453-461). */
-	if ((row->flags & VCORE_CTRL_ANY_SIZE) ? size > row->size
-					       : size != row->size)
+	if (!ctrl_size_ok(row, size))
 		return vcore_refuse_status(call, NV_ERR_INVALID_ARGUMENT,
 					   "wrong paramsSize for control");
 	return row->pre ? row->pre(call) : VCORE_FORWARD;
@@ -606,12 +619,9 @@ enum vcore_verdict vcore_pre_lean(struct vcore_file *file, vcore_u32 req,
 	/* rm_control_pre's lookup and tests. */
 	ctrl = vcore_slot_ctrl(slot, p.cmd);
 	if (!ctrl) {
-		if (!(p.cmd & RM_GSS_LEGACY_MASK) &&
-		    (p.cmd >> 16) != NV2081_BINAPI)
+		if (!ctrl_passed_untouched(p.cmd))
 			goto full; /* the unknown-control policy */
-	} else if (ctrl->pre || ((ctrl->flags & VCORE_CTRL_ANY_SIZE)
-					 ? p.paramsSize > ctrl->size
-					 : p.paramsSize != ctrl->size)) {
+	} else if (ctrl->pre || !ctrl_size_ok(ctrl, p.paramsSize)) {
 		goto full;
 	}
 	vcore_atomic_inc(&slot->ioctls);
