@@ -85,13 +85,10 @@ TEST_F(ComputeShares, PreemptSlowerThanTheOffPhaseIsWaitedFor) {
   auto t = StartTenant(slot, gpu);
   ASSERT_TRUE(t);
   SleepMs(1000);
-  GpuView v0 = ReadGpu(gpu);
-  const uint64_t l0 = slot.Get().stats[VGPU_STAT_CONTROL_LATE_NS];
-  SleepMs(1000);
-  GpuView v1 = ReadGpu(gpu);
-  const uint64_t l1 = slot.Get().stats[VGPU_STAT_CONTROL_LATE_NS];
-  const double got = SharePct(v0, v1, *t);
-  const double allow = LatePts(l1 - l0, v1.model_ns - v0.model_ns);
+  const Window win = MeasureWindow(gpu, slot, 1000);
+  const GpuView& v1 = win.v1;
+  const double got = win.Share(*t);
+  const double allow = win.late_pts;
   const auto info = slot.Get();
   EXPECT_EQ(v1.contract.enable_unpreempted - c0.enable_unpreempted, 0u)
       << "an on edge enabled channels before the off edge's PREEMPT returned";
@@ -134,21 +131,18 @@ TEST_F(ComputeShares, TsgScheduledWhileGatedIsNotEnabledByTheOnEdge) {
     ASSERT_TRUE(ts.back());
   }
   SleepMs(300);
-  GpuView v0 = ReadGpu(gpu);
-  const uint64_t l0 = slot.Get().stats[VGPU_STAT_CONTROL_LATE_NS];
-  SleepMs(1000);
-  GpuView v1 = ReadGpu(gpu);
-  const uint64_t l1 = slot.Get().stats[VGPU_STAT_CONTROL_LATE_NS];
+  const Window win = MeasureWindow(gpu, slot, 1000);
+  const GpuView& v1 = win.v1;
   double sum = 0;
   std::string row;
   for (auto& t : ts) {
-    const double p = SharePct(v0, v1, *t);
+    const double p = win.Share(*t);
     EXPECT_GT(p, 0.0) << "a tenant stalled";
     EXPECT_EQ(v1.Of(*t).wedged, 0u);
     sum += p;
     row += " " + Pct(p);
   }
-  const double allow = LatePts(l1 - l0, v1.model_ns - v0.model_ns);
+  const double allow = win.late_pts;
   EXPECT_LT(sum, cap + kBound + allow) << "the slot's cap";
   EXPECT_EQ(v1.contract.enable_undisabled - c0.enable_undisabled, 0u)
       << "an on edge enabled channels this host never disabled";

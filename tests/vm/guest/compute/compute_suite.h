@@ -166,6 +166,24 @@ class Slot {
   int64_t id_ = -1;
 };
 
+// One measured window of @ms on @gpu: nvsim's model at both ends, and the points of it the
+// slot's controller lay stalled (the allowance a share gets beyond its bound).
+struct Window {
+  GpuView v0, v1;
+  double late_pts = 0;
+  double Share(const Tenant& t) const { return SharePct(v0, v1, t); }
+};
+inline Window MeasureWindow(uint32_t gpu, Slot& slot, int ms) {
+  Window w;
+  w.v0 = ReadGpu(gpu);
+  const uint64_t l0 = slot.Get().stats[VGPU_STAT_CONTROL_LATE_NS];
+  SleepMs(ms);
+  w.v1 = ReadGpu(gpu);
+  const uint64_t l1 = slot.Get().stats[VGPU_STAT_CONTROL_LATE_NS];
+  w.late_pts = LatePts(l1 - l0, w.v1.model_ns - w.v0.model_ns);
+  return w;
+}
+
 class ComputeShares : public ::testing::Test {
  protected:
   void SetUp() override {

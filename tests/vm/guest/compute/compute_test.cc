@@ -185,14 +185,9 @@ TEST_F(ComputeShares, NoTenantLeftDisabled) {
 
   // The controller still holds the remaining tenant to the slot's cap.
   SleepMs(500);
-  GpuView w0 = ReadGpu(gpu);
-  const uint64_t l0 = slot.Get().stats[VGPU_STAT_CONTROL_LATE_NS];
-  SleepMs(1000);
-  GpuView w1 = ReadGpu(gpu);
-  const uint64_t l1 = slot.Get().stats[VGPU_STAT_CONTROL_LATE_NS];
-  const double rest = SharePct(w0, w1, *c);
-  EXPECT_NEAR(rest, 10, kBound + LatePts(l1 - l0, w1.model_ns - w0.model_ns))
-      << "cap after two tenants left";
+  const Window win = MeasureWindow(gpu, slot, 1000);
+  const double rest = win.Share(*c);
+  EXPECT_NEAR(rest, 10, kBound + win.late_pts) << "cap after two tenants left";
 
   // Destroy (deferred: c's files stay open) while gated off: the gate opens with the destroy.
   ASSERT_TRUE(WaitGated(gpu, *c, 2000));
