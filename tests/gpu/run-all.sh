@@ -62,8 +62,11 @@ smi_used_mib() {  # pid: the driver's own per-process figure, read without the s
 # First the bare GPU's own edge, without the shim: the whole GPU filled with cuMemAlloc, then
 # each pool asked for 2 MiB with K MiB really free. The largest K it refused is how far from
 # the end of real memory a stream-ordered pool stops on this driver: the yardstick for the
-# async row (a slot cannot do better than the driver's own smallest pool growth).
-timeout 240 "$B/async_pool" edge > "$out/logs/async-edge-bare.txt" 2>&1
+# async row (a slot cannot do better than the driver's own smallest pool growth). Every ioctl is
+# recorded (logs/async-edge-bare.jsonl.gz): it shows the driver's one 32 MiB request per attempt.
+timeout 240 "$B/vgpu-trace-record" -o "$out/logs/async-edge-bare.jsonl" -- "$B/async_pool" edge \
+  > "$out/logs/async-edge-bare.txt" 2>&1
+gzip -f "$out/logs/async-edge-bare.jsonl" 2>/dev/null
 bare_refused=$(awk '/^EDGE/ && /OUT_OF_MEMORY/ {sub("slot_free_mib=", "", $3); v = $3 + 0; if (v > m) m = v}
                     END {print m + 0}' "$out/logs/async-edge-bare.txt")
 bare_granted=$(awk '/^EDGE/ && /CUDA_SUCCESS/ {sub("slot_free_mib=", "", $3); v = $3 + 0; if (m == "" || v < m) m = v}
