@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * What the driver looks up in the caller's fd table, translated from proxy
- * files to the real files they hold (reference/nvidia-rm-abi.md §9.3, §9.5).
+ * files to the real files they hold (docs/nvidia-rm-abi.md §9.3, §9.5).
  *
  * fd numbers inside parameters are fget()-ed and must be major-195 nvidia
  * files: the paired real file is installed on a temporary fd, the field is

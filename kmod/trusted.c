@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Closing the TOCTOU hole on memory charges (reference/nvidia-rm-abi.md §9.5,
+ * Closing the TOCTOU hole on memory charges (docs/nvidia-rm-abi.md §9.5,
  * kmod/core/vcore.h "TOCTOU"). The driver re-reads the allocation's size from
  * user memory after the core checked its private copy, and writes the size it
  * allocated back to user memory: a second thread of the tenant can change

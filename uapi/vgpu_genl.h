@@ -224,7 +224,7 @@ enum vgpu_slot_state {
 
 /*
  * Managed memory (cudaMallocManaged) never reaches RM: UVM allocates it in the
- * kernel, so a memory quota cannot count it (reference/nvidia-rm-abi.md §7). A
+ * kernel, so a memory quota cannot count it (docs/nvidia-rm-abi.md §7). A
  * slot either refuses it or allows it uncounted, explicitly.
  */
 enum vgpu_managed_policy {

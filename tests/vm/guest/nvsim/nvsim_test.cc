@@ -1,4 +1,4 @@
-// In-guest tests of nvsim.ko: the contract of reference/nvidia-rm-abi.md §9 that vgpu.ko will be
+// In-guest tests of nvsim.ko: the contract of docs/nvidia-rm-abi.md §9 that vgpu.ko will be
 // tested against. guest.sh loads nvsim with num_gpus=2 vidmem_mib=1024 reserved_mib=64.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
