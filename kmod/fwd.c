@@ -181,8 +181,7 @@ static void vgpu_close_tmp(int fd)
 	 * file (two device allocations at once) or a new mapping of it also
 	 * holds one and only delays this call, by that bound at most.
 	 */
-	for (i = 0; !copies && i < 250 && file_count(t->real) >= t->refs;
-	     i++) {
+	for (i = 0; !copies && i < 250 && file_count(t->real) >= t->refs; i++) {
 		usleep_range(800, 1200);
 		copies = vgpu_reap_copies(t->real);
 	}

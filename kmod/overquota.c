@@ -77,9 +77,10 @@ void vgpu_overquota_hook(void *priv, struct vcore_file *file,
 }
 
 /*
- * Where the RM status of an allocation lives in user memory (nvidia-rm-abi.md §3): NVOS64
- * @40, NVOS21 @28, NVOS02 wrapper @40, NVOS32 @20; under XFER, in the payload.
- * Must be called before vcore_post frees @call.
+ * Where the RM status of an allocation lives in user memory
+ * (nvidia-rm-abi.md §3): NVOS64 @40, NVOS21 @28, NVOS02 wrapper @40, NVOS32
+ * @20; under XFER, in the payload. Must be called before vcore_post frees
+ * @call.
  */
 u32 __user *vgpu_overquota_status_addr(struct vcore_call *call,
 				       unsigned int cmd, unsigned long arg)
