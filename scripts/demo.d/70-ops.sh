@@ -38,6 +38,7 @@ PY
     grep -E '^(# TYPE vgpu_slot_memory_quota_bytes|vgpu_slot_memory_quota_bytes|vgpu_slot_core_share_ratio|vgpu_gpu_(healthy|slots|memory_committed_bytes)|vgpu_allocations_total)' \
       "$work/metrics" | sed 's/^/  /'
     echo "ops: $(grep -c '^# TYPE' "$work/metrics") metric families, $(grep -vc '^#' "$work/metrics") series"
+    echo "ops: the manager's Prometheus endpoint served $(grep -c '^# TYPE' "$work/metrics") metric families, $(grep -vc '^#' "$work/metrics") series for two slots" >>"${VGPU_DEMO_SUMMARY:-/dev/null}"
   else
     echo "ops: the manager does not answer on --query-port; its log:"
     sed 's/^/  /' "$work/manager.log" | tail -5
