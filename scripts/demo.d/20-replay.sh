@@ -1,5 +1,5 @@
 #!/bin/bash
-# Demo step (filter core, issue 3): replay real CUDA/NVML traffic recorded on an H200 through the
+# Demo step (filter core): replay real CUDA/NVML traffic recorded on an H200 through the
 # filter core, first as recorded, then under a 1 GiB video-memory quota.
 set -euo pipefail
 build=${1:?usage: 20-replay.sh BUILD_DIR}

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Compute shares (issue 9): the share controller of the filter core (kmod/core/sched) against the
+# Compute shares (docs/results/compute-h200.md): the share controller of the filter core (kmod/core/sched) against the
 # simulated GPU of its unit tests: hard caps 10..90 % held per 1 s window, a 30/70 weighted split
 # and the hand-over when one tenant stops. Real-GPU numbers: docs/results/compute-h200.md.
 set -euo pipefail

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Demo step (libvgpu-shim.so, issue 5): the filter core in-process, against a fake NVIDIA driver
+# Demo step (libvgpu-shim.so; real-GPU results: docs/results/shim-h200.md): the filter core in-process, against a fake NVIDIA driver
 # (no GPU here). Two processes share one slot's 64 MiB quota through the shared ledger; the
 # second is refused like the driver refuses (NV_ERR_NO_MEMORY) with one diagnostic line; once
 # the first is SIGKILLed its memory returns to the slot. The real-GPU proof of the same is

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Demo step (issue 6): vgpu-manager in standalone mode (no kubelet) on a recorded 8-GPU machine,
+# Demo step: vgpu-manager in standalone mode (no kubelet) on a recorded 8-GPU machine,
 # shim enforcement: two tenants' slots created through the local control API, the slot config
 # files libvgpu-shim.so reads, a manager restart that keeps every slot, a corrupt checkpoint
 # rebuilt, and cleanup. Then the kubelet-facing scenarios against the fake kubelet. No GPU; < 60 s.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Demo step 70 (operating vgpu, issue 8): the real vgpu-manager in standalone mode serves
+# Demo step 70 (operating vgpu): the real vgpu-manager in standalone mode serves
 # Prometheus metrics on --query-port; two slots are created through its control API and the
 # scrape shows them. Then the deployment overlays are rendered. No GPU; a few seconds.
 set -euo pipefail
