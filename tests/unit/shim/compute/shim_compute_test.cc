@@ -12,7 +12,7 @@
 #include <vector>
 
 // The layout only (no code): the test reads the ledger the shim wrote, as the manager does.
-#include "../../../shim/preload/ledger.h"
+#include "shim/preload/ledger.h"
 
 namespace {
 
