@@ -16,7 +16,8 @@ cache=${VGPU_KCACHE:-${VGPU_CACHE_DIR:-/var/cache/vgpu}/kernel}
 tarball=/usr/src/linux-source-6.1.tar.xz
 [ -f "$tarball" ] || { echo "kasan-kernel: $tarball missing (make deps installs linux-source-6.1)" >&2; exit 1; }
 srcver=$(dpkg-query -W -f='${Version}' linux-source-6.1)
-key=$( { cat "$here/debug.config" "$0"; echo "$srcver"; gcc --version | head -1; } | sha256sum | cut -c1-16)
+# Comment lines of this script do not decide the kernel, so they stay out of the key.
+key=$( { cat "$here/debug.config"; grep -v "^[[:space:]]*#" "$0"; echo "$srcver"; gcc --version | head -1; } | sha256sum | cut -c1-16)
 entry=$cache/6.1-$key
 mkdir -p "$cache"
 exec 9>"$cache/.lock"
