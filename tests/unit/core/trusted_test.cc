@@ -1,6 +1,6 @@
 // The core's use of the host op driver_memory (kmod/core/vcore.h, rm_alloc_verify.c and
 // rm_alloc_post.c): after a charged allocation the size comes from the driver itself, not from
-// the reply in user memory that a racing thread can rewrite (reference/nvidia-rm-abi.md §9.5).
+// the reply in user memory that a racing thread can rewrite (docs/nvidia-rm-abi.md §9.5).
 // The "racing thread" here rewrites the reply between the fake driver's answer and vcore_post.
 #include <map>
 #include <utility>
@@ -205,9 +205,9 @@ TEST_F(TrustedTest, EveryAllocationAsksTheDriverButNoControlDoes) {
   EXPECT_TRUE(driver_.freed_clients.empty()) << "nothing was tampered with";
 }
 
-// Issue 4: the core saw NV50_MEMORY_VIRTUAL (no charge), the driver read NV01_MEMORY_LOCAL_USER
-// and holds 32 MiB for the same handle. The file's clients are freed in the driver, dropped from
-// the table, and the host is asked to kill (a client free).
+// docs/results/kmod-issue4-tamper.md: the core saw NV50_MEMORY_VIRTUAL (no charge), the driver read
+// NV01_MEMORY_LOCAL_USER and holds 32 MiB for the same handle. The file's clients are freed in the
+// driver, dropped from the table, and the host is asked to kill (a client free).
 TEST_F(TrustedTest, VideoMemoryBehindAnUnchargedClassFreesTheFilesClients) {
   MakeSlot(64 * kMiB, VCORE_UNKNOWN_STRICT, &kTrustedOps);
   uint32_t c, d, s;

@@ -1,5 +1,5 @@
-// What the compute suite's tests share (compute_test.cc, compute_gate.cpp): nvsim's debugfs view
-// of a GPU (the model's clock, every TSG, the contract counters), shares and stall allowances
+// What the compute suite's tests share (compute_test.cc, parts/compute_gate.cc): nvsim's debugfs
+// view of a GPU (the model's clock, every TSG, the contract counters), shares and stall allowances
 // computed from two such views, a slot that is destroyed at scope exit, and the fixtures.
 // compute_test.cc's top says why the assertions are what they are.
 #pragma once
@@ -28,7 +28,7 @@
 
 namespace compute_test {
 
-inline constexpr double kBound = 5.0;  // points (issue 9)
+inline constexpr double kBound = 5.0;  // points (docs/results/compute-kernel-host.md)
 
 inline std::vector<uint32_t> EnvList(const char* name, std::vector<uint32_t> def) {
   const char* v = getenv(name);
