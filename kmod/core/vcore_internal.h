@@ -194,7 +194,9 @@ struct vcore_obj {
 	struct vcore_obj *child;   /* first child */
 	struct vcore_obj *sibling; /* next child of parent */
 	struct vcore_obj *dup_src; /* object this one was duped from */
-	struct vcore_file *owner;  /* clients: the ctl file */
+	/* A dup of another process's object (ledger ops dup): its source. */
+	vcore_u32 xdup_client, xdup_object;
+	struct vcore_file *owner; /* clients: the ctl file */
 	/* TSG registry */
 	vcore_u32 engine_type;
 	vcore_u32 n_channels;
@@ -221,7 +223,8 @@ struct vcore_file {
 	enum vcore_file_kind kind;
 	void *host_priv;
 	vcore_u32 uvm_mmaps; /* mmaps asked of this UVM file; slot lock */
-	/* Set once (rm_alloc_verify.c, vcore_tampered), read lock-free (vcore_pre). */
+	/* Set once (rm_alloc_verify.c, vcore_tampered), read lock-free
+	 * (vcore_pre). */
 	vcore_bool tampered;
 	/*
 	 * (slot->pid_gen << 32 | pid) of the last caller noted in the slot's
@@ -411,10 +414,12 @@ struct vcore_call {
 	vcore_bool reply_handle_from_buf; /* NVOS32: hMemory in top-level */
 	vcore_bool restore_event_data;	  /* NV0005.data back to the caller's */
 	vcore_u32 free_client, free_object;
+	/* DUP_OBJECT from a client of another process of this slot. */
+	vcore_bool xdup;
 	vcore_u32 client_claim; /* a client handle claimed for this call */
 	vcore_bool client_unverified; /* the driver could not be asked */
-	int list_buf; /* FB_GET_INFO v1: the nested list */
-	vcore_u32 view_entries; /* FB_GET_INFO_V2: list length, bounded */
+	int list_buf;		      /* FB_GET_INFO v1: the nested list */
+	vcore_u32 view_entries;	      /* FB_GET_INFO_V2: list length, bounded */
 
 	/*
 	 * Everything above is zeroed for each call (call_init); what follows
