@@ -54,6 +54,9 @@ struct vcore_esc_row {
 	vcore_u32 flags;
 	vcore_pre_fn pre;
 	const char *name;
+	/* The driver's params struct (kmod/core/abi/, driver name), NULL if
+	 * none; tests/unit/core/abi_layout_test.cc checks the size by it. */
+	const char *params;
 };
 
 /* Control row flags */
@@ -66,6 +69,7 @@ struct vcore_ctrl_row {
 	vcore_u32 flags;
 	vcore_pre_fn pre; /* NULL: the size-checked pass handler */
 	const char *name;
+	const char *params; /* as in vcore_esc_row; NULL for ANY_SIZE rows */
 };
 
 /* What the core does with objects of a class. */
@@ -87,6 +91,7 @@ struct vcore_class_row {
 	vcore_u32 params_size; /* 0: no params, or not read */
 	enum vcore_class_kind kind;
 	const char *name;
+	const char *params; /* as in vcore_esc_row; NULL when 0 */
 };
 
 struct vcore_uvm_row {
