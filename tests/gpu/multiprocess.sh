@@ -4,7 +4,7 @@
 # with a CUDA tensor, with and without expandable segments. Each run gets a fresh slot (config
 # file + its shared ledger, quota QUOTA_MIB, default 4096) and passes when the program reports ok
 # and the shim refused nothing. ipc_pair shares IPC_MIB (default 1536): with two contexts of
-# ~518 MiB each (nvidia-rm-abi.md §4.2) that fits a 4 GiB quota only if the shared buffer is
+# ~518 MiB each (docs/nvidia-rm-abi.md §4.2) that fits a 4 GiB quota only if the shared buffer is
 # charged once. Also runs each bare first (the same program must pass without the shim), unless
 # NO_BARE=1. usage: tests/gpu/multiprocess.sh OUTDIR   (build/gpu must hold the shim and ipc_pair)
 set -uo pipefail

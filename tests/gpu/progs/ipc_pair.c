@@ -5,7 +5,8 @@
 //           (RM: the child dups the parent's memory object, NV_ESC_RM_DUP_OBJECT)
 //   fd:     cuMemCreate with POSIX-fd handles + cuMemExportToShareableHandle in the parent, the fd
 //           passed over a unix socket (SCM_RIGHTS), cuMemImportFromShareableHandle in the child
-//           (RM: NV0000_CTRL_CMD_OS_UNIX_EXPORT/IMPORT_OBJECT(S)_TO/FROM_FD and GET_EXPORT_OBJECT_INFO)
+//           (RM: NV0000_CTRL_CMD_OS_UNIX_EXPORT/IMPORT_OBJECT(S)_TO/FROM_FD and
+//           GET_EXPORT_OBJECT_INFO)
 // The parent fills the buffer with 0x1234, the child checks it and writes 0x5678, the parent
 // checks that. Forks before cuInit (a CUDA context does not survive fork). Prints one line per
 // process and "RESULT ipc=MODE ok" or "... FAIL"; exit status 0 only when both sides agree.
@@ -19,15 +20,15 @@
 #include <unistd.h>
 
 static int failures = 0;
-#define CK(x)                                              \
-  do {                                                     \
-    CUresult r_ = (x);                                     \
-    if (r_ != CUDA_SUCCESS) {                              \
-      const char* s_ = "?";                                \
-      cuGetErrorName(r_, &s_);                             \
-      printf("[%d] FAIL %s -> %s\n", getpid(), #x, s_);    \
-      failures++;                                          \
-    }                                                      \
+#define CK(x)                                           \
+  do {                                                  \
+    CUresult r_ = (x);                                  \
+    if (r_ != CUDA_SUCCESS) {                           \
+      const char* s_ = "?";                             \
+      cuGetErrorName(r_, &s_);                          \
+      printf("[%d] FAIL %s -> %s\n", getpid(), #x, s_); \
+      failures++;                                       \
+    }                                                   \
   } while (0)
 
 static int SendFd(int sock, int fd, const void* data, size_t len) {
@@ -212,8 +213,8 @@ int main(int argc, char** argv) {
     CK(cuMemRelease(h));
     close(fd);
   }
-  int ok = done == 'y' && bad == 0 && failures == 0 && WIFEXITED(status) &&
-           WEXITSTATUS(status) == 0;
+  int ok =
+      done == 'y' && bad == 0 && failures == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
   printf("[%d] parent saw %zu wrong words after the child wrote\n", getpid(), bad);
   printf("RESULT ipc=%s bytes=%zu %s\n", argv[1], bytes, ok ? "ok" : "FAIL");
   return ok ? 0 : 1;
