@@ -19,17 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int failures = 0;
-#define CK(x)                                           \
-  do {                                                  \
-    CUresult r_ = (x);                                  \
-    if (r_ != CUDA_SUCCESS) {                           \
-      const char* s_ = "?";                             \
-      cuGetErrorName(r_, &s_);                          \
-      printf("[%d] FAIL %s -> %s\n", getpid(), #x, s_); \
-      failures++;                                       \
-    }                                                   \
-  } while (0)
+#include "cuda_check.h"
 
 static int SendFd(int sock, int fd, const void* data, size_t len) {
   struct msghdr msg;
@@ -90,6 +80,19 @@ static CUmemAllocationProp FdProp(void) {
   return prop;
 }
 
+// Drops this process's mapping of the shared buffer (and its handle, and the fd if any).
+static void Release(int legacy, int owner, CUdeviceptr ptr, size_t bytes,
+                    CUmemGenericAllocationHandle h, int fd) {
+  if (legacy) {
+    CK(owner ? cuMemFree(ptr) : cuIpcCloseMemHandle(ptr));
+  } else {
+    CK(cuMemUnmap(ptr, bytes));
+    CK(cuMemAddressFree(ptr, bytes));
+    CK(cuMemRelease(h));
+    close(fd);
+  }
+}
+
 // Counts the words of [ptr, ptr + bytes) that differ from `want`.
 static size_t Mismatches(CUdeviceptr ptr, size_t bytes, uint32_t want) {
   uint32_t* host = malloc(bytes);
@@ -133,14 +136,7 @@ static int Child(int sock, int legacy, size_t bytes) {
     CK(cuMemsetD32(ptr, 0x5678, bytes / 4));
     CK(cuCtxSynchronize());
   }
-  if (legacy) {
-    CK(cuIpcCloseMemHandle(ptr));
-  } else {
-    CK(cuMemUnmap(ptr, bytes));
-    CK(cuMemAddressFree(ptr, bytes));
-    CK(cuMemRelease(h));
-    close(fd);
-  }
+  Release(legacy, 0, ptr, bytes, h, fd);
   printf("[%d] child saw %zu wrong words of %zu\n", getpid(), bad, bytes / 4);
   char done = (bad == 0 && failures == 0) ? 'y' : 'n';
   return SendFd(sock, -1, &done, 1) == 0 && done == 'y' ? 0 : 1;
@@ -205,14 +201,7 @@ int main(int argc, char** argv) {
   int status = 0;
   waitpid(pid, &status, 0);
   size_t bad = Mismatches(ptr, bytes, 0x5678);
-  if (legacy) {
-    CK(cuMemFree(ptr));
-  } else {
-    CK(cuMemUnmap(ptr, bytes));
-    CK(cuMemAddressFree(ptr, bytes));
-    CK(cuMemRelease(h));
-    close(fd);
-  }
+  Release(legacy, 1, ptr, bytes, h, fd);
   int ok =
       done == 'y' && bad == 0 && failures == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
   printf("[%d] parent saw %zu wrong words after the child wrote\n", getpid(), bad);
