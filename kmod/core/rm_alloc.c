@@ -396,22 +396,30 @@ enum vcore_verdict vcore_esc_rm_free(struct vcore_call *call)
 }
 
 /* NV_ESC_RM_DUP_OBJECT (NVOS55): memory of a client outside this slot
- * cannot be charged to it, so under a quota such dups are refused. */
+ * cannot be charged to it, so under a quota such dups are refused. A client
+ * of another process of this slot (the shim's shared ledger knows them) is
+ * inside: its memory stays charged to its owner (vcore.h, ledger ops). */
 enum vcore_verdict vcore_esc_rm_dup_object(struct vcore_call *call)
 {
-	vcore_u32 src_client = vcore_rd32(call->argbuf, 12);
+	struct vcore_slot *slot = call->slot;
+	vcore_u32 src_client = vcore_rd32(
+		call->argbuf, VCORE_OFF(NVOS55_PARAMETERS, hClientSrc));
 	vcore_bool known;
 	enum vcore_verdict v;
 
-	vcore_lock(call->slot);
-	known = vcore_obj_find_locked(call->slot, src_client, src_client) !=
+	vcore_lock(slot);
+	known = vcore_obj_find_locked(slot, src_client, src_client) !=
 		VCORE_NULL;
-	vcore_unlock(call->slot);
-	if (!known && vcore_slot_has_quota(call->slot))
+	if (!known && slot->ledger.ops->client_in_slot &&
+	    slot->ledger.ops->client_in_slot(slot->ledger.priv, src_client))
+		known = call->xdup = 1;
+	vcore_unlock(slot);
+	if (!known && vcore_slot_has_quota(slot))
 		return vcore_refuse_status(
 			call, NV_ERR_INSUFFICIENT_PERMISSIONS,
 			"dup from a client outside this slot");
-	call->h_parent = vcore_rd32(call->argbuf, 4);
+	call->h_parent =
+		vcore_rd32(call->argbuf, VCORE_OFF(NVOS55_PARAMETERS, hParent));
 	v = prealloc_obj(call);
 	if (v != VCORE_FORWARD)
 		return v;

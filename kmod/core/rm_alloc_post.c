@@ -294,6 +294,11 @@ int vcore_post_dup(struct vcore_call *call)
 	if (src) {
 		obj->cls = src->cls;
 		obj->dup_src = src;
+	} else if (call->xdup) {
+		obj->xdup_client = vcore_rd32(
+			call->argbuf, VCORE_OFF(NVOS55_PARAMETERS, hClientSrc));
+		obj->xdup_object = vcore_rd32(
+			call->argbuf, VCORE_OFF(NVOS55_PARAMETERS, hObjectSrc));
 	}
 	if (obj->h_object != obj->h_client &&
 	    !vcore_obj_find_locked(slot, obj->h_client, obj->h_client))

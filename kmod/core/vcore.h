@@ -183,6 +183,31 @@ struct vcore_ledger_ops {
 	void (*uncharge)(void *ledger, vcore_u64 bytes);
 	/* Bytes charged now. */
 	vcore_u64 (*charged)(void *ledger);
+	/*
+	 * Optional (NULL in the default ledger, whose one core sees every
+	 * process of the slot): sharing between processes of one slot when
+	 * each runs its own core (CUDA IPC, torch.multiprocessing). An
+	 * RM_DUP_OBJECT whose source client another process of the slot made
+	 * is legal; the memory stays charged once, to its owner, and the
+	 * charge follows the last reference, as objects.c does within a core.
+	 *
+	 * client: this core recorded RM client @h_client (@live 1) or dropped
+	 * it (0). client_in_slot: a live process of this slot recorded
+	 * @h_client. dup: this process now holds (@live 1) or no longer holds
+	 * (0) a dup of (@h_client, @h_object), another process's object; on
+	 * release the ledger moves whatever charge it passed to this process
+	 * to another holder, or drops it. pass_charge: this process drops its
+	 * own object (@h_client, @h_object) charged @bytes; return 1 when
+	 * another process of the slot still holds a dup of it and the ledger
+	 * moved the charge to that process (the core then refunds nothing),
+	 * 0 to refund as usual.
+	 */
+	void (*client)(void *ledger, vcore_u32 h_client, vcore_bool live);
+	vcore_bool (*client_in_slot)(void *ledger, vcore_u32 h_client);
+	void (*dup)(void *ledger, vcore_u32 h_client, vcore_u32 h_object,
+		    vcore_bool live);
+	vcore_bool (*pass_charge)(void *ledger, vcore_u32 h_client,
+				  vcore_u32 h_object, vcore_u64 bytes);
 };
 
 struct vcore_ledger {

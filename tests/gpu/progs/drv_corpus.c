@@ -4,17 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int failures = 0;
-#define CK(x)                            \
-  do {                                   \
-    CUresult r_ = (x);                   \
-    if (r_ != CUDA_SUCCESS) {            \
-      const char* s_ = "?";              \
-      cuGetErrorName(r_, &s_);           \
-      printf("FAIL %s -> %s\n", #x, s_); \
-      failures++;                        \
-    }                                    \
-  } while (0)
+#include "cuda_check.h"
 
 static void MemInfo(const char* when) {
   size_t fr = 0, tot = 0;
