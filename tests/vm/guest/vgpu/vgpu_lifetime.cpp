@@ -1,0 +1,104 @@
+// Lifetime of charges (docs/security/kernel-lifetime-compute.md): a slot's charge for a client
+// ends when the driver's last reference to the client's real ctl file ends, not when the proxy
+// file goes. The driver keeps a ctl file (and with it every client, object and byte of video
+// memory bound to it) while a dev file registered to it is open (NV_ESC_REGISTER_FD) or a VMA
+// maps it. Linked into vgpu_gtest (guest.cmake).
+#include <sys/mman.h>
+
+#include <chrono>
+#include <thread>
+
+#include "vgpu_rm.h"
+
+namespace vgpu_test {
+namespace {
+
+// The slot's charge once it has settled: a parked file is finished by a worker that polls the
+// real file's count, so a refund may come a little after the driver's last reference went.
+uint64_t ChargeSettled(const ScopedSlot& slot, uint64_t want) {
+  uint64_t got = 0;
+  for (int i = 0; i < 100; ++i) {
+    got = slot.Stat(VGPU_STAT_MEM_CHARGED);
+    if (got == want) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return got;
+}
+
+// F1: close the proxy ctl, keep the registered dev file. The driver holds the ctl file (and so
+// the client's memory) until the dev file goes; the charge must stay with it.
+TEST(Lifetime, CtlClosedBehindARegisteredDevKeepsItsCharge) {
+  const uint64_t quota = 64 * kMiB;
+  ScopedSlot slot(quota, "linger");
+  ASSERT_TRUE(slot.ok());
+  uint64_t base = NvsimUsedBytes();
+  int devs[3] = {-1, -1, -1};
+  int granted = 0;
+  for (int round = 0; round < 3; ++round) {
+    Session s;
+    ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
+    if (s.Vidmem(0xa1, 60 * kMiB) == NV_OK) ++granted;
+    close(s.ctl);  // the real ctl lives on: the dev file registered to it holds it
+    s.ctl = -1;
+    devs[round] = s.dev;
+    s.dev = -1;
+    uint64_t held = NvsimUsedBytes() - base;
+    EXPECT_LE(held, quota) << "round " << round << ": driver holds " << held / kMiB
+                           << " MiB for a " << quota / kMiB << " MiB slot";
+    EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), held)
+        << "round " << round << ": charged " << slot.Stat(VGPU_STAT_MEM_CHARGED) / kMiB
+        << " MiB, driver holds " << held / kMiB << " MiB";
+  }
+  EXPECT_EQ(granted, 1) << "only the first 60 MiB fit in 64 MiB";
+  EXPECT_GE(slot.Get().open_files, 1u) << "a file the driver still holds counts as open";
+  for (int d : devs) close(d);  // the dev files go, the driver frees, the charge ends
+  EXPECT_EQ(ChargeSettled(slot, 0), 0u);
+  EXPECT_EQ(NvsimUsedBytes(), base);
+  EXPECT_EQ(slot.Get().open_files, 0u);
+}
+
+// F1, mapping variant: a client's memory mapped through its own ctl file, then every proxy
+// file closed. The VMA holds the real ctl file; its client, memory and process stay counted.
+TEST(Lifetime, MappingOfOwnCtlKeepsChargeAndProcess) {
+  ScopedSlot slot(64 * kMiB, "mapped");
+  ASSERT_TRUE(slot.ok());
+  uint64_t base = NvsimUsedBytes();
+  void* va = MAP_FAILED;
+  {
+    Session s;
+    ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
+    ASSERT_EQ(s.Vidmem(0xa1, 60 * kMiB), NV_OK);
+    nv_memory_allocation_params mp{};
+    mp.owner = s.client;
+    mp.size = 2 * kMiB;
+    uint32_t hmem = 0xc1;
+    int64_t st = Alloc(s.ctl, s.client, s.device, &hmem, NV01_MEMORY_SYSTEM, &mp);
+    if (st != NV_OK) GTEST_SKIP() << "sysmem class 0x3e refused (" << st << ")";
+    nvos33_with_fd m{};
+    m.hClient = s.client;
+    m.hDevice = s.device;
+    m.hMemory = hmem;
+    m.length = 4096;
+    m.fd = s.ctl;  // the client's own ctl file carries the mapping
+    Rc rc = RawIoctl(s.ctl, NV_ESC_RM_MAP_MEMORY, &m, sizeof(m));
+    ASSERT_EQ(rc.ret, 0) << strerror(rc.err);
+    ASSERT_EQ(m.status, NV_OK);
+    va = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, s.ctl, 0);
+    ASSERT_NE(va, MAP_FAILED) << strerror(errno);
+  }  // every proxy file closed
+  uint64_t held = NvsimUsedBytes() - base;
+  EXPECT_EQ(held, 60 * kMiB) << "the mapping keeps the client alive in the driver";
+  auto info = slot.Get();
+  EXPECT_EQ(info.stats[VGPU_STAT_MEM_CHARGED], held)
+      << "charged " << info.stats[VGPU_STAT_MEM_CHARGED] / kMiB << " MiB, driver holds "
+      << held / kMiB << " MiB";
+  EXPECT_EQ(info.pids.size(), 1u) << "the process holding the mapping is listed";
+  EXPECT_GE(info.open_files, 1u);
+  EXPECT_EQ(munmap(va, 4096), 0);
+  EXPECT_EQ(ChargeSettled(slot, 0), 0u);
+  EXPECT_EQ(NvsimUsedBytes(), base);
+  EXPECT_EQ(slot.Get().pids.size(), 0u);
+}
+
+}  // namespace
+}  // namespace vgpu_test
