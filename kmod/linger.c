@@ -54,13 +54,22 @@ static bool vgpu_real_held_elsewhere(struct vgpu_file *vf)
 	return file_count(vf->real) > 1;
 }
 
-/* The real close as the driver sees it: forget, refund, put, detach. */
-static void vgpu_file_finish(struct vgpu_file *vf)
+/*
+ * The real close as the driver sees it: forget and refund, put, detach. A
+ * parked file (@parked, from the worker) puts the real file first and
+ * synchronously (the worker is a kthread: __fput_sync runs the driver's
+ * release now), so that the refund never comes before the driver freed: no
+ * moment where the slot's charge is below what the driver holds for it.
+ */
+static void vgpu_file_finish(struct vgpu_file *vf, bool parked)
 {
 	struct vgpu_slot *slot = vf->slot;
 
+	if (parked)
+		__fput_sync(vf->real);
 	vgpu_filter_file_close(vf);
-	fput(vf->real);
+	if (!parked)
+		fput(vf->real);
 	vgpu_slot_detach(slot, vf->tgid);
 	vgpu_slot_put(slot); /* from vgpu_fops_open */
 	kfree(vf);
@@ -69,7 +78,7 @@ static void vgpu_file_finish(struct vgpu_file *vf)
 void vgpu_file_release(struct vgpu_file *vf)
 {
 	if (!vgpu_real_held_elsewhere(vf)) {
-		vgpu_file_finish(vf);
+		vgpu_file_finish(vf, false);
 		return;
 	}
 	__module_get(THIS_MODULE); /* module_put by vgpu_linger_scan */
@@ -99,7 +108,7 @@ static void vgpu_linger_scan(struct work_struct *work)
 	mutex_unlock(&vgpu_linger_lock);
 	list_for_each_entry_safe(vf, tmp, &done, linger) {
 		list_del(&vf->linger);
-		vgpu_file_finish(vf);
+		vgpu_file_finish(vf, true);
 		module_put(THIS_MODULE); /* from vgpu_file_release */
 	}
 }

@@ -5,25 +5,10 @@
 // maps it. Linked into vgpu_gtest (guest.cmake).
 #include <sys/mman.h>
 
-#include <chrono>
-#include <thread>
-
 #include "vgpu_rm.h"
 
 namespace vgpu_test {
 namespace {
-
-// The slot's charge once it has settled: a parked file is finished by a worker that polls the
-// real file's count, so a refund may come a little after the driver's last reference went.
-uint64_t ChargeSettled(const ScopedSlot& slot, uint64_t want) {
-  uint64_t got = 0;
-  for (int i = 0; i < 100; ++i) {
-    got = slot.Stat(VGPU_STAT_MEM_CHARGED);
-    if (got == want) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return got;
-}
 
 // F1: close the proxy ctl, keep the registered dev file. The driver holds the ctl file (and so
 // the client's memory) until the dev file goes; the charge must stay with it.
@@ -52,7 +37,7 @@ TEST(Lifetime, CtlClosedBehindARegisteredDevKeepsItsCharge) {
   EXPECT_EQ(granted, 1) << "only the first 60 MiB fit in 64 MiB";
   EXPECT_GE(slot.Get().open_files, 1u) << "a file the driver still holds counts as open";
   for (int d : devs) close(d);  // the dev files go, the driver frees, the charge ends
-  EXPECT_EQ(ChargeSettled(slot, 0), 0u);
+  EXPECT_EQ(SettledCharge(slot, 0), 0u);
   EXPECT_EQ(NvsimUsedBytes(), base);
   EXPECT_EQ(slot.Get().open_files, 0u);
 }
@@ -95,7 +80,7 @@ TEST(Lifetime, MappingOfOwnCtlKeepsChargeAndProcess) {
   EXPECT_EQ(info.pids.size(), 1u) << "the process holding the mapping is listed";
   EXPECT_GE(info.open_files, 1u);
   EXPECT_EQ(munmap(va, 4096), 0);
-  EXPECT_EQ(ChargeSettled(slot, 0), 0u);
+  EXPECT_EQ(SettledCharge(slot, 0), 0u);
   EXPECT_EQ(NvsimUsedBytes(), base);
   EXPECT_EQ(slot.Get().pids.size(), 0u);
 }
