@@ -5,4 +5,5 @@ vmguest_use_kmodclient(vmguest_compute_compute_test)
 
 # The tests of the gate's protocol join compute_test (a .cpp file: the harness globs only
 # *.c/*.cc, one program each); both share compute_suite.h.
-target_sources(vmguest_compute_compute_test PRIVATE ${CMAKE_CURRENT_LIST_DIR}/compute_gate.cpp)
+target_sources(vmguest_compute_compute_test PRIVATE ${CMAKE_CURRENT_LIST_DIR}/compute_gate.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/compute_levers.cpp)
