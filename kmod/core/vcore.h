@@ -506,6 +506,15 @@ struct vcore_client_ops {
 void vcore_slot_set_client_ops(struct vcore_slot *slot,
 			       const struct vcore_client_ops *ops);
 
+/*
+ * The host's compute controller owns the timeslices of this slot's TSGs (weight
+ * mode): from now on the app's NVA06C SET_TIMESLICE is recorded and answered
+ * NV_OK without reaching the driver, so a tenant cannot re-issue its own value
+ * between the controller's (docs/security/kernel-lifetime-compute.md, F7).
+ */
+void vcore_slot_set_host_owns_timeslice(struct vcore_slot *slot,
+					vcore_bool on);
+
 /* ------------------------------------------------------------------ */
 /* TSG registry (for the time-slice scheduler, kmod/core/sched)        */
 /* ------------------------------------------------------------------ */

@@ -252,6 +252,9 @@ struct vcore_slot {
 	vcore_u32 pid_gen; /* bumped when a pid leaves the set */
 	vcore_u64 tsg_gen;
 	vcore_u32 n_dups; /* objects with dup_src set */
+	/* The host's compute controller sets the TSGs' timeslices (weight
+	 * mode): the app's own SET_TIMESLICE is recorded, not forwarded. */
+	vcore_bool host_owns_timeslice;
 
 	/* Lock-free (relaxed atomics): stats.ioctls and views_rewritten. */
 	vcore_u64 ioctls;
@@ -579,6 +582,8 @@ enum vcore_verdict vcore_ctrl_attach_gpu(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_export_mem(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_tsg_set_timeslice(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_tsg_schedule(struct vcore_call *call);
+enum vcore_verdict vcore_ctrl_tsg_preempt(struct vcore_call *call);
+enum vcore_verdict vcore_ctrl_sched_reserved(struct vcore_call *call);
 
 /* views.c: memory figures the views show */
 vcore_u64 vcore_view_total_bytes(struct vcore_slot *slot);
