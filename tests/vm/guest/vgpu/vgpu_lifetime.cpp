@@ -5,6 +5,8 @@
 // maps it. Linked into vgpu_gtest (guest.cmake).
 #include <sys/mman.h>
 
+#include <cstddef>
+
 #include "vgpu_rm.h"
 
 namespace vgpu_test {
@@ -83,6 +85,67 @@ TEST(Lifetime, MappingOfOwnCtlKeepsChargeAndProcess) {
   EXPECT_EQ(SettledCharge(slot, 0), 0u);
   EXPECT_EQ(NvsimUsedBytes(), base);
   EXPECT_EQ(slot.Get().pids.size(), 0u);
+}
+
+// F11.5: a container that outlives its slot's destroy keeps the device-cgroup rule and the node
+// path of that slot's minors; the next tenant's slot must not come up on them at once.
+TEST(Lifetime, DestroyedSlotsMinorsAreNotReusedAtOnce) {
+  auto nl = Netlink();
+  vgpu::kmod::SlotSpec spec;
+  spec.gpu = 0;
+  auto a = nl->CreateSlot(spec);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(nl->DestroySlot(a->id, 0).ok());
+  auto b = nl->CreateSlot(spec);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_NE(b->id, a->id) << "slot " << a->id << "'s minors (" << a->node_ctl
+                          << ") went to the next slot at once";
+  EXPECT_NE(b->node_ctl, a->node_ctl);
+  (void)nl->DestroySlot(b->id, VGPU_DEL_F_DEFER);
+}
+
+// F5: NV_ESC_EXPORT_TO_DMABUF_FD makes RM dup (hClient, handles) with kernel privilege and no
+// check against the caller's file (osapi.c RmDmabufVerifyMemHandle), held by the dma-buf:
+// another tenant's memory can be pinned, and one's own outlives its refund. Refused under a
+// quota; without one, only the caller's own recorded memory. (nvsim has no dma-buf: before the
+// fix the escape reached it and it answered EINVAL; the test asserts vgpu's refusal.)
+struct DmabufExport {
+  int32_t fd = -1;
+  uint32_t hClient = 0, totalObjects = 1, numObjects = 1, index = 0, pad = 0;
+  uint64_t totalSize = 2 * kMiB;
+  uint8_t mappingType = 0, bAllowMmap = 0, pad2[2] = {};
+  uint32_t handles[128] = {};
+  uint32_t pad3 = 0;
+  uint64_t offsets[128] = {}, sizes[128] = {};
+  uint32_t status = ~0u, pad4 = 0;
+};
+static_assert(sizeof(DmabufExport) == 2608 && offsetof(DmabufExport, status) == 2600);
+constexpr unsigned kEscExportToDmabufFd = 0xd9;  // NV_IOCTL_BASE (200) + 17
+
+TEST(Lifetime, DmabufExportOfMemoryNotOwnedOrChargedIsRefused) {
+  ScopedSlot quota(64 * kMiB, "dmabuf-q"), a(0, "dmabuf-a"), b(0, "dmabuf-b");
+  ASSERT_TRUE(quota.ok() && a.ok() && b.ok());
+  Session sq, sa, sb;
+  ASSERT_EQ(sq.Open(quota.ctl(), quota.dev()), "");
+  ASSERT_EQ(sa.Open(a.ctl(), a.dev()), "");
+  ASSERT_EQ(sb.Open(b.ctl(), b.dev()), "");
+  ASSERT_EQ(sq.Vidmem(0xa1, 2 * kMiB), NV_OK);
+  ASSERT_EQ(sb.Vidmem(0xb1, 2 * kMiB), NV_OK);
+  // Under a quota: even the caller's own charged memory (the dup outlives the charge).
+  DmabufExport e;
+  e.hClient = sq.client;
+  e.handles[0] = 0xa1;
+  Rc rc = RawIoctl(sq.dev, kEscExportToDmabufFd, &e, sizeof(e));
+  EXPECT_EQ(rc.ret, 0) << "reached the driver: " << strerror(rc.err);
+  EXPECT_EQ(e.status, NV_ERR_INSUFFICIENT_PERMISSIONS);
+  // Without a quota: tenant a names tenant b's client and memory.
+  DmabufExport x;
+  x.hClient = sb.client;
+  x.handles[0] = 0xb1;
+  rc = RawIoctl(sa.dev, kEscExportToDmabufFd, &x, sizeof(x));
+  EXPECT_EQ(rc.ret, 0) << "another tenant's memory reached the driver: " << strerror(rc.err);
+  EXPECT_EQ(x.status, NV_ERR_INSUFFICIENT_PERMISSIONS);
+  EXPECT_GE(a.Stat(VGPU_STAT_IOCTL_REFUSED), 1u);
 }
 
 }  // namespace
