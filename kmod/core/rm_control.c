@@ -9,6 +9,8 @@
 #include "abi/ctrl.h"
 #include "abi/classes.h"
 #include "abi/nvstatus.h"
+#include "abi/nv_escape.h"
+#include "rm_alloc_internal.h"
 
 /* Take a private copy of the control's params (buffer index or -errno). */
 static int copy_params(struct vcore_call *call)
@@ -223,5 +225,50 @@ enum vcore_verdict vcore_ctrl_tsg_schedule(struct vcore_call *call)
 		return params_fault(call, i);
 	call->post = VCORE_POST_CTRL;
 	call->ctrl_post = tsg_schedule_post;
+	return VCORE_FORWARD;
+}
+
+/* ---- escapes whose object outlives its handle ---- */
+
+/*
+ * NV_ESC_EXPORT_TO_DMABUF_FD (F5): RM dups (hClient, handles[]) into an
+ * internal client with kernel privilege and holds it for the dma-buf's life
+ * (kernel-open/nvidia/nv-dmabuf.c nv_dma_buf_dup_mem_handles ->
+ * rm_dma_buf_dup_mem_handle, src/nvidia/arch/nvalloc/unix/src/osapi.c:
+ * RmDmabufVerifyMemHandle looks hClient up with no check against the
+ * caller's file, and a kernel client may dup anything, resserv rs_client.c).
+ * So a tenant could pin another tenant's memory, and its own past RM_FREE
+ * (the refund follows the handle, the memory the dup). Under a memory quota
+ * that memory cannot be charged: refused. Without one: only the caller's own
+ * client and objects the slot recorded under it.
+ */
+enum vcore_verdict vcore_esc_export_dmabuf(struct vcore_call *call)
+{
+	vcore_u32 h_client, n, i;
+	vcore_bool ok = 1;
+
+	if (vcore_slot_has_quota(call->slot))
+		return vcore_refuse_status(call, NV_ERR_INSUFFICIENT_PERMISSIONS,
+					   "dma-buf export under a memory quota "
+					   "(its memory outlives the charge)");
+	h_client = vcore_rd32(call->argbuf,
+			      NV_IOCTL_EXPORT_TO_DMABUF_FD_CLIENT_OFF);
+	n = vcore_rd32(call->argbuf, NV_IOCTL_EXPORT_TO_DMABUF_FD_NUM_OFF);
+	if (n > NV_DMABUF_EXPORT_MAX_HANDLES || !vcore_own_client(call, h_client))
+		return vcore_refuse_status(call, NV_ERR_INSUFFICIENT_PERMISSIONS,
+					   "dma-buf export of memory that is not "
+					   "the caller's");
+	vcore_lock(call->slot);
+	for (i = 0; i < n && ok; i++)
+		ok = vcore_obj_find_locked(
+			     call->slot, h_client,
+			     vcore_rd32(call->argbuf,
+					NV_IOCTL_EXPORT_TO_DMABUF_FD_HANDLES_OFF +
+						4 * i)) != VCORE_NULL;
+	vcore_unlock(call->slot);
+	if (!ok)
+		return vcore_refuse_status(call, NV_ERR_INSUFFICIENT_PERMISSIONS,
+					   "dma-buf export of an object the slot "
+					   "did not record");
 	return VCORE_FORWARD;
 }

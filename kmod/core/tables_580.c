@@ -90,7 +90,7 @@ static const struct vcore_esc_row esc_580[] = {
 	ESC_NS(NV_ESC_SET_NUMA_STATUS, NV_IOCTL_SET_NUMA_STATUS_SIZE,
 	       vcore_esc_privileged),
 	ESC(NV_ESC_EXPORT_TO_DMABUF_FD, NV_IOCTL_EXPORT_TO_DMABUF_FD_SIZE,
-	    NV_IOCTL_EXPORT_TO_DMABUF_FD_STATUS_OFF, vcore_esc_pass),
+	    NV_IOCTL_EXPORT_TO_DMABUF_FD_STATUS_OFF, vcore_esc_export_dmabuf),
 	ESC_NS(NV_ESC_WAIT_OPEN_COMPLETE, 8, vcore_esc_pass),
 };
 

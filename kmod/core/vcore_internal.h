@@ -584,6 +584,7 @@ enum vcore_verdict vcore_ctrl_tsg_set_timeslice(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_tsg_schedule(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_tsg_preempt(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_sched_reserved(struct vcore_call *call);
+enum vcore_verdict vcore_esc_export_dmabuf(struct vcore_call *call);
 
 /* views.c: memory figures the views show */
 vcore_u64 vcore_view_total_bytes(struct vcore_slot *slot);

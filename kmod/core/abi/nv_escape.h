@@ -161,6 +161,12 @@ _Static_assert(sizeof(nv_ioctl_sys_params_t) == 8, "sys_params");
 /* 580.65.06 layout (bAllowMmap), abi.md §3. */
 #define NV_IOCTL_EXPORT_TO_DMABUF_FD_SIZE	2608
 #define NV_IOCTL_EXPORT_TO_DMABUF_FD_STATUS_OFF 2600
+/* nv_ioctl_export_to_dma_buf_fd_t: fd @0, hClient @4, numObjects @12,
+ * handles[NV_DMABUF_EXPORT_MAX_HANDLES] @36 (nv-ioctl.h). */
+#define NV_IOCTL_EXPORT_TO_DMABUF_FD_CLIENT_OFF	 4
+#define NV_IOCTL_EXPORT_TO_DMABUF_FD_NUM_OFF	 12
+#define NV_IOCTL_EXPORT_TO_DMABUF_FD_HANDLES_OFF 36
+#define NV_DMABUF_EXPORT_MAX_HANDLES		 128
 
 typedef struct nv_ioctl_wait_open_complete {
 	vcore_s32 rc;
