@@ -520,6 +520,18 @@ void vcore_slot_set_host_owns_timeslice(struct vcore_slot *slot,
 /* ------------------------------------------------------------------ */
 
 /*
+ * Per-slot limits on scheduling objects (F11.1): past them an allocation is
+ * refused with NV_ERR_INSUFFICIENT_RESOURCES, as RM refuses when it runs out.
+ * Channel ids are GPU-wide, so one tenant must not take them all, and every
+ * TSG and channel a slot can have is one the compute controller measures and
+ * gates (kmod/compute.h sizes its tables from these). libcuda makes 4 TSGs
+ * and 20 channels per context, all channels under a TSG (every recorded
+ * trace in tests/data/traces): 16 contexts per slot.
+ */
+#define VCORE_SLOT_MAX_TSGS	64
+#define VCORE_SLOT_MAX_CHANNELS 1024
+
+/*
  * A TSG (KEPLER_CHANNEL_GROUP_A 0xa06c or a successor) the slot's clients
  * allocated, with the engine type from NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS
  * @12 (abi.md §6.3) and the number of channels (class 0x??6f) under it.
