@@ -320,4 +320,3 @@ int vgpu_compute_thread(void *arg)
 	mutex_unlock(&g->lock);
 	return 0;
 }
-

@@ -168,9 +168,9 @@ int vgpu_compute_slot_apply(struct vgpu_slot *slot)
 out:
 	mutex_unlock(&vgpu_compute_lock);
 	/* In weight mode the controller's timeslice is the only one (F7). */
-	vcore_slot_set_host_owns_timeslice(
-		vgpu_filter_core(slot),
-		!err && want && mode == VGPU_COMPUTE_WEIGHT);
+	vcore_slot_set_host_owns_timeslice(vgpu_filter_core(slot),
+					   !err && want &&
+						   mode == VGPU_COMPUTE_WEIGHT);
 	if (err)
 		pr_warn("slot %u: compute share %u%% (%s) not applied: %d\n",
 			slot->id, share, vgpu_compute_mode_name(mode), err);

@@ -99,14 +99,15 @@ static void vgpu_linger_scan(struct work_struct *work)
 	bool left;
 
 	mutex_lock(&vgpu_linger_lock);
-	list_for_each_entry_safe(vf, tmp, &vgpu_linger_files, linger)
-		if (!vgpu_real_held_elsewhere(vf))
-			list_move_tail(&vf->linger, &done);
+	list_for_each_entry_safe(vf, tmp, &vgpu_linger_files,
+				 linger) if (!vgpu_real_held_elsewhere(vf))
+		list_move_tail(&vf->linger, &done);
 	left = !list_empty(&vgpu_linger_files);
 	if (left)
 		schedule_delayed_work(&vgpu_linger_work, VGPU_LINGER_POLL);
 	mutex_unlock(&vgpu_linger_lock);
-	list_for_each_entry_safe(vf, tmp, &done, linger) {
+	list_for_each_entry_safe(vf, tmp, &done, linger)
+	{
 		list_del(&vf->linger);
 		vgpu_file_finish(vf, true);
 		module_put(THIS_MODULE); /* from vgpu_file_release */

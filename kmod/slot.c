@@ -218,12 +218,14 @@ int vgpu_slot_create(u32 gpu, u32 flags, const struct vgpu_slot_config *cfg,
 
 	mutex_lock(&vgpu_slots_lock);
 	/*
-	 * Cyclic: a destroyed slot's id, and with it its minors, comes back only
-	 * after every other id was handed out (F11.5). A container that outlives
-	 * its slot's destroy keeps the device-cgroup rule and node path of those
-	 * minors; at once reused, they would open the next tenant's slot.
+	 * Cyclic: a destroyed slot's id, and with it its minors, comes back
+	 * only after every other id was handed out (F11.5). A container that
+	 * outlives its slot's destroy keeps the device-cgroup rule and node
+	 * path of those minors; at once reused, they would open the next
+	 * tenant's slot.
 	 */
-	err = idr_alloc_cyclic(&vgpu_slots, NULL, 0, VGPU_MAX_SLOTS, GFP_KERNEL);
+	err = idr_alloc_cyclic(&vgpu_slots, NULL, 0, VGPU_MAX_SLOTS,
+			       GFP_KERNEL);
 	if (err < 0)
 		goto out_unlock;
 	slot->id = err;
@@ -243,7 +245,8 @@ int vgpu_slot_create(u32 gpu, u32 flags, const struct vgpu_slot_config *cfg,
 	vgpu_slot_bump();
 	*id = slot->id;
 	mutex_unlock(&vgpu_slots_lock);
-	/* Published: a concurrent destroy may free it now, so no slot-> here. */
+	/* Published: a concurrent destroy may free it now, so no slot-> here.
+	 */
 	pr_info("slot %u created: gpu %u, quota %llu bytes, share %u%%, name "
 		"'%s'\n",
 		*id, gpu, cfg->mem_quota, cfg->compute_share, cfg->name);

@@ -106,9 +106,9 @@ static int tsg_timeslice_post(struct vcore_call *call)
 /* The slot's TSG that (argbuf client, object) names, or NULL; locked. */
 static struct vcore_obj *ctrl_tsg_locked(struct vcore_call *call)
 {
-	struct vcore_obj *o = vcore_obj_find_locked(
-		call->slot, vcore_rd32(call->argbuf, 0),
-		vcore_rd32(call->argbuf, 4));
+	struct vcore_obj *o =
+		vcore_obj_find_locked(call->slot, vcore_rd32(call->argbuf, 0),
+				      vcore_rd32(call->argbuf, 4));
 
 	return o && o->cls == KEPLER_CHANNEL_GROUP_A ? o : VCORE_NULL;
 }
@@ -137,9 +137,10 @@ enum vcore_verdict vcore_ctrl_tsg_set_timeslice(struct vcore_call *call)
 	}
 	vcore_unlock(call->slot);
 	if (tsg)
-		return vcore_refuse_status(call, NV_OK,
-					   "timeslice set by the compute "
-					   "controller (recorded, not forwarded)");
+		return vcore_refuse_status(
+			call, NV_OK,
+			"timeslice set by the compute "
+			"controller (recorded, not forwarded)");
 	call->post = VCORE_POST_CTRL;
 	call->ctrl_post = tsg_timeslice_post;
 	return VCORE_FORWARD;
@@ -248,27 +249,32 @@ enum vcore_verdict vcore_esc_export_dmabuf(struct vcore_call *call)
 	vcore_bool ok = 1;
 
 	if (vcore_slot_has_quota(call->slot))
-		return vcore_refuse_status(call, NV_ERR_INSUFFICIENT_PERMISSIONS,
-					   "dma-buf export under a memory quota "
-					   "(its memory outlives the charge)");
+		return vcore_refuse_status(
+			call, NV_ERR_INSUFFICIENT_PERMISSIONS,
+			"dma-buf export under a memory quota "
+			"(its memory outlives the charge)");
 	h_client = vcore_rd32(call->argbuf,
 			      NV_IOCTL_EXPORT_TO_DMABUF_FD_CLIENT_OFF);
 	n = vcore_rd32(call->argbuf, NV_IOCTL_EXPORT_TO_DMABUF_FD_NUM_OFF);
-	if (n > NV_DMABUF_EXPORT_MAX_HANDLES || !vcore_own_client(call, h_client))
-		return vcore_refuse_status(call, NV_ERR_INSUFFICIENT_PERMISSIONS,
-					   "dma-buf export of memory that is not "
-					   "the caller's");
+	if (n > NV_DMABUF_EXPORT_MAX_HANDLES ||
+	    !vcore_own_client(call, h_client))
+		return vcore_refuse_status(
+			call, NV_ERR_INSUFFICIENT_PERMISSIONS,
+			"dma-buf export of memory that is not "
+			"the caller's");
 	vcore_lock(call->slot);
 	for (i = 0; i < n && ok; i++)
 		ok = vcore_obj_find_locked(
 			     call->slot, h_client,
-			     vcore_rd32(call->argbuf,
-					NV_IOCTL_EXPORT_TO_DMABUF_FD_HANDLES_OFF +
-						4 * i)) != VCORE_NULL;
+			     vcore_rd32(
+				     call->argbuf,
+				     NV_IOCTL_EXPORT_TO_DMABUF_FD_HANDLES_OFF +
+					     4 * i)) != VCORE_NULL;
 	vcore_unlock(call->slot);
 	if (!ok)
-		return vcore_refuse_status(call, NV_ERR_INSUFFICIENT_PERMISSIONS,
-					   "dma-buf export of an object the slot "
-					   "did not record");
+		return vcore_refuse_status(
+			call, NV_ERR_INSUFFICIENT_PERMISSIONS,
+			"dma-buf export of an object the slot "
+			"did not record");
 	return VCORE_FORWARD;
 }

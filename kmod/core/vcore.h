@@ -512,8 +512,7 @@ void vcore_slot_set_client_ops(struct vcore_slot *slot,
  * NV_OK without reaching the driver, so a tenant cannot re-issue its own value
  * between the controller's (docs/security/kernel-lifetime-compute.md, F7).
  */
-void vcore_slot_set_host_owns_timeslice(struct vcore_slot *slot,
-					vcore_bool on);
+void vcore_slot_set_host_owns_timeslice(struct vcore_slot *slot, vcore_bool on);
 
 /* ------------------------------------------------------------------ */
 /* TSG registry (for the time-slice scheduler, kmod/core/sched)        */

@@ -80,8 +80,7 @@ TEST_F(ComputeShares, TenantCannotPullTheGatesLevers) {
             NV_ERR_INSUFFICIENT_PERMISSIONS)
       << "FIFO_DISABLE_CHANNELS reached the driver";
   uint32_t level = 2;  // NVA06C_CTRL_INTERLEAVE_LEVEL_HIGH
-  EXPECT_EQ(s.Ctl(tsg, kSetInterleaveLevel, &level, sizeof(level)),
-            NV_ERR_INSUFFICIENT_PERMISSIONS)
+  EXPECT_EQ(s.Ctl(tsg, kSetInterleaveLevel, &level, sizeof(level)), NV_ERR_INSUFFICIENT_PERMISSIONS)
       << "SET_INTERLEAVE_LEVEL reached the driver";
   uint8_t rt = 1;
   EXPECT_EQ(s.Ctl(tsg, kMakeRealtime, &rt, sizeof(rt)), NV_ERR_INSUFFICIENT_PERMISSIONS)

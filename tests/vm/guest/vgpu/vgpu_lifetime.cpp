@@ -30,8 +30,8 @@ TEST(Lifetime, CtlClosedBehindARegisteredDevKeepsItsCharge) {
     devs[round] = s.dev;
     s.dev = -1;
     uint64_t held = NvsimUsedBytes() - base;
-    EXPECT_LE(held, quota) << "round " << round << ": driver holds " << held / kMiB
-                           << " MiB for a " << quota / kMiB << " MiB slot";
+    EXPECT_LE(held, quota) << "round " << round << ": driver holds " << held / kMiB << " MiB for a "
+                           << quota / kMiB << " MiB slot";
     EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), held)
         << "round " << round << ": charged " << slot.Stat(VGPU_STAT_MEM_CHARGED) / kMiB
         << " MiB, driver holds " << held / kMiB << " MiB";
