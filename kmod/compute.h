@@ -23,6 +23,7 @@
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 
+#include "core/vcore.h"
 #include "core/sched/vcore_sched.h"
 
 struct vgpu_slot;
@@ -37,10 +38,10 @@ struct vgpu_slot;
 /* NV2080_ENGINE_TYPE_GR0: the TSGs whose timeslice sets the compute split. */
 #define VGPU_ENGINE_GR0 1
 
-/* Per slot, the TSGs the controller tracks (more are gated, not measured). */
-#define VGPU_COMPUTE_MAX_TSGS 64
-/* Per slot, the channels one gate edge disables (64 per RM call). */
-#define VGPU_COMPUTE_MAX_CHANNELS 1024
+/* Per slot, the TSGs the controller tracks: all a slot can have. */
+#define VGPU_COMPUTE_MAX_TSGS VCORE_SLOT_MAX_TSGS
+/* Per slot, the channels one gate edge disables (64 per RM call): all. */
+#define VGPU_COMPUTE_MAX_CHANNELS VCORE_SLOT_MAX_CHANNELS
 
 struct vgpu_compute_tsg {
 	u32 h_client;

@@ -14,6 +14,7 @@
 
 #include "vgpu.h"
 #include "compute.h"
+#include "core/vcore.h"
 
 /* vgpu_compute_lock protects: vgpu_compute_gpus, each g->thread. */
 static DEFINE_MUTEX(vgpu_compute_lock);
@@ -166,6 +167,10 @@ int vgpu_compute_slot_apply(struct vgpu_slot *slot)
 	vgpu_compute_gpu_sync(g);
 out:
 	mutex_unlock(&vgpu_compute_lock);
+	/* In weight mode the controller's timeslice is the only one (F7). */
+	vcore_slot_set_host_owns_timeslice(vgpu_filter_core(slot),
+					   !err && want &&
+						   mode == VGPU_COMPUTE_WEIGHT);
 	if (err)
 		pr_warn("slot %u: compute share %u%% (%s) not applied: %d\n",
 			slot->id, share, vgpu_compute_mode_name(mode), err);

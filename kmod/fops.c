@@ -92,22 +92,15 @@ out_free:
 }
 
 /*
- * Frees exactly what the real close frees (§9.1): the filter forgets this
- * file's objects (refunding their charges), then the last reference to the real
- * file goes, and nvidia_close frees every RM client bound to it. A VMA may
- * still hold the real file (vgpu_fops_mmap); the driver then frees at munmap,
- * as it would without the proxy.
+ * Frees exactly what the real close frees (§9.1), when the real close happens:
+ * the filter forgets this file's objects (refunding their charges), then the
+ * last reference to the real file goes, and nvidia_close frees every RM client
+ * bound to it. If a registered dev file or a VMA still holds the real file,
+ * both wait until it no longer does (linger.c).
  */
 static int vgpu_fops_release(struct inode *inode, struct file *file)
 {
-	struct vgpu_file *vf = file->private_data;
-	struct vgpu_slot *slot = vf->slot;
-
-	vgpu_filter_file_close(vf);
-	fput(vf->real);
-	vgpu_slot_detach(slot, vf->tgid);
-	vgpu_slot_put(slot); /* from vgpu_fops_open */
-	kfree(vf);
+	vgpu_file_release(file->private_data);
 	return 0;
 }
 

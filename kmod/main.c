@@ -169,6 +169,7 @@ static void __exit vgpu_exit(void)
 	/* Netlink first: no request can create a slot once the table is torn
 	 * down. */
 	vgpu_genl_exit();
+	vgpu_linger_exit();
 	vgpu_slots_exit();
 	vgpu_filter_exit();
 	if (vgpu_is_bound)

@@ -217,7 +217,15 @@ int vgpu_slot_create(u32 gpu, u32 flags, const struct vgpu_slot_config *cfg,
 	slot->state = VGPU_SLOT_STATE_ACTIVE;
 
 	mutex_lock(&vgpu_slots_lock);
-	err = idr_alloc(&vgpu_slots, NULL, 0, VGPU_MAX_SLOTS, GFP_KERNEL);
+	/*
+	 * Cyclic: a destroyed slot's id, and with it its minors, comes back
+	 * only after every other id was handed out (F11.5). A container that
+	 * outlives its slot's destroy keeps the device-cgroup rule and node
+	 * path of those minors; at once reused, they would open the next
+	 * tenant's slot.
+	 */
+	err = idr_alloc_cyclic(&vgpu_slots, NULL, 0, VGPU_MAX_SLOTS,
+			       GFP_KERNEL);
 	if (err < 0)
 		goto out_unlock;
 	slot->id = err;
@@ -307,8 +315,8 @@ int vgpu_slot_destroy(u32 id, u32 flags)
 	idr_remove(&vgpu_slots, id);
 	vgpu_nslots--;
 	vgpu_slot_bump();
-	/* Nodes go before the table lock drops: the minor may be reused at
-	 * once. */
+	/* Nodes go before the table lock drops: the id is free from here on
+	 * (reused only after every other one, vgpu_slot_create). */
 	vgpu_slot_unlink_nodes(slot);
 	mutex_unlock(&vgpu_slots_lock);
 	pr_info("slot %u destroyed%s\n", id,

@@ -87,6 +87,7 @@ struct vgpu_file {
 	struct file *real;
 	pid_t tgid; /* opener, for attach/exit accounting */
 	struct vgpu_filter_file *filter;
+	struct list_head linger; /* linger.c: parked while real is held */
 };
 
 /* main.c: module parameters and the real driver binding. */
@@ -133,6 +134,14 @@ static inline void vgpu_stat_inc(struct vgpu_slot *slot, enum vgpu_stat_attr s)
 
 /* fops.c */
 extern const struct file_operations vgpu_fops;
+
+/*
+ * linger.c: a proxy file ends when its real file does. release() finishes @vf
+ * now if the proxy holds the real file's only reference, else parks it until
+ * that is so (a registered dev file or a mapping holds it).
+ */
+void vgpu_file_release(struct vgpu_file *vf);
+void vgpu_linger_exit(void);
 
 /* A destroyed slot's files fail every call. */
 static inline bool vgpu_file_revoked(struct vgpu_file *vf)

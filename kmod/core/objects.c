@@ -7,6 +7,7 @@
  */
 #include "vcore_internal.h"
 #include "abi/classes.h"
+#include "abi/nvstatus.h"
 
 static vcore_u32 bucket_of(vcore_u32 h_client, vcore_u32 h_object)
 {
@@ -148,6 +149,8 @@ static void release_one(struct vcore_slot *slot, struct vcore_obj *obj)
 		if (obj->parent && is_tsg(obj->parent->cls) &&
 		    obj->parent->n_channels)
 			obj->parent->n_channels--;
+		if (slot->n_channels)
+			slot->n_channels--;
 		slot->tsg_gen++;
 	}
 	if (!obj->parent)
@@ -226,6 +229,7 @@ void vcore_obj_insert_locked(struct vcore_slot *slot, struct vcore_obj *obj,
 	if (is_channel(obj->cls)) {
 		if (parent && is_tsg(parent->cls))
 			parent->n_channels++;
+		slot->n_channels++;
 		slot->tsg_gen++;
 	}
 }
@@ -351,4 +355,34 @@ vcore_u64 vcore_slot_tsg_generation(struct vcore_slot *slot)
 	gen = slot->tsg_gen;
 	vcore_unlock(slot);
 	return gen;
+}
+
+/*
+ * The slot's limits on TSGs and channels (vcore.h), and channels only under a
+ * TSG: one allocated straight under a device gets an RM-internal TSG the
+ * registry never sees, so the compute controller could never gate it (F7).
+ */
+enum vcore_verdict vcore_sched_obj_limit(struct vcore_call *call,
+					 vcore_bool tsg, vcore_u32 h_root)
+{
+	struct vcore_slot *slot = call->slot;
+	const struct vcore_obj *parent;
+	const char *why = VCORE_NULL;
+	vcore_u32 status = NV_ERR_INSUFFICIENT_RESOURCES;
+
+	vcore_lock(slot);
+	if (tsg) {
+		if (slot->stats.tsgs >= VCORE_SLOT_MAX_TSGS)
+			why = "TSG limit of the slot reached";
+	} else {
+		parent = vcore_obj_find_locked(slot, h_root, call->h_parent);
+		if (!parent || !is_tsg(parent->cls)) {
+			why = "channel outside a channel group";
+			status = NV_ERR_INVALID_ARGUMENT;
+		} else if (slot->n_channels >= VCORE_SLOT_MAX_CHANNELS) {
+			why = "channel limit of the slot reached";
+		}
+	}
+	vcore_unlock(slot);
+	return why ? vcore_refuse_status(call, status, why) : VCORE_FORWARD;
 }

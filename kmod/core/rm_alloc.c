@@ -151,6 +151,11 @@ static enum vcore_verdict alloc_by_class(struct vcore_call *call, vcore_u32 cls,
 				"memory class not countable under a quota");
 		return VCORE_FORWARD;
 	case VCORE_CLS_TSG:
+	case VCORE_CLS_CHANNEL:
+		v = vcore_sched_obj_limit(call, row->kind == VCORE_CLS_TSG,
+					  vcore_rd32(call->argbuf, 0));
+		if (v != VCORE_FORWARD || row->kind != VCORE_CLS_TSG)
+			return v;
 		if (params &&
 		    psize >= sizeof(NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS))
 			call->new_obj->engine_type = vcore_rd32(params, 12);

@@ -9,6 +9,8 @@
 #include "abi/ctrl.h"
 #include "abi/classes.h"
 #include "abi/nvstatus.h"
+#include "abi/nv_escape.h"
+#include "rm_alloc_internal.h"
 
 /* Take a private copy of the control's params (buffer index or -errno). */
 static int copy_params(struct vcore_call *call)
@@ -101,17 +103,87 @@ static int tsg_timeslice_post(struct vcore_call *call)
 	return 0;
 }
 
-/* NVA06C SET_TIMESLICE: libcuda sets 2048 us itself (abi.md §6.1); the
- * scheduler needs to know what the app asked for. */
+/* The slot's TSG that (argbuf client, object) names, or NULL; locked. */
+static struct vcore_obj *ctrl_tsg_locked(struct vcore_call *call)
+{
+	struct vcore_obj *o =
+		vcore_obj_find_locked(call->slot, vcore_rd32(call->argbuf, 0),
+				      vcore_rd32(call->argbuf, 4));
+
+	return o && o->cls == KEPLER_CHANNEL_GROUP_A ? o : VCORE_NULL;
+}
+
+/*
+ * NVA06C SET_TIMESLICE: libcuda sets 2048 us itself (abi.md §6.1); the
+ * scheduler needs to know what the app asked for. When the host's controller
+ * owns the timeslices (weight mode), the app's value is only recorded: a
+ * tenant re-issuing its own value between the controller's ticks moved a
+ * 30/70 split to 49.5/50.5 (F7).
+ */
 enum vcore_verdict vcore_ctrl_tsg_set_timeslice(struct vcore_call *call)
 {
 	int i = copy_params(call);
+	struct vcore_obj *tsg;
+	vcore_bool owned;
 
 	if (i < 0)
 		return params_fault(call, i);
+	vcore_lock(call->slot);
+	owned = call->slot->host_owns_timeslice;
+	tsg = owned ? ctrl_tsg_locked(call) : VCORE_NULL;
+	if (tsg) {
+		tsg->app_timeslice_us = vcore_rd64(call->bufs[i].priv, 0);
+		call->slot->tsg_gen++;
+	}
+	vcore_unlock(call->slot);
+	if (tsg)
+		return vcore_refuse_status(
+			call, NV_OK,
+			"timeslice set by the compute "
+			"controller (recorded, not forwarded)");
 	call->post = VCORE_POST_CTRL;
 	call->ctrl_post = tsg_timeslice_post;
 	return VCORE_FORWARD;
+}
+
+/*
+ * NVA06C PREEMPT: libcuda preempts its own scheduled TSGs (the recorded
+ * cuda-driver-api trace has two, bWait=1). A PREEMPT(bWait=1) of a TSG that is
+ * not on the runlist waited RM's whole timeout on the H200 (4020 ms,
+ * docs/results/compute-h200.md) with the GPU's RM lock held, stalling every
+ * tenant's calls and the compute controller's (F7). An unscheduled TSG has
+ * nothing to preempt: answered NV_OK here, never forwarded.
+ */
+enum vcore_verdict vcore_ctrl_tsg_preempt(struct vcore_call *call)
+{
+	struct vcore_obj *tsg;
+	vcore_bool idle;
+
+	vcore_lock(call->slot);
+	tsg = ctrl_tsg_locked(call);
+	idle = tsg && !tsg->scheduled;
+	vcore_unlock(call->slot);
+	if (idle)
+		return vcore_refuse_status(call, NV_OK,
+					   "PREEMPT of a TSG that is not "
+					   "scheduled (nothing to preempt)");
+	return VCORE_FORWARD;
+}
+
+/*
+ * The compute controller's own levers and the runlist's (abi.md §6.2):
+ * FIFO_DISABLE_CHANNELS, per-channel GPFIFO_SCHEDULE, interleave level,
+ * realtime, runlist stop/start/restart and scheduling policy. libcuda uses
+ * none of them (the recorded corpus has none); from a tenant they undo the
+ * controller's gate right after each off edge, raise a TSG above its peers,
+ * or unschedule a TSG behind the registry's back (F7). Refused for every
+ * slot, as RM refuses a caller without the privilege.
+ */
+enum vcore_verdict vcore_ctrl_sched_reserved(struct vcore_call *call)
+{
+	return vcore_refuse_status(call, NV_ERR_INSUFFICIENT_PERMISSIONS,
+				   "scheduling control reserved to the compute "
+				   "controller");
 }
 
 /*
@@ -154,5 +226,55 @@ enum vcore_verdict vcore_ctrl_tsg_schedule(struct vcore_call *call)
 		return params_fault(call, i);
 	call->post = VCORE_POST_CTRL;
 	call->ctrl_post = tsg_schedule_post;
+	return VCORE_FORWARD;
+}
+
+/* ---- escapes whose object outlives its handle ---- */
+
+/*
+ * NV_ESC_EXPORT_TO_DMABUF_FD (F5): RM dups (hClient, handles[]) into an
+ * internal client with kernel privilege and holds it for the dma-buf's life
+ * (kernel-open/nvidia/nv-dmabuf.c nv_dma_buf_dup_mem_handles ->
+ * rm_dma_buf_dup_mem_handle, src/nvidia/arch/nvalloc/unix/src/osapi.c:
+ * RmDmabufVerifyMemHandle looks hClient up with no check against the
+ * caller's file, and a kernel client may dup anything, resserv rs_client.c).
+ * So a tenant could pin another tenant's memory, and its own past RM_FREE
+ * (the refund follows the handle, the memory the dup). Under a memory quota
+ * that memory cannot be charged: refused. Without one: only the caller's own
+ * client and objects the slot recorded under it.
+ */
+enum vcore_verdict vcore_esc_export_dmabuf(struct vcore_call *call)
+{
+	vcore_u32 h_client, n, i;
+	vcore_bool ok = 1;
+
+	if (vcore_slot_has_quota(call->slot))
+		return vcore_refuse_status(
+			call, NV_ERR_INSUFFICIENT_PERMISSIONS,
+			"dma-buf export under a memory quota "
+			"(its memory outlives the charge)");
+	h_client = vcore_rd32(call->argbuf,
+			      NV_IOCTL_EXPORT_TO_DMABUF_FD_CLIENT_OFF);
+	n = vcore_rd32(call->argbuf, NV_IOCTL_EXPORT_TO_DMABUF_FD_NUM_OFF);
+	if (n > NV_DMABUF_EXPORT_MAX_HANDLES ||
+	    !vcore_own_client(call, h_client))
+		return vcore_refuse_status(
+			call, NV_ERR_INSUFFICIENT_PERMISSIONS,
+			"dma-buf export of memory that is not "
+			"the caller's");
+	vcore_lock(call->slot);
+	for (i = 0; i < n && ok; i++)
+		ok = vcore_obj_find_locked(
+			     call->slot, h_client,
+			     vcore_rd32(
+				     call->argbuf,
+				     NV_IOCTL_EXPORT_TO_DMABUF_FD_HANDLES_OFF +
+					     4 * i)) != VCORE_NULL;
+	vcore_unlock(call->slot);
+	if (!ok)
+		return vcore_refuse_status(
+			call, NV_ERR_INSUFFICIENT_PERMISSIONS,
+			"dma-buf export of an object the slot "
+			"did not record");
 	return VCORE_FORWARD;
 }

@@ -349,6 +349,13 @@ void vcore_slot_set_overquota_hook(struct vcore_slot *slot,
 	vcore_unlock(slot);
 }
 
+void vcore_slot_set_host_owns_timeslice(struct vcore_slot *slot, vcore_bool on)
+{
+	vcore_lock(slot);
+	slot->host_owns_timeslice = on;
+	vcore_unlock(slot);
+}
+
 void vcore_slot_set_client_ops(struct vcore_slot *slot,
 			       const struct vcore_client_ops *ops)
 {

@@ -130,7 +130,7 @@ static const struct vcore_esc_row esc_580[] = {
 	ESC_NS(NV_ESC_SET_NUMA_STATUS, nv_ioctl_set_numa_status_t,
 	       vcore_esc_privileged),
 	ESC(NV_ESC_EXPORT_TO_DMABUF_FD, nv_ioctl_export_to_dma_buf_fd_t,
-	    vcore_esc_pass),
+	    vcore_esc_export_dmabuf),
 	ESC_NS(NV_ESC_WAIT_OPEN_COMPLETE, nv_ioctl_wait_open_complete_t,
 	       vcore_esc_pass),
 };
@@ -149,6 +149,13 @@ static const struct vcore_esc_row esc_580[] = {
 	{                                                                      \
 		.cmd = cmd_, .size = sizeof(type_), .pre = pre_,               \
 		.name = #cmd_, .params = #type_                                \
+	}
+/* Reserved to the compute controller (rm_control.c), any size. */
+#define CTRL_RESERVED(cmd_)                                                    \
+	{                                                                      \
+		.cmd = cmd_, .size = RMAPI_PARAM_COPY_MAX_PARAMS_SIZE,         \
+		.flags = VCORE_CTRL_ANY_SIZE,                                  \
+		.pre = vcore_ctrl_sched_reserved, .name = #cmd_                \
 	}
 
 /*
@@ -204,27 +211,26 @@ static const struct vcore_ctrl_row ctrl_580[] = {
 	CTRL_H(NVA06C_CTRL_CMD_SET_TIMESLICE, NVA06C_CTRL_TIMESLICE_PARAMS,
 	       vcore_ctrl_tsg_set_timeslice),
 	CTRL(NVA06C_CTRL_CMD_GET_TIMESLICE, NVA06C_CTRL_TIMESLICE_PARAMS),
-	CTRL(NVA06C_CTRL_CMD_PREEMPT, NVA06C_CTRL_PREEMPT_PARAMS),
+	CTRL_H(NVA06C_CTRL_CMD_PREEMPT, NVA06C_CTRL_PREEMPT_PARAMS,
+	       vcore_ctrl_tsg_preempt),
 	CTRL(NVA06C_CTRL_CMD_GET_INFO, NVA06C_CTRL_GET_INFO_PARAMS),
-	CTRL(NVA06C_CTRL_CMD_SET_INTERLEAVE_LEVEL,
-	     NVA06C_CTRL_INTERLEAVE_LEVEL_PARAMS),
+	CTRL_RESERVED(NVA06C_CTRL_CMD_SET_INTERLEAVE_LEVEL),
 	CTRL(NVA06C_CTRL_CMD_GET_INTERLEAVE_LEVEL,
 	     NVA06C_CTRL_INTERLEAVE_LEVEL_PARAMS),
-	CTRL(NVA06C_CTRL_CMD_MAKE_REALTIME, NVA06C_CTRL_MAKE_REALTIME_PARAMS),
-	CTRL_ANY(NVA06F_CTRL_CMD_GPFIFO_SCHEDULE),
+	CTRL_RESERVED(NVA06C_CTRL_CMD_MAKE_REALTIME),
+	CTRL_RESERVED(NVA06F_CTRL_CMD_GPFIFO_SCHEDULE),
 	CTRL_ANY(NVA06F_CTRL_CMD_BIND),
-	CTRL_ANY(NVA06F_CTRL_CMD_RESTART_RUNLIST),
+	CTRL_RESERVED(NVA06F_CTRL_CMD_RESTART_RUNLIST),
 	CTRL_ANY(NVA06F_CTRL_CMD_STOP_CHANNEL),
-	CTRL(NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS,
-	     NV2080_CTRL_FIFO_DISABLE_CHANNELS_PARAMS),
-	CTRL_ANY(NV2080_CTRL_CMD_FIFO_RUNLIST_SET_SCHED_POLICY),
+	CTRL_RESERVED(NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS),
+	CTRL_RESERVED(NV2080_CTRL_CMD_FIFO_RUNLIST_SET_SCHED_POLICY),
 	CTRL_ANY(NV2080_CTRL_CMD_FIFO_GET_ALLOCATED_CHANNELS),
 	CTRL_ANY(NV2080_CTRL_CMD_FIFO_OBJSCHED_GET_STATE),
-	CTRL_ANY(NV2080_CTRL_CMD_FIFO_OBJSCHED_SET_STATE),
+	CTRL_RESERVED(NV2080_CTRL_CMD_FIFO_OBJSCHED_SET_STATE),
 	CTRL_ANY(NV2080_CTRL_CMD_FIFO_OBJSCHED_GET_CAPS),
 	CTRL_ANY(NV0080_CTRL_CMD_FIFO_GET_CHANNELLIST),
-	CTRL_ANY(NV0080_CTRL_CMD_FIFO_STOP_RUNLIST),
-	CTRL_ANY(NV0080_CTRL_CMD_FIFO_START_RUNLIST),
+	CTRL_RESERVED(NV0080_CTRL_CMD_FIFO_STOP_RUNLIST),
+	CTRL_RESERVED(NV0080_CTRL_CMD_FIFO_START_RUNLIST),
 	/* memory sizes elsewhere: privileged/debug, forwarded */
 	CTRL_ANY(NV2080_CTRL_CMD_FB_GET_FB_REGION_INFO),
 	CTRL_ANY(NV2080_CTRL_CMD_FB_GET_CLIENT_ALLOCATION_INFO),

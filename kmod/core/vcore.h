@@ -532,9 +532,29 @@ struct vcore_client_ops {
 void vcore_slot_set_client_ops(struct vcore_slot *slot,
 			       const struct vcore_client_ops *ops);
 
+/*
+ * The host's compute controller owns the timeslices of this slot's TSGs (weight
+ * mode): from now on the app's NVA06C SET_TIMESLICE is recorded and answered
+ * NV_OK without reaching the driver, so a tenant cannot re-issue its own value
+ * between the controller's (docs/security/kernel-lifetime-compute.md, F7).
+ */
+void vcore_slot_set_host_owns_timeslice(struct vcore_slot *slot, vcore_bool on);
+
 /* ------------------------------------------------------------------ */
 /* TSG registry (for the time-slice scheduler, kmod/core/sched)        */
 /* ------------------------------------------------------------------ */
+
+/*
+ * Per-slot limits on scheduling objects (F11.1): past them an allocation is
+ * refused with NV_ERR_INSUFFICIENT_RESOURCES, as RM refuses when it runs out.
+ * Channel ids are GPU-wide, so one tenant must not take them all, and every
+ * TSG and channel a slot can have is one the compute controller measures and
+ * gates (kmod/compute.h sizes its tables from these). libcuda makes 4 TSGs
+ * and 20 channels per context, all channels under a TSG (every recorded
+ * trace in tests/data/traces): 16 contexts per slot.
+ */
+#define VCORE_SLOT_MAX_TSGS	64
+#define VCORE_SLOT_MAX_CHANNELS 1024
 
 /*
  * A TSG (KEPLER_CHANNEL_GROUP_A 0xa06c or a successor) the slot's clients

@@ -261,6 +261,10 @@ struct vcore_slot {
 	vcore_u32 pid_gen; /* bumped when a pid leaves the set */
 	vcore_u64 tsg_gen;
 	vcore_u32 n_dups; /* objects with dup_src set */
+	/* The host's compute controller sets the TSGs' timeslices (weight
+	 * mode): the app's own SET_TIMESLICE is recorded, not forwarded. */
+	vcore_bool host_owns_timeslice;
+	vcore_u32 n_channels; /* live channels (class 0x??6f) */
 
 	/* Lock-free (relaxed atomics): stats.ioctls and views_rewritten. */
 	vcore_u64 ioctls;
@@ -593,6 +597,13 @@ enum vcore_verdict vcore_ctrl_attach_gpu(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_export_mem(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_tsg_set_timeslice(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_tsg_schedule(struct vcore_call *call);
+enum vcore_verdict vcore_ctrl_tsg_preempt(struct vcore_call *call);
+enum vcore_verdict vcore_ctrl_sched_reserved(struct vcore_call *call);
+enum vcore_verdict vcore_esc_export_dmabuf(struct vcore_call *call);
+/* objects.c: a TSG or channel allocation past the slot's limits (vcore.h
+ * VCORE_SLOT_MAX_TSGS/CHANNELS), or a channel outside a TSG, is refused. */
+enum vcore_verdict vcore_sched_obj_limit(struct vcore_call *call,
+					 vcore_bool tsg, vcore_u32 h_root);
 
 /* views.c: memory figures the views show */
 vcore_u64 vcore_view_total_bytes(struct vcore_slot *slot);

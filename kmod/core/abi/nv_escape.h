@@ -200,6 +200,13 @@ typedef struct nv_ioctl_export_to_dma_buf_fd {
 	sizeof(nv_ioctl_export_to_dma_buf_fd_t)
 #define NV_IOCTL_EXPORT_TO_DMABUF_FD_STATUS_OFF                                \
 	__builtin_offsetof(nv_ioctl_export_to_dma_buf_fd_t, status)
+/* The fields the dma-buf export check reads (vcore_esc_export_dmabuf). */
+#define NV_IOCTL_EXPORT_TO_DMABUF_FD_CLIENT_OFF                                \
+	__builtin_offsetof(nv_ioctl_export_to_dma_buf_fd_t, hClient)
+#define NV_IOCTL_EXPORT_TO_DMABUF_FD_NUM_OFF                                   \
+	__builtin_offsetof(nv_ioctl_export_to_dma_buf_fd_t, numObjects)
+#define NV_IOCTL_EXPORT_TO_DMABUF_FD_HANDLES_OFF                               \
+	__builtin_offsetof(nv_ioctl_export_to_dma_buf_fd_t, handles)
 
 typedef struct nv_ioctl_wait_open_complete {
 	vcore_s32 rc;

@@ -7,11 +7,13 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -72,6 +74,21 @@ class ScopedSlot {
   vgpu::kmod::SlotInfo info_;
   bool ok_ = false;
 };
+
+// The slot's charge once it has settled at `want` (or what it was after ~2 s). A proxy file
+// whose real file the driver still holds when it closes (a dev file registered to a ctl file
+// closes after it; a mapping) is finished by a worker once the driver's last reference went
+// (kmod/linger.c), a few ms later: the driver frees first, then the charge is refunded, so a
+// settled charge of 0 means the driver holds nothing for the slot either.
+inline uint64_t SettledCharge(const ScopedSlot& slot, uint64_t want) {
+  uint64_t got = 0;
+  for (int i = 0; i < 100; ++i) {
+    got = slot.Stat(VGPU_STAT_MEM_CHARGED);
+    if (got == want) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return got;
+}
 
 // One tenant's RM session through a slot's nodes, as libcuda builds it: ctl file, a
 // registered dev file, a client, device 0 and its subdevice.

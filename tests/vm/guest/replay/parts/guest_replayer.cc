@@ -15,6 +15,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "shim/trace/replay.h"
 #include "tests/vm/guest/nvsim/nvsim_rm.h"
@@ -599,6 +600,14 @@ Outcome RunGuest(const std::vector<Line>& lines, const Expected& exp, const RunC
   // The end of the recording is its processes' exit.
   while (!fds.empty()) close_file(fds.begin()->first.first, fds.begin()->first.second);
   for (int d : added_dev_files) close(d);
+  // A ctl file closed before the dev file registered to it is finished a few ms after that dev
+  // file (the driver holds the ctl file until then; kmod/linger.c): wait for the slot's files to
+  // be gone, as they are once a process has exited.
+  for (int i = 0; i < 100; ++i) {
+    auto now = (*nl)->GetSlot(slot->id);
+    if (!now.ok() || now->open_files == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   o.end = stats.Read("mem_charged");
   o.ledger_peak = stats.Read("mem_peak");

@@ -194,9 +194,9 @@ void RaceRound(int round, Race race, Report report) {
     EXPECT_EQ(driver, charged) << "round " << round << ": charge and driver disagree";
     report(slot, charged, driver);
   }
+  EXPECT_EQ(SettledCharge(slot, 0), 0u) << "round " << round;
   EXPECT_EQ(NvsimUsedBytes(), base)
       << "round " << round << ": closing the files freed everything the race allocated";
-  EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 0u) << "round " << round;
 }
 
 // Another thread flips the requested size between a small and a huge value while the
@@ -404,8 +404,8 @@ void RewriteWhatIsAllocated(Flip what) {
       EXPECT_EQ(tampered, 0u) << "round " << round << ": a tampering was counted, and the "
                               << "process lived";
     }
+    EXPECT_EQ(SettledCharge(slot, 0), 0u) << "round " << round;
     EXPECT_EQ(NvsimUsedBytes(), base) << "round " << round << ": the child's memory was freed";
-    EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 0u) << "round " << round;
     std::printf("%s rewrite round %d: child %s, tamperings counted %llu\n", name, round,
                 WIFSIGNALED(status) ? "killed" : "lived (the window was never caught)",
                 static_cast<unsigned long long>(tampered));
@@ -577,8 +577,8 @@ TEST(Hostile, CloseDuringIoctl) {
     s->ctl = -1;
     user.join();
   }
+  EXPECT_EQ(SettledCharge(slot, 0), 0u);
   EXPECT_EQ(NvsimUsedBytes(), base);
-  EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 0u);
 }
 
 TEST(Hostile, SlotDestroyWhileInUse) {

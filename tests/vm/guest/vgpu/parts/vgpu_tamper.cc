@@ -165,8 +165,8 @@ void RewriteDuringTheCall(const Case& c, bool armed) {
   }
   // Whatever the driver made, under whichever handle or client: freed with the child's files,
   // and nothing stays charged.
+  EXPECT_EQ(SettledCharge(slot, 0), 0u);
   EXPECT_EQ(NvsimUsedBytes(), base) << "nvsim free == heap - charge afterwards";
-  EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 0u);
 }
 
 // NVOS64: hRoot @0, hObjectNew @8, hClass @12 (nvsim_abi.h).

@@ -1,0 +1,122 @@
+// The compute controller's levers belong to the controller (F7 of the security review;
+// docs/security/kernel-lifetime-compute.md): a tenant cannot issue the controls the gate uses
+// (FIFO_DISABLE_CHANNELS, per-channel GPFIFO_SCHEDULE, interleave level, realtime), cannot
+// stall the GPU's RM with a PREEMPT(bWait=1) of a TSG that is not on the runlist, and in weight
+// mode cannot re-issue its own SET_TIMESLICE over the controller's. Joins compute_test
+// (guest.cmake); the tenant is this process, through one slot's proxy nodes.
+#include "compute_suite.h"
+
+namespace compute_test {
+namespace {
+
+constexpr uint32_t kLeverGpu = 5;
+constexpr uint32_t kSetInterleaveLevel = 0xa06c0107;
+constexpr uint32_t kMakeRealtime = 0xa06c0110;
+constexpr uint32_t kChannelGpfifoSchedule = 0xa06f0103;
+
+// One RM session through slot @slot_id's nodes on GPU @gpu, with a GR TSG and one channel.
+class ProxySession {
+ public:
+  std::string Open(uint32_t slot_id, uint32_t gpu) {
+    ctl_ = open(("/dev/vgpuctl" + std::to_string(slot_id)).c_str(), O_RDWR | O_CLOEXEC);
+    dev_ = open(("/dev/vgpu" + std::to_string(slot_id)).c_str(), O_RDWR | O_CLOEXEC);
+    if (ctl_ < 0 || dev_ < 0) return "open: " + std::string(strerror(errno));
+    nv_ioctl_register_fd r{ctl_};
+    if (RawIoctl(dev_, NV_ESC_REGISTER_FD, &r, sizeof(r)).ret) return "REGISTER_FD";
+    if (AllocClient(ctl_, &client_) != NV_OK) return "client";
+    nv0080_alloc_params dp{};
+    dp.deviceId = gpu;
+    if (Alloc(ctl_, client_, client_, &device_, NV01_DEVICE_0, &dp) != NV_OK) return "device";
+    uint32_t sub_id = 0;
+    if (Alloc(ctl_, client_, device_, &sub_, NV20_SUBDEVICE_0, &sub_id) != NV_OK)
+      return "subdevice";
+    return "";
+  }
+  ~ProxySession() {
+    if (dev_ >= 0) close(dev_);
+    if (ctl_ >= 0) close(ctl_);
+  }
+  // A GR TSG under the device with one channel under it; scheduled if @schedule.
+  std::string Tsg(uint32_t tsg, uint32_t ch, bool schedule) {
+    nv_channel_group_alloc_params tp{};
+    tp.engineType = 1;
+    uint32_t h = tsg;
+    if (Alloc(ctl_, client_, device_, &h, KEPLER_CHANNEL_GROUP_A, &tp) != NV_OK) return "TSG";
+    uint8_t chp[368] = {};
+    h = ch;
+    if (Alloc(ctl_, client_, tsg, &h, 0xc86f, chp) != NV_OK) return "channel";
+    nva06c_gpfifo_schedule_params sp{1, 0, 0};
+    if (schedule && Ctl(tsg, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, &sp, 3) != NV_OK) return "schedule";
+    return "";
+  }
+  int64_t Ctl(uint32_t obj, uint32_t cmd, void* params, uint32_t size) {
+    return Control(ctl_, client_, obj, cmd, params, size);
+  }
+  uint32_t client() const { return client_; }
+  uint32_t sub() const { return sub_; }
+
+ private:
+  int ctl_ = -1, dev_ = -1;
+  uint32_t client_ = 0, device_ = 0xd0000001, sub_ = 0xd0000002;
+};
+
+TEST_F(ComputeShares, TenantCannotPullTheGatesLevers) {
+  Slot slot(*nl_, kLeverGpu, 50, vgpu::kmod::ComputeMode::kCap, "levers");
+  ASSERT_TRUE(slot.ok());
+  ProxySession s;
+  ASSERT_EQ(s.Open(slot.id(), kLeverGpu), "");
+  const uint32_t tsg = 0xd0000010, ch = 0xd0000020, idle = 0xd0000030, idle_ch = 0xd0000040;
+  ASSERT_EQ(s.Tsg(tsg, ch, true), "");
+  ASSERT_EQ(s.Tsg(idle, idle_ch, false), "");
+  const Contract c0 = ReadGpu(kLeverGpu).contract;
+
+  nv2080_fifo_disable_channels_params dc{};
+  dc.bDisable = 0;  // re-enable what the controller's off edge disabled
+  dc.bOnlyDisableScheduling = 1;
+  dc.numChannels = 1;
+  dc.hClientList[0] = s.client();
+  dc.hChannelList[0] = ch;
+  EXPECT_EQ(s.Ctl(s.sub(), NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, &dc, sizeof(dc)),
+            NV_ERR_INSUFFICIENT_PERMISSIONS)
+      << "FIFO_DISABLE_CHANNELS reached the driver";
+  uint32_t level = 2;  // NVA06C_CTRL_INTERLEAVE_LEVEL_HIGH
+  EXPECT_EQ(s.Ctl(tsg, kSetInterleaveLevel, &level, sizeof(level)), NV_ERR_INSUFFICIENT_PERMISSIONS)
+      << "SET_INTERLEAVE_LEVEL reached the driver";
+  uint8_t rt = 1;
+  EXPECT_EQ(s.Ctl(tsg, kMakeRealtime, &rt, sizeof(rt)), NV_ERR_INSUFFICIENT_PERMISSIONS)
+      << "MAKE_REALTIME reached the driver";
+  uint8_t chs[2] = {0, 0};  // unschedule the channel behind the registry's back
+  EXPECT_EQ(s.Ctl(ch, kChannelGpfifoSchedule, chs, sizeof(chs)), NV_ERR_INSUFFICIENT_PERMISSIONS)
+      << "NVA06F GPFIFO_SCHEDULE reached the driver";
+
+  // A PREEMPT(bWait=1) of a TSG that is not on the runlist: RM waits its whole timeout with the
+  // GPU's lock held (4 s on the H200; nvsim models it and counts it). Nothing to preempt.
+  nva06c_preempt_params pp{1, 0, {0, 0}, 0};
+  EXPECT_EQ(s.Ctl(idle, NVA06C_CTRL_CMD_PREEMPT, &pp, sizeof(pp)), NV_OK);
+  const Contract c1 = ReadGpu(kLeverGpu).contract;
+  EXPECT_EQ(c1.preempt_unscheduled, c0.preempt_unscheduled)
+      << "the tenant's PREEMPT of an unscheduled TSG reached the driver and held its lock "
+      << c1.preempt_unscheduled_ms - c0.preempt_unscheduled_ms << " ms";
+  // libcuda's own PREEMPT of its scheduled TSG still works (the recorded corpus has two).
+  EXPECT_EQ(s.Ctl(tsg, NVA06C_CTRL_CMD_PREEMPT, &pp, sizeof(pp)), NV_OK);
+}
+
+TEST_F(ComputeShares, WeightModeTimesliceIsTheControllers) {
+  Slot slot(*nl_, kLeverGpu, 30, vgpu::kmod::ComputeMode::kWeight, "ts-owner");
+  ASSERT_TRUE(slot.ok());
+  ProxySession s;
+  ASSERT_EQ(s.Open(slot.id(), kLeverGpu), "");
+  const uint32_t tsg = 0xd0000010;
+  ASSERT_EQ(s.Tsg(tsg, 0xd0000020, true), "");
+  SleepMs(200);  // the controller has seen the TSG and set its timeslice
+  nva06c_timeslice_params ts{20000};
+  EXPECT_EQ(s.Ctl(tsg, NVA06C_CTRL_CMD_SET_TIMESLICE, &ts, sizeof(ts)), NV_OK)
+      << "libcuda's SET_TIMESLICE must keep succeeding";
+  nva06c_timeslice_params got{0};
+  ASSERT_EQ(s.Ctl(tsg, NVA06C_CTRL_CMD_GET_TIMESLICE, &got, sizeof(got)), NV_OK);
+  EXPECT_NE(got.timesliceUs, 20000u)
+      << "the tenant's own timeslice reached the driver over the controller's";
+}
+
+}  // namespace
+}  // namespace compute_test
