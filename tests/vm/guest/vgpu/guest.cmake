@@ -5,7 +5,7 @@ vmguest_add_vgpuctl()
 
 # Hostile-input tests live in .cpp files (the harness globs only *.c/*.cc) and join vgpu_gtest.
 target_sources(vmguest_vgpu_vgpu_gtest PRIVATE ${CMAKE_CURRENT_LIST_DIR}/vgpu_hostile.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/vgpu_tamper.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/vgpu_tamper.cpp ${CMAKE_CURRENT_LIST_DIR}/vgpu_callpath.cpp)
 foreach(tgt vmguest_vgpu_vgpu_gtest vmguest_vgpu_vgpu_bench vmguest_vgpu_vgpu_tenant)
   vmguest_use_kmodclient(${tgt})
 endforeach()
