@@ -11,7 +11,7 @@ vgpu-y += core/fmt.o core/slot.o core/objects.o core/dispatch.o \
 ccflags-y += -DVCORE_HOST_COPY_FROM_USER=vgpu_host_copy_from_user \
 	     -DVCORE_HOST_COPY_TO_USER=vgpu_host_copy_to_user
 
-# The share controller (kmod/core/sched, the compute engineer's) when present.
+# The share controller (kmod/core/sched).
 ifneq ($(wildcard $(src)/core/sched/sched.mk),)
 include $(src)/core/sched/sched.mk
 vgpu-y += $(vcore-sched-y)
