@@ -22,33 +22,10 @@
 namespace vgpu_test {
 namespace {
 
-constexpr char kNvsimParams[] = "/sys/module/nvsim/parameters/";
-
 // nvidia-uvm commands nvsim does not implement (uvm_ioctl.h; docs/nvidia-rm-abi.md §7).
 constexpr unsigned long UVM_MIGRATE = 51;
 constexpr unsigned long UVM_MIGRATE_RANGE_GROUP = 53;
 constexpr unsigned long UVM_POPULATE_PAGEABLE = 71;
-
-bool WriteNvsimParam(const std::string& name, uint64_t value) {
-  std::ofstream f(kNvsimParams + name);
-  f << value;
-  f.flush();
-  return f.good();
-}
-
-uint64_t ReadNvsimParam(const std::string& name) {
-  std::ifstream f(kNvsimParams + name);
-  uint64_t v = ~0ull;
-  f >> v;
-  return v;
-}
-
-bool DebianKernel() {
-  std::ifstream f("/proc/sys/kernel/osrelease");
-  std::string r;
-  f >> r;
-  return r.size() > 6 && r.compare(r.size() - 6, 6, "-amd64") == 0;
-}
 
 // F2: nvsim's rewrite_xfer hook stores into the XFER header just before the driver reads it:
 // a sibling thread's store between the proxy's check and the driver's read, made deterministic.
@@ -61,11 +38,7 @@ TEST(CallPath, XferHeaderTheDriverRunsIsTheOneTheCoreChecked) {
   const uint64_t base = NvsimUsedBytes();
   Session s;
   ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
-  nv_memory_allocation_params mp{};
-  mp.owner = s.client;
-  mp.flags = 0x1c101;
-  mp.alignment = 2 * kMiB;
-  mp.size = 96 * kMiB;
+  nv_memory_allocation_params mp = VidmemParams(s.client, 96 * kMiB);
   nvos21 a{};
   a.hRoot = s.client;
   a.hObjectParent = s.device;
