@@ -28,6 +28,9 @@ struct vgpu_filter_slot {
 	struct vgpu_ledger ledger;
 	struct vgpu_slot *slot; /* back pointer, not a reference */
 	struct ratelimit_state event_rs;
+	/* Processes that made their UVM context mapping (filter.c). */
+	spinlock_t uvm_ctx_lock; /* protects uvm_ctx_procs */
+	struct list_head uvm_ctx_procs;
 };
 
 struct vgpu_filter_file {

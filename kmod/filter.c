@@ -6,6 +6,8 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/capability.h>
+#include <linux/cred.h>
 #include <linux/fs.h>
 #include <linux/kernel_read_file.h>
 #include <linux/mm.h>
@@ -37,11 +39,13 @@ module_param(allow_unknown_driver, bool, 0444);
 MODULE_PARM_DESC(allow_unknown_driver, "Use the newest ABI tables for a driver "
 				       "version the core does not know");
 
-#define NV01_DEVICE_0	      0x80
-#define NV_ESC_RM_ALLOC	      0x2b
-#define NV_ESC_IOCTL_XFER_CMD 0xd3
-#define UVM_REGISTER_GPU      37
-#define VGPU_MAX_FD_FIELDS    8
+#define NV01_DEVICE_0	       0x80
+#define NV_ESC_RM_ALLOC	       0x2b
+#define NV_ESC_IOCTL_XFER_CMD  0xd3
+#define NV_ESC_RM_ALLOC_MEMORY 0x27
+#define NV_IOCTL_MAGIC	       'F'
+#define UVM_REGISTER_GPU       37
+#define VGPU_MAX_FD_FIELDS     8
 
 /* ---- slots and files ------------------------------------------------- */
 
@@ -97,6 +101,70 @@ static void vgpu_fill_config(struct vgpu_slot *slot,
 	strscpy(cc->driver_version, vgpu_version, sizeof(cc->driver_version));
 }
 
+/* A process of the slot that made its UVM context mapping. */
+struct vgpu_uvm_ctx_proc {
+	struct list_head node;
+	struct pid *tgid; /* a reference: never another process's while held */
+};
+
+/* More processes than this on one slot: the rest get no free mapping. */
+#define VGPU_UVM_CTX_PROCS_MAX 4096
+
+/*
+ * libcuda's first mmap of a UVM file is its 2 MiB context mapping, which the
+ * core allows once per UVM file whatever the managed policy
+ * (vcore_uvm_file_mmap_allowed). Every UVM file a process opens would give
+ * it one more free managed mapping (issue 17, F6: 8 files, 8 mappings under
+ * "refuse"); one per process is what libcuda needs. true: the calling
+ * process had none on this slot, and now has. Processes that exited are
+ * dropped on the way.
+ */
+static bool vgpu_uvm_first_ctx_mapping(struct vgpu_filter_slot *fs)
+{
+	struct vgpu_uvm_ctx_proc *p, *n, *add;
+	struct pid *me = task_tgid(current);
+	unsigned int count = 0;
+	bool first = true;
+
+	add = kmalloc(sizeof(*add), GFP_KERNEL);
+	spin_lock(&fs->uvm_ctx_lock);
+	list_for_each_entry_safe(p, n, &fs->uvm_ctx_procs, node)
+	{
+		if (p->tgid == me) {
+			first = false;
+			break;
+		}
+		if (!pid_has_task(p->tgid, PIDTYPE_TGID)) {
+			list_del(&p->node);
+			put_pid(p->tgid);
+			kfree(p);
+			continue;
+		}
+		count++;
+	}
+	if (first && add && count < VGPU_UVM_CTX_PROCS_MAX) {
+		add->tgid = get_pid(me);
+		list_add(&add->node, &fs->uvm_ctx_procs);
+		add = NULL;
+	} else {
+		first = false; /* not recorded: no free mapping either */
+	}
+	spin_unlock(&fs->uvm_ctx_lock);
+	kfree(add);
+	return first;
+}
+
+static void vgpu_uvm_ctx_procs_free(struct vgpu_filter_slot *fs)
+{
+	struct vgpu_uvm_ctx_proc *p, *n;
+
+	list_for_each_entry_safe(p, n, &fs->uvm_ctx_procs, node)
+	{
+		put_pid(p->tgid);
+		kfree(p);
+	}
+}
+
 int vgpu_filter_slot_new(struct vgpu_slot *slot)
 {
 	struct vgpu_filter_slot *fs;
@@ -108,6 +176,8 @@ int vgpu_filter_slot_new(struct vgpu_slot *slot)
 	if (!fs)
 		return -ENOMEM;
 	spin_lock_init(&fs->ledger.lock);
+	spin_lock_init(&fs->uvm_ctx_lock);
+	INIT_LIST_HEAD(&fs->uvm_ctx_procs);
 	fs->slot = slot;
 	ratelimit_state_init(&fs->event_rs, 5 * HZ, 20);
 	vgpu_read_driver_version();
@@ -146,6 +216,7 @@ void vgpu_filter_slot_free(struct vgpu_slot *slot)
 
 	if (!fs)
 		return;
+	vgpu_uvm_ctx_procs_free(fs);
 	vcore_slot_destroy(fs->core);
 	kfree(fs);
 	slot->filter = NULL;
@@ -181,6 +252,7 @@ void vgpu_filter_file_close(struct vgpu_file *vf)
 
 int vgpu_filter_mmap(struct vgpu_file *vf, struct vm_area_struct *vma)
 {
+	unsigned long len = vma->vm_end - vma->vm_start;
 	int err;
 
 	/* A tampered file's clients are gone; no mapping of what the driver
@@ -189,8 +261,11 @@ int vgpu_filter_mmap(struct vgpu_file *vf, struct vm_area_struct *vma)
 		return -ENODEV;
 	if (vf->kind != VGPU_NODE_UVM)
 		return 0;
-	err = vcore_uvm_file_mmap_allowed(vf->filter->core,
-					  vma->vm_end - vma->vm_start);
+	if (len <= VCORE_UVM_CONTEXT_MAPPING_BYTES &&
+	    vgpu_uvm_first_ctx_mapping(vf->slot->filter))
+		err = vcore_uvm_file_mmap_allowed(vf->filter->core, len);
+	else
+		err = vcore_uvm_mmap_allowed(vf->slot->filter->core, len);
 	if (err) {
 		pr_warn_ratelimited("slot %u pid %d (%s): managed-memory mmap "
 				    "of %lu bytes refused by policy\n",
@@ -234,6 +309,39 @@ static void vgpu_report_refusal(struct vgpu_file *vf, const char *why)
 	vgpu_event_refusal(vf->slot,
 			   quota ? VGPU_EVENT_QUOTA_DENIED : VGPU_EVENT_REFUSED,
 			   0, vgpu_filter_charged(vf->slot), why);
+}
+
+/*
+ * NV_ESC_RM_ALLOC_MEMORY as a caller without CAP_SYS_ADMIN. Its class 0x40
+ * (the legacy heap query) first tries NV01_MEMORY_LOCAL_PHYSICAL, a mappable
+ * handle on the whole framebuffer, which RM grants when the caller is an
+ * administrator (rmapi_deprecated_allocmemory.c, _rmAllocMemoryLocalUser;
+ * the class is RS_FLAGS_ALLOC_PRIVILEGED, alloc_free.c
+ * _serverAllocValidatePrivilege; osIsAdministrator() is
+ * capable(CAP_SYS_ADMIN), nv-linux.h NV_IS_SUSER). A tenant with
+ * CAP_SYS_ADMIN would see every tenant's memory; without it RM answers the
+ * heap's limit with a dummy handle, which is all libcuda and NVML use (issue
+ * 17, F11.2). The capability is dropped for this call only, through
+ * override_creds(), which capable() reads.
+ */
+static long vgpu_ioctl_unprivileged(struct file *real, unsigned int cmd,
+				    unsigned long arg)
+{
+	const struct cred *old;
+	struct cred *cred;
+	long rc;
+
+	if (!ns_capable_noaudit(&init_user_ns, CAP_SYS_ADMIN))
+		return real->f_op->unlocked_ioctl(real, cmd, arg);
+	cred = prepare_creds();
+	if (!cred)
+		return -ENOMEM;
+	cap_lower(cred->cap_effective, CAP_SYS_ADMIN);
+	old = override_creds(cred);
+	rc = real->f_op->unlocked_ioctl(real, cmd, arg);
+	revert_creds(old);
+	put_cred(cred);
+	return rc;
 }
 
 /*
@@ -290,7 +398,10 @@ static noinline long vgpu_forward_translated(struct vgpu_file *vf,
 			goto out_restore;
 	}
 
-	rc = real->f_op->unlocked_ioctl(real, cmd, arg);
+	if (vcore_call_nr(call) == NV_ESC_RM_ALLOC_MEMORY)
+		rc = vgpu_ioctl_unprivileged(real, cmd, arg);
+	else
+		rc = real->f_op->unlocked_ioctl(real, cmd, arg);
 
 	vgpu_remove_gpu_witness(tmp);
 out_restore:
@@ -318,6 +429,31 @@ static __always_inline bool vgpu_needs_witness(struct vgpu_file *vf,
 		return false;
 	return vcore_call_nr(call) == NV_ESC_RM_ALLOC &&
 	       vcore_call_cmd(call) == NV01_DEVICE_0;
+}
+
+/*
+ * An XFER the core unwrapped goes to the driver as its inner escape, with
+ * the number, size and pointer the core read and checked: the driver never
+ * reads the header a second time (nv.c, nvidia_ioctl, swaps the header's
+ * cmd/size/ptr in exactly so), so a sibling's store into the header between
+ * the two reads cannot change the escape or its argument (issue 17, F2).
+ * The driver decodes only _IOC_NR and _IOC_SIZE. false: the inner size does
+ * not fit in _IOC_SIZE (16384, the one XFER size over it; no 580 escape has
+ * it).
+ */
+static noinline bool vgpu_unwrap_xfer(const struct vcore_call *call,
+				      unsigned int *cmd, unsigned long *arg)
+{
+	vcore_uptr_t inner;
+	u32 nr, size;
+
+	if (!vcore_call_unwrapped(call, &nr, &size, &inner))
+		return true;
+	if (size > _IOC_SIZEMASK)
+		return false;
+	*cmd = _IOC(_IOC_READ | _IOC_WRITE, NV_IOCTL_MAGIC, nr, size);
+	*arg = (unsigned long)inner;
+	return true;
 }
 
 /*
@@ -355,6 +491,12 @@ vgpu_filter_call(struct vgpu_file *vf, unsigned int cmd, unsigned long arg)
 
 	if (likely(!call)) {
 		rc = real->f_op->unlocked_ioctl(real, cmd, arg);
+		status = NULL;
+		goto settle;
+	}
+	if (unlikely(_IOC_NR(cmd) == NV_ESC_IOCTL_XFER_CMD) &&
+	    !vgpu_unwrap_xfer(call, &cmd, &arg)) {
+		rc = vcore_post(call, -EINVAL);
 		status = NULL;
 		goto settle;
 	}

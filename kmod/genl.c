@@ -498,9 +498,11 @@ static const struct genl_ops vgpu_genl_ops[] = {
 		.flags = GENL_ADMIN_PERM,
 	},
 	{
+		/* Every slot's pids and usage: admin-only (issue 17, F11.4). */
 		.cmd = VGPU_CMD_SLOT_GET,
 		.doit = vgpu_nl_slot_get,
 		.dumpit = vgpu_nl_slot_dump,
+		.flags = GENL_ADMIN_PERM,
 	},
 	{
 		.cmd = VGPU_CMD_DRIVER_GET,
@@ -514,7 +516,7 @@ static const struct genl_ops vgpu_genl_ops[] = {
 };
 
 static const struct genl_multicast_group vgpu_mcgrps[] = {
-	{.name = VGPU_GENL_MCGRP_EVENTS},
+	{.name = VGPU_GENL_MCGRP_EVENTS, .flags = GENL_MCAST_CAP_NET_ADMIN},
 };
 
 static struct genl_family vgpu_genl_family __ro_after_init = {

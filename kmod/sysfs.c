@@ -109,8 +109,29 @@ static struct attribute *vgpu_slot_attrs[] = {
 	NULL,
 };
 
+/*
+ * What shows one tenant's processes and usage to another is root-only: a
+ * container sees the host's /sys/class/vgpu read-only, every slot's nodes
+ * included (issue 17, F11.4). The slot's configuration stays world-readable.
+ */
+static umode_t vgpu_root_only(struct kobject *kobj, struct attribute *attr,
+			      int n)
+{
+	return 0400;
+}
+
+static umode_t vgpu_slot_attr_mode(struct kobject *kobj, struct attribute *attr,
+				   int n)
+{
+	if (attr == &dev_attr_name.attr || attr == &dev_attr_pids.attr ||
+	    attr == &dev_attr_open_files.attr)
+		return 0400;
+	return attr->mode;
+}
+
 static const struct attribute_group vgpu_slot_group = {
 	.attrs = vgpu_slot_attrs,
+	.is_visible = vgpu_slot_attr_mode,
 };
 
 /* stats/: the same counters as VGPU_A_SLOT_STATS, one value per file. */
@@ -228,6 +249,7 @@ static struct attribute *vgpu_stats_attrs[] = {
 static const struct attribute_group vgpu_stats_group = {
 	.name = "stats",
 	.attrs = vgpu_stats_attrs,
+	.is_visible = vgpu_root_only,
 };
 
 const struct attribute_group *vgpu_node_groups[] = {

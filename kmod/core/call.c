@@ -97,6 +97,17 @@ vcore_u32 vcore_call_cmd(const struct vcore_call *call)
 	return call ? call->cmd : 0;
 }
 
+vcore_bool vcore_call_unwrapped(const struct vcore_call *call, vcore_u32 *nr,
+				vcore_u32 *size, vcore_uptr_t *arg)
+{
+	if (!call || !call->xfer)
+		return 0;
+	*nr = call->nr;
+	*size = call->size;
+	*arg = call->arg;
+	return 1;
+}
+
 unsigned int vcore_call_fd_count(const struct vcore_call *call)
 {
 	return call ? call->n_fds : 0;

@@ -369,12 +369,27 @@ enum vcore_verdict vcore_esc_vid_heap_control(struct vcore_call *call)
 	default:
 		return VCORE_FORWARD;
 	}
+	flags = vcore_rd32(a, NVOS32_ALLOCSIZE_FLAGS_OFF);
+	/*
+	 * Without MEMORY_HANDLE_PROVIDED the driver makes its own handle,
+	 * whatever hMemory says (rmapi_deprecated_vidheapctrl.c,
+	 * _rmVidHeapControlAllocCommon): a charge recorded under hMemory would
+	 * be refunded by a free of a handle the driver never made (issue 17,
+	 * F9). libcuda never allocates here; under a quota the handle must be
+	 * the caller's, and vcore_verify_alloc checks that the driver used it.
+	 */
+	if (vcore_slot_has_quota(call->slot) &&
+	    (!(flags & NVOS32_ALLOC_FLAGS_MEMORY_HANDLE_PROVIDED) ||
+	     !vcore_rd32(a, NVOS32_ALLOCSIZE_HMEMORY_OFF)))
+		return vcore_refuse_status(
+			call, NV_ERR_NOT_SUPPORTED,
+			"VID_HEAP allocation without a provided handle "
+			"under a quota");
 	call->h_parent = vcore_rd32(a, 4);
 	v = prealloc_obj(call);
 	if (v != VCORE_FORWARD)
 		return v;
 	call->reply_handle_from_buf = 1;
-	flags = vcore_rd32(a, NVOS32_ALLOCSIZE_FLAGS_OFF);
 	attr = vcore_rd32(a, NVOS32_ALLOCSIZE_ATTR_OFF);
 	if (flags & NVOS32_ALLOC_FLAGS_VIRTUAL) {
 		call->new_obj->cls = NV50_MEMORY_VIRTUAL;

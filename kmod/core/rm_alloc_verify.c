@@ -249,10 +249,11 @@ vcore_bool vcore_made_under_another_client(struct vcore_call *call,
  * *@have_trusted says whether *@trusted is the driver's count of the
  * object's GPU memory, to be charged.
  *
- * Only NV_ESC_RM_ALLOC (NVOS21/NVOS64) is checked for tampering: its
- * hClass, hObjectNew and hRoot are re-read by the driver (escape.c:381-430,
- * alloc_free.c). The other escapes that create objects keep the size query
- * of their charged classes.
+ * NV_ESC_RM_ALLOC (NVOS21/NVOS64) is checked for tampering: its hClass,
+ * hObjectNew and hRoot are re-read by the driver (escape.c:381-430,
+ * alloc_free.c); so is a VID_HEAP allocation under a quota, whose handle
+ * must be the one the driver made. The other escapes that create objects
+ * keep the size query of their charged classes.
  */
 int vcore_verify_alloc(struct vcore_call *call, vcore_u32 h_root,
 		       vcore_u32 h_new, vcore_u64 *trusted,
@@ -263,6 +264,25 @@ int vcore_verify_alloc(struct vcore_call *call, vcore_u32 h_root,
 	vcore_bool known;
 	int err;
 
+	if (call->nr == NV_ESC_RM_VID_HEAP_CONTROL &&
+	    vcore_slot_has_quota(slot)) {
+		/*
+		 * The driver reads flags and hMemory again: with
+		 * MEMORY_HANDLE_PROVIDED cleared in its copy it makes its own
+		 * handle (_rmVidHeapControlAllocCommon), and the record under
+		 * hMemory would name nothing (issue 17, F9).
+		 */
+		err = slot->ops->driver_memory(slot->priv, h_root,
+					       call->h_parent, h_new, trusted);
+		if (err == -VCORE_ENOENT) {
+			vcore_tampered(call, h_root, h_new,
+				       "the driver has no object under the "
+				       "VID_HEAP allocation's handle");
+			return 1;
+		}
+		*have_trusted = !err && call->reply_size_off;
+		return 0;
+	}
 	if (call->nr != NV_ESC_RM_ALLOC) {
 		if (call->reply_size_off)
 			*have_trusted = !slot->ops->driver_memory(

@@ -447,18 +447,36 @@ enum vcore_file_kind vcore_file_kind(const struct vcore_file *file)
 
 /* ---- managed memory ---- */
 
-int vcore_uvm_mmap_allowed(struct vcore_slot *slot, vcore_u64 length)
+/* The managed-memory policy in force; a refusal is counted. Slot lock held. */
+static vcore_bool managed_refused_locked(struct vcore_slot *slot)
 {
-	enum vcore_managed_policy p;
-	int ret = 0;
+	enum vcore_managed_policy p = slot->cfg.managed_policy;
 
-	vcore_lock(slot);
-	p = slot->cfg.managed_policy;
 	if (p == VCORE_MANAGED_DEFAULT)
 		p = vcore_slot_has_quota(slot) ? VCORE_MANAGED_REFUSE
 					       : VCORE_MANAGED_ALLOW_UNCOUNTED;
-	if (p == VCORE_MANAGED_REFUSE) {
-		slot->stats.uvm_mmap_refused++;
+	if (p != VCORE_MANAGED_REFUSE)
+		return 0;
+	slot->stats.uvm_mmap_refused++;
+	return 1;
+}
+
+vcore_bool vcore_managed_refused(struct vcore_slot *slot)
+{
+	vcore_bool refused;
+
+	vcore_lock(slot);
+	refused = managed_refused_locked(slot);
+	vcore_unlock(slot);
+	return refused;
+}
+
+int vcore_uvm_mmap_allowed(struct vcore_slot *slot, vcore_u64 length)
+{
+	int ret = 0;
+
+	vcore_lock(slot);
+	if (managed_refused_locked(slot)) {
 		slot->stats.denied++;
 		ret = -VCORE_EPERM;
 	}

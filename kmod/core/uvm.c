@@ -6,7 +6,18 @@
 #include "vcore_internal.h"
 #include "abi/uvm.h"
 
-/* ---- UVM ---- */
+/*
+ * Commands that place memory in video memory with no RM allocation the core
+ * could charge: migration of managed or (with HMM) plain pageable memory to
+ * a GPU, and populating pageable memory (uvm_ioctl.h; abi.md §7). Under the
+ * managed policy "refuse" (the default under a quota) they are refused like
+ * a managed mapping (issue 17, F6).
+ */
+static vcore_bool uvm_moves_memory(vcore_u32 cmd)
+{
+	return cmd == UVM_MIGRATE || cmd == UVM_MIGRATE_RANGE_GROUP ||
+	       cmd == UVM_POPULATE_PAGEABLE;
+}
 
 enum vcore_verdict vcore_uvm_pre(struct vcore_call *call)
 {
@@ -19,6 +30,11 @@ enum vcore_verdict vcore_uvm_pre(struct vcore_call *call)
 		return vcore_policy_unknown(
 			call, &call->slot->stats.unknown_escapes, call->req,
 			-VCORE_EINVAL, 0, "unknown nvidia-uvm ioctl");
+	if (uvm_moves_memory(call->req) && vcore_managed_refused(call->slot))
+		return vcore_refuse_errno(call, -VCORE_EPERM,
+					  "UVM migration into video memory "
+					  "cannot be charged (managed memory "
+					  "refused)");
 	call->size = row->size;
 	vcore_add_buf(call, -1, 0, call->arg, row->size, 0);
 	if (call->req == UVM_MM_INITIALIZE) {

@@ -423,6 +423,16 @@ const char *vcore_call_reason(const struct vcore_call *call);
 vcore_u32 vcore_call_nr(const struct vcore_call *call);
 /* RM_CONTROL cmd or RM_ALLOC hClass of this call, 0 if neither. */
 vcore_u32 vcore_call_cmd(const struct vcore_call *call);
+/*
+ * A call the core unwrapped from NV_ESC_IOCTL_XFER_CMD: 1, with the inner
+ * escape number, size and argument the core read from the header and
+ * checked; else 0. The header is user memory that a sibling thread can
+ * rewrite after the core read it, and the driver reads it again (nv.c,
+ * nvidia_ioctl): a host must issue the inner escape itself, so that the
+ * driver runs the call the core decided on (issue 17, F2).
+ */
+vcore_bool vcore_call_unwrapped(const struct vcore_call *call, vcore_u32 *nr,
+				vcore_u32 *size, vcore_uptr_t *arg);
 
 /*
  * fd fields inside the call's parameters that the driver resolves with

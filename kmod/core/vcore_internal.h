@@ -353,6 +353,9 @@ void vcore_charge_refund(struct vcore_slot *slot, vcore_u64 bytes);
 vcore_u64 vcore_charged(struct vcore_slot *slot);
 void vcore_note_peak_locked(struct vcore_slot *slot);
 vcore_bool vcore_slot_has_quota(const struct vcore_slot *slot);
+/* Managed memory refused by the slot's policy (counted as a managed-memory
+ * denial, not as a denied call: the caller refuses and counts that). */
+vcore_bool vcore_managed_refused(struct vcore_slot *slot);
 
 /* fmt.c: a tiny vsnprintf (%s %c %d %u %x %llu %lld %llx %p-free) */
 int vcore_vsnprintf(char *buf, vcore_size_t len, const char *fmt,

@@ -253,6 +253,13 @@ TEST_F(CoreTest, LegacyVidHeapAllocIsChargedAndFreed) {
   memcpy(reinterpret_cast<uint8_t*>(&v) + NVOS32_ALLOCSIZE_SIZE_OFF, &sz, 8);
   uint32_t h = 0x5c000050;
   memcpy(reinterpret_cast<uint8_t*>(&v) + NVOS32_ALLOCSIZE_HMEMORY_OFF, &h, 4);
+  // Under a quota only with the handle provided: else the driver makes its own (issue 17, F9).
+  Put(kArg, Bytes(v));
+  EXPECT_EQ(Call(Req(NV_ESC_RM_VID_HEAP_CONTROL, 184), kArg).verdict, VCORE_REFUSE_STATUS);
+  EXPECT_EQ(Get<uint32_t>(mem_, kArg + 20), NV_ERR_NOT_SUPPORTED);
+  EXPECT_EQ(Charged(), 0u);
+  uint32_t flags = NVOS32_ALLOC_FLAGS_MEMORY_HANDLE_PROVIDED;
+  memcpy(reinterpret_cast<uint8_t*>(&v) + NVOS32_ALLOCSIZE_FLAGS_OFF, &flags, 4);
   Put(kArg, Bytes(v));
   EXPECT_EQ(Call(Req(NV_ESC_RM_VID_HEAP_CONTROL, 184), kArg).verdict, VCORE_FORWARD);
   EXPECT_EQ(Charged(), 4 * kMiB);

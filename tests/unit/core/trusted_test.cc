@@ -239,6 +239,38 @@ TEST_F(TrustedTest, AnObjectTheDriverDoesNotHaveMeansTampering) {
   EXPECT_EQ(Stats().objects, 0u);
 }
 
+// A VID_HEAP allocation under a quota names its handle (MEMORY_HANDLE_PROVIDED), but the driver
+// reads the flags again; with the flag cleared in its copy it made its own handle
+// (_rmVidHeapControlAllocCommon) and the one the core holds names nothing (issue 17, F9).
+TEST_F(TrustedTest, AVidHeapAllocationUnderAnotherHandleMeansTampering) {
+  MakeSlot(64 * kMiB, VCORE_UNKNOWN_STRICT, &kTrustedOps);
+  uint32_t c, d, s;
+  Session(&c, &d, &s);
+  driver_.missing_is_enoent = true;
+  auto vhc = [&](uint32_t h) {
+    NVOS32_PARAMETERS v{};
+    v.hRoot = c;
+    v.hObjectParent = d;
+    v.function = NVOS32_FUNCTION_ALLOC_SIZE;
+    uint32_t flags = NVOS32_ALLOC_FLAGS_MEMORY_HANDLE_PROVIDED;
+    uint64_t sz = 8 * kMiB;
+    auto* b = reinterpret_cast<uint8_t*>(&v);
+    memcpy(b + NVOS32_ALLOCSIZE_HMEMORY_OFF, &h, 4);
+    memcpy(b + NVOS32_ALLOCSIZE_FLAGS_OFF, &flags, 4);
+    memcpy(b + NVOS32_ALLOCSIZE_SIZE_OFF, &sz, 8);
+    Put(kArg, Bytes(v));
+    Call(Req(NV_ESC_RM_VID_HEAP_CONTROL, 184), kArg);
+  };
+  driver_.bytes[{c, 0x5c000070}] = 8 * kMiB;  // the control: the driver used the handle
+  vhc(0x5c000070);
+  EXPECT_EQ(Charged(), 8 * kMiB);
+  EXPECT_TRUE(driver_.freed_clients.empty());
+  vhc(0x5c000071);  // the driver has nothing under it
+  EXPECT_EQ(driver_.freed_clients, std::vector<uint32_t>{c});
+  EXPECT_EQ(Charged(), 0u);
+  EXPECT_EQ(Stats().objects, 0u);
+}
+
 // A VIRTUAL-flagged 0x40 reserves nothing; if the driver nonetheless holds video memory for it
 // (the flag was cleared in user memory), that is charged like any growth, and refused past the
 // quota (the object freed in the driver), never left uncharged.

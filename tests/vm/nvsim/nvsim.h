@@ -141,6 +141,8 @@ void nvsim_rm_alloc(const struct nvsim_caller *c, struct nvos64 *p);
 void nvsim_rm_free(const struct nvsim_caller *c, struct nvos00 *p);
 void nvsim_rm_control(const struct nvsim_caller *c, struct nvos54 *p);
 void nvsim_rm_vid_heap(const struct nvsim_caller *c, struct nvos32 *p);
+u32 nvsim_rm_vid_heap_alloc_size(const struct nvsim_caller *c, struct nvsim_client *cl,
+				 struct nvsim_obj *dev, struct nvos32 *p);
 void nvsim_rm_map_memory(const struct nvsim_caller *c, struct nvos33_with_fd *p);
 void nvsim_rm_unmap_memory(const struct nvsim_caller *c, struct nvos34 *p);
 void nvsim_rm_update_mapping_info(const struct nvsim_caller *c, struct nvos56 *p);
@@ -174,6 +176,7 @@ void nvsim_mmap_ctx_free(struct nvsim_mmap_ctx *ctx);
 /* nvsim_hook.c: the tamper test hook around nvsim_ioctl's copy-in and copy-out (README.md). */
 bool nvsim_rewrite_alloc(unsigned int nr, void __user *uptr, size_t size);
 void nvsim_rewrite_alloc_after(void __user *uptr, size_t size);
+void nvsim_rewrite_xfer(void __user *uptr);
 
 /* nvsim_main.c: fd lookups (nvidia-rm-abi.md §9.3). */
 struct nvsim_file *nvsim_fget_rm_file(int fd, bool want_ctl, struct file **filp, u32 *status);

@@ -90,6 +90,8 @@
 #define NV01_MEMORY_SYSTEM 0x3e
 #define NV01_MEMORY_LOCAL_USER 0x40
 #define NV01_MEMORY_SYSTEM_OS_DESCRIPTOR 0x71
+#define NV01_MEMORY_LOCAL_PHYSICAL 0xc2 /* all of FB, root clients only */
+#define NV01_MEMORY_SYSTEM_DYNAMIC 0x70 /* NV01_MEMORY_VIRTUAL */
 #define NV04_DISPLAY_COMMON 0x73
 #define NV50_MEMORY_VIRTUAL 0x50a0
 #define KEPLER_CHANNEL_GROUP_A 0xa06c
@@ -220,6 +222,15 @@ NVSIM_ASSERT(sizeof(struct nvos32) == 184, "NVOS32 is 184 B");
 NVSIM_ASSERT(offsetof(struct nvos32, total) == 24, "NVOS32.total @24");
 NVSIM_ASSERT(offsetof(struct nvos32, data) == 40, "NVOS32.data @40");
 #define NVOS32_FUNCTION_INFO 5
+#define NVOS32_FUNCTION_ALLOC_SIZE 2
+/* NVOS32 data.AllocSize fields (nvos.h), offsets into struct nvos32.data */
+#define NVOS32_ALLOCSIZE_HMEMORY_DOFF 4
+#define NVOS32_ALLOCSIZE_FLAGS_DOFF 12
+#define NVOS32_ALLOCSIZE_ATTR_DOFF 16
+#define NVOS32_ALLOCSIZE_SIZE_DOFF 48
+#define NVOS32_ALLOC_FLAGS_MEMORY_HANDLE_PROVIDED 0x00004000
+#define NVOS32_ALLOC_FLAGS_VIRTUAL 0x00080000
+#define NVOS32_ATTR_LOCATION(a) (((a) >> 25) & 0x3u)
 
 /* NV_ESC structs (kernel-open/common/inc/nv-ioctl.h) */
 struct nv_ioctl_xfer {

@@ -67,6 +67,14 @@ MODULE_PARM_DESC(rewrite_alloc_after_value, "test hook: the value written after 
 static struct nvsim_rewrite rewrite_free;
 NVSIM_REWRITE_PARAMS(free, "RM_FREE");
 
+/*
+ * The same for the 16-byte header of NV_ESC_IOCTL_XFER_CMD, just before nvsim reads it: a
+ * sibling's store into the header of a wrapped call between a proxy's check of it and the
+ * driver's own read (nv.c reads it again, nvidia_ioctl).
+ */
+static struct nvsim_rewrite rewrite_xfer;
+NVSIM_REWRITE_PARAMS(xfer, "XFER header");
+
 static bool nvsim_rewrite(struct nvsim_rewrite *h, void __user *uptr, size_t size)
 {
 	int tgid = READ_ONCE(h->tgid);
@@ -101,4 +109,9 @@ void nvsim_rewrite_alloc_after(void __user *uptr, size_t size)
 		return;
 	if (put_user(READ_ONCE(rewrite_alloc_after_value), (u32 __user *)((u8 __user *)uptr + off)))
 		return;
+}
+
+void nvsim_rewrite_xfer(void __user *uptr)
+{
+	nvsim_rewrite(&rewrite_xfer, uptr, sizeof(struct nv_ioctl_xfer));
 }

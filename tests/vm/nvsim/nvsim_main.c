@@ -341,6 +341,7 @@ static long nvsim_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 
 		if (size != sizeof(xfer))
 			return -EINVAL;
+		nvsim_rewrite_xfer(uptr);
 		if (copy_from_user(&xfer, uptr, sizeof(xfer)))
 			return -EFAULT;
 		/* A nested XFER reaches no handler in the real driver: -EINVAL. */

@@ -5,7 +5,9 @@
  * file, RM_UPDATE_DEVICE_MAPPING_INFO. On the client table of nvsim_rm.c, under nvsim_rm_lock
  * (nvsim.h). Statuses as in nvsim_rm.c ("approx" where the real code path was not verified).
  */
+#include <linux/capability.h>
 #include <linux/file.h>
+#include <linux/moduleparam.h>
 #include <linux/mm.h>
 #include <linux/slab.h>
 #include <linux/version.h>
@@ -14,7 +16,8 @@
 
 #define NVSIM_MAX_MAP_BYTES (4ULL << 30)
 
-/* NVOS32 FUNCTION_INFO (§5.3): total = HEAP_SIZE + FB_TAX, free = HEAP_FREE, in bytes. */
+/* NVOS32 FUNCTION_INFO (§5.3): total = HEAP_SIZE + FB_TAX, free = HEAP_FREE, in bytes; and
+ * ALLOC_SIZE (nvsim_rm.c). */
 void nvsim_rm_vid_heap(const struct nvsim_caller *c, struct nvos32 *p)
 {
 	struct nvsim_client *cl;
@@ -29,7 +32,11 @@ void nvsim_rm_vid_heap(const struct nvsim_caller *c, struct nvos32 *p)
 	status = NV_ERR_INVALID_OBJECT_PARENT;
 	if (!dev || !dev->gpu)
 		goto out;
-	status = NV_ERR_NOT_SUPPORTED; /* nvsim models only INFO; ALLOC_SIZE & co. are refused */
+	if (p->function == NVOS32_FUNCTION_ALLOC_SIZE) {
+		status = nvsim_rm_vid_heap_alloc_size(c, cl, dev, p);
+		goto out;
+	}
+	status = NV_ERR_NOT_SUPPORTED; /* nvsim models INFO and ALLOC_SIZE; the rest are refused */
 	if (p->function != NVOS32_FUNCTION_INFO)
 		goto out;
 	p->total = dev->gpu->heap_bytes;
@@ -152,9 +159,27 @@ void nvsim_rm_update_mapping_info(const struct nvsim_caller *c, struct nvos56 *p
 }
 
 /*
+ * Class 0x40 objects ALLOC_MEMORY made as NV01_MEMORY_LOCAL_PHYSICAL (all of FB) since load: the
+ * admin callers' path of the legacy heap query (nvsim_rm_alloc_memory).
+ */
+static unsigned int local_physical_allocs;
+module_param(local_physical_allocs, uint, 0444);
+MODULE_PARM_DESC(local_physical_allocs,
+		 "ALLOC_MEMORY class 0x40 answered with a whole-FB NV01_MEMORY_LOCAL_PHYSICAL handle");
+
+/*
  * NV_ESC_RM_ALLOC_MEMORY on a dev file (NVOS02 + fd): OS descriptors (0x71, host pinning),
  * sysmem with an mmap context in fd, and the legacy heap query of class 0x40 whose limit
  * leaks the heap size (§4.2, §5.3). An unregistered dev file owns no client: 0x23.
+ *
+ * Class 0x40 as the 580 driver does it (rmapi_deprecated_allocmemory.c,
+ * _rmAllocMemoryLocalUser): first an RM_ALLOC of NV01_MEMORY_LOCAL_PHYSICAL, a handle on the
+ * whole framebuffer that the caller can map, which succeeds for admin callers (the class is
+ * RS_FLAGS_ALLOC_PRIVILEGED: alloc_free.c _serverAllocValidatePrivilege wants
+ * RS_PRIV_LEVEL_USER_ROOT, which a user call has when osIsAdministrator(), i.e.
+ * NV_IS_SUSER() = capable(CAP_SYS_ADMIN), nv-linux.h); else, on
+ * NV_ERR_INSUFFICIENT_PERMISSIONS, a dummy NV01_MEMORY_SYSTEM_DYNAMIC handle. Both return the
+ * heap's limit.
  */
 void nvsim_rm_alloc_memory(const struct nvsim_caller *c, struct nvos02_with_fd *p)
 {
@@ -179,6 +204,9 @@ void nvsim_rm_alloc_memory(const struct nvsim_caller *c, struct nvos02_with_fd *
 	if (!obj)
 		goto out;
 	obj->hclass = p->hClass;
+	if (p->hClass == NV01_MEMORY_LOCAL_USER)
+		obj->hclass = capable(CAP_SYS_ADMIN) ? NV01_MEMORY_LOCAL_PHYSICAL
+						     : NV01_MEMORY_SYSTEM_DYNAMIC;
 	obj->gpu = parent->gpu;
 	status = nvsim_obj_insert(cl, parent, obj, p->hObjectNew);
 	if (status != NV_OK) {
@@ -188,6 +216,8 @@ void nvsim_rm_alloc_memory(const struct nvsim_caller *c, struct nvos02_with_fd *
 	p->hObjectNew = obj->handle;
 	if (p->hClass == NV01_MEMORY_LOCAL_USER)
 		p->limit = obj->gpu->heap_bytes - 1;
+	if (obj->hclass == NV01_MEMORY_LOCAL_PHYSICAL)
+		WRITE_ONCE(local_physical_allocs, local_physical_allocs + 1);
 	if (p->hClass == NV01_MEMORY_SYSTEM && p->fd >= 0) {
 		status = nvsim_add_mmap_ctx(p->fd, false, obj->gpu, p->limit + 1, cl->handle, obj->handle);
 		if (status != NV_OK)

@@ -272,6 +272,55 @@ static void nvsim_alloc_class_undo(struct nvsim_obj *parent, struct nvsim_obj *o
 		nvsim_sched_channels(obj->gpu, parent->tsg, -1, 0);
 }
 
+/*
+ * NVOS32 ALLOC_SIZE, as rmapi_deprecated_vidheapctrl.c does it in 580
+ * (_nvos32FunctionAllocSize -> _rmVidHeapControlAllocCommon): an RM_ALLOC under hObjectParent of
+ * NV50_MEMORY_VIRTUAL (flags VIRTUAL), NV01_MEMORY_LOCAL_USER (attr LOCATION VIDMEM) or
+ * NV01_MEMORY_SYSTEM, whose handle is the caller's hMemory only with
+ * NVOS32_ALLOC_FLAGS_MEMORY_HANDLE_PROVIDED: otherwise "RmAlloc will generate a handle when
+ * hMemory = 0". The handle and the size allocated are copied back into the struct. Called
+ * under nvsim_rm_lock; returns the status.
+ */
+u32 nvsim_rm_vid_heap_alloc_size(const struct nvsim_caller *c, struct nvsim_client *cl,
+				 struct nvsim_obj *dev, struct nvos32 *p)
+{
+	union nvsim_class_params prm = {};
+	u32 flags, attr, handle, status;
+	struct nvsim_obj *obj;
+	u64 size;
+
+	memcpy(&handle, p->data + NVOS32_ALLOCSIZE_HMEMORY_DOFF, sizeof(handle));
+	memcpy(&flags, p->data + NVOS32_ALLOCSIZE_FLAGS_DOFF, sizeof(flags));
+	memcpy(&attr, p->data + NVOS32_ALLOCSIZE_ATTR_DOFF, sizeof(attr));
+	memcpy(&size, p->data + NVOS32_ALLOCSIZE_SIZE_DOFF, sizeof(size));
+	if (!(flags & NVOS32_ALLOC_FLAGS_MEMORY_HANDLE_PROVIDED))
+		handle = 0;
+	obj = kzalloc(sizeof(*obj), GFP_KERNEL);
+	if (!obj)
+		return NV_ERR_NO_MEMORY;
+	if (flags & NVOS32_ALLOC_FLAGS_VIRTUAL)
+		obj->hclass = NV50_MEMORY_VIRTUAL;
+	else if (NVOS32_ATTR_LOCATION(attr) == 0) /* VIDMEM */
+		obj->hclass = NV01_MEMORY_LOCAL_USER;
+	else
+		obj->hclass = NV01_MEMORY_SYSTEM;
+	prm.mem.size = size;
+	status = nvsim_alloc_class(c, cl, dev, obj, &prm);
+	if (status == NV_OK) {
+		status = nvsim_obj_insert(cl, dev, obj, handle);
+		if (status != NV_OK)
+			nvsim_alloc_class_undo(dev, obj);
+	}
+	if (status != NV_OK) {
+		kfree(obj);
+		return status;
+	}
+	memcpy(p->data + NVOS32_ALLOCSIZE_HMEMORY_DOFF, &obj->handle, sizeof(obj->handle));
+	if (obj->vidmem)
+		memcpy(p->data + NVOS32_ALLOCSIZE_SIZE_DOFF, &prm.mem.size, sizeof(prm.mem.size));
+	return NV_OK;
+}
+
 void nvsim_rm_alloc(const struct nvsim_caller *c, struct nvos64 *p)
 {
 	union nvsim_class_params prm = {};

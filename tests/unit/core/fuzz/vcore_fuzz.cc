@@ -1,19 +1,28 @@
 // libFuzzer target for the filter core's dispatch entry (vcore_pre/vcore_post), built with
 // clang -fsanitize=fuzzer,address,undefined (tests/unit/core/fuzz/CMakeLists.txt).
 //
-// Input: byte 0 = flags (bit 0: 64 MiB quota, bit 1: permissive, bit 2: pid filter), then
-// records, each one ioctl:
-//   u8 file (0 ctl, 1 ctl #2, 2 dev, 3 uvm, 4 close+reopen ctl #2) | u32 req |
-//   u16 n, arg[n]   mapped at 0x10000
+// Input: byte 0 = flags (bit 0: 64 MiB quota, bit 1: permissive, bit 2: pid filter, bit 3:
+// in-flight calls finish newest first), then records, each one step of a sequence:
+//   u8 op: low 7 bits, modulo 6: 0 ctl, 1 ctl #2, 2 dev, 3 uvm: an ioctl on that file;
+//          4: close and reopen ctl #2 (skipped while a call on it is in flight: the kernel's
+//          fd reference keeps a file open during its calls); 5: finish one in-flight call.
+//          Bit 7 on an ioctl: leave it in flight (vcore_pre now, its driver reply and
+//          vcore_post at a later op 5 or at the end), so that other calls, frees and closes
+//          run between a call's pre and post, as a sibling thread's do (up to 4 in flight).
+//   u32 req |
+//   u16 n, arg[n]   mapped at 0x10000 (each call has its own user memory)
 //   u16 n, p0[n]    mapped at 0x20000 (point a params field here)
 //   u16 n, p1[n]    mapped at 0x30000
 //   u8 rc           0: the "driver" succeeds; else -EINVAL
 //   u16 n, reply[n] written over arg (the driver's reply), then u16 n, reply0[n] over p0.
-// Invariants checked (abort = finding): no host allocation leaks, and after every file is
-// closed nothing is charged and no object is left.
+// Invariants checked (abort = finding): no host allocation leaks, the charge stays within the
+// quota unless an over-quota event was counted, and after every file is closed nothing is
+// charged and no object is left.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <memory>
 #include <vector>
 
 #include "shim/trace/replay_host.h"
@@ -49,6 +58,16 @@ struct Reader {
   }
 };
 
+// A call between its vcore_pre and its vcore_post, with its own user memory.
+struct InFlight {
+  unsigned file = 0;
+  vcore_call* call = nullptr;
+  std::unique_ptr<SimMemory> mem;
+  std::vector<uint8_t> reply, reply0;
+  size_t arg_size = 0, p0_size = 0;
+  bool forwarded = false, fail = false;
+};
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -68,9 +87,42 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                           vcore_file_open(slot, VCORE_FILE_CTL, nullptr),
                           vcore_file_open(slot, VCORE_FILE_DEV, nullptr),
                           vcore_file_open(slot, VCORE_FILE_UVM, nullptr)};
+  std::deque<InFlight> in_flight;
+  auto finish = [&](InFlight& c) {
+    if (c.forwarded) {
+      if (!c.reply.empty())
+        c.mem->Write(0x10000, c.reply.data(), std::min(c.reply.size(), c.arg_size));
+      if (!c.reply0.empty())
+        c.mem->Write(0x20000, c.reply0.data(), std::min(c.reply0.size(), c.p0_size));
+    }
+    vcore_post(c.call, c.fail ? -VCORE_EINVAL : 0);
+    vcore_stats st{};
+    vcore_slot_get_stats(slot, &st);
+    if (cfg.mem_quota_bytes && st.charged_bytes > cfg.mem_quota_bytes) {
+      // Only a reply larger than the reservation may push past the quota.
+      if (st.overquota_events == 0) abort();
+    }
+  };
+  auto finish_one = [&]() {
+    bool newest = flags & 8;
+    InFlight c = std::move(newest ? in_flight.back() : in_flight.front());
+    if (newest)
+      in_flight.pop_back();
+    else
+      in_flight.pop_front();
+    finish(c);
+  };
   for (int calls = 0; r.ok && r.n > 0 && calls < 64; ++calls) {
-    uint8_t which = r.Get<uint8_t>() % 5;
+    uint8_t op = r.Get<uint8_t>();
+    unsigned which = (op & 0x7f) % 6;
+    if (which == 5) {
+      if (!in_flight.empty()) finish_one();
+      continue;
+    }
     if (which == 4) {
+      bool busy = false;
+      for (const InFlight& c : in_flight) busy |= c.file == 1;
+      if (busy) continue;
       vcore_file_close(files[1]);
       files[1] = vcore_file_open(slot, VCORE_FILE_CTL, nullptr);
       continue;
@@ -78,31 +130,34 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     uint32_t req = r.Get<uint32_t>();
     std::vector<uint8_t> arg = r.Bytes(), p0 = r.Bytes(), p1 = r.Bytes();
     uint8_t rc = r.Get<uint8_t>();
-    std::vector<uint8_t> reply = r.Bytes(), reply0 = r.Bytes();
-    SimMemory mem;
-    if (!arg.empty()) mem.Map(0x10000, arg);
-    if (!p0.empty()) mem.Map(0x20000, p0);
-    if (!p1.empty()) mem.Map(0x30000, p1);
-    vcore_call_ctx ctx{&mem, 100u + (rc & 1), 1};
-    vcore_call* call = nullptr;
-    vcore_verdict v = vcore_pre(files[which], req, 0x10000, &ctx, &call);
-    if (v == VCORE_FORWARD || v == VCORE_FORWARD_REWRITTEN) {
-      for (unsigned i = 0; i < vcore_call_fd_count(call); ++i) {
-        const vcore_fd_field* f = vcore_call_fd(call, i);
+    InFlight c;
+    c.file = which;
+    c.reply = r.Bytes();
+    c.reply0 = r.Bytes();
+    c.arg_size = arg.size();
+    c.p0_size = p0.size();
+    c.mem = std::make_unique<SimMemory>();
+    if (!arg.empty()) c.mem->Map(0x10000, arg);
+    if (!p0.empty()) c.mem->Map(0x20000, p0);
+    if (!p1.empty()) c.mem->Map(0x30000, p1);
+    vcore_call_ctx ctx{c.mem.get(), 100u + (rc & 1), 1};
+    vcore_verdict v = vcore_pre(files[which], req, 0x10000, &ctx, &c.call);
+    c.forwarded = v == VCORE_FORWARD || v == VCORE_FORWARD_REWRITTEN;
+    c.fail = v == VCORE_FORWARD && rc >= 128;
+    if (c.forwarded) {
+      for (unsigned i = 0; i < vcore_call_fd_count(c.call); ++i) {
+        const vcore_fd_field* f = vcore_call_fd(c.call, i);
         int32_t x;
-        if (!mem.Read(f->uaddr, &x, 4)) abort();  // fd fields lie in mapped memory
+        if (!c.mem->Read(f->uaddr, &x, 4)) abort();  // fd fields lie in mapped memory
       }
-      if (!reply.empty()) mem.Write(0x10000, reply.data(), std::min(reply.size(), arg.size()));
-      if (!reply0.empty()) mem.Write(0x20000, reply0.data(), std::min(reply0.size(), p0.size()));
     }
-    vcore_post(call, (v == VCORE_FORWARD && rc >= 128) ? -VCORE_EINVAL : 0);
-    vcore_stats st{};
-    vcore_slot_get_stats(slot, &st);
-    if (cfg.mem_quota_bytes && st.charged_bytes > cfg.mem_quota_bytes) {
-      // Only a reply larger than the reservation may push past the quota.
-      if (st.overquota_events == 0) abort();
+    if ((op & 0x80) && in_flight.size() < 4) {
+      in_flight.push_back(std::move(c));
+      continue;
     }
+    finish(c);
   }
+  while (!in_flight.empty()) finish_one();
   for (vcore_file*& f : files) vcore_file_close(f);
   vcore_stats st{};
   vcore_slot_get_stats(slot, &st);

@@ -14,6 +14,13 @@ if grep -q vgpu_bench_only=1 /proc/cmdline; then
   rmmod vgpu; rmmod nvsim
   exit 0
 fi
+# VM_APPEND=vgpu_gtest_filter=PATTERN: only those vgpu_gtest cases (iterating on a few tests).
+filter=$(sed -n 's/.*vgpu_gtest_filter=\([^ ]*\).*/\1/p' /proc/cmdline)
+if [ -n "$filter" ]; then
+  ./vgpu_gtest --gtest_filter="$filter" --gtest_output=xml:$OUT/vgpu_gtest.xml
+  rmmod vgpu; rmmod nvsim
+  exit 0
+fi
 ./vgpu_gtest --gtest_brief=1 --gtest_output=xml:$OUT/vgpu_gtest.xml
 
 # The CLI end to end (as root): create, list (table and JSON), inspect, set, destroy.

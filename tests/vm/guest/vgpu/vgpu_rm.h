@@ -39,6 +39,39 @@ inline uint64_t NvsimUsedBytes() {
   return used;
 }
 
+// nvsim's module parameters (its test hooks and counters, tests/vm/nvsim/README.md), as root.
+inline bool WriteNvsimParam(const std::string& name, uint64_t value) {
+  std::ofstream f("/sys/module/nvsim/parameters/" + name);
+  f << value;
+  f.flush();
+  return f.good();
+}
+
+inline uint64_t ReadNvsimParam(const std::string& name) {
+  std::ifstream f("/sys/module/nvsim/parameters/" + name);
+  uint64_t v = ~0ull;
+  f >> v;
+  return v;
+}
+
+// Contiguous video memory of `size` owned by `owner`, 2 MiB aligned (NV01_MEMORY_LOCAL_USER).
+inline nv_memory_allocation_params VidmemParams(uint32_t owner, uint64_t size) {
+  nv_memory_allocation_params mp{};
+  mp.owner = owner;
+  mp.flags = 0x1c101;
+  mp.alignment = 2 * kMiB;
+  mp.size = size;
+  return mp;
+}
+
+// A Debian kernel (release ending in -amd64), not the ~50x slower KASAN one: races run longer.
+inline bool DebianKernel() {
+  std::ifstream f("/proc/sys/kernel/osrelease");
+  std::string r;
+  f >> r;
+  return r.size() > 6 && r.compare(r.size() - 6, 6, "-amd64") == 0;
+}
+
 // A slot created for one test and destroyed (deferred, so it never fails) at scope exit.
 class ScopedSlot {
  public:

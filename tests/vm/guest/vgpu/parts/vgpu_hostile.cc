@@ -4,7 +4,6 @@
 // fails on any oops, WARN or KASAN report) and the slot's charge must keep agreeing with
 // nvsim's own count of video memory.
 #include <sys/mman.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -138,12 +137,6 @@ TEST(Hostile, XferIsNoBypass) {
 
 // The Debian kernels end in -amd64; the KASAN kernel runs everything ~50x slower and the
 // suite must stay within its 240 s there, so the races run once on it.
-bool DebianKernel() {
-  struct utsname u {};
-  uname(&u);
-  size_t n = strlen(u.release);
-  return n > 6 && strcmp(u.release + n - 6, "-amd64") == 0;
-}
 int RaceRounds() { return DebianKernel() ? 10 : 1; }
 
 // A sibling thread of the caller that stores into the caller's parameters while its calls run:

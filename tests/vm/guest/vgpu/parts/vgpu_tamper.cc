@@ -26,37 +26,12 @@
 namespace vgpu_test {
 namespace {
 
-constexpr char kParams[] = "/sys/module/nvsim/parameters/";
-
-bool WriteParam(const char* name, uint64_t value) {
-  std::ofstream f(std::string(kParams) + name);
-  f << value;
-  f.flush();
-  return f.good();
-}
-
-uint64_t ReadParam(const char* name) {
-  std::ifstream f(std::string(kParams) + name);
-  uint64_t v = ~0ull;
-  f >> v;
-  return v;
-}
-
 // Arms nvsim's rewrite_alloc_* hook: the next RM_ALLOC of this process gets `value` stored at
 // `offset` of its NVOS64 after the proxy's copy and before nvsim's own read (a sibling's store).
 bool ArmAllocRewrite(uint32_t offset, uint64_t value) {
-  return WriteParam("rewrite_alloc_offset", offset) && WriteParam("rewrite_alloc_value", value) &&
-         WriteParam("rewrite_alloc_tgid", static_cast<uint64_t>(getpid()));
-}
-
-// Contiguous video memory of `size` owned by `owner`, 2 MiB aligned (NV01_MEMORY_LOCAL_USER).
-nv_memory_allocation_params VidmemParams(uint32_t owner, uint64_t size) {
-  nv_memory_allocation_params mp{};
-  mp.owner = owner;
-  mp.flags = 0x1c101;
-  mp.alignment = 2 * kMiB;
-  mp.size = size;
-  return mp;
+  return WriteNvsimParam("rewrite_alloc_offset", offset) &&
+         WriteNvsimParam("rewrite_alloc_value", value) &&
+         WriteNvsimParam("rewrite_alloc_tgid", static_cast<uint64_t>(getpid()));
 }
 
 enum class Field { kClass, kNewHandle, kNewHandleToZero, kRoot };
@@ -90,7 +65,7 @@ int RunTenant(const ScopedSlot& slot, Calls calls) {
   if (child > 0) {
     EXPECT_EQ(waitpid(child, &status, 0), child);
   }
-  EXPECT_TRUE(WriteParam("rewrite_alloc_tgid", 0));  // disarm, whatever happened
+  EXPECT_TRUE(WriteNvsimParam("rewrite_alloc_tgid", 0));  // disarm, whatever happened
   return status;
 }
 
@@ -149,17 +124,17 @@ void RewriteDuringTheCall(const Case& c, bool armed) {
   ScopedSlot slot(64 * kMiB);
   ASSERT_TRUE(slot.ok());
   const uint64_t base = NvsimUsedBytes();
-  const uint64_t done = ReadParam("rewrite_alloc_done");
+  const uint64_t done = ReadNvsimParam("rewrite_alloc_done");
   ASSERT_NE(done, ~0ull) << "nvsim has no rewrite_alloc_* test hook";
   const int status = RunTenant(slot, [&](const Session& s) { Child(s, c, armed); });
   if (armed) {
-    EXPECT_EQ(ReadParam("rewrite_alloc_done"), done + 1) << "nvsim made the rewrite once";
+    EXPECT_EQ(ReadNvsimParam("rewrite_alloc_done"), done + 1) << "nvsim made the rewrite once";
     EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
         << "status 0x" << std::hex << status
         << " (exit 3: returned from the call; 2/4: setup failed; 5: the ioctl failed)";
     EXPECT_EQ(slot.Stat(VGPU_STAT_OVERQUOTA), 1u) << "one tampering counted";
   } else {
-    EXPECT_EQ(ReadParam("rewrite_alloc_done"), done);
+    EXPECT_EQ(ReadNvsimParam("rewrite_alloc_done"), done);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status 0x" << std::hex << status;
     EXPECT_EQ(slot.Stat(VGPU_STAT_OVERQUOTA), 0u);
   }
@@ -197,7 +172,7 @@ TEST(Tamper, ClassSwappedAwayFromVidmemIsChargedWhatTheDriverMade) {
   ScopedSlot slot(64 * kMiB);
   ASSERT_TRUE(slot.ok());
   const uint64_t base = NvsimUsedBytes();
-  const uint64_t done = ReadParam("rewrite_alloc_done");
+  const uint64_t done = ReadNvsimParam("rewrite_alloc_done");
   ASSERT_NE(done, ~0ull) << "nvsim has no rewrite_alloc_* test hook";
   Session s;
   ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
@@ -205,8 +180,8 @@ TEST(Tamper, ClassSwappedAwayFromVidmemIsChargedWhatTheDriverMade) {
   ASSERT_TRUE(ArmAllocRewrite(12, NV50_MEMORY_VIRTUAL));
   uint32_t h = 0x2100;
   const int64_t st = Alloc(s.ctl, s.client, s.device, &h, NV01_MEMORY_LOCAL_USER, &mp);
-  ASSERT_TRUE(WriteParam("rewrite_alloc_tgid", 0));
-  EXPECT_EQ(ReadParam("rewrite_alloc_done"), done + 1) << "nvsim made the rewrite once";
+  ASSERT_TRUE(WriteNvsimParam("rewrite_alloc_tgid", 0));
+  EXPECT_EQ(ReadNvsimParam("rewrite_alloc_done"), done + 1) << "nvsim made the rewrite once";
   EXPECT_EQ(st, NV_OK);
   EXPECT_EQ(NvsimUsedBytes(), base) << "the driver made a VA range, no video memory";
   EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 0u)
@@ -265,7 +240,7 @@ TEST(Tamper, TenantCannotHaveAnotherTenantsClientFreed) {
   Session& b = t.b;
   ASSERT_EQ(b.Vidmem(0x500, 16 * kMiB), NV_OK);
   const uint64_t before = NvsimUsedBytes();
-  const uint64_t done = ReadParam("rewrite_alloc_done");
+  const uint64_t done = ReadNvsimParam("rewrite_alloc_done");
   const int status = RunTenant(t.slot_a, [&](Session& a) {
     if (!ArmAllocRewrite(8, 0)) _exit(kSetupFailed);
     nvos64 r{};
@@ -281,7 +256,7 @@ TEST(Tamper, TenantCannotHaveAnotherTenantsClientFreed) {
   });
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
       << "status 0x" << std::hex << status << " (exit 5: the client alloc was not refused 0x19)";
-  EXPECT_EQ(ReadParam("rewrite_alloc_done"), done + 1)
+  EXPECT_EQ(ReadNvsimParam("rewrite_alloc_done"), done + 1)
       << "only the class rewrite reached the driver; the client alloc was refused before it";
   EXPECT_EQ(NvsimUsedBytes(), before) << "B's memory is still there";
   EXPECT_EQ(b.Vidmem(0x501, 2 * kMiB), NV_OK) << "B's client still works";
@@ -301,7 +276,7 @@ TEST(Tamper, TenantCannotHaveAnotherTenantsMemoryFreed) {
   Session& b = t.b;
   ASSERT_EQ(b.Vidmem(0x600, 32 * kMiB), NV_OK);
   const uint64_t with_b = NvsimUsedBytes();
-  const uint64_t done = ReadParam("rewrite_alloc_done");
+  const uint64_t done = ReadNvsimParam("rewrite_alloc_done");
   const int status = RunTenant(t.slot_a, [&](Session& a) {
     if (a.device != b.device) _exit(kSetupFailed);  // B's device is the parent under both names
     if (!ArmAllocRewrite(0, a.client)) _exit(kSetupFailed);
@@ -311,7 +286,7 @@ TEST(Tamper, TenantCannotHaveAnotherTenantsMemoryFreed) {
   });
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
       << "status 0x" << std::hex << status;
-  EXPECT_EQ(ReadParam("rewrite_alloc_done"), done + 1) << "nvsim made the rewrite once";
+  EXPECT_EQ(ReadNvsimParam("rewrite_alloc_done"), done + 1) << "nvsim made the rewrite once";
   EXPECT_EQ(t.slot_a.Stat(VGPU_STAT_OVERQUOTA), 1u) << "one tampering counted";
   EXPECT_EQ(NvsimUsedBytes(), with_b) << "B's 32 MiB is still there, A's files freed A's";
   EXPECT_EQ(b.FreeObj(0x600), NV_OK) << "B's object was still B's";
@@ -338,7 +313,7 @@ TEST(Tamper, GuessedClientOfAnotherTenantIsNoQuotaBypass) {
   uint32_t hva = 0x700;
   ASSERT_EQ(Alloc(b.ctl, b.client, b.device, &hva, NV50_MEMORY_VIRTUAL, &va), NV_OK);
   const uint64_t base = NvsimUsedBytes();
-  const uint64_t done = ReadParam("rewrite_alloc_done");
+  const uint64_t done = ReadNvsimParam("rewrite_alloc_done");
   constexpr int kBypassed = 6;  // child: held 32 MiB under its 16 MiB quota
   const int status = RunTenant(t.slot_a, [&](Session& a) {
     if (a.device != b.device) _exit(kSetupFailed);
@@ -349,7 +324,7 @@ TEST(Tamper, GuessedClientOfAnotherTenantIsNoQuotaBypass) {
     const int64_t second = a.Vidmem(0x701, 16 * kMiB);
     _exit(first == NV_OK && second == NV_OK ? kBypassed : kSurvived);
   });
-  EXPECT_EQ(ReadParam("rewrite_alloc_done"), done + 1) << "nvsim made the rewrite once";
+  EXPECT_EQ(ReadNvsimParam("rewrite_alloc_done"), done + 1) << "nvsim made the rewrite once";
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
       << "status 0x" << std::hex << status
       << " (exit 6: A held 32 MiB of video memory under its 16 MiB quota; 3: not killed)";
@@ -376,7 +351,8 @@ TEST(Tamper, CleanupFreeReadsNoUserMemory) {
   ScopedSlot slot(16 * kMiB);
   ASSERT_TRUE(slot.ok());
   const uint64_t base = NvsimUsedBytes();
-  const uint64_t done = ReadParam("rewrite_alloc_done"), freed = ReadParam("rewrite_free_done");
+  const uint64_t done = ReadNvsimParam("rewrite_alloc_done"),
+                 freed = ReadNvsimParam("rewrite_free_done");
   ASSERT_NE(freed, ~0ull) << "nvsim has no rewrite_free_* test hook";
   Session s;
   ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
@@ -390,18 +366,18 @@ TEST(Tamper, CleanupFreeReadsNoUserMemory) {
   mp[1].size = 64 * kMiB;  // what the driver reads
   const uint64_t p0 = Ptr(&mp[0]), p1 = Ptr(&mp[1]);
   ASSERT_EQ(p0 >> 32, p1 >> 32) << "both params in one 4 GiB window (one u32 store)";
-  ASSERT_TRUE(WriteParam("rewrite_free_offset", 8) &&  // NVOS00.hObjectOld
-              WriteParam("rewrite_free_value", 0xdead0001u) &&
-              WriteParam("rewrite_free_tgid", static_cast<uint64_t>(getpid())));
-  ASSERT_TRUE(WriteParam("rewrite_alloc_offset", 16) &&  // NVOS64.pAllocParms, low half
-              WriteParam("rewrite_alloc_value", static_cast<uint32_t>(p1)) &&
-              WriteParam("rewrite_alloc_tgid", static_cast<uint64_t>(getpid())));
+  ASSERT_TRUE(WriteNvsimParam("rewrite_free_offset", 8) &&  // NVOS00.hObjectOld
+              WriteNvsimParam("rewrite_free_value", 0xdead0001u) &&
+              WriteNvsimParam("rewrite_free_tgid", static_cast<uint64_t>(getpid())));
+  ASSERT_TRUE(WriteNvsimParam("rewrite_alloc_offset", 16) &&  // NVOS64.pAllocParms, low half
+              WriteNvsimParam("rewrite_alloc_value", static_cast<uint32_t>(p1)) &&
+              WriteNvsimParam("rewrite_alloc_tgid", static_cast<uint64_t>(getpid())));
   uint32_t h = 0x2200;
   const int64_t st = Alloc(s.ctl, s.client, s.device, &h, NV01_MEMORY_LOCAL_USER, &mp[0]);
-  ASSERT_TRUE(WriteParam("rewrite_alloc_tgid", 0) && WriteParam("rewrite_free_tgid", 0));
-  EXPECT_EQ(ReadParam("rewrite_alloc_done"), done + 1) << "nvsim read the 64 MiB params";
+  ASSERT_TRUE(WriteNvsimParam("rewrite_alloc_tgid", 0) && WriteNvsimParam("rewrite_free_tgid", 0));
+  EXPECT_EQ(ReadNvsimParam("rewrite_alloc_done"), done + 1) << "nvsim read the 64 MiB params";
   EXPECT_EQ(st, NV_ERR_NO_MEMORY) << "past the quota: refused as the driver refuses";
-  EXPECT_EQ(ReadParam("rewrite_free_done"), freed)
+  EXPECT_EQ(ReadNvsimParam("rewrite_free_done"), freed)
       << "the cleanup free read an NVOS00 from user memory, where a sibling rewrote it";
   EXPECT_EQ(NvsimUsedBytes(), base) << "the 64 MiB the driver made past the quota is gone";
   EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 0u);
@@ -426,16 +402,16 @@ TEST(Tamper, FailedStatusHidesNoObjectUnderAnotherClient) {
   ScopedSlot slot(64 * kMiB);
   ASSERT_TRUE(slot.ok());
   const uint64_t base = NvsimUsedBytes();
-  const uint64_t done = ReadParam("rewrite_alloc_done");
-  ASSERT_NE(ReadParam("rewrite_alloc_after_offset"), ~0ull) << "nvsim has no after-store hook";
+  const uint64_t done = ReadNvsimParam("rewrite_alloc_done");
+  ASSERT_NE(ReadNvsimParam("rewrite_alloc_after_offset"), ~0ull) << "nvsim has no after-store hook";
   constexpr int kHidden = 7;  // child: the driver held its 16 MiB, charged to no one
   const int status = RunTenant(slot, [&](Session& a) {
     uint32_t c2 = 0, d2 = a.device;
     nv0080_alloc_params dp{};
     if (AllocClient(a.ctl, &c2) != NV_OK || Alloc(a.ctl, c2, c2, &d2, NV01_DEVICE_0, &dp) != NV_OK)
       _exit(kSetupFailed);
-    if (!WriteParam("rewrite_alloc_after_offset", 40) ||  // NVOS64.status
-        !WriteParam("rewrite_alloc_after_value", NV_ERR_NO_MEMORY) || !ArmAllocRewrite(0, c2))
+    if (!WriteNvsimParam("rewrite_alloc_after_offset", 40) ||  // NVOS64.status
+        !WriteNvsimParam("rewrite_alloc_after_value", NV_ERR_NO_MEMORY) || !ArmAllocRewrite(0, c2))
       _exit(kSetupFailed);
     nv_memory_allocation_params mp = VidmemParams(a.client, 16 * kMiB);
     uint32_t h = 0x2300;
@@ -443,8 +419,8 @@ TEST(Tamper, FailedStatusHidesNoObjectUnderAnotherClient) {
     if (st != NV_ERR_NO_MEMORY) _exit(kIoctlFailed);
     _exit(NvsimUsedBytes() > base ? kHidden : kSurvived);
   });
-  ASSERT_TRUE(WriteParam("rewrite_alloc_after_offset", 0xffffffffu));
-  EXPECT_EQ(ReadParam("rewrite_alloc_done"), done + 1) << "nvsim made the rewrite once";
+  ASSERT_TRUE(WriteNvsimParam("rewrite_alloc_after_offset", 0xffffffffu));
+  EXPECT_EQ(ReadNvsimParam("rewrite_alloc_done"), done + 1) << "nvsim made the rewrite once";
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
       << "status 0x" << std::hex << status
       << " (exit 7: the driver held 16 MiB charged to no one; 3: nothing held, not killed)";

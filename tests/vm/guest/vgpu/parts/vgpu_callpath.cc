@@ -1,0 +1,316 @@
+// The call path's security rules (docs/security/kernel-call-path.md), each against nvsim
+// modelling what the 580 driver does (tests/vm/nvsim/README.md):
+//   - the driver never reads a header the core did not check (XFER);
+//   - under a quota, paths that cannot be charged are refused (legacy VID_HEAP allocations
+//     whose handle the driver generates, UVM migration, one managed mapping per UVM file);
+//   - an admin caller's legacy heap query gets no handle on the whole framebuffer;
+//   - no real driver file reaches another process (a fork during a call);
+//   - another slot's pids and usage are not readable by an unprivileged user.
+// Linked into vgpu_gtest (guest.cmake).
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "vgpu_rm.h"
+
+namespace vgpu_test {
+namespace {
+
+// nvidia-uvm commands nvsim does not implement (uvm_ioctl.h; docs/nvidia-rm-abi.md §7).
+constexpr unsigned long UVM_MIGRATE = 51;
+constexpr unsigned long UVM_MIGRATE_RANGE_GROUP = 53;
+constexpr unsigned long UVM_POPULATE_PAGEABLE = 71;
+
+// F2: nvsim's rewrite_xfer hook stores into the XFER header just before the driver reads it:
+// a sibling thread's store between the proxy's check and the driver's read, made deterministic.
+// The wrapped call is an NVOS21 that reads as a harmless control (NVOS54 and NVOS21 are both
+// 32 bytes; hObjectNew 0x101 is the control NV0000 GET_BUILD_VERSION); the store turns the
+// escape into RM_ALLOC of 96 MiB on a 64 MiB slot. The driver must run what the core checked.
+TEST(CallPath, XferHeaderTheDriverRunsIsTheOneTheCoreChecked) {
+  ScopedSlot slot(64 * kMiB);
+  ASSERT_TRUE(slot.ok());
+  const uint64_t base = NvsimUsedBytes();
+  Session s;
+  ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
+  nv_memory_allocation_params mp = VidmemParams(s.client, 96 * kMiB);
+  nvos21 a{};
+  a.hRoot = s.client;
+  a.hObjectParent = s.device;
+  a.hObjectNew = 0x101;
+  a.hClass = NV01_MEMORY_LOCAL_USER;
+  a.pAllocParms = Ptr(&mp);
+  nv_ioctl_xfer x{NV_ESC_RM_CONTROL, sizeof(a), Ptr(&a)};
+  const uint64_t done = ReadNvsimParam("rewrite_xfer_done");
+  ASSERT_TRUE(WriteNvsimParam("rewrite_xfer_offset", 0) &&
+              WriteNvsimParam("rewrite_xfer_value", NV_ESC_RM_ALLOC) &&
+              WriteNvsimParam("rewrite_xfer_tgid", static_cast<uint64_t>(getpid())));
+  Rc rc = RawIoctl(s.ctl, NV_ESC_IOCTL_XFER_CMD, &x, sizeof(x));
+  WriteNvsimParam("rewrite_xfer_tgid", 0);
+  const uint64_t held = NvsimUsedBytes() - base;
+  const uint64_t charged = slot.Stat(VGPU_STAT_MEM_CHARGED);
+  std::printf(
+      "xfer header rewrite: ioctl %d errno %d, rewrites %llu, driver holds %llu MiB, "
+      "charged %llu MiB\n",
+      rc.ret, rc.err, static_cast<unsigned long long>(ReadNvsimParam("rewrite_xfer_done") - done),
+      static_cast<unsigned long long>(held / kMiB),
+      static_cast<unsigned long long>(charged / kMiB));
+  EXPECT_LE(held, 64 * kMiB) << "the driver ran an escape the core never saw";
+  EXPECT_EQ(held, charged);
+  // An XFER-wrapped allocation the core checked is still charged, and refused over the quota.
+  nvos64 b{};
+  nv_memory_allocation_params mp2 = mp;
+  mp2.size = 8 * kMiB;
+  b.hRoot = s.client;
+  b.hObjectParent = s.device;
+  b.hObjectNew = 0xa1;
+  b.hClass = NV01_MEMORY_LOCAL_USER;
+  b.pAllocParms = Ptr(&mp2);
+  nv_ioctl_xfer y{NV_ESC_RM_ALLOC, sizeof(b), Ptr(&b)};
+  ASSERT_EQ(RawIoctl(s.ctl, NV_ESC_IOCTL_XFER_CMD, &y, sizeof(y)).ret, 0);
+  EXPECT_EQ(b.status, NV_OK);
+  EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), charged + 8 * kMiB);
+  EXPECT_EQ(NvsimUsedBytes() - base, slot.Stat(VGPU_STAT_MEM_CHARGED));
+}
+
+// NVOS32 ALLOC_SIZE of `size` bytes of video memory under hMemory = `handle`, `flags`.
+uint32_t VidHeapAllocSize(Session& s, uint32_t handle, uint32_t flags, uint64_t size) {
+  nvos32 v{};
+  v.hRoot = s.client;
+  v.hObjectParent = s.device;
+  v.function = NVOS32_FUNCTION_ALLOC_SIZE;
+  memcpy(v.data + NVOS32_ALLOCSIZE_HMEMORY_DOFF, &handle, 4);
+  memcpy(v.data + NVOS32_ALLOCSIZE_FLAGS_DOFF, &flags, 4);
+  memcpy(v.data + NVOS32_ALLOCSIZE_SIZE_DOFF, &size, 8);
+  Rc rc = RawIoctl(s.ctl, NV_ESC_RM_VID_HEAP_CONTROL, &v, sizeof(v));
+  return rc.ret ? 0xffffffffu : v.status;
+}
+
+// F9: without NVOS32_ALLOC_FLAGS_MEMORY_HANDLE_PROVIDED the driver makes its own handle
+// (rmapi_deprecated_vidheapctrl.c, _rmVidHeapControlAllocCommon; nvsim does the same): a charge
+// recorded under the caller's hMemory is refunded by RM_FREE(hMemory), which frees nothing.
+TEST(CallPath, LegacyVidHeapAllocLeavesNoMemoryUncharged) {
+  ScopedSlot slot(64 * kMiB);
+  ASSERT_TRUE(slot.ok());
+  const uint64_t base = NvsimUsedBytes();
+  Session s;
+  ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
+  for (uint32_t i = 0; i < 4; ++i) {
+    VidHeapAllocSize(s, 0x7000 + i, 0, 60 * kMiB);
+    s.FreeObj(0x7000 + i);
+  }
+  const uint64_t held = NvsimUsedBytes() - base;
+  const uint64_t charged = slot.Stat(VGPU_STAT_MEM_CHARGED);
+  std::printf("legacy VHC without a provided handle: driver holds %llu MiB, charged %llu MiB\n",
+              static_cast<unsigned long long>(held / kMiB),
+              static_cast<unsigned long long>(charged / kMiB));
+  EXPECT_LE(held, 64 * kMiB);
+  EXPECT_EQ(held, charged);
+  // With the handle provided, the driver uses it: charged, and the free refunds it.
+  EXPECT_EQ(VidHeapAllocSize(s, 0x7100, NVOS32_ALLOC_FLAGS_MEMORY_HANDLE_PROVIDED, 8 * kMiB),
+            NV_OK);
+  EXPECT_EQ(NvsimUsedBytes() - base, slot.Stat(VGPU_STAT_MEM_CHARGED));
+  EXPECT_EQ(s.FreeObj(0x7100), NV_OK);
+  EXPECT_EQ(NvsimUsedBytes() - base, slot.Stat(VGPU_STAT_MEM_CHARGED));
+}
+
+// F11.2: the legacy heap query (RM_ALLOC_MEMORY class 0x40) first tries a whole-FB
+// NV01_MEMORY_LOCAL_PHYSICAL handle, which RM grants to CAP_SYS_ADMIN callers
+// (rmapi_deprecated_allocmemory.c, _rmAllocMemoryLocalUser; nvsim counts them). The suite runs
+// as root: a tenant with CAP_SYS_ADMIN must still get only the heap's limit.
+TEST(CallPath, AdminHeapQueryGetsNoWholeFramebufferHandle) {
+  ScopedSlot slot(64 * kMiB);
+  ASSERT_TRUE(slot.ok());
+  Session s;
+  ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
+  const uint64_t before = ReadNvsimParam("local_physical_allocs");
+  nvos02_with_fd m{};
+  m.hRoot = s.client;
+  m.hObjectParent = s.device;
+  m.hObjectNew = 0xb1;
+  m.hClass = NV01_MEMORY_LOCAL_USER;
+  m.fd = -1;
+  ASSERT_EQ(RawIoctl(s.dev, NV_ESC_RM_ALLOC_MEMORY, &m, sizeof(m)).ret, 0);
+  const uint64_t made = ReadNvsimParam("local_physical_allocs") - before;
+  std::printf("admin heap query: status 0x%x, whole-FB handles made %llu\n", m.status,
+              static_cast<unsigned long long>(made));
+  EXPECT_EQ(made, 0u) << "a tenant with CAP_SYS_ADMIN got a handle on all of video memory";
+  if (m.status == NV_OK) {
+    EXPECT_EQ(m.limit + 1, 64 * kMiB) << "the heap query still answers, with the slot's view";
+  }
+  // The caller keeps its capability (the slot is destroyed over netlink, which needs it).
+  EXPECT_TRUE(slot.Get().id == slot.id());
+}
+
+int OpenUvm(const ScopedSlot& slot) {
+  int uvm = open(("/dev/vgpu-uvm" + std::to_string(slot.id())).c_str(), O_RDWR | O_CLOEXEC);
+  if (uvm < 0) return -1;
+  uvm_initialize_params ip{};
+  if (ioctl(uvm, UVM_INITIALIZE, &ip) != 0) {
+    close(uvm);
+    return -1;
+  }
+  return uvm;
+}
+
+// F6: libcuda's context mapping (the first mmap <= 2 MiB) is allowed once per process, not once
+// per UVM file: eight UVM files give eight free managed mappings otherwise. nvsim's UVM node has
+// no mmap, so a mapping that reached the driver fails with ENODEV, a refused one with EPERM.
+TEST(CallPath, OneManagedContextMappingPerProcess) {
+  ScopedSlot slot(64 * kMiB, "uvm", VGPU_SLOT_F_UVM);
+  ASSERT_TRUE(slot.ok());
+  int reached = 0, refused = 0;
+  int files[8];
+  for (int& uvm : files) {
+    uvm = OpenUvm(slot);
+    ASSERT_GE(uvm, 0) << strerror(errno);
+    void* va = mmap(nullptr, 2 * kMiB, PROT_READ | PROT_WRITE, MAP_SHARED, uvm, 0);
+    ASSERT_EQ(va, MAP_FAILED);
+    (errno == EPERM ? refused : reached)++;
+  }
+  for (int uvm : files) close(uvm);
+  std::printf("UVM context mappings on 8 files of one process: %d reached the driver, %d refused\n",
+              reached, refused);
+  EXPECT_EQ(reached, 1);
+  EXPECT_EQ(refused, 7);
+  // Another process gets its own.
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int uvm = OpenUvm(slot);
+    if (uvm < 0) _exit(2);
+    void* va = mmap(nullptr, 2 * kMiB, PROT_READ | PROT_WRITE, MAP_SHARED, uvm, 0);
+    _exit(va == MAP_FAILED && errno == ENODEV ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+// F6: UVM_MIGRATE, UVM_MIGRATE_RANGE_GROUP and UVM_POPULATE_PAGEABLE place memory in video
+// memory that no RM call allocates (with HMM, plain malloc memory): under a quota (managed
+// policy refuse) they are refused with EPERM and counted, never forwarded (nvsim would answer
+// EINVAL: it does not implement them).
+TEST(CallPath, UvmMigrationIsRefusedUnderAQuota) {
+  ScopedSlot slot(64 * kMiB, "uvm", VGPU_SLOT_F_UVM);
+  ASSERT_TRUE(slot.ok());
+  int uvm = OpenUvm(slot);
+  ASSERT_GE(uvm, 0) << strerror(errno);
+  for (unsigned long cmd : {UVM_MIGRATE, UVM_MIGRATE_RANGE_GROUP, UVM_POPULATE_PAGEABLE}) {
+    uint8_t params[256] = {};
+    errno = 0;
+    EXPECT_EQ(ioctl(uvm, cmd, params), -1);
+    EXPECT_EQ(errno, EPERM) << "UVM ioctl " << cmd << " reached the driver";
+  }
+  EXPECT_GE(slot.Stat(VGPU_STAT_MANAGED_DENIALS), 3u);
+  close(uvm);
+  // Without a quota (managed memory allowed uncounted) they go to the driver.
+  ScopedSlot free_slot(0, "uvm-free", VGPU_SLOT_F_UVM);
+  ASSERT_TRUE(free_slot.ok());
+  uvm = OpenUvm(free_slot);
+  ASSERT_GE(uvm, 0);
+  uint8_t params[256] = {};
+  errno = 0;
+  EXPECT_EQ(ioctl(uvm, UVM_MIGRATE, params), -1);
+  EXPECT_EQ(errno, EINVAL) << "nvsim's answer";
+  close(uvm);
+}
+
+// F4: the temporary real /dev/nvidia0 a device allocation installs for the driver's fd-table
+// check must not reach a child forked by a sibling thread during the call. The children look
+// for a major-195 file in what they inherited and exit 3 when they find one.
+//
+// OPEN (docs/security/kernel-call-path.md, F4): a module cannot give the calling thread a private
+// fd table (dup_fd/unshare_files are not exported) and the driver finds these files only in
+// current->files, so this still fails: a child forked at the right moment inherits the file.
+// Disabled until the driver's lookups are hooked (docs/nvidia-rm-abi.md §9.7); run it with
+// --gtest_also_run_disabled_tests to see the hole.
+TEST(CallPath, DISABLED_ForkedChildNeverInheritsARealDriverFile) {
+  ScopedSlot slot(64 * kMiB);
+  ASSERT_TRUE(slot.ok());
+  const int calls = DebianKernel() ? 2000 : 100;
+  pid_t tenant = fork();
+  ASSERT_GE(tenant, 0);
+  if (tenant == 0) {
+    Session s;
+    if (!s.Open(slot.ctl(), slot.dev()).empty()) _exit(2);
+    std::atomic<bool> stop{false};
+    std::atomic<int> leaked{0}, forks{0};
+    std::thread forker([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+        pid_t c = fork();
+        if (c == 0) {
+          for (int fd = 0; fd < 64; ++fd) {
+            struct stat st {};
+            if (fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) && major(st.st_rdev) == 195) _exit(3);
+          }
+          _exit(0);
+        }
+        if (c < 0) continue;
+        int st = 0;
+        waitpid(c, &st, 0);
+        forks++;
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 3) leaked++;
+      }
+    });
+    for (int i = 0; i < calls && leaked == 0; ++i) {
+      uint32_t h = 0xd1000000 + i;
+      nv0080_alloc_params dp{};
+      if (Alloc(s.ctl, s.client, s.client, &h, NV01_DEVICE_0, &dp) == NV_OK)
+        Free(s.ctl, s.client, s.client, h);
+    }
+    stop = true;
+    forker.join();
+    std::printf("fork during device allocations: %d forks, %d children held a real driver file\n",
+                forks.load(), leaked.load());
+    std::fflush(stdout);
+    _exit(leaked ? 3 : 0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(tenant, &status, 0), tenant);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "status " << status << " (exit 3: a forked child held a real major-195 file)";
+}
+
+// F11.4: the slot attributes that show other tenants' pids and usage are root-only.
+TEST(CallPath, SlotPidsAndUsageAreNotWorldReadable) {
+  ScopedSlot slot(64 * kMiB, "private");
+  ASSERT_TRUE(slot.ok());
+  const std::string dir = "/sys/class/vgpu/vgpuctl" + std::to_string(slot.id()) + "/";
+  static const char* const kPrivate[] = {"pids", "name", "open_files", "stats/mem_charged",
+                                         "stats/ioctls"};
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534)) _exit(2);
+    int readable = 0;
+    for (const char* f : kPrivate) {
+      int fd = open((dir + f).c_str(), O_RDONLY);
+      if (fd >= 0) {
+        std::printf("  %s readable by uid 65534\n", f);
+        readable++;
+        close(fd);
+      }
+    }
+    auto nl = vgpu::kmod::Client::Open();
+    if (nl.ok() && nl.value()->GetSlot(slot.id()).ok()) {
+      std::printf("  netlink SLOT_GET answered uid 65534\n");
+      readable++;
+    }
+    std::fflush(stdout);
+    _exit(readable ? 3 : 0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  // They exist, and root still reads them.
+  for (const char* f : kPrivate) EXPECT_TRUE(std::ifstream(dir + f).good()) << f;
+}
+
+}  // namespace
+}  // namespace vgpu_test
