@@ -58,6 +58,9 @@
 #include <string>
 #include <vector>
 
+#include "shim/ledger/ledger_reader.h"
+#include "uapi/vgpu_ledger.h"
+
 namespace vgpu::shim {
 
 // Start time of `pid` (field 22 of /proc/PID/stat, clock ticks since boot), or nullopt when
@@ -65,42 +68,19 @@ namespace vgpu::shim {
 using ProcStartFn = std::optional<uint64_t> (*)(pid_t pid);
 std::optional<uint64_t> ProcStartTime(pid_t pid);
 
-struct LedgerEntry {
-  uint32_t pid;
-  uint32_t in_use;
-  uint64_t start_time;
-  uint64_t charged;
-  uint64_t peak;
-  uint64_t gpu_busy_ns;   // this process's, cumulative (version 3)
-  uint64_t throttled_ns;  // this process's gate, cumulative (version 3)
+// The file's layout is the published format, uapi/vgpu_ledger.h (the manager and vgpuctl read
+// it through shim/ledger/ledger_reader.h); these names add the writer's view of it.
+using LedgerEntry = vgpu_ledger_entry;
+struct LedgerFile : vgpu_ledger {
+  static constexpr uint64_t kMagic = VGPU_LEDGER_MAGIC;
+  static constexpr uint32_t kVersion = VGPU_LEDGER_VERSION;
+  static constexpr uint32_t kMaxEntries = VGPU_LEDGER_MAX_ENTRIES;
+  // The robust, process-shared mutex lives in the format's opaque lock bytes.
+  pthread_mutex_t* mutex() { return reinterpret_cast<pthread_mutex_t*>(lock); }
 };
-
-struct LedgerFile {
-  static constexpr uint64_t kMagic = 0x31524447444c4756ull;  // "VGLDGDR1"
-  // 2: high_water; 3: compute counters (entries grew: a version-2 shim cannot share the file).
-  static constexpr uint32_t kVersion = 3;
-  static constexpr uint32_t kMaxEntries = 1024;
-  uint64_t magic;
-  uint32_t version;
-  uint32_t max_entries;
-  pthread_mutex_t mu;  // robust, process-shared; guards everything below
-  uint64_t last_reap_ns;
-  uint64_t reaped;
-  uint64_t peak;        // highest slot total seen
-  uint32_t high_water;  // entries[high_water..] are all free (<= kMaxEntries)
-  // Version 3: the slot's achieved share over the last 10 s, as last written (with the 1 s one
-  // below; this slot was `reserved`, always 0, before: the layout did not change).
-  uint32_t achieved_share_10s_pm;
-  // Version 3: compute counters (see the top of this file).
-  uint64_t seq;             // odd while counters move from an entry to reaped_*
-  uint64_t reaped_busy_ns;  // counters of members that left
-  uint64_t reaped_throttled_ns;
-  uint64_t unattributed_busy_ns;  // cap: samples naming no process, each once
-  uint64_t unattributed_last_ts;  // newest such sample added (perfmon timestamp)
-  uint32_t achieved_share_1s_pm;  // as last written by any member
-  uint32_t share_pid;             // the member that wrote it (0: none)
-  LedgerEntry entries[kMaxEntries];
-};
+static_assert(sizeof(LedgerFile) == sizeof(vgpu_ledger));
+static_assert(sizeof(pthread_mutex_t) <= sizeof(vgpu_ledger::lock) &&
+              alignof(pthread_mutex_t) <= alignof(uint64_t));
 
 // The slot's compute totals from a ledger (a locked view or a reader's snapshot).
 struct LedgerComputeTotals {
@@ -109,21 +89,9 @@ struct LedgerComputeTotals {
   uint32_t achieved_share_1s_pm = 0;
   uint32_t achieved_share_10s_pm = 0;
 };
-inline LedgerComputeTotals SumLedgerCompute(const LedgerFile& f) {
-  LedgerComputeTotals t;
-  const uint32_t end =
-      f.high_water < LedgerFile::kMaxEntries ? f.high_water : LedgerFile::kMaxEntries;
-  for (uint32_t i = 0; i < end; ++i) {
-    if (f.entries[i].in_use) {
-      t.gpu_busy_ns += f.entries[i].gpu_busy_ns;
-      t.throttled_ns += f.entries[i].throttled_ns;
-    }
-  }
-  t.gpu_busy_ns += f.reaped_busy_ns + f.unattributed_busy_ns;
-  t.throttled_ns += f.reaped_throttled_ns;
-  t.achieved_share_1s_pm = f.achieved_share_1s_pm;
-  t.achieved_share_10s_pm = f.achieved_share_10s_pm;
-  return t;
+inline LedgerComputeTotals SumLedgerCompute(const vgpu_ledger& f) {
+  const ledger::LedgerTotals t = ledger::SumLedger(f);
+  return {t.gpu_busy_ns, t.throttled_ns, t.achieved_share_1s_pm, t.achieved_share_10s_pm};
 }
 
 // One perfmon sample that named no process: its timestamp as RM gave it and its busy time.

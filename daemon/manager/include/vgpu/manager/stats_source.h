@@ -1,7 +1,8 @@
 // SlotManager as the metrics exporter's StatsSource: slots, GPUs and node counters from the
 // manager's read-only snapshot, plus each slot's memory charged/peak, denials and unknown
-// ioctls from the enforcement backend (SlotBackend::Usage: vgpu.ko's stats or the shim's
-// ledger). Busy/throttled time is not known by any backend yet and stays 0.
+// ioctls, busy and throttled time and achieved share from the enforcement backend
+// (SlotBackend::Usage: vgpu.ko's stats, or the shim's ledger read through its published
+// format, uapi/vgpu_ledger.h).
 #pragma once
 
 #include <atomic>
