@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <mutex>
 #include <set>
+#include <utility>
 
 #include "vgpu/manager/slot_manager.h"
 #include "vgpu/metrics/stats_source.h"
@@ -17,13 +18,16 @@ namespace vgpu::manager {
 
 class SlotManagerStatsSource final : public metrics::StatsSource {
  public:
-  SlotManagerStatsSource(const SlotManager& slots, const std::atomic<uint64_t>& registrations)
-      : slots_(slots), registrations_(registrations) {}
+  // `enforcement`: what enforces the node's limits, resolved at start-up (enforcement.h).
+  SlotManagerStatsSource(const SlotManager& slots, const std::atomic<uint64_t>& registrations,
+                         metrics::NodeEnforcement enforcement = {})
+      : slots_(slots), registrations_(registrations), enforcement_(std::move(enforcement)) {}
   Result<metrics::NodeSnapshot> Snapshot() override;
 
  private:
   const SlotManager& slots_;
   const std::atomic<uint64_t>& registrations_;
+  const metrics::NodeEnforcement enforcement_;
   // Slots whose usage read failed and has been logged; cleared when a read succeeds again, so
   // a persistent failure logs once rather than every sample period.
   std::mutex usage_log_mu_;
