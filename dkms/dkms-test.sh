@@ -66,6 +66,9 @@ check "dkms.conf laid out with VERSION's $version" \
 for k in "${kvers[@]}"; do
   ko=$(find "$work/root/lib/modules/$k" -name 'vgpu.ko*' 2>/dev/null | head -1)
   check "vgpu.ko installed for $k ($(basename "${ko:-none}"))" test -n "$ko"
+  # docs/operator-guide.md's uninstall removes /lib/modules/*/updates/dkms/vgpu.ko*.
+  check "installed where the guide's uninstall removes it" \
+    test "$(dirname "${ko:-x}")" = "$work/root/lib/modules/$k/updates/dkms"
 done
 check "vgpu loaded (stand-in modprobe)" test -s "$work/sys/module/vgpu/srcversion"
 [ $rc = 0 ] || tail -40 "$work/good.log"
@@ -96,8 +99,8 @@ for f in deploy/overlays/module/kustomization.yaml deploy/overlays/shim/kustomiz
   bad=$(grep -o 'newTag: .*' "$root/$f" | grep -v "newTag: $version$" || true)
   check "$f tags are $version" test -z "$bad"
 done
-check "docs/operator-guide.md removes vgpu/$version" \
-  grep -q "dkms remove vgpu/$version --all" "$root/docs/operator-guide.md"
+check "docs/operator-guide.md's uninstall removes the installed module" \
+  grep -q 'rm -f /lib/modules/\*/updates/dkms/vgpu.ko\*' "$root/docs/operator-guide.md"
 bad=$(grep -ho 'vgpu[a-z-]*:[0-9][0-9.]*\|vgpu/[0-9][0-9.]*' "$root/docs/operator-guide.md" \
   "$root"/deploy/images/*/Dockerfile | grep -v "[:/]$version$" || true)
 check "no other version in the guide and Dockerfiles${bad:+ ($bad)}" test -z "$bad"
