@@ -2,11 +2,8 @@
 // PATCHes (to a stand-in API server, through --kubeconfig) and /metrics say which enforcement
 // started and whether it is hard; --enforcement=auto without vgpu.ko fails loudly unless
 // --allow-shim-fallback is given, and then says "shim" and "fallback", never "module".
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,7 +14,7 @@
 #include <thread>
 
 #include "manager_process.h"
-#include "testing/exposition_parser.h"
+#include "scrape.h"
 
 namespace vgpu {
 namespace {
@@ -86,31 +83,11 @@ class LabelRecorder {
   int patches_ = 0;
 };
 
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
+// Scrapes until the enforcement families are there (the sampler runs every --sample-period).
 std::optional<ParsedExposition> ScrapeWithEnforcement(int port) {
   for (int i = 0; i < 100; ++i) {
-    httplib::Client client("127.0.0.1", port);
-    client.set_connection_timeout(1);
-    auto res = client.Get("/metrics");
-    if (res && res->status == 200) {
-      ParsedExposition parsed;
-      std::string error;
-      if (metrics::testing::ParseExposition(res->body, &parsed, &error) &&
-          parsed.types.count("vgpu_node_enforcement_hard")) {
-        return parsed;
-      }
-    }
+    auto p = testing::Scrape(port);
+    if (p && p->types.count("vgpu_node_enforcement_hard")) return p;
     std::this_thread::sleep_for(100ms);
   }
   return std::nullopt;
@@ -134,7 +111,7 @@ class EnforcementLabelsTest : public ::testing::Test {
         << "clusters:\n- name: k\n  cluster:\n    server: http://127.0.0.1:" << api_.port()
         << "\ncontexts:\n- name: c\n  context:\n    cluster: k\n    user: u\n"
         << "users:\n- name: u\n  user:\n    token: t\n";
-    port_ = FreePort();
+    port_ = testing::FreePort();
     manager_ = std::make_unique<testing::ManagerProcess>(VGPU_MANAGER_BIN, dir_.string());
   }
   void TearDown() override {

@@ -16,6 +16,21 @@ std::string MetricLine(const std::string& text, const std::string& prefix) {
   return text.substr(at + 1, text.find('\n', at + 1) - at - 1);
 }
 
+// The node families of one node "n1" as /metrics renders them for `e`.
+void ExpectNodeMetrics(const EnforcementInForce& e, int hard, int fallback, int install_ok) {
+  metrics::NodeSnapshot snap;
+  snap.enforcement = EnforcementMetrics(e);
+  const std::string text = metrics::RenderNodeMetrics("n1", snap, {});
+  const std::string node = R"({node="n1"} )";
+  EXPECT_EQ(MetricLine(text, "vgpu_node_enforcement_hard{"),
+            "vgpu_node_enforcement_hard" + node + std::to_string(hard));
+  EXPECT_EQ(MetricLine(text, "vgpu_node_shim_fallback{"),
+            "vgpu_node_shim_fallback" + node + std::to_string(fallback));
+  EXPECT_EQ(
+      MetricLine(text, "vgpu_node_module_install_ok{"),
+      install_ok < 0 ? "" : "vgpu_node_module_install_ok" + node + std::to_string(install_ok));
+}
+
 TEST(EnforcementTest, ModuleIsHard) {
   auto e = DescribeEnforcement("kmod", "", ParseModuleInstallState("kmod 0.1.0\n"));
   EXPECT_EQ(e.mode, "module");
@@ -28,15 +43,9 @@ TEST(EnforcementTest, ModuleIsHard) {
 
   metrics::NodeSnapshot snap;
   snap.enforcement = EnforcementMetrics(e);
-  const std::string text = metrics::RenderNodeMetrics("n1", snap, {});
-  EXPECT_EQ(MetricLine(text, "vgpu_node_enforcement_info{"),
+  EXPECT_EQ(MetricLine(metrics::RenderNodeMetrics("n1", snap, {}), "vgpu_node_enforcement_info{"),
             R"(vgpu_node_enforcement_info{node="n1",mode="module",hard="true"} 1)");
-  EXPECT_EQ(MetricLine(text, "vgpu_node_enforcement_hard{"),
-            R"(vgpu_node_enforcement_hard{node="n1"} 1)");
-  EXPECT_EQ(MetricLine(text, "vgpu_node_shim_fallback{"),
-            R"(vgpu_node_shim_fallback{node="n1"} 0)");
-  EXPECT_EQ(MetricLine(text, "vgpu_node_module_install_ok{"),
-            R"(vgpu_node_module_install_ok{node="n1"} 1)");
+  ExpectNodeMetrics(e, 1, 0, 1);
 }
 
 TEST(EnforcementTest, ShimIsSoftAndAFallbackSaysSo) {
@@ -51,15 +60,7 @@ TEST(EnforcementTest, ShimIsSoftAndAFallbackSaysSo) {
   EXPECT_EQ(l["vgpu.io/enforcement"], "shim");
   EXPECT_EQ(l["vgpu.io/enforcement-hard"], "false");
   EXPECT_EQ(l["vgpu.io/module-install"], "failed");
-  metrics::NodeSnapshot snap;
-  snap.enforcement = EnforcementMetrics(e);
-  const std::string text = metrics::RenderNodeMetrics("n1", snap, {});
-  EXPECT_EQ(MetricLine(text, "vgpu_node_enforcement_hard{"),
-            R"(vgpu_node_enforcement_hard{node="n1"} 0)");
-  EXPECT_EQ(MetricLine(text, "vgpu_node_shim_fallback{"),
-            R"(vgpu_node_shim_fallback{node="n1"} 1)");
-  EXPECT_EQ(MetricLine(text, "vgpu_node_module_install_ok{"),
-            R"(vgpu_node_module_install_ok{node="n1"} 0)");
+  ExpectNodeMetrics(e, 0, 1, 0);
 }
 
 TEST(EnforcementTest, NoInstallerNoInstallLabelOrMetric) {
@@ -67,10 +68,7 @@ TEST(EnforcementTest, NoInstallerNoInstallLabelOrMetric) {
   EXPECT_FALSE(e.install.known);
   EXPECT_NE(e.install.detail.find("/nonexistent/module.state"), std::string::npos);
   EXPECT_EQ(EnforcementLabels(e)["vgpu.io/module-install"], std::nullopt);
-  metrics::NodeSnapshot snap;
-  snap.enforcement = EnforcementMetrics(e);
-  EXPECT_EQ(metrics::RenderNodeMetrics("n1", snap, {}).find("vgpu_node_module_install_ok"),
-            std::string::npos);
+  ExpectNodeMetrics(e, 0, 0, -1);
   EXPECT_FALSE(ParseModuleInstallState("garbage").known);
 }
 
