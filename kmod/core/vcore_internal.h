@@ -429,7 +429,7 @@ struct vcore_call {
 	vcore_u8 inline_arg[VCORE_INLINE_ARG];
 };
 
-/* dispatch.c helpers for handlers */
+/* escapes.c: refusals, for handlers */
 enum vcore_verdict vcore_refuse_errno(struct vcore_call *call, int err,
 				      const char *reason);
 enum vcore_verdict vcore_refuse_status(struct vcore_call *call,
@@ -439,6 +439,7 @@ enum vcore_verdict vcore_policy_unknown(struct vcore_call *call,
 					vcore_u32 number, int strict_errno,
 					vcore_u32 strict_status,
 					const char *what);
+/* call.c (and dispatch.c: vcore_copy_arg): a call's buffers and fd fields */
 /* Copy the top-level argument (call->size bytes) into call->argbuf. */
 int vcore_copy_arg(struct vcore_call *call);
 /* Add a nested buffer; @copy: also take a private copy. Returns its index
@@ -546,7 +547,9 @@ static inline int vcore_user_write(struct vcore_call *call, vcore_uptr_t dst,
 	return err ? -VCORE_EFAULT : 0;
 }
 
-/* Escape handlers (rm_alloc.c, rm_control.c, esc.c). */
+/* Escape handlers (escapes.c, rm_alloc.c, rm_control.c) and the UVM
+ * file's pre step (uvm.c). */
+enum vcore_verdict vcore_uvm_pre(struct vcore_call *call);
 enum vcore_verdict vcore_esc_pass(struct vcore_call *call);
 enum vcore_verdict vcore_esc_no_driver_handler(struct vcore_call *call);
 enum vcore_verdict vcore_esc_privileged(struct vcore_call *call);

@@ -1,6 +1,6 @@
 // Issue 4, deterministically: what an RM_ALLOC creates is rewritten between vgpu.ko's private
 // copy of the NVOS64 and the driver's own copy-in. A sibling thread can land that store only by
-// chance (vgpu_hostile.cpp races it for real and asserts what holds whether or not the window
+// chance (vgpu_hostile.cc races it for real and asserts what holds whether or not the window
 // is caught); here nvsim's test hook lands it every time (tests/vm/nvsim/nvsim_hook.c,
 // rewrite_alloc_*: the u32 at an offset of the caller's struct is rewritten just before nvsim
 // copies it in, exactly where the sibling's store would land). After every successful RM_ALLOC

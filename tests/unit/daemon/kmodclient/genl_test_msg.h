@@ -1,6 +1,6 @@
 // Builds a generic-netlink message the way vgpu.ko starts its replies, for tests that feed the
 // real libnl decoders of kmodclient (kmodclient_test.cc and
-// tests/unit/compute/compute_ctl_test.cc).
+// tests/unit/daemon/vgpuctl/compute_ctl_test.cc).
 #pragma once
 
 #include <netlink/genl/genl.h>

@@ -303,7 +303,7 @@ TEST(Hostile, SecondThreadRewritesTheStatusDuringTheCall) {
 // After every successful RM_ALLOC the core asks the driver (kmod/trusted.c: GET_HANDLE_INFO, then
 // GET_SURFACE_INFO) whether the object it recorded exists and what memory it holds; on a
 // mismatch it frees the file's clients in the driver and the process is killed. Whether a real
-// thread lands in the window depends on the scheduler (vgpu_tamper.cpp lands it every time
+// thread lands in the window depends on the scheduler (vgpu_tamper.cc lands it every time
 // through nvsim's hook), so what is asserted holds either way:
 //   - in the child, after every allocation (nothing in flight): the driver holds no more than the
 //     slot is charged (no charge lost) and never more than the quota; after every free, exactly
@@ -361,7 +361,7 @@ constexpr int kRaceChargeLost = 6;
     if (rc.ret != 0 && rc.err != EFAULT) exit_code = kRaceIoctlFailed;
     // The call has ended: whatever the driver holds is the slot's, and charged. (Since the
     // charge is the driver's own size, a copied 0x40 the driver made as 0x50a0 is charged 0 at
-    // once: vgpu_tamper.cpp, ClassSwappedAwayFromVidmemIsChargedWhatTheDriverMade.)
+    // once: vgpu_tamper.cc, ClassSwappedAwayFromVidmemIsChargedWhatTheDriverMade.)
     uint64_t driver = NvsimUsedBytes() - base;
     if (driver > 64 * kMiB) exit_code = kRaceOverQuota;
     if (driver > charged()) exit_code = kRaceChargeLost;
