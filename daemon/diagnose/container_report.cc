@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "shim/ledger/ledger_reader.h"
 #include "shim/preload/config.h"
 
 namespace vgpu::diagnose {
@@ -102,6 +103,19 @@ void ShimSettings(GetEnvFn getenv_fn, ReportSection& s) {
   s.Add("unknown ioctls", shim::UnknownPolicyName(cfg.unknown));
   s.Add("ledger", cfg.ledger_path.empty() ? "(none: charges are per process)" : cfg.ledger_path,
         cfg.ledger_path.empty());
+  if (!cfg.ledger_path.empty()) {
+    // What the slot's processes are charged now, as the manager reads it (uapi/vgpu_ledger.h).
+    const ledger::LedgerRead read = ledger::ReadLedgerFile(cfg.ledger_path);
+    if (read.status == ledger::LedgerReadStatus::kOk) {
+      const ledger::LedgerTotals t = ledger::SumLedger(*read.copy);
+      s.Add("memory charged", std::to_string(t.charged) + " bytes by " + std::to_string(t.members) +
+                                  " process(es), peak " + std::to_string(t.peak));
+    } else {
+      s.Add("memory charged", read.status == ledger::LedgerReadStatus::kAbsent
+                                  ? "0 (no process of the slot has run yet)"
+                                  : read.error);
+    }
+  }
   // The compute thread's settings are the config's compute_* keys, the environment first
   // (shim/compute/compute_shim.cc, Setting()).
   auto setting = [&](const char* key, const char* env) -> std::optional<std::string> {

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 
+#include "shim/preload/ledger.h"
 #include "vgpu/diagnose/container_report.h"
 #include "vgpu/diagnose/node_report.h"
 #include "vgpu/slots/slot_config_file.h"
@@ -144,6 +145,17 @@ TEST_F(DiagnoseTest, ContainerUnderTheShimReadsTheManagersConfigWithTheShimsPars
   EXPECT_EQ(Row(r, "enforcement", "hard").rfind("false", 0), 0u);
   EXPECT_EQ(Row(r, "enforcement", "memory quota"), "3.0 GiB (3221225472 bytes)") << r.ToTable();
   EXPECT_EQ(Row(r, "enforcement", "ledger"), (root_ / "etc/vgpu/ledger").string());
+  EXPECT_EQ(Row(r, "enforcement", "memory charged"), "0 (no process of the slot has run yet)");
+  {  // A process of the slot charged through the shim's own ledger writer.
+    std::string err;
+    auto ledger = shim::SharedLedger::Open((root_ / "etc/vgpu/ledger").string(), &err);
+    ASSERT_NE(ledger, nullptr) << err;
+    ASSERT_TRUE(ledger->Attach());
+    ASSERT_EQ(ledger->TryCharge(64ull << 20, c.memory_quota_bytes), 0);
+    r = Container();
+    EXPECT_EQ(Row(r, "enforcement", "memory charged"),
+              "67108864 bytes by 1 process(es), peak 67108864");
+  }
 
   // A capped share: the controller runs; share 100: nothing to control (not a problem).
   Put("etc/vgpu/config", "compute_share = 30\ncompute_mode = weight\n");
