@@ -221,7 +221,8 @@ struct vcore_file {
 	enum vcore_file_kind kind;
 	void *host_priv;
 	vcore_u32 uvm_mmaps; /* mmaps asked of this UVM file; slot lock */
-	/* Set once (rm_alloc_verify.c, vcore_tampered), read lock-free (vcore_pre). */
+	/* Set once (rm_alloc_verify.c, vcore_tampered), read lock-free
+	 * (vcore_pre). */
 	vcore_bool tampered;
 	/*
 	 * (slot->pid_gen << 32 | pid) of the last caller noted in the slot's
@@ -413,8 +414,8 @@ struct vcore_call {
 	vcore_u32 free_client, free_object;
 	vcore_u32 client_claim; /* a client handle claimed for this call */
 	vcore_bool client_unverified; /* the driver could not be asked */
-	int list_buf; /* FB_GET_INFO v1: the nested list */
-	vcore_u32 view_entries; /* FB_GET_INFO_V2: list length, bounded */
+	int list_buf;		      /* FB_GET_INFO v1: the nested list */
+	vcore_u32 view_entries;	      /* FB_GET_INFO_V2: list length, bounded */
 
 	/*
 	 * Everything above is zeroed for each call (call_init); what follows

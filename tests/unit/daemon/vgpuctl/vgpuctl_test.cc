@@ -101,6 +101,16 @@ TEST(VgpuctlDispatch, HelpListsEveryCommand) {
   for (const Command& c : Commands()) EXPECT_NE(r.out.find(std::string(c.name)), std::string::npos);
 }
 
+TEST(VgpuctlDispatch, DashDashHelpIsTheHelpCommand) {
+  for (const char* flag : {"--help", "-h"}) {
+    CtlRun r = Ctl({flag});
+    EXPECT_EQ(r.rc, 0) << flag << ": " << r.err;
+    EXPECT_NE(r.out.find("usage: vgpuctl"), std::string::npos) << flag;
+  }
+  CtlRun json = Ctl({"--json", "--help"});
+  EXPECT_EQ(json.rc, 0) << json.err;
+}
+
 kmod::SlotInfo Sample() {
   kmod::SlotInfo s;
   s.id = 2;

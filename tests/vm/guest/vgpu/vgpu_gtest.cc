@@ -1,5 +1,5 @@
 // vgpu.ko in the guest, in front of nvsim.ko (the simulated driver that keeps nvidia.ko's
-// contract, reference/nvidia-rm-abi.md §9): control plane, forwarding, enforcement.
+// contract, docs/nvidia-rm-abi.md §9): control plane, forwarding, enforcement.
 // Hostile input is in parts/vgpu_hostile.cc (same program).
 #include <poll.h>
 #include <sys/mman.h>

@@ -431,7 +431,7 @@ Outcome RunGuest(const std::vector<Line>& lines, const Expected& exp, const RunC
 
   // A process whose recording never opens /dev/nvidiaN (the synthetic traces) gets the slot's
   // dev node opened before its first call, as libcuda always does: the real driver's fd-table
-  // check for device allocation (reference §9.3.2) would refuse its device otherwise.
+  // check for device allocation (nvidia-rm-abi.md §9.3.2) would refuse its device otherwise.
   std::map<uint32_t, bool> pid_has_dev;
   for (const Line& l : lines) {
     std::string why;
