@@ -2,7 +2,8 @@
 # The module install path as the DaemonSet runs it: the module-installer image's own script
 # (deploy/images/module-installer/vgpu-install-module) against scratch DKMS source, DKMS and
 # install trees, with the repository as the image lays it out. Nothing under /usr/src,
-# /var/lib/dkms or /lib/modules is written; DKMS's signing key goes to the project's cache dir.
+# /var/lib/dkms or /lib/modules is written: DKMS's module signing key and certificate, which it
+# makes on first use, are kept in ${VGPU_CACHE_DIR:-/var/cache/vgpu}/dkms-test (README.md).
 #   1. a good run builds and installs vgpu.ko for the kernel (every kernel with
 #      DKMS_ALL_KERNELS=1), "loads" it (a stand-in modprobe) and reports "kmod <VERSION>";
 #   2. the same trees with nvidia-uvm's HMM on: refused, "shim ... uvm_disable_hmm ...";
@@ -16,7 +17,9 @@ mapfile -t kvers < <("$root/tests/vm/harness/kernels.sh" 2>/dev/null)
 [ ${#kvers[@]} -gt 0 ] || { echo "dkms-test: no linux-headers package installed"; exit 77; }
 [ "${DKMS_ALL_KERNELS:-0}" = 1 ] || kvers=("${kvers[0]}")
 version=$(tr -d ' \n' < "$root/VERSION")
-cache=${VGPU_CACHE_DIR:-$root/build/cache}/dkms
+# DKMS 3.0 takes the key's paths from these variables unless /etc/dkms/framework.conf sets them
+# (Debian's ships them commented out); otherwise it makes /var/lib/dkms/mok.{key,pub}.
+cache=${VGPU_CACHE_DIR:-/var/cache/vgpu}/dkms-test
 mkdir -p "$cache"
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 fail=0

@@ -98,9 +98,9 @@ void ShimSettings(GetEnvFn getenv_fn, ReportSection& s) {
   }
   s.Add("slot config", cfg.config_path.empty() ? "(none)" : cfg.config_path);
   s.Add("slot", std::to_string(cfg.slot_id));
-  s.Add("memory quota", Bytes(cfg.memory_quota));
-  s.Add("managed memory", shim::ManagedPolicyName(cfg.managed));
-  s.Add("unknown ioctls", shim::UnknownPolicyName(cfg.unknown));
+  s.Add("memory quota", Bytes(cfg.mem_quota));
+  s.Add("managed memory", shim::SettingValueName("managed_policy", cfg.managed_policy));
+  s.Add("unknown ioctls", shim::SettingValueName("unknown_policy", cfg.unknown_policy));
   s.Add("ledger", cfg.ledger_path.empty() ? "(none: charges are per process)" : cfg.ledger_path,
         cfg.ledger_path.empty());
   if (!cfg.ledger_path.empty()) {
@@ -116,31 +116,12 @@ void ShimSettings(GetEnvFn getenv_fn, ReportSection& s) {
                                   : read.error);
     }
   }
-  // The compute thread's settings are the config's compute_* keys, the environment first
-  // (shim/compute/compute_shim.cc, Setting()).
-  auto setting = [&](const char* key, const char* env) -> std::optional<std::string> {
-    if (const char* v = getenv_fn(env)) return std::string(v);
-    auto it = cfg.extra.find(key);
-    if (it != cfg.extra.end()) return it->second;
-    return std::nullopt;
-  };
-  auto share = setting("compute_share", "VGPU_COMPUTE_SHARE");
-  auto mode = setting("compute_mode", "VGPU_COMPUTE_MODE");
-  s.Add("compute share", share ? *share + " %" : "(not set)");
-  s.Add("compute mode", mode ? *mode : "cap (default)");
-  std::string why;
-  char* end = nullptr;
-  const long v = share ? std::strtol(share->c_str(), &end, 10) : 0;
-  if (!share) {
-    why = "not running: no compute_share in the slot config";
-  } else if (end == share->c_str() || *end != '\0' || v < 1 || v > 100) {
-    why = "not running: compute_share '" + *share + "' is not 1..100";
-  } else if (v == 100) {
-    why = "not running: share 100 (nothing to control)";
-  }
-  s.Add("compute controller",
-        why.empty() ? "runs in each process (started with its first CUDA context)" : why,
-        !why.empty() && v != 100);
+  s.Add("compute share", std::to_string(cfg.compute_share) + " %");
+  s.Add("compute mode", shim::SettingValueName("compute_mode", cfg.compute_mode));
+  // The shim's compute thread starts for a share below 100 (shim/compute/compute_shim.cc).
+  s.Add("compute controller", cfg.compute_share < 100
+                                  ? "runs in each process (started with its first CUDA context)"
+                                  : "not running: share 100 (nothing to control)");
 }
 
 }  // namespace

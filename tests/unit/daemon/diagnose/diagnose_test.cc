@@ -136,7 +136,7 @@ TEST_F(DiagnoseTest, ContainerUnderTheShimReadsTheManagersConfigWithTheShimsPars
   devices_["nvidiactl"] = {true, 195, 255};
   slots::SlotConfig c;
   c.id = 4;
-  c.memory_quota_bytes = 3ull << 30;
+  c.mem_quota = 3ull << 30;
   Put("etc/vgpu/config", slots::FormatSlotConfigFile(c));
   env_["LD_PRELOAD"] = "/usr/local/vgpu/libvgpu-shim.so";
   env_["VGPU_CONFIG"] = (root_ / "etc/vgpu/config").string();
@@ -144,14 +144,17 @@ TEST_F(DiagnoseTest, ContainerUnderTheShimReadsTheManagersConfigWithTheShimsPars
   EXPECT_EQ(Row(r, "enforcement", "host"), "shim (libvgpu-shim.so via LD_PRELOAD)");
   EXPECT_EQ(Row(r, "enforcement", "hard").rfind("false", 0), 0u);
   EXPECT_EQ(Row(r, "enforcement", "memory quota"), "3.0 GiB (3221225472 bytes)") << r.ToTable();
-  EXPECT_EQ(Row(r, "enforcement", "ledger"), (root_ / "etc/vgpu/ledger").string());
-  EXPECT_EQ(Row(r, "enforcement", "memory charged"), "0 (no process of the slot has run yet)");
+  EXPECT_EQ(Row(r, "enforcement", "ledger"), "/run/vgpu/ledger") << "the manager's rw mount";
   {  // A process of the slot charged through the shim's own ledger writer.
+    const std::string ledger_path = (root_ / "ledger").string();
+    Put("etc/vgpu/config", "ledger = " + ledger_path + "\n");
+    r = Container();
+    EXPECT_EQ(Row(r, "enforcement", "memory charged"), "0 (no process of the slot has run yet)");
     std::string err;
-    auto ledger = shim::SharedLedger::Open((root_ / "etc/vgpu/ledger").string(), &err);
+    auto ledger = shim::SharedLedger::Open(ledger_path, &err);
     ASSERT_NE(ledger, nullptr) << err;
     ASSERT_TRUE(ledger->Attach());
-    ASSERT_EQ(ledger->TryCharge(64ull << 20, c.memory_quota_bytes), 0);
+    ASSERT_EQ(ledger->TryCharge(64ull << 20, 0), 0);
     r = Container();
     EXPECT_EQ(Row(r, "enforcement", "memory charged"),
               "67108864 bytes by 1 process(es), peak 67108864");
