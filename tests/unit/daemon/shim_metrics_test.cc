@@ -77,7 +77,7 @@ class ShimMetricsTest : public ::testing::Test {
 };
 
 TEST_F(ShimMetricsTest, TheControllersCountersReachTheScrape) {
-  auto slot = manager_->CreateManual(0, 1ull << 30, 30, "tenant");
+  auto slot = manager_->CreateManual(0, 1ull << 30, 30, ComputeMode::kCap, "tenant");
   ASSERT_TRUE(slot.ok()) << slot.status().ToString();
   const uint32_t id = slot->config.id;
   // Before any process of the slot ran: the slot is exported, its usage is zero.

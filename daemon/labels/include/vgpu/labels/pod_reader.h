@@ -3,6 +3,7 @@
 // (PreStartContainer), for the settings a pod chooses by annotation (docs/operator-guide.md).
 #pragma once
 
+#include <chrono>
 #include <memory>
 
 #include "vgpu/labels/kube_endpoint.h"
