@@ -132,6 +132,10 @@ const std::vector<Flag>& Flags() {
       STR_FLAG("managed-policy", managed_policy, "refuse | allow-uncounted"),
       STR_FLAG("unknown-policy", unknown_policy, "refuse | allow-log"),
       STR_FLAG("sys-module-dir", sys_module_dir, "where --enforcement=auto looks for vgpu"),
+      BOOL_FLAG("allow-shim-fallback", allow_shim_fallback,
+                "--enforcement=auto without vgpu.ko runs the (soft) shim instead of failing"),
+      STR_FLAG("module-state-file", module_state_file,
+               "the module installer's outcome file, published as a label and metric"),
   };
   return flags;
 }
@@ -386,12 +390,21 @@ std::string Usage() {
   return out;
 }
 
-Enforcement ResolveEnforcement(const Config& c) {
+Result<Enforcement> ResolveEnforcement(const Config& c) {
   if (c.enforcement != Enforcement::kAuto) {
     return c.enforcement;
   }
-  return std::filesystem::exists(c.sys_module_dir + "/vgpu") ? Enforcement::kKmod
-                                                             : Enforcement::kShim;
+  if (std::filesystem::exists(c.sys_module_dir + "/vgpu")) {
+    return Enforcement::kKmod;
+  }
+  if (c.allow_shim_fallback) {
+    return Enforcement::kShim;
+  }
+  return FailedPreconditionError(
+      "--enforcement=auto: vgpu.ko is not loaded (no " + c.sys_module_dir +
+      "/vgpu) and --allow-shim-fallback is not set, so this node would silently run soft "
+      "(shim) limits: load vgpu.ko (see the module installer's log), or pass "
+      "--allow-shim-fallback to accept shim mode, or --enforcement=shim");
 }
 
 }  // namespace vgpu::config

@@ -34,6 +34,7 @@
 #include "vgpu/labels/node_labeler.h"
 #include "vgpu/labels/pod_reader.h"
 #include "vgpu/manager/control_api.h"
+#include "vgpu/manager/enforcement.h"
 #include "vgpu/manager/log.h"
 #include "vgpu/manager/slot_manager.h"
 #include "vgpu/manager/stats_source.h"
@@ -127,11 +128,15 @@ class Daemon {
  private:
   std::vector<Step> Steps() {
     return {
+        {"enforcement",
+         "load vgpu.ko (see the module installer's log), or accept soft limits with "
+         "--allow-shim-fallback or --enforcement=shim",
+         [this] { return StartEnforcement(); }},
         {"volumes", "check --volume-config and --driver-library-dir", [this] { return Volumes(); }},
         {"pod-resources", "mount /var/lib/kubelet/pod-resources into the manager",
          [this] { return PodResources(); }},
         {"node-labels", "fix --node-labels", [this] { return NodeLabels(); }},
-        {"slots", "load vgpu.ko or use --enforcement=shim; check --virtual-manager-path",
+        {"slots", "check --virtual-manager-path and the enforcement backend's log",
          [this] { return Slots(); }},
         {"topology", "check the NVIDIA driver/NVML on the node or --gpu-fixture",
          [this] { return Topology(); }},
@@ -152,8 +157,7 @@ class Daemon {
       }
       volumes::MirrorOptions mo;
       mo.driver_root = cfg_.driver_root;
-      mo.shim_mode = config::ResolveEnforcement(cfg_) == config::Enforcement::kShim &&
-                     !cfg_.shim_library.empty();
+      mo.shim_mode = enforcement_.mode == "shim" && !cfg_.shim_library.empty();
       mo.shim_library = cfg_.shim_library;
       auto reports = volumes::MirrorVolumes(*vc, mo);
       if (!reports.ok()) {
@@ -230,13 +234,18 @@ class Daemon {
   }
 
   Status NodeLabels() {
-    if (cfg_.node_labels.empty()) {
-      LogInfo("event=startup step=node-labels labels=none");
-      return OkStatus();
+    labels::LabelSet from_flag;
+    if (!cfg_.node_labels.empty()) {
+      auto parsed = labels::ParseNodeLabelsFlag(cfg_.node_labels);
+      if (!parsed.ok()) {
+        return parsed.status().Annotate("--node-labels");
+      }
+      from_flag = std::move(*parsed);
     }
-    auto labels = labels::ParseNodeLabelsFlag(cfg_.node_labels);
+    // The enforcement in force is always published (enforcement.h), with the operator's labels.
+    auto labels = NodeLabelsToPublish(from_flag, enforcement_);
     if (!labels.ok()) {
-      return labels.status().Annotate("--node-labels");
+      return labels.status();
     }
     Result<labels::KubeEndpoint> endpoint = ApiEndpoint();
     if (!endpoint.ok()) {
@@ -250,7 +259,11 @@ class Daemon {
       ::gethostname(host, sizeof host - 1);
       node = host;
     }
-    LogInfo("event=startup step=node-labels node=" + node + " labels=\"" + cfg_.node_labels +
+    std::string shown;
+    for (const auto& [k, v] : *labels) {
+      shown += (shown.empty() ? "" : ",") + k + "=" + v.value_or("(removed)");
+    }
+    LogInfo("event=startup step=node-labels node=" + node + " labels=\"" + shown +
             "\" publishing=background");
     // The PATCH retries with backoff; it must not hold up the device plugin.
     labeler_thread_ = std::thread([endpoint = std::move(*endpoint), node, set = *labels] {
@@ -265,27 +278,74 @@ class Daemon {
     return OkStatus();
   }
 
-  Status Slots() {
-    config::Enforcement mode = config::ResolveEnforcement(cfg_);
-    if (mode == config::Enforcement::kKmod) {
-#ifdef VGPU_HAVE_KMOD_BACKEND
-      auto kmod = slots::KmodSlotBackend::Open();
-      if (!kmod.ok()) {
+  // Resolves the enforcement and starts its slot backend; what started is what the labels and
+  // /metrics publish (enforcement.h). --enforcement=auto without a usable vgpu.ko fails unless
+  // --allow-shim-fallback says soft limits are acceptable on this node.
+  Status StartEnforcement() {
+    ModuleInstallState install;
+    if (!cfg_.module_state_file.empty()) {
+      install = ReadModuleInstallState(cfg_.module_state_file);
+      if (install.known && !install.ok) {
+        LogError("event=module_install_failed state_file=" + cfg_.module_state_file + " reason=\"" +
+                 install.detail + "\"");
+      } else if (!install.known) {
+        LogWarn("event=module_install_unknown error=\"" + install.detail + "\"");
+      }
+    }
+    auto mode = config::ResolveEnforcement(cfg_);
+    if (!mode.ok()) {
+      return install.known && !install.ok
+                 ? mode.status().Annotate("module installer: " + install.detail)
+                 : mode.status();
+    }
+    std::string fallback;
+    if (*mode == config::Enforcement::kKmod) {
+      auto kmod = OpenKmodBackend();
+      if (kmod.ok()) {
+        backend_ = std::move(*kmod);
+      } else if (cfg_.enforcement == config::Enforcement::kAuto && cfg_.allow_shim_fallback) {
+        fallback = "vgpu.ko present but unusable: " + kmod.status().ToString();
+      } else {
         return kmod.status();
       }
-      backend_ = std::move(*kmod);
-#else
-      return UnimplementedError(
-          "--enforcement=kmod: this build has no kmod backend "
-          "(daemon/kmodclient missing); use --enforcement=shim");
-#endif
-    } else {
+    } else if (cfg_.enforcement == config::Enforcement::kAuto) {
+      fallback = "vgpu.ko is not loaded" + (install.known && !install.ok
+                                                ? " (module installer: " + install.detail + ")"
+                                                : std::string());
+    }
+    if (backend_ == nullptr) {
       slots::ShimBackendOptions opts;
       opts.root = fs::path(cfg_.virtual_manager_path) / "slots";
       opts.ledger_root = fs::path(cfg_.virtual_manager_path) / "ledgers";
       opts.shim_library_host = cfg_.shim_library;
       backend_ = std::make_unique<slots::ShimSlotBackend>(std::move(opts));
     }
+    enforcement_ = DescribeEnforcement(backend_->Kind(), fallback, install);
+    if (!fallback.empty()) {
+      LogWarn("event=enforcement_fallback mode=shim hard=false reason=\"" + fallback +
+              "\" allowed_by=--allow-shim-fallback");
+    }
+    LogInfo("event=startup step=enforcement mode=" + enforcement_.mode +
+            " hard=" + (enforcement_.hard ? "true" : "false") +
+            " requested=" + std::string(config::EnforcementName(cfg_.enforcement)));
+    return OkStatus();
+  }
+
+  Result<std::unique_ptr<slots::SlotBackend>> OpenKmodBackend() {
+#ifdef VGPU_HAVE_KMOD_BACKEND
+    auto kmod = slots::KmodSlotBackend::Open();
+    if (!kmod.ok()) {
+      return kmod.status();
+    }
+    return std::unique_ptr<slots::SlotBackend>(std::move(*kmod));
+#else
+    return UnimplementedError(
+        "--enforcement=kmod: this build has no kmod backend "
+        "(daemon/kmodclient missing); use --enforcement=shim");
+#endif
+  }
+
+  Status Slots() {
     auto live = backend_->List();
     if (!live.ok()) {
       return live.status();
@@ -392,7 +452,8 @@ class Daemon {
     LogInfo("event=startup step=services control_socket=" + cfg_.ControlSocket() +
             " ops=" + (cfg_.standalone ? "list,create,delete" : "list"));
     if (cfg_.query_port != 0) {
-      stats_ = std::make_unique<SlotManagerStatsSource>(*slots_, registrations_);
+      stats_ = std::make_unique<SlotManagerStatsSource>(*slots_, registrations_,
+                                                        EnforcementMetrics(enforcement_));
       metrics::ExporterOptions mo;
       mo.node_name = cfg_.hostname_override;
       mo.port = cfg_.query_port;
@@ -539,6 +600,7 @@ class Daemon {
   std::unique_ptr<podresources::PodResourcesSource> pod_resources_;
   std::unique_ptr<podresources::PodAnnotationSource> pod_reader_;
   std::unique_ptr<slots::SlotBackend> backend_;
+  EnforcementInForce enforcement_;
   std::vector<alloc::GpuInfo> gpus_;
   std::unique_ptr<checkpoint::CheckpointStore> store_;
   std::unique_ptr<SlotManager> slots_;

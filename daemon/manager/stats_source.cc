@@ -60,6 +60,7 @@ Result<metrics::NodeSnapshot> SlotManagerStatsSource::Snapshot() {
   node.counters.allocations = counters.allocations;
   node.counters.allocation_failures = counters.allocation_failures;
   node.counters.registrations = registrations_.load();
+  node.enforcement = enforcement_;
   return node;
 }
 

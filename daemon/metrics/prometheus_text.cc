@@ -187,6 +187,26 @@ std::string RenderNodeMetrics(std::string_view node_name, const NodeSnapshot& sn
   }
 
   const Labels node_labels = {{"node", node}};
+  const NodeEnforcement& e = snapshot.enforcement;
+  if (!e.mode.empty()) {
+    w.Family("vgpu_node_enforcement_info", "gauge",
+             "The enforcement in force on the node (mode module or shim; hard: whether a "
+             "process in a container can escape it), always 1.");
+    w.Sample("vgpu_node_enforcement_info",
+             {{"node", node}, {"mode", e.mode}, {"hard", e.hard ? "true" : "false"}}, 1);
+    w.Family("vgpu_node_enforcement_hard", "gauge",
+             "1 if the node's limits are enforced by vgpu.ko (hard), 0 if by the shim (soft).");
+    w.Sample("vgpu_node_enforcement_hard", node_labels, e.hard ? 1 : 0);
+    w.Family("vgpu_node_shim_fallback", "gauge",
+             "1 if --enforcement=auto fell back to the shim because vgpu.ko was not usable.");
+    w.Sample("vgpu_node_shim_fallback", node_labels, e.shim_fallback ? 1 : 0);
+  }
+  if (e.module_install_ok >= 0) {
+    w.Family("vgpu_node_module_install_ok", "gauge",
+             "1 if the module installer built and loaded vgpu.ko on this node, 0 if it failed "
+             "(its reason is in its pod's log and in the manager's start-up log).");
+    w.Sample("vgpu_node_module_install_ok", node_labels, e.module_install_ok);
+  }
   w.Family("vgpu_allocations_total", "counter", "Allocate calls the device plugin answered.");
   w.Sample("vgpu_allocations_total", node_labels,
            static_cast<double>(snapshot.counters.allocations));

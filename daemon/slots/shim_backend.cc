@@ -12,7 +12,7 @@
 #include <set>
 #include <utility>
 
-#include "shim/preload/ledger.h"
+#include "shim/ledger/ledger_reader.h"
 #include "vgpu/slots/slot_config_file.h"
 
 namespace vgpu::slots {
@@ -279,111 +279,37 @@ ContainerEdits ShimSlotBackend::Edits(const SlotConfig& c) const {
 fs::path ShimSlotBackend::LedgerPath(uint32_t id) const { return LedgerDir(id) / kLedgerFileName; }
 
 Result<SlotUsage> ShimSlotBackend::Usage(uint32_t id) {
-  using shim::LedgerFile;
+  // The ledger's published format and its lockless read (uapi/vgpu_ledger.h): no lock (a tenant
+  // could hold it forever), a private copy retried until consistent.
   const fs::path path = LedgerPath(id);
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  if (fd.get() < 0) {
-    if (errno == ENOENT) {
-      return SlotUsage{};  // no process of the slot has run under the shim yet
-    }
-    return ErrnoError("open ledger " + path.string(), errno);
-  }
-  struct stat st;
-  if (::fstat(fd.get(), &st) != 0) {
-    return ErrnoError("stat ledger " + path.string(), errno);
-  }
-  if (st.st_size == 0) {
-    return SlotUsage{};  // a shim is creating it right now (SharedLedger::Open sizes it next)
-  }
-  // The header first: another version's file is named as such, whatever its size (version 3's
-  // entries are larger than version 2's).
-  struct {
-    uint64_t magic;
-    uint32_t version;
-  } head{};
-  if (static_cast<uint64_t>(st.st_size) >= sizeof head) {
-    if (::pread(fd.get(), &head, sizeof head, 0) != static_cast<ssize_t>(sizeof head)) {
-      return ErrnoError("read ledger " + path.string(), errno);
-    }
-    if (head.magic == 0) {
-      return SlotUsage{};  // sized but not yet initialized by the shim that created it
-    }
-    if (head.magic != LedgerFile::kMagic) {
-      return DataLossError("ledger " + path.string() + " is not a shim ledger");
-    }
-    if (head.version != LedgerFile::kVersion) {
-      return FailedPreconditionError(
-          "ledger " + path.string() + " has version " + std::to_string(head.version) +
-          ", this manager reads version " + std::to_string(LedgerFile::kVersion) +
-          " (the slot's processes run a shim of another release)");
-    }
-  }
-  if (static_cast<uint64_t>(st.st_size) < sizeof(LedgerFile)) {
-    return DataLossError("ledger " + path.string() + " is " + std::to_string(st.st_size) +
-                         " bytes, a version " + std::to_string(LedgerFile::kVersion) +
-                         " ledger is " + std::to_string(sizeof(LedgerFile)));
-  }
-  // pread into a private copy rather than mmap: a file truncated under us then reads short
-  // instead of raising SIGBUS in the daemon. No lock (a tenant could hold it forever): charges
-  // and published counters are single aligned stores (ledger.h), so a copy is at worst a moment
-  // stale; the one compound update, a leaving member's counters moving to the accumulators, is
-  // bracketed by the ledger's seq (odd while under way), so the copy is retried until seq is
-  // even and unchanged across it. Otherwise a copy taken mid-move could count them twice or
-  // not at all, and the exported counters would step back.
-  auto file = std::make_unique<LedgerFile>();
-  auto* out = reinterpret_cast<char*>(file.get());
-  constexpr int kTries = 16;
-  for (int attempt = 0;; ++attempt) {
-    size_t done = 0;
-    while (done < sizeof(LedgerFile)) {
-      ssize_t n = ::pread(fd.get(), out + done, sizeof(LedgerFile) - done, done);
-      if (n < 0 && errno == EINTR) {
-        continue;
-      }
-      if (n < 0) {
-        return ErrnoError("read ledger " + path.string(), errno);
-      }
-      if (n == 0) {
-        return DataLossError("ledger " + path.string() + " shrank while being read");
-      }
-      done += static_cast<size_t>(n);
-    }
-    uint64_t seq_after = 0;
-    if (::pread(fd.get(), &seq_after, sizeof seq_after, offsetof(LedgerFile, seq)) !=
-        static_cast<ssize_t>(sizeof seq_after)) {
-      return ErrnoError("read ledger " + path.string(), errno);
-    }
-    if (seq_after == file->seq && (seq_after % 2 == 0 || attempt >= kTries / 2)) {
-      // Even: a whole snapshot. Odd but unchanged for half the tries: a member died moving its
-      // counters and none has locked the ledger since; what it moved is counted (ledger.h).
+  ledger::LedgerRead read = ledger::ReadLedgerFile(path.string());
+  switch (read.status) {
+    case ledger::LedgerReadStatus::kOk:
       break;
-    }
-    if (attempt + 1 >= kTries) {
-      return UnavailableError("ledger " + path.string() + " kept changing while being read");
-    }
-  }
-  if (file->magic != LedgerFile::kMagic || file->version != LedgerFile::kVersion ||
-      file->max_entries != LedgerFile::kMaxEntries) {
-    return DataLossError("ledger " + path.string() + " is not a version " +
-                         std::to_string(LedgerFile::kVersion) + " shim ledger");
+    case ledger::LedgerReadStatus::kAbsent:
+      return SlotUsage{};  // no process of the slot has run under the shim yet
+    case ledger::LedgerReadStatus::kIoError:
+      return InternalError(read.error);
+    case ledger::LedgerReadStatus::kNotLedger:
+      return DataLossError(read.error);
+    case ledger::LedgerReadStatus::kOtherVersion:
+      return FailedPreconditionError(read.error);
+    case ledger::LedgerReadStatus::kUnstable:
+      return UnavailableError(read.error);
   }
   // Every member's charge counts. Liveness is not checked here: the entries hold pids of the
   // container's PID namespace, which mean other processes in the daemon's; the shim reaps its
-  // dead members itself before any refusal or read of the total.
+  // dead members itself before any refusal or read of the total. The compute counters are the
+  // ones the slot's controllers publish: busy and throttled time summed over members present
+  // and past, the last achieved share written.
+  const ledger::LedgerTotals t = ledger::SumLedger(*read.copy);
   SlotUsage u;
-  for (const auto& e : file->entries) {
-    if (e.in_use) {
-      u.memory_charged_bytes += e.charged;
-    }
-  }
-  u.memory_peak_bytes = std::max(file->peak, u.memory_charged_bytes);
-  // The compute counters the slot's controllers publish (ledger.h, version 3): busy and
-  // throttled time summed over members present and past, the last achieved share written.
-  const shim::LedgerComputeTotals c = shim::SumLedgerCompute(*file);
-  u.gpu_busy_ns = c.gpu_busy_ns;
-  u.throttled_ns = c.throttled_ns;
-  u.achieved_share_1s_pm = c.achieved_share_1s_pm;
-  u.achieved_share_10s_pm = c.achieved_share_10s_pm;
+  u.memory_charged_bytes = t.charged;
+  u.memory_peak_bytes = t.peak;
+  u.gpu_busy_ns = t.gpu_busy_ns;
+  u.throttled_ns = t.throttled_ns;
+  u.achieved_share_1s_pm = t.achieved_share_1s_pm;
+  u.achieved_share_10s_pm = t.achieved_share_10s_pm;
   return u;
 }
 

@@ -8,6 +8,9 @@
 #include "topo_command.h"
 #endif
 #include "vgpu/kmodclient.h"
+#ifndef VGPUCTL_NO_DIAGNOSE  // the static guest build leaves the reports out
+#include "diagnose_command.h"
+#endif
 
 namespace vgpu::ctl {
 namespace {
@@ -205,6 +208,12 @@ constexpr Command kCommands[] = {
     {"bind", "", "resolve the real driver's nodes now", RunBind},
     {"events", "[--count N] [--timeout S]", "print slot events (quota denials, attach, exit)",
      RunEvents},
+#ifndef VGPUCTL_NO_DIAGNOSE
+    {"diagnose", "[--container] [--root DIR] [--control-socket PATH]",
+     "one report: module, driver binding, slots, refusals, versions (--container: the "
+     "enforcement in force for this container)",
+     RunDiagnose},
+#endif
 #ifndef VGPUCTL_NO_TOPO
     {"topo", "[--fixture FILE] [--record FILE] [--gpus] (--help for more)",
      "GPU link matrix like nvidia-smi topo -m (topology/)",

@@ -170,6 +170,17 @@ def check_manager(where, docs, overlay, known_flags):
     if flags.get("enforcement") != OVERLAYS[overlay]["enforcement"]:
         fail(ident, f"--enforcement should be {OVERLAYS[overlay]['enforcement']}, "
                     f"got {flags.get('enforcement')}")
+    # The manager publishes the enforcement in force itself (daemon/manager/enforcement.h) and
+    # refuses --node-labels that set its keys: a static flag could lie (security review F11.6).
+    for kv in flags.get("node-labels", "").split(","):
+        if kv.split("=")[0] in ("vgpu.io/enforcement", "vgpu.io/enforcement-hard",
+                                "vgpu.io/module-install", "vgpu.io/deployment"):
+            fail(ident, f"--node-labels sets {kv.split('=')[0]}, which the manager owns")
+    if OVERLAYS[overlay]["installer"]:
+        state = flags.get("module-state-file", "")
+        if not state or os.path.dirname(state) not in [m["mountPath"] for m in
+                                                       manager.get("volumeMounts", [])]:
+            fail(ident, "--module-state-file must name the installer's state file in a mount")
     shim = flags.get("shim-library", "")
     if not shim or os.path.dirname(shim) not in mounts or \
             mounts[os.path.dirname(shim)]["mountPath"] != os.path.dirname(shim):

@@ -115,7 +115,7 @@ std::unique_ptr<SharedLedger> SharedLedger::Open(const std::string& path, std::s
     pthread_mutexattr_init(&attr);
     pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
     pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
-    pthread_mutex_init(&file->mu, &attr);
+    pthread_mutex_init(file->mutex(), &attr);
     pthread_mutexattr_destroy(&attr);
     file->version = LedgerFile::kVersion;
     file->max_entries = LedgerFile::kMaxEntries;
@@ -142,10 +142,10 @@ SharedLedger::~SharedLedger() {
 }
 
 void SharedLedger::Lock() {
-  int rc = pthread_mutex_lock(&file_->mu);
+  int rc = pthread_mutex_lock(file_->mutex());
   if (rc == EOWNERDEAD) {
     // The holder died mid-update; every field write is a single store, so state is whole.
-    pthread_mutex_consistent(&file_->mu);
+    pthread_mutex_consistent(file_->mutex());
     if (__atomic_load_n(&file_->seq, __ATOMIC_RELAXED) & 1) {
       EndMoveLocked();  // it died moving counters: what it moved is whole (RetireLocked)
     }
@@ -194,7 +194,7 @@ void SharedLedger::RetireLocked(LedgerEntry& e) {
   }
 }
 
-void SharedLedger::Unlock() { pthread_mutex_unlock(&file_->mu); }
+void SharedLedger::Unlock() { pthread_mutex_unlock(file_->mutex()); }
 
 LedgerEntry* SharedLedger::Self() {
   if (forked_.exchange(false, std::memory_order_relaxed)) {

@@ -58,6 +58,9 @@
 #include <string>
 #include <vector>
 
+#include "shim/ledger/ledger_reader.h"
+#include "uapi/vgpu_ledger.h"
+
 namespace vgpu::shim {
 
 // Start time of `pid` (field 22 of /proc/PID/stat, clock ticks since boot), or nullopt when
@@ -65,64 +68,23 @@ namespace vgpu::shim {
 using ProcStartFn = std::optional<uint64_t> (*)(pid_t pid);
 std::optional<uint64_t> ProcStartTime(pid_t pid);
 
-struct LedgerEntry {
-  uint32_t pid;
-  uint32_t in_use;
-  uint64_t start_time;
-  uint64_t charged;
-  uint64_t peak;
-  uint64_t gpu_busy_ns;   // this process's, cumulative (version 3)
-  uint64_t throttled_ns;  // this process's gate, cumulative (version 3)
+// The file's layout is the published format, uapi/vgpu_ledger.h (the manager and vgpuctl read
+// it through shim/ledger/ledger_reader.h); these names add the writer's view of it.
+using LedgerEntry = vgpu_ledger_entry;
+using LedgerClient = vgpu_ledger_client;
+using LedgerDup = vgpu_ledger_dup;
+struct LedgerFile : vgpu_ledger {
+  static constexpr uint64_t kMagic = VGPU_LEDGER_MAGIC;
+  static constexpr uint32_t kVersion = VGPU_LEDGER_VERSION;
+  static constexpr uint32_t kMaxEntries = VGPU_LEDGER_MAX_ENTRIES;
+  static constexpr uint32_t kMaxClients = VGPU_LEDGER_MAX_CLIENTS;
+  static constexpr uint32_t kMaxDups = VGPU_LEDGER_MAX_DUPS;
+  // The robust, process-shared mutex lives in the format's opaque lock bytes.
+  pthread_mutex_t* mutex() { return reinterpret_cast<pthread_mutex_t*>(lock); }
 };
-
-// Version 4: memory shared between the slot's processes (CUDA IPC, torch.multiprocessing). A
-// member's RM clients (so another member's RM_DUP_OBJECT of their memory is known to be inside the
-// slot), and the dups a member holds of another member's objects. The memory stays charged once,
-// to its owner; when the owner lets go first, its charge moves to a holder (`bytes`), and from
-// there to the next holder or out of the slot when that dup goes (vcore.h, ledger ops).
-struct LedgerClient {
-  uint32_t pid;  // 0: free
-  uint32_t h_client;
-};
-struct LedgerDup {
-  uint32_t pid;  // the holder; 0: free
-  uint32_t h_client;
-  uint32_t h_object;  // the owner's (client, object)
-  uint32_t pad;
-  uint64_t bytes;  // the owner's charge, passed to this holder
-};
-
-struct LedgerFile {
-  static constexpr uint64_t kMagic = 0x31524447444c4756ull;  // "VGLDGDR1"
-  // 2: high_water; 3: compute counters (entries grew: a version-2 shim cannot share the file);
-  // 4: clients and dups (appended).
-  static constexpr uint32_t kVersion = 4;
-  static constexpr uint32_t kMaxEntries = 1024;
-  static constexpr uint32_t kMaxClients = 1024;
-  static constexpr uint32_t kMaxDups = 1024;
-  uint64_t magic;
-  uint32_t version;
-  uint32_t max_entries;
-  pthread_mutex_t mu;  // robust, process-shared; guards everything below
-  uint64_t last_reap_ns;
-  uint64_t reaped;
-  uint64_t peak;        // highest slot total seen
-  uint32_t high_water;  // entries[high_water..] are all free (<= kMaxEntries)
-  // Version 3: the slot's achieved share over the last 10 s, as last written (with the 1 s one
-  // below; this slot was `reserved`, always 0, before: the layout did not change).
-  uint32_t achieved_share_10s_pm;
-  // Version 3: compute counters (see the top of this file).
-  uint64_t seq;             // odd while counters move from an entry to reaped_*
-  uint64_t reaped_busy_ns;  // counters of members that left
-  uint64_t reaped_throttled_ns;
-  uint64_t unattributed_busy_ns;  // cap: samples naming no process, each once
-  uint64_t unattributed_last_ts;  // newest such sample added (perfmon timestamp)
-  uint32_t achieved_share_1s_pm;  // as last written by any member
-  uint32_t share_pid;             // the member that wrote it (0: none)
-  LedgerEntry entries[kMaxEntries];
-  LedgerClient clients[kMaxClients];  // version 4
-  LedgerDup dups[kMaxDups];           // version 4
-};
+static_assert(sizeof(LedgerFile) == sizeof(vgpu_ledger));
+static_assert(sizeof(pthread_mutex_t) <= sizeof(vgpu_ledger::lock) &&
+              alignof(pthread_mutex_t) <= alignof(uint64_t));
 
 // The slot's compute totals from a ledger (a locked view or a reader's snapshot).
 struct LedgerComputeTotals {
@@ -131,21 +93,9 @@ struct LedgerComputeTotals {
   uint32_t achieved_share_1s_pm = 0;
   uint32_t achieved_share_10s_pm = 0;
 };
-inline LedgerComputeTotals SumLedgerCompute(const LedgerFile& f) {
-  LedgerComputeTotals t;
-  const uint32_t end =
-      f.high_water < LedgerFile::kMaxEntries ? f.high_water : LedgerFile::kMaxEntries;
-  for (uint32_t i = 0; i < end; ++i) {
-    if (f.entries[i].in_use) {
-      t.gpu_busy_ns += f.entries[i].gpu_busy_ns;
-      t.throttled_ns += f.entries[i].throttled_ns;
-    }
-  }
-  t.gpu_busy_ns += f.reaped_busy_ns + f.unattributed_busy_ns;
-  t.throttled_ns += f.reaped_throttled_ns;
-  t.achieved_share_1s_pm = f.achieved_share_1s_pm;
-  t.achieved_share_10s_pm = f.achieved_share_10s_pm;
-  return t;
+inline LedgerComputeTotals SumLedgerCompute(const vgpu_ledger& f) {
+  const ledger::LedgerTotals t = ledger::SumLedger(f);
+  return {t.gpu_busy_ns, t.throttled_ns, t.achieved_share_1s_pm, t.achieved_share_10s_pm};
 }
 
 // One perfmon sample that named no process: its timestamp as RM gave it and its busy time.

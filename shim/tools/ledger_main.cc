@@ -1,13 +1,11 @@
-// vgpu-shim-ledger FILE: prints a slot ledger (shim/preload/ledger.h) for operators and the GPU
+// vgpu-shim-ledger FILE: prints a slot ledger (uapi/vgpu_ledger.h) for operators and the GPU
 // suite: one line per member, then "total=N peak=N members=K live_total=N reaped=N" and the
-// slot's compute totals (gpu_busy_ns, throttled_ns, share_1s_pm: ledger.h, version 3).
-// Reads without the lock: a snapshot, possibly a moment stale, never a wrong layout.
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
+// slot's compute totals (gpu_busy_ns, throttled_ns, share_1s_pm, share_10s_pm).
+// Reads through the format's lockless reader (shim/ledger/ledger_reader.h): a consistent
+// snapshot, possibly a moment stale.
 #include <cstdio>
 
+#include "shim/ledger/ledger_reader.h"
 #include "shim/preload/ledger.h"
 
 int main(int argc, char** argv) {
@@ -15,37 +13,24 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: vgpu-shim-ledger LEDGER_FILE\n");
     return 2;
   }
-  int fd = open(argv[1], O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    perror(argv[1]);
+  namespace vl = vgpu::ledger;
+  vl::LedgerRead read = vl::ReadLedgerFile(argv[1]);
+  if (read.status == vl::LedgerReadStatus::kAbsent) {
+    fprintf(stderr, "%s: no ledger yet (no process of the slot has run under the shim)\n", argv[1]);
     return 1;
   }
-  using vgpu::shim::LedgerFile;
-  void* p = mmap(nullptr, sizeof(LedgerFile), PROT_READ, MAP_SHARED, fd, 0);
-  close(fd);
-  if (p == MAP_FAILED) {
-    perror("mmap");
+  if (read.status != vl::LedgerReadStatus::kOk) {
+    fprintf(stderr, "%s\n", read.error.c_str());
     return 1;
   }
-  const auto* f = static_cast<const LedgerFile*>(p);
-  if (f->magic != LedgerFile::kMagic) {
-    fprintf(stderr, "%s: not a shim ledger\n", argv[1]);
-    return 1;
-  }
-  if (f->version != LedgerFile::kVersion) {
-    fprintf(stderr, "%s: ledger version %u, this tool reads version %u\n", argv[1], f->version,
-            LedgerFile::kVersion);
-    return 1;
-  }
-  unsigned long long total = 0, live_total = 0;
-  int members = 0;
-  for (uint32_t i = 0; i < LedgerFile::kMaxEntries; ++i) {
-    const auto& e = f->entries[i];
+  const vgpu_ledger& f = *read.copy;
+  unsigned long long live_total = 0;
+  for (uint32_t i = 0; i < VGPU_LEDGER_MAX_ENTRIES; ++i) {
+    const vgpu_ledger_entry& e = f.entries[i];
     if (!e.in_use) {
       continue;
     }
-    ++members;
-    total += e.charged;
+    // Liveness as the writer judges it; meaningful only in the slot's PID namespace.
     auto start = vgpu::shim::ProcStartTime(static_cast<pid_t>(e.pid));
     bool alive = start && *start == e.start_time;
     if (alive) {
@@ -57,13 +42,14 @@ int main(int argc, char** argv) {
            static_cast<unsigned long long>(e.gpu_busy_ns),
            static_cast<unsigned long long>(e.throttled_ns));
   }
-  const vgpu::shim::LedgerComputeTotals c = vgpu::shim::SumLedgerCompute(*f);
+  const vl::LedgerTotals t = vl::SumLedger(f);
   printf(
-      "total=%llu peak=%llu members=%d live_total=%llu reaped=%llu gpu_busy_ns=%llu "
+      "total=%llu peak=%llu members=%u live_total=%llu reaped=%llu gpu_busy_ns=%llu "
       "throttled_ns=%llu share_1s_pm=%u share_10s_pm=%u\n",
-      total, static_cast<unsigned long long>(f->peak), members, live_total,
-      static_cast<unsigned long long>(f->reaped), static_cast<unsigned long long>(c.gpu_busy_ns),
-      static_cast<unsigned long long>(c.throttled_ns), c.achieved_share_1s_pm,
-      c.achieved_share_10s_pm);
+      static_cast<unsigned long long>(t.charged), static_cast<unsigned long long>(f.peak),
+      t.members, live_total, static_cast<unsigned long long>(f.reaped),
+      static_cast<unsigned long long>(t.gpu_busy_ns),
+      static_cast<unsigned long long>(t.throttled_ns), t.achieved_share_1s_pm,
+      t.achieved_share_10s_pm);
   return 0;
 }

@@ -39,7 +39,7 @@ if [[ "${1:-}" != --no-shim && -f kmod/core/CMakeLists.txt ]]; then
     echo "WARNING: shim/compute sources did not build; libvgpu-shim.so built without them"
     link_shim
   fi
-  "$CXX" -std=c++20 -O2 -I"$root" -o "$out/vgpu-shim-ledger" shim/tools/ledger_main.cc shim/preload/ledger.cc
+  "$CXX" -std=c++20 -O2 -I"$root" -o "$out/vgpu-shim-ledger" shim/tools/ledger_main.cc shim/preload/ledger.cc shim/ledger/ledger_reader.cc
   echo "built shim ($(ls "${compute_src[@]}" 2>/dev/null | wc -l) compute sources)"
 fi
 

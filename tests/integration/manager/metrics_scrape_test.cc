@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "manager_process.h"
+#include "scrape.h"
 #include "testing/exposition_parser.h"
 #include "vgpu/health/health_monitor.h"
 #include "vgpu/health/slot_manager_sink.h"
@@ -32,28 +33,8 @@ using namespace std::chrono_literals;
 const std::string kGpu0 = "GPU-00000000-1111-2222-3333-000000000000";
 const std::string kGpu1 = "GPU-00000000-1111-2222-3333-000000000001";
 
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
-std::optional<ParsedExposition> Scrape(int port) {
-  httplib::Client client("127.0.0.1", port);
-  client.set_connection_timeout(1);
-  auto res = client.Get("/metrics");
-  if (!res || res->status != 200) return std::nullopt;
-  ParsedExposition parsed;
-  std::string error;
-  EXPECT_TRUE(metrics::testing::ParseExposition(res->body, &parsed, &error)) << error;
-  return parsed;
-}
+using testing::FreePort;
+using testing::Scrape;
 
 // Scrapes until `ready` holds (the sampler runs every --sample-period) or 10 s pass.
 std::optional<ParsedExposition> ScrapeUntil(

@@ -111,12 +111,34 @@ TEST(ConfigTest, AutoEnforcementFollowsSysModule) {
   std::filesystem::create_directories(dir);
   Config c;
   c.sys_module_dir = dir.string();
-  EXPECT_EQ(ResolveEnforcement(c), Enforcement::kShim);
+  // No module and no permission to fall back: refused, naming the flag that would allow it
+  // (security review F11.6: auto used to drop to soft limits under a "module" label).
+  auto refused = ResolveEnforcement(c);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.status().message().find("--allow-shim-fallback"), std::string::npos)
+      << refused.status().ToString();
+  c.allow_shim_fallback = true;
+  ASSERT_TRUE(ResolveEnforcement(c).ok());
+  EXPECT_EQ(*ResolveEnforcement(c), Enforcement::kShim);
   std::filesystem::create_directories(dir / "vgpu");
-  EXPECT_EQ(ResolveEnforcement(c), Enforcement::kKmod);
+  EXPECT_EQ(*ResolveEnforcement(c), Enforcement::kKmod);
+  c.allow_shim_fallback = false;
+  EXPECT_EQ(*ResolveEnforcement(c), Enforcement::kKmod);
   c.enforcement = Enforcement::kShim;
-  EXPECT_EQ(ResolveEnforcement(c), Enforcement::kShim);
+  EXPECT_EQ(*ResolveEnforcement(c), Enforcement::kShim);
   std::filesystem::remove_all(dir);
+}
+
+TEST(ConfigTest, ShimFallbackIsAFlag) {
+  auto c = ParseArgs({"--enforcement=auto", "--allow-shim-fallback",
+                      "--module-state-file=/run/vgpu/module.state"});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->allow_shim_fallback);
+  EXPECT_EQ(c->module_state_file, "/run/vgpu/module.state");
+  auto d = ParseArgs({"--enforcement=auto"});
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->allow_shim_fallback) << "falling back to soft limits is never the default";
 }
 
 }  // namespace

@@ -237,7 +237,7 @@ TEST(ShimBackendTest, UsageNamesALedgerOfAnotherVersion) {
   std::ofstream(backend.LedgerPath(*id), std::ios::binary) << v2;
   auto u = backend.Usage(*id);
   ASSERT_FALSE(u.ok());
-  EXPECT_NE(u.status().ToString().find("has version 2, this manager reads version 3"),
+  EXPECT_NE(u.status().ToString().find("has version 2, this reader reads version 3"),
             std::string::npos)
       << u.status().ToString();
 }

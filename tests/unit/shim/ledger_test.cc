@@ -95,7 +95,7 @@ class LedgerTest : public ::testing::Test {
       if (f == MAP_FAILED) {
         _exit(2);
       }
-      pthread_mutex_lock(&f->mu);
+      pthread_mutex_lock(f->mutex());
       in_lock(f);
       _exit(0);  // dies holding it
     }

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-// The layout only (no code): the test reads the ledger the shim wrote, as the manager does.
-#include "shim/preload/ledger.h"
+// The test reads the ledger the shim wrote through its published format, as the manager does.
+#include "shim/ledger/ledger_reader.h"
 
 namespace {
 
@@ -120,11 +120,10 @@ TEST_F(ShimComputeTest, CountersReachTheSlotsLedger) {
     sscanf(l.c_str(), "busy_ms %llu of %llu", &busy_ms, &run_ms);
   }
   ASSERT_GT(run_ms, 1000u) << ReadFile(dir_ + "/controls");
-  vgpu::shim::LedgerFile f;
-  std::ifstream in(ledger, std::ios::binary);
-  ASSERT_TRUE(in.read(reinterpret_cast<char*>(&f), sizeof f)) << "no ledger at " << ledger;
-  ASSERT_EQ(f.version, vgpu::shim::LedgerFile::kVersion);
-  const vgpu::shim::LedgerComputeTotals t = vgpu::shim::SumLedgerCompute(f);
+  vgpu::ledger::LedgerRead read = vgpu::ledger::ReadLedgerFile(ledger);
+  ASSERT_EQ(read.status, vgpu::ledger::LedgerReadStatus::kOk) << ledger << ": " << read.error;
+  const vgpu_ledger& f = *read.copy;
+  const vgpu::ledger::LedgerTotals t = vgpu::ledger::SumLedger(f);
   printf("fake GPU ran %llu of %llu ms; ledger: busy %.1f ms, throttled %.1f ms\n", busy_ms, run_ms,
          t.gpu_busy_ns / 1e6, t.throttled_ns / 1e6);
   EXPECT_EQ(f.reaped_busy_ns, t.gpu_busy_ns) << "the process detached: all in the accumulators";

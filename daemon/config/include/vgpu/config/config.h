@@ -54,6 +54,13 @@ struct Config {
   std::string managed_policy = "refuse";
   std::string unknown_policy = "refuse";
   std::string sys_module_dir = "/sys/module";  // where --enforcement=auto looks for vgpu
+  // --enforcement=auto without vgpu.ko: fail (default), or run the shim when this is set. Shim
+  // limits are soft (a static binary or a cleared LD_PRELOAD escapes them), so a node never
+  // drops to them unless the operator said so; the labels and /metrics then say "shim".
+  bool allow_shim_fallback = false;
+  // The module installer's outcome ("kmod <version>" or "shim <reason>",
+  // deploy/images/module-installer): published as a label and metric; empty: none.
+  std::string module_state_file;
 
   std::string KubeletSocket() const;
   std::string ControlSocket() const;
@@ -73,7 +80,8 @@ Status ApplyJson(std::string_view json_text, Config& config);
 Status Validate(const Config& config);
 std::string Usage();
 
-// Resolves kAuto: kmod when <sys_module_dir>/vgpu exists, else shim.
-Enforcement ResolveEnforcement(const Config& config);
+// Resolves kAuto: kmod when <sys_module_dir>/vgpu exists; else shim only with
+// --allow-shim-fallback, and FAILED_PRECONDITION naming the fix otherwise.
+Result<Enforcement> ResolveEnforcement(const Config& config);
 
 }  // namespace vgpu::config

@@ -53,10 +53,20 @@ struct NodeCounters {
   uint64_t registrations = 0;  // kubelet registrations, including re-registrations
 };
 
+// What enforces the node's limits, as resolved once the slot backend started (not the flag the
+// manager was given): pods that need hard limits select nodes on it.
+struct NodeEnforcement {
+  std::string mode;            // "module" (vgpu.ko) or "shim" (libvgpu-shim.so); "" unknown
+  bool hard = false;           // module: enforced in the kernel; shim: a process can escape it
+  bool shim_fallback = false;  // --enforcement=auto fell back to the shim (allowed by a flag)
+  int module_install_ok = -1;  // the module installer's outcome: 1 ok, 0 failed, -1 unknown
+};
+
 struct NodeSnapshot {
   std::vector<GpuStats> gpus;
   std::vector<SlotStats> slots;
   NodeCounters counters;
+  NodeEnforcement enforcement;
 };
 
 class StatsSource {

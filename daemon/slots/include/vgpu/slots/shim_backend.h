@@ -39,7 +39,7 @@ class ShimSlotBackend final : public SlotBackend {
   ContainerEdits Edits(const SlotConfig& config) const override;
   // Reads <ledger dir>/ledger, the shim's shared ledger, read-only and without its lock (a
   // snapshot, at worst a moment stale): memory charged and peak, and the compute counters the
-  // slot's controllers publish (busy, throttled, achieved share; shim/preload/ledger.h).
+  // slot's controllers publish (busy, throttled, achieved share; uapi/vgpu_ledger.h).
   // Missing ledger = no process has run yet = zero. A ledger of another version is an error
   // naming both versions.
   Result<SlotUsage> Usage(uint32_t id) override;
