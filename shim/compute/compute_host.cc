@@ -42,7 +42,11 @@ ComputeHost::ComputeHost(const ComputeConfig& cfg, RmControlFn rm, void* rm_ctx)
     : cfg_(cfg),
       rm_(rm),
       rm_ctx_(rm_ctx),
-      pid_(cfg.pid != 0 ? cfg.pid : static_cast<uint32_t>(getpid())) {
+      pid_(cfg.pid != 0 ? cfg.pid : static_cast<uint32_t>(getpid())),
+      probe_(cfg.ref_probe_max_ns) {
+  probing_ = cfg_.mode == VCORE_SCHED_MODE_CAP && cfg_.share < 100 && cfg_.clock != nullptr &&
+             cfg_.ref_clock_mhz == 0 && cfg_.ref_probe_max_ns != 0;
+  probe_state_.store(probing_ ? 1 : 0);
   vcore_sched_params p;
   vcore_sched_params_default(&p);
   p.weight_window_ns = cfg_.weight_window_ns;
@@ -57,9 +61,17 @@ void ComputeHost::Set(uint32_t share, uint32_t mode) {
   std::lock_guard<std::mutex> lock(ctl_mu_);
   vcore_sched_action a[2];
   vcore_sched_slot_remove(&sched_, kForeign, a);
-  int n = vcore_sched_slot_set(&sched_, kSlot, share, mode, a);
+  // While the reference clock's probe runs, a cap slot runs ungated (ref_clock_probe.h); the
+  // share is applied when it ends (EndProbeIfDone).
+  probing_ = probing_ && mode == VCORE_SCHED_MODE_CAP;
+  uint32_t probing_state = 1;
+  if (!probing_) {
+    probe_state_.compare_exchange_strong(probing_state, 0);  // no longer needed
+  }
+  const uint32_t sched_share = probing_ ? 100 : share;
+  int n = vcore_sched_slot_set(&sched_, kSlot, sched_share, mode, a);
   if (n == -VCS_ENOENT) {
-    n = vcore_sched_slot_add(&sched_, kSlot, share, mode);
+    n = vcore_sched_slot_add(&sched_, kSlot, sched_share, mode);
   }
   if (n > 0) {
     Execute(a, n);
@@ -316,6 +328,7 @@ void ComputeHost::Loop() {
         }
         Gate(true);
       }
+      EndProbeIfDone();
       const int n =
           vcore_sched_tick(&sched_, now, reports.data(), static_cast<uint32_t>(reports.size()),
                            acts, VCORE_SCHED_MAX_ACTIONS, &next);
@@ -331,7 +344,7 @@ void ComputeHost::Loop() {
                 "overshoot_ms=%.1f throttled_ms=%.1f ts_us=%u gates=%llu controls=%llu "
                 "errors=%llu bad_cmd=%#x bad_status=%#x samples=%llu period_us=%llu "
                 "measure_errors=%llu preempts=%llu preempt_skips=%llu preempt_max_ms=%.1f "
-                "clk_mhz=%u ref_mhz=%u work_pm=%u watchdog=%llu enables_deferred=%llu\n",
+                "clk_mhz=%u ref_mhz=%u work_pm=%u probe=%u watchdog=%llu enables_deferred=%llu\n",
                 now / 1e9, st.share, st.mode, st.share_1s_pm, st.share_10s_pm, st.duty_pm,
                 st.debt_ns / 1e6, st.overshoot_ns / 1e6, st.throttled_ns / 1e6, st.timeslice_us,
                 static_cast<unsigned long long>(st.gate_actions),
@@ -343,7 +356,8 @@ void ComputeHost::Loop() {
                 static_cast<unsigned long long>(pre_done_.load()),
                 static_cast<unsigned long long>(pre_skips_.load()), pre_max_ns_.load() / 1e6,
                 busy_mhz_.load(), cfg_.ref_clock_mhz != 0 ? cfg_.ref_clock_mhz : ref_mhz_.load(),
-                work_pm_.load(), static_cast<unsigned long long>(watchdog_releases_.load()),
+                work_pm_.load(), probe_state_.load(),
+                static_cast<unsigned long long>(watchdog_releases_.load()),
                 static_cast<unsigned long long>(enables_deferred_));
       }
       const uint64_t cap = now + kMaxSleepNs;
@@ -468,6 +482,7 @@ ComputeCounters ComputeHost::Counters() {
   c.busy_clock_mhz = busy_mhz_.load();
   c.ref_clock_mhz = cfg_.ref_clock_mhz != 0 ? cfg_.ref_clock_mhz : ref_mhz_.load();
   c.work_per_time_pm = work_pm_.load();
+  c.ref_probe_state = probe_state_.load();
   c.control_errors += pre_errors_.load();
   c.own_busy_ns = own_busy_total_.load();
   c.member_busy_ns = member_busy_total_.load();

@@ -48,6 +48,7 @@ extern "C" {
 }
 
 #include "shim/compute/perfmon.h"
+#include "shim/compute/ref_clock_probe.h"
 #include "shim/compute/sm_clock.h"
 
 namespace vgpu::shim::compute {
@@ -93,7 +94,10 @@ struct ComputeConfig {
   uint64_t settle_ns = 250'000'000;
   // Clock weighting (nullptr: GPU time is counted as is). Not owned; must outlive the host.
   ClockSource* clock = nullptr;
-  uint32_t ref_clock_mhz = 0;           // the GPU's saturated uncapped SM clock; 0: learn it
+  uint32_t ref_clock_mhz = 0;  // the GPU's saturated uncapped SM clock; 0: learn it
+  // Cap with a clock and no ref_clock_mhz: the start-up probe that learns it (ref_clock_probe.h)
+  // runs for at most this long after the first settled context; 0: no probe.
+  uint64_t ref_probe_max_ns = RefClockProbe::kDefaultMaxNs;
   uint32_t clock_scaling_pm = 700;      // share of the work's time that scales with the clock
   uint64_t clock_poll_ns = 20'000'000;  // SM clock sample interval while gated on
   // The slot's other processes (nullptr: the slot is this process alone, as in the standalone
@@ -124,9 +128,11 @@ struct ComputeCounters {
   uint32_t busy_clock_mhz = 0;       // mean SM clock of the last measured span's on phases
   uint32_t ref_clock_mhz = 0;        // configured or learned saturated uncapped clock
   uint32_t work_per_time_pm = 1000;  // last weight applied to measured GPU time (permille)
-  uint64_t own_busy_ns = 0;          // busy in samples naming this process
-  uint64_t member_busy_ns = 0;       // busy in samples naming another process of the slot
-  uint64_t foreign_busy_ns = 0;      // busy in samples naming a process outside the slot
+  // The reference clock's start-up probe: 0 none, 1 probing, 2 learned, 3 gave up.
+  uint32_t ref_probe_state = 0;
+  uint64_t own_busy_ns = 0;      // busy in samples naming this process
+  uint64_t member_busy_ns = 0;   // busy in samples naming another process of the slot
+  uint64_t foreign_busy_ns = 0;  // busy in samples naming a process outside the slot
   uint64_t publications = 0;
 };
 
@@ -273,6 +279,13 @@ class ComputeHost {
   bool clock_bound_ = false, clock_failed_ = false;  // clock thread only
   uint64_t clock_bind_next_ns_ = 0;
   std::atomic<uint32_t> busy_mhz_{0}, ref_mhz_{0}, work_pm_{1000};
+  // The reference clock's probe (ref_clock_probe.h): the meter feeds probe_ and publishes
+  // probe_state_ (0 none, 1 probing, 2 learned, 3 gave up); the control thread holds the
+  // controller at share 100 while probing_ and applies the slot's share when the probe ends.
+  RefClockProbe probe_;
+  std::atomic<uint32_t> probe_state_{0};
+  bool probing_ = false;  // ctl_mu_
+  void EndProbeIfDone();  // control thread, ctl_mu_ held
   pthread_t clock_thread_{};
   bool clock_started_ = false;
 
