@@ -26,7 +26,7 @@
 // The price: a new process runs uncapped for its first settle_ns plus the probe (~1.2 s when
 // it saturates the GPU from the start, at most max_ns, 2.5 s by default) after its first context
 // settled. Pure logic (no clock, no threads): the meter thread feeds it, unit tests drive it
-// against a simulated power-limited GPU (tests/unit/compute/ref_clock_probe_test.cc).
+// against a simulated power-limited GPU (tests/unit/core/sched/ref_clock_probe_test.cc).
 #pragma once
 
 #include <cstdint>

@@ -48,9 +48,9 @@ struct Config {
   std::string gpu_fixture;  // JSON GPU description instead of discovery
   std::string placement = "firstfit";
   std::string cdi_spec_dir = "/var/run/cdi";  // where per-slot CDI specs are written
-  std::string cdi_kind;            // e.g. "vgpu.io/slot"; empty: no CDI device names
-  std::string shim_library;        // host path of libvgpu-shim.so (shim enforcement)
-  std::string driver_library_dir;  // default <virtual-manager-path>/vdriver/nvidia
+  std::string cdi_kind;                       // e.g. "vgpu.io/slot"; empty: no CDI device names
+  std::string shim_library;                   // host path of libvgpu-shim.so (shim enforcement)
+  std::string driver_library_dir;             // default <virtual-manager-path>/vdriver/nvidia
   std::string managed_policy = "refuse";
   std::string unknown_policy = "refuse";
   std::string sys_module_dir = "/sys/module";  // where --enforcement=auto looks for vgpu
