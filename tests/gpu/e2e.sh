@@ -19,7 +19,8 @@
 # weight 30/70 and 10/90 within 3 points on both loops, each tenant in its own slot; the slot's
 # metrics agree with what was measured; CUDA IPC between two processes of one slot (legacy handles
 # and cuMemExportToShareableHandle fds) works and is charged once.
-#   usage: [E2E_PARTS="mem ipc caps weight"] tests/gpu/e2e.sh BUNDLE [OUTDIR] [--prebuilt]
+#   usage: [E2E_PARTS="mem ipc caps weight"] [E2E_CAPS="10 30 50 70 90"] [E2E_LOOPS="matmul graph"]
+#          [E2E_PAIRS="30:70 10:90"] tests/gpu/e2e.sh BUNDLE [OUTDIR] [--prebuilt]
 #   BUNDLE: bin/ and lib/ from tests/gpu/e2e/bundle.sh; --prebuilt: build/gpu as it is
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -44,6 +45,9 @@ mkdir -p "$work"
 port=$((20000 + $$ % 10000))
 url=http://127.0.0.1:$port/metrics
 parts=" ${E2E_PARTS:-mem ipc caps weight} "
+CAPS=${E2E_CAPS:-10 30 50 70 90}
+LOOPS=${E2E_LOOPS:-matmul graph}
+PAIRS=${E2E_PAIRS:-30:70 10:90}
 part() { [[ $parts == *" $1 "* ]]; }
 ROWS=()
 row() { ROWS+=("| $1 | $2 | $3 |"); echo "[$2] $1: $3"; }
@@ -192,10 +196,10 @@ scrape() {  # TAG: the slot's achieved share and the GPU's utilization once a se
 }
 res=$out/e2e.jsonl
 : >"$res"
-for wl in matmul graph; do
+for wl in $LOOPS; do
   part caps || break
   bare timeout 60 python3 "$bench" --workload $wl --phases "100:cap:$SECS" --warmup-s "$WARM" --tag "bare-$wl" >>"$res"
-  for c in 10 30 50 70 90; do
+  for c in $CAPS; do
     name=cap-$wl-$c
     admit "$name" $c $QUOTA_UNITS || { row "cap $c $wl" FAIL "admission refused"; continue; }
     scrape "$name" >"$out/logs/$name.scrape" &
@@ -229,7 +233,7 @@ create() {  # SHARE: a weight slot through the control API; prints its id
   echo "$a" >>"$out/logs/weight-create.txt"
   python3 -c 'import json,sys; print(json.loads(sys.argv[1])["slot"]["id"])' "$a" 2>/dev/null
 }
-for pair in 30:70 10:90; do
+for pair in $PAIRS; do
   part weight || break
   a=${pair%:*} b=${pair#*:}
   start_manager "$out/logs/manager-standalone-$a.log" "${sa[@]}" ||
@@ -242,7 +246,7 @@ for pair in 30:70 10:90; do
     cp "$work/cdi/vgpu.io-slot_slot${x#*:}.json" "$out/grants/w${x%:*}.json" 2>/dev/null
     cp "$work/vm/slots/${x#*:}/config" "$out/grants/w${x%:*}.config" 2>/dev/null
   done
-  for wl in matmul graph; do
+  for wl in $LOOPS; do
     if [[ ! -f $out/grants/w$a.json || ! -f $out/grants/w$b.json ]]; then
       row "weight $a/$b $wl" FAIL "no CDI spec for the control API's slots (ids '$ida' '$idb')"; continue
     fi
@@ -258,7 +262,7 @@ for pair in 30:70 10:90; do
 done
 
 # --- verdicts on throughput ------------------------------------------------------------------------
-python3 - "$res" "$out/logs" "$out/grants" >"$work/rows" <<'PY'
+CAPS_RUN=$CAPS python3 - "$res" "$out/logs" "$out/grants" >"$work/rows" <<'PY'
 import glob, json, os, statistics as S, sys
 r = {}
 for line in open(sys.argv[1]):
@@ -270,7 +274,7 @@ for wl in ("matmul", "graph"):
     base = S.median(bare["per_s"][1:]) if bare else None
     if not bare and any(k.startswith(f"cap-{wl}") for k in r):
         print(f"caps {wl}|FAIL|no bare run")
-    for c in (10, 30, 50, 70, 90) if bare else ():
+    for c in [int(c) for c in os.environ["CAPS_RUN"].split()] if bare else ():
         x = r.get(f"cap-{wl}-{c}")
         if not x:
             print(f"cap {c} {wl}|FAIL|no result (see logs/cap-{wl}-{c}.err)"); continue
@@ -279,7 +283,8 @@ for wl in ("matmul", "graph"):
         # The slot's metric against the driver's utilization while the capped loop ran (GPU time,
         # not work: the cap holds work, so the time share is below the cap where the clock boosts).
         m, u = [], []
-        for l in open(os.path.join(logs, f"cap-{wl}-{c}.scrape")):
+        scrape = os.path.join(logs, f"cap-{wl}-{c}.scrape")
+        for l in open(scrape) if os.path.exists(scrape) else ():
             p = l.split()
             if len(p) == 3:
                 m.append(100 * float(p[1])); u.append(float(p[2]))
