@@ -51,7 +51,7 @@ PAIRS=${E2E_PAIRS:-30:70 10:90}
 part() { [[ $parts == *" $1 "* ]]; }
 ROWS=()
 row() { ROWS+=("| $1 | $2 | $3 |"); echo "[$2] $1: $3"; }
-run() { "$bundle/lib/ld-linux-x86-64.so.2" --library-path "$bundle/lib" "$@"; }
+run() { exec "$bundle/lib/ld-linux-x86-64.so.2" --library-path "$bundle/lib" "$@"; }  # replaces the caller
 util() { python3 "$e2e/e2e_util.py" "$@"; }
 unset_vgpu=(-u LD_PRELOAD)
 for v in $(env | sed -n 's/^\(VGPU_[A-Z0-9_]*\)=.*/\1/p'); do unset_vgpu+=(-u "$v"); done
@@ -62,7 +62,7 @@ in_pod() {  # GRANT.json CMD...: CMD started as a container with that grant
     bash -c "$(util grant-sh "$g")"$'\nexec "$@"' in_pod "$@"
 }
 bare() { env "${unset_vgpu[@]}" "$@"; }
-slot_of() { util grant-env "$out/grants/$1.json" VGPU_SLOT_NAME; }  # the metrics' slot label
+slot_of() { util grant-env "$out/grants/$1.json" VGPU_SLOT_ID; }  # the metrics' slot label
 
 # --- the manager with a fake kubelet ------------------------------------------------------------
 mkdir -p "$work/k"
@@ -78,8 +78,8 @@ start_manager() {  # LOG FLAGS...
   local log=$1
   shift
   # E2E_MANAGER_FLAGS: extra flags, e.g. --gpu-fixture=... for a dry run without a GPU
-  run "$bundle/bin/vgpu-manager" --enforcement=shim --shim-library="$shim" --query-port=$port \
-    --sample-period=1 ${E2E_MANAGER_FLAGS:-} "$@" >"$log" 2>&1 &
+  (run "$bundle/bin/vgpu-manager" --enforcement=shim --shim-library="$shim" --query-port=$port \
+    --sample-period=1 ${E2E_MANAGER_FLAGS:-} "$@" >"$log" 2>&1) &  # $! is the manager itself
   mgr=$!
   for _ in $(seq 100); do
     util control "$work/vm/vgpu-manager.sock" '{"op":"list"}' 2>/dev/null | grep -q '"ok":true' && return 0
@@ -88,7 +88,11 @@ start_manager() {  # LOG FLAGS...
   done
   echo "manager did not start:"; tail -20 "$log"; return 1
 }
-stop_manager() { kill -TERM $mgr 2>/dev/null; wait $mgr 2>/dev/null; }
+stop_manager() {  # SIGTERM, and the port and sockets free before the next one starts
+  kill -TERM $mgr 2>/dev/null
+  wait $mgr 2>/dev/null
+  mgr=
+}
 slots() { util control "$work/vm/vgpu-manager.sock" '{"op":"list"}' | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["slots"]))'; }
 admit() {  # NAME CORE MEM_UNITS: admits pod NAME, writes its grant to $out/grants/NAME.json
   kube admit "$1" app tencent.com/vcuda-memory="$3" tencent.com/vcuda-core="$2" >"$out/grants/$1.json"
@@ -253,9 +257,10 @@ for pair in $PAIRS; do
     st=$(python3 -c 'import time; print(time.monotonic() + 20)')
     in_pod "$out/grants/w$a.json" timeout 90 python3 "$bench" --workload $wl --phases "$a:weight:8" \
       --warmup-s 1 --start-at "$st" --tag "weight-$wl-$a-A" >>"$res" 2>"$out/logs/weight-$wl-$a-A.err" &
+    ta=$!
     in_pod "$out/grants/w$b.json" timeout 90 python3 "$bench" --workload $wl --phases "$b:weight:8" \
       --warmup-s 1 --start-at "$st" --tag "weight-$wl-$a-B" >>"$res" 2>"$out/logs/weight-$wl-$a-B.err" &
-    wait
+    wait $ta $!  # not a bare wait: the manager is a child too
   done
   for id in $ida $idb; do util control "$sock" "{\"op\":\"delete\",\"id\":$id}" >/dev/null; done
   stop_manager
