@@ -42,8 +42,10 @@ using PublishFn = void (*)(void* ctx, const ComputePublication& p);
 struct ComputeConfig {
   uint32_t share = 100;                  // 1..100
   uint32_t mode = VCORE_SCHED_MODE_CAP;  // VCORE_SCHED_MODE_CAP or _WEIGHT
-  uint32_t foreign_share = 0;            // weight: the rest of the GPU; 0 = 100 - share
-  uint64_t measure_ns = 100'000'000;     // perfmon poll interval
+  // Weight: the other weight slots' total share on this GPU, if whoever configures the slot knows
+  // it; 0: unknown, no feedback (compute_host.cc, Set()).
+  uint32_t foreign_share = 0;
+  uint64_t measure_ns = 100'000'000;  // perfmon poll interval
   // Weight feedback window. Perfmon names one process per 200 ms sample (perfmon.h), so a 30/70
   // split measured over n samples is off by ~sqrt(0.21 / n): 10 points over 4 s, 3.7 over 30 s.
   // The calibrated map alone gave 29.7/70.3 on the H200 (docs/results/compute-h200.md), so the

@@ -73,9 +73,15 @@ void ComputeHost::Set(uint32_t share, uint32_t mode) {
   if (n > 0) {
     Execute(a, n);
   }
-  if (mode == VCORE_SCHED_MODE_WEIGHT && share < 100) {
-    const uint32_t foreign = cfg_.foreign_share != 0 ? cfg_.foreign_share : 100 - share;
-    vcore_sched_slot_add(&sched_, kForeign, foreign, VCORE_SCHED_MODE_FOREIGN);
+  // Weight: the other side of the split is a party of the controller only when its total share
+  // is known (compute_foreign_share). A slot knows its own share only: assuming 100 - share made
+  // the feedback correct toward the wrong target on a node whose weight slots do not sum to 100
+  // (two slots of weight 30 each measured 50 % and each shrank its timeslice every window, towards
+  // the 200 us floor, where the switches cost throughput). Without it the split is the calibrated
+  // map's (each tenant's timeslice is its own share; the runlist alternates), which held 30/70 and
+  // 10/90 within 1 point in separate slots on the H200 (docs/results/compute-h200.md, run 14).
+  if (mode == VCORE_SCHED_MODE_WEIGHT && share < 100 && cfg_.foreign_share != 0) {
+    vcore_sched_slot_add(&sched_, kForeign, cfg_.foreign_share, VCORE_SCHED_MODE_FOREIGN);
   }
   cfg_.share = share;
   cfg_.mode = mode;

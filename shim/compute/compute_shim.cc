@@ -3,8 +3,9 @@
 // Configuration (slot config file keys, overridden by the environment):
 //   compute_share          / VGPU_COMPUTE_SHARE          1..100 (absent or 100 cap: no thread)
 //   compute_mode           / VGPU_COMPUTE_MODE           cap | weight (default cap)
-//   compute_foreign_share  / VGPU_COMPUTE_FOREIGN_SHARE  weight: the other tenants' total share
-//                                                        (default 100 - compute_share)
+//   compute_foreign_share  / VGPU_COMPUTE_FOREIGN_SHARE  weight: the other weight slots' total
+//                                                        share on the GPU (default: unknown, no
+//                                                        feedback, the calibrated map alone)
 //   compute_settle_ms      / VGPU_COMPUTE_SETTLE_MS      how long a newly scheduled TSG runs
 //                                                        before it is gated (default 250;
 //                                                        compute_objects.cc "Scheduled TSGs only")
