@@ -273,10 +273,10 @@ int vcore_uvm_mmap_allowed(struct vcore_slot *slot, vcore_u64 length);
 int vcore_uvm_file_mmap_allowed(struct vcore_file *file, vcore_u64 length);
 /*
  * A file on which the core found tampering (a sibling thread changed an
- * allocation during the call, issue 4): its clients were freed, and every
- * later call through it is refused (-VCORE_ENODEV), from any process that
- * shares it, so that no client the driver made for it unseen can be used.
- * The host refuses its mmaps too.
+ * allocation during the call, docs/results/kmod-issue4-tamper.md): its clients
+ * were freed, and every later call through it is refused (-VCORE_ENODEV), from
+ * any process that shares it, so that no client the driver made for it unseen
+ * can be used. The host refuses its mmaps too.
  */
 vcore_bool vcore_file_tampered(const struct vcore_file *file);
 
@@ -471,13 +471,14 @@ void vcore_slot_set_overquota_hook(struct vcore_slot *slot,
 				   vcore_overquota_fn fn);
 
 /*
- * Optional, for a host that can ask the driver (issue 4: client records
- * confirmed by the driver). RM client handles are one namespace for the
- * whole driver, and the core's record of a client is what it charges to,
- * queries under and frees: a record must name a client its call really
- * created through the caller's file, never one of another tenant whose
- * handle the caller wrote into its parameters (or a sibling thread wrote
- * into the reply). @priv is the slot's host pointer. All three required.
+ * Optional, for a host that can ask the driver
+ * (docs/results/kmod-issue4-tamper.md: client records confirmed by the driver).
+ * RM client handles are one namespace for the whole driver, and the core's
+ * record of a client is what it charges to, queries under and frees: a record
+ * must name a client its call really created through the caller's file, never
+ * one of another tenant whose handle the caller wrote into its parameters (or a
+ * sibling thread wrote into the reply). @priv is the slot's host pointer. All
+ * three required.
  *
  * claim: before an allocation of a client, reserve its handle *@h_client
  * node-wide (0: the host picks a fresh one and stores it). 0 when reserved;

@@ -206,11 +206,12 @@ struct vcore_obj {
 	 */
 	vcore_bool scheduled;
 	/*
-	 * Clients, with the host's client ops (vcore.h, issue 4): the driver
-	 * confirmed that the call which made this record created the client
-	 * under this handle (claimed node-wide; the claim is released when
-	 * the record is dropped). @unverified: the driver could not be asked;
-	 * recorded from the parameters as without those ops.
+	 * Clients, with the host's client ops (vcore.h,
+	 * docs/results/kmod-issue4-tamper.md): the driver confirmed that the
+	 * call which made this record created the client under this handle
+	 * (claimed node-wide; the claim is released when the record is
+	 * dropped). @unverified: the driver could not be asked; recorded from
+	 * the parameters as without those ops.
 	 */
 	vcore_bool confirmed;
 	vcore_bool unverified;

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Demo step 70 (operating vgpu, issue 8): the real vgpu-manager in standalone mode serves
+# Demo step 70 (operating vgpu): the real vgpu-manager in standalone mode serves
 # Prometheus metrics on --query-port; two slots are created through its control API and the
 # scrape shows them. Then the deployment overlays are rendered. No GPU; a few seconds.
 set -euo pipefail
@@ -38,6 +38,7 @@ PY
     grep -E '^(# TYPE vgpu_slot_memory_quota_bytes|vgpu_slot_memory_quota_bytes|vgpu_slot_core_share_ratio|vgpu_gpu_(healthy|slots|memory_committed_bytes)|vgpu_allocations_total)' \
       "$work/metrics" | sed 's/^/  /'
     echo "ops: $(grep -c '^# TYPE' "$work/metrics") metric families, $(grep -vc '^#' "$work/metrics") series"
+    echo "ops: the manager's Prometheus endpoint served $(grep -c '^# TYPE' "$work/metrics") metric families, $(grep -vc '^#' "$work/metrics") series for two slots" >>"${VGPU_DEMO_SUMMARY:-/dev/null}"
   else
     echo "ops: the manager does not answer on --query-port; its log:"
     sed 's/^/  /' "$work/manager.log" | tail -5

@@ -22,10 +22,10 @@
 // next locker marks the mutex consistent and carries on (every update is a single aligned
 // 64-bit store, so no entry is ever half-written).
 //
-// Compute counters (version 3, issue 9): the manager exports each slot's GPU busy time,
-// throttled time and achieved share, but in shim mode the controllers run inside the tenant's
-// processes. Each process's control thread writes its own counters into its entry once a second
-// (PublishCompute; never from a kernel launch or a memory charge): the busy time of perfmon
+// Compute counters (version 3, docs/results/compute-h200.md): the manager exports each slot's GPU
+// busy time, throttled time and achieved share, but in shim mode the controllers run inside the
+// tenant's processes. Each process's control thread writes its own counters into its entry once a
+// second (PublishCompute; never from a kernel launch or a memory charge): the busy time of perfmon
 // samples naming its pid, and the time its gate held its channels off. Samples naming no
 // process count as the slot's in cap mode (shim/compute/perfmon.h) but every member reads them,
 // so they go to one slot-wide counter that adds a sample only if it is newer than the newest

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Overhead of libvgpu-shim.so on the real GPU, measured so that it can decide (issue 5).
+"""Overhead of libvgpu-shim.so on the real GPU, measured so that it can decide (docs/results/shim-h200.md).
 
 Each benchmark runs as pairs of fresh processes, one without the shim and one with it (slot
 config with a 100 GiB quota and its shared ledger: the production path), in a random order per

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Records the real-traffic corpus (issue 3 item 8) on a GPU machine and prints the machine's
+# Records the real-traffic corpus on a GPU machine and prints the machine's
 # identity. usage: tests/gpu/record-corpus.sh OUTDIR   (writes OUTDIR/traces/*.jsonl.gz)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The real-GPU suite for libvgpu-shim.so (issue 5): builds everything on the GPU machine, runs
+# The real-GPU suite for libvgpu-shim.so (docs/results/shim-h200.md): builds everything on the GPU machine, runs
 # CUDA (driver and runtime API), PyTorch, NVML and nvidia-smi under the shim, and prints a
 # summary table (also written to OUTDIR/summary.md; per-test logs in OUTDIR/logs/).
 # usage: tests/gpu/run-all.sh [OUTDIR] [--quick] [--prebuilt] [--no-overhead]

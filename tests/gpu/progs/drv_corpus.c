@@ -1,4 +1,4 @@
-// Driver-API program for the recorded corpus (issue 3 item 8): every allocation path libcuda
+// Driver-API program for the recorded corpus: every allocation path libcuda
 // has, each freed again, so a replay ends with nothing charged. Prints one line per step.
 #include <cuda.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-// vgpu-manager against a fake kubelet on real unix sockets (issue 6 acceptance scenarios).
+// vgpu-manager against a fake kubelet on real unix sockets.
 // Every test gets its own directory; the manager runs as a real process so it can be killed.
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -190,9 +190,9 @@ TEST(ShimBackendTest, UsageReadsTheShimsLedger) {
   EXPECT_EQ(u->memory_peak_bytes, 8ull << 20);
 }
 
-// Shim mode's compute counters (issue 9): each process's controller publishes into its ledger
-// entry; Usage() carries the slot's busy and throttled time and its achieved share, and a
-// member's exit does not take its counters out of the totals (they are Prometheus counters).
+// Shim mode's compute counters (docs/results/compute-h200.md): each process's controller publishes
+// into its ledger entry; Usage() carries the slot's busy and throttled time and its achieved share,
+// and a member's exit does not take its counters out of the totals (they are Prometheus counters).
 TEST(ShimBackendTest, UsageCarriesTheShimsComputeCounters) {
   TempDir dir;
   slots::ShimSlotBackend backend({dir.path(), ""});

@@ -1,4 +1,4 @@
-// Issue 4 acceptance, in the guest: every corpus trace replayed through a slot's /dev/vgpu*
+// The corpus acceptance, in the guest: every corpus trace replayed through a slot's /dev/vgpu*
 // nodes (vgpu.ko in front of nvsim.ko) gives, call by call, the same denials and charges as the
 // offline replay of the same trace, and nvsim's own free memory agrees with the slot's charge
 // after every memory-changing call; then again with quotas below each trace's peak so that the
