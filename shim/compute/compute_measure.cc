@@ -313,11 +313,13 @@ void ComputeHost::ClockOnce() {
     if (now < clock_bind_next_ns_) {
       return;
     }
-    clock_bind_next_ns_ = now + kClockBindRetryNs;
+    // Bound as soon as the first context exists (every clock_poll_ns until then): a cap slot's
+    // probe runs ungated until the clock is known to work or known to be missing.
     const std::vector<ClientObjs> objs = Snapshot(/*settled_only=*/false);
     if (objs.empty()) {
-      return;  // no GPU context yet: try again later
+      return;  // no GPU context yet: try again at the next poll
     }
+    clock_bind_next_ns_ = now + kClockBindRetryNs;
     const uint32_t sub = Subdevice(objs[0].h_client, objs[0].h_device);
     uint8_t p[kGidInfoParamsSize] = {};
     uint32_t status = 0;
