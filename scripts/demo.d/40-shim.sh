@@ -19,7 +19,7 @@ done
 dir=$(mktemp -d /tmp/vgpu-shim-demo.XXXXXX)
 trap 'kill -9 ${holder:-0} 2>/dev/null || true; rm -rf "$dir"' EXIT
 touch "$dir/nvidiactl" "$dir/nvidia0" "$dir/nvidia-uvm"
-printf 'memory_quota = 64M\nslot_id = 7\n' > "$dir/slot.conf"
+printf 'mem_quota = 64M\nslot_id = 7\n' > "$dir/slot.conf"
 run() { env VGPU_DEV_DIR="$dir" VGPU_CONFIG="$dir/slot.conf" LD_PRELOAD="$shim:$fake" "$client" "$@"; }
 echo "slot 7: quota 64 MiB (config $dir/slot.conf, ledger beside it); fake driver: 16 GiB"
 env VGPU_DEV_DIR="$dir" VGPU_CONFIG="$dir/slot.conf" LD_PRELOAD="$shim:$fake" "$client" hold 20 \

@@ -40,7 +40,7 @@ summary() {  # list -> one line per slot
   ctl '{"op":"list"}' | python3 -c '
 import json, sys
 for s in json.load(sys.stdin)["slots"]:
-    print("  slot %(id)s %(name)-10s gpu%(gpu)s memory=%(memory_bytes)s core=%(core_percent)s%% tenant=%(pod_name)s" % s)'
+    print("  slot %(id)s %(name)-10s gpu%(gpu)s memory=%(mem_quota)s core=%(compute_share)s%% mode=%(compute_mode)s tenant=%(pod_name)s" % s)'
 }
 
 start
@@ -48,10 +48,10 @@ echo "manager up (standalone, shim backend); start-up steps:"
 grep -o 'event=startup step=[a-z-]*[^"]*' "$work/manager.log" | sed 's/^/  /'
 echo
 echo "create two tenants' slots through the control API ($work/vm/vgpu-manager.sock):"
-ctl '{"op":"create","memory_bytes":4294967296,"core_percent":30,"label":"tenant-a"}'
-ctl '{"op":"create","memory_bytes":2147483648,"core_percent":50,"gpu":0,"label":"tenant-b"}'
+ctl '{"op":"create","mem_quota":4294967296,"compute_share":30,"label":"tenant-a"}'
+ctl '{"op":"create","mem_quota":2147483648,"compute_share":50,"gpu":0,"label":"tenant-b"}'
 echo "bad request -> clear error:"
-ctl '{"op":"create","memory_bytes":1,"core_percent":0}'
+ctl '{"op":"create","mem_quota":1,"compute_share":0}'
 summary
 echo
 echo "slot 0 config file (what libvgpu-shim.so reads via VGPU_CONFIG):"

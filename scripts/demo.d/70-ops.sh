@@ -30,8 +30,8 @@ s.sendall((sys.argv[2] + "\n").encode()); print(s.makefile().readline().strip()[
 PY
   }
   echo "ops: vgpu-manager (standalone) with --query-port=$port; two slots through the control API:"
-  ctl '{"op":"create","gpu":0,"memory_bytes":4294967296,"core_percent":25,"label":"trainer-0"}' | sed 's/^/  /'
-  ctl '{"op":"create","gpu":1,"memory_bytes":2147483648,"core_percent":50,"label":"notebook-x"}' | sed 's/^/  /'
+  ctl '{"op":"create","gpu":0,"mem_quota":4294967296,"compute_share":25,"label":"trainer-0"}' | sed 's/^/  /'
+  ctl '{"op":"create","gpu":1,"mem_quota":2147483648,"compute_share":50,"label":"notebook-x"}' | sed 's/^/  /'
   sleep 1.2  # one --sample-period
   if curl -sf "http://127.0.0.1:$port/metrics" >"$work/metrics"; then
     echo "ops: curl http://127.0.0.1:$port/metrics (excerpt):"

@@ -146,7 +146,7 @@ def main():
     d = tempfile.mkdtemp(prefix="vgpu-overhead.")
     cfg = os.path.join(d, "slot.conf")
     with open(cfg, "w") as f:
-        f.write("memory_quota = 100G\nslot_id = 1\n")
+        f.write("mem_quota = 100G\nslot_id = 1\n")
     ncpu = os.cpu_count() or 1
     # The same CPUs for every process (not CPU 0, which takes most interrupts): removes the
     # scheduler's placement from the spread.
