@@ -1,3 +1,6 @@
+// ComputeHost: construction, the control loop, start and stop, counters. The objects it gates
+// are tracked in compute_objects.cc, the gate's protocol is compute_gate.cc, measurement and the
+// clock weighting compute_measure.cc (compute_host_internal.h).
 #include "shim/compute/compute_host.h"
 
 #include <time.h>
@@ -21,12 +24,6 @@ namespace vgpu::shim::compute {
 
 namespace {
 
-// NV0000_CTRL_CMD_CLIENT_GET_CHILD_HANDLE (ctrl0000client.h): finds the subdevice (class 0x2080)
-// libcuda allocated under the device. A second subdevice of the same instance cannot be
-// allocated (subdeviceConstruct: NV_ERR_INSUFFICIENT_RESOURCES), so we look up libcuda's.
-constexpr uint32_t kCtrlClientGetChildHandle = 0x00000d05;
-constexpr uint32_t kClassSubdevice = 0x2080;
-constexpr uint32_t kEngineGr = 1;  // NV2080_ENGINE_TYPE_GRAPHICS: the compute TSG
 constexpr uint64_t kMaxSleepNs = 5'000'000;
 constexpr uint64_t kReapplyNs = 1'000'000'000;
 
@@ -42,7 +39,11 @@ ComputeHost::ComputeHost(const ComputeConfig& cfg, RmControlFn rm, void* rm_ctx)
     : cfg_(cfg),
       rm_(rm),
       rm_ctx_(rm_ctx),
-      pid_(cfg.pid != 0 ? cfg.pid : static_cast<uint32_t>(getpid())) {
+      pid_(cfg.pid != 0 ? cfg.pid : static_cast<uint32_t>(getpid())),
+      probe_(cfg.ref_probe_max_ns) {
+  probing_ = cfg_.mode == VCORE_SCHED_MODE_CAP && cfg_.share < 100 && cfg_.clock != nullptr &&
+             cfg_.ref_clock_mhz == 0 && cfg_.ref_probe_max_ns != 0;
+  probe_state_.store(probing_ ? 1 : 0);
   vcore_sched_params p;
   vcore_sched_params_default(&p);
   p.weight_window_ns = cfg_.weight_window_ns;
@@ -57,133 +58,34 @@ void ComputeHost::Set(uint32_t share, uint32_t mode) {
   std::lock_guard<std::mutex> lock(ctl_mu_);
   vcore_sched_action a[2];
   vcore_sched_slot_remove(&sched_, kForeign, a);
-  int n = vcore_sched_slot_set(&sched_, kSlot, share, mode, a);
+  // While the reference clock's probe runs, a cap slot runs ungated (ref_clock_probe.h); the
+  // share is applied when it ends (EndProbeIfDone).
+  probing_ = probing_ && mode == VCORE_SCHED_MODE_CAP;
+  uint32_t probing_state = 1;
+  if (!probing_) {
+    probe_state_.compare_exchange_strong(probing_state, 0);  // no longer needed
+  }
+  const uint32_t sched_share = probing_ ? 100 : share;
+  int n = vcore_sched_slot_set(&sched_, kSlot, sched_share, mode, a);
   if (n == -VCS_ENOENT) {
-    n = vcore_sched_slot_add(&sched_, kSlot, share, mode);
+    n = vcore_sched_slot_add(&sched_, kSlot, sched_share, mode);
   }
   if (n > 0) {
     Execute(a, n);
   }
-  if (mode == VCORE_SCHED_MODE_WEIGHT && share < 100) {
-    const uint32_t foreign = cfg_.foreign_share != 0 ? cfg_.foreign_share : 100 - share;
-    vcore_sched_slot_add(&sched_, kForeign, foreign, VCORE_SCHED_MODE_FOREIGN);
+  // Weight: the other side of the split is a party of the controller only when its total share
+  // is known (compute_foreign_share). A slot knows its own share only: assuming 100 - share made
+  // the feedback correct toward the wrong target on a node whose weight slots do not sum to 100
+  // (two slots of weight 30 each measured 50 % and each shrank its timeslice every window, towards
+  // the 200 us floor, where the switches cost throughput). Without it the split is the calibrated
+  // map's (each tenant's timeslice is its own share; the runlist alternates), which held 30/70 and
+  // 10/90 within 1 point in separate slots on the H200 (docs/results/compute-h200.md, run 14).
+  if (mode == VCORE_SCHED_MODE_WEIGHT && share < 100 && cfg_.foreign_share != 0) {
+    vcore_sched_slot_add(&sched_, kForeign, cfg_.foreign_share, VCORE_SCHED_MODE_FOREIGN);
   }
   cfg_.share = share;
   cfg_.mode = mode;
   mode_.store(mode, std::memory_order_relaxed);
-}
-
-void ComputeHost::OnTsg(uint32_t h_client, uint32_t h_device, uint32_t h_tsg,
-                        uint32_t engine_type) {
-  std::lock_guard<std::mutex> lock(objs_mu_);
-  tsgs_[{h_client, h_tsg}] = Tsg{h_device, engine_type, false};
-  generation_++;
-}
-
-// Scheduled TSGs only
-// -------------------
-// libcuda builds a context as TSG -> channels -> UVM_REGISTER_CHANNEL per channel ->
-// GPFIFO_SCHEDULE(bEnable=1) per TSG (nvidia-rm-abi.md §6.1; RM refuses to schedule channels UVM
-// has not bound). On the H200 a tenant capped from its first kernel froze for good when its GR
-// TSG was gated early (docs/results/compute-h200.md, runs 5-9): gated as soon as it was
-// allocated, its first PREEMPT(bWait=1) held RM for 4.0 s and the process never ran again;
-// gated from the moment its schedule succeeded, it froze just the same (GPU idle, every later
-// DISABLE_CHANNELS and PREEMPT status 0), with the standalone test preload as with the full shim;
-// capped only after a while uncapped, every cap held. Those runs broke the gate's protocol
-// (compute_gate.cc: enables of channels the gate had not disabled); with it kept, no tenant froze
-// (runs 11-13). A TSG is still left alone until settle_ns after its schedule succeeded (libcuda
-// finishes the context after the schedule: GR_SET_CTXSW_PREEMPTION_MODE, its own SET_TIMESLICE,
-// §6.1), which the protocol runs were measured with: Snapshot() hides it from the gate, PREEMPT and
-// SET_TIMESLICE until the control thread marks it settled (Reapply(): it is disabled and preempted
-// at once if the slot is gated off, else at the next off edge). The settle of a process's first
-// context is not measured either (MeasureOnce() starts with the first settled TSG): on the H200,
-// 250 ms settles measured that way held caps 10-90 on both loops with no stall (run 8), while 500
-// ms settles whose GPU time was measured and carried as debt held the new context off for ~3 s
-// right away and froze it again (run 9). The price is that a context runs uncapped for its first
-// settle_ns.
-void ComputeHost::OnTsgScheduled(uint32_t h_client, uint32_t h_tsg, bool scheduled) {
-  std::lock_guard<std::mutex> lock(objs_mu_);
-  auto it = tsgs_.find({h_client, h_tsg});
-  if (it != tsgs_.end() && it->second.scheduled != scheduled) {
-    it->second.scheduled = scheduled;
-    it->second.scheduled_ns = MonotonicNs();
-    it->second.settled = scheduled && cfg_.settle_ns == 0;
-    generation_++;
-  }
-}
-
-void ComputeHost::OnTsgFreed(uint32_t h_client, uint32_t h_tsg) {
-  std::lock_guard<std::mutex> lock(objs_mu_);
-  tsgs_.erase({h_client, h_tsg});
-  for (auto it = channels_.lower_bound({h_client, 0});
-       it != channels_.end() && it->first.first == h_client;) {
-    it = it->second.h_tsg == h_tsg ? channels_.erase(it) : std::next(it);
-  }
-  generation_++;
-}
-
-void ComputeHost::OnChannel(uint32_t h_client, uint32_t h_tsg, uint32_t h_channel) {
-  std::lock_guard<std::mutex> lock(objs_mu_);
-  channels_[{h_client, h_channel}] = Channel{h_tsg};
-  generation_++;
-}
-
-void ComputeHost::OnChannelFreed(uint32_t h_client, uint32_t h_channel) {
-  std::lock_guard<std::mutex> lock(objs_mu_);
-  channels_.erase({h_client, h_channel});
-  generation_++;
-}
-
-void ComputeHost::OnClientGone(uint32_t h_client) {
-  std::lock_guard<std::mutex> lock(objs_mu_);
-  for (auto* m : {&tsgs_}) {
-    for (auto it = m->lower_bound({h_client, 0}); it != m->end() && it->first.first == h_client;) {
-      it = m->erase(it);
-    }
-  }
-  for (auto it = channels_.lower_bound({h_client, 0});
-       it != channels_.end() && it->first.first == h_client;) {
-    it = channels_.erase(it);
-  }
-  generation_++;
-}
-
-void ComputeHost::OnSubdevice(uint32_t h_client, uint32_t h_device, uint32_t h_subdevice) {
-  std::lock_guard<std::mutex> lock(objs_mu_);
-  subdevices_[{h_client, h_device}] = h_subdevice;
-}
-
-std::vector<ComputeHost::ClientObjs> ComputeHost::Snapshot(bool settled_only) {
-  std::vector<ClientObjs> out;
-  std::lock_guard<std::mutex> lock(objs_mu_);
-  for (const auto& [key, tsg] : tsgs_) {
-    if (tsg.engine_type != kEngineGr || !tsg.scheduled || (settled_only && !tsg.settled)) {
-      continue;  // copy-engine TSGs are DMA, not compute; unscheduled ones are being set up
-    }
-    if (out.empty() || out.back().h_client != key.first) {
-      out.push_back({key.first, tsg.h_device, {}, {}, {}, {}});
-    }
-    out.back().tsgs.push_back(key.second);
-  }
-  for (const auto& [key, ch] : channels_) {
-    for (auto& c : out) {
-      if (c.h_client != key.first) {
-        continue;
-      }
-      for (uint32_t t : c.tsgs) {
-        if (t == ch.h_tsg) {
-          c.channels.push_back(key.second);
-          if (ch.disabled) {
-            c.disabled_channels.push_back(key.second);
-          }
-          if (!ch.disable_confirmed) {
-            c.to_disable.push_back(key.second);
-          }
-        }
-      }
-    }
-  }
-  return out;
 }
 
 bool ComputeHost::Control(uint32_t h_client, uint32_t h_object, uint32_t cmd, void* p,
@@ -198,30 +100,6 @@ bool ComputeHost::Control(uint32_t h_client, uint32_t h_object, uint32_t cmd, vo
     return false;
   }
   return true;
-}
-
-uint32_t ComputeHost::CachedSubdevice(uint32_t h_client, uint32_t h_device) {
-  std::lock_guard<std::mutex> lock(objs_mu_);
-  auto it = subdevices_.find({h_client, h_device});
-  return it != subdevices_.end() ? it->second : 0;
-}
-
-uint32_t ComputeHost::Subdevice(uint32_t h_client, uint32_t h_device) {
-  {
-    std::lock_guard<std::mutex> lock(objs_mu_);
-    auto it = subdevices_.find({h_client, h_device});
-    if (it != subdevices_.end()) {
-      return it->second;
-    }
-  }
-  // NV0000_CTRL_CMD_CLIENT_GET_CHILD_HANDLE_PARAMS: hParent@0 classId@4 hObject@8 (out).
-  uint32_t p[3] = {h_device, kClassSubdevice, 0};
-  uint32_t status = 0;
-  const int rc = rm_(rm_ctx_, h_client, h_client, kCtrlClientGetChildHandle, p, sizeof p, &status);
-  const uint32_t h = rc == 0 && status == 0 ? p[2] : 0;
-  std::lock_guard<std::mutex> lock(objs_mu_);
-  subdevices_[{h_client, h_device}] = h;
-  return h;
 }
 
 void ComputeHost::SetTimeslice(uint64_t us) {
@@ -316,6 +194,7 @@ void ComputeHost::Loop() {
         }
         Gate(true);
       }
+      EndProbeIfDone();
       const int n =
           vcore_sched_tick(&sched_, now, reports.data(), static_cast<uint32_t>(reports.size()),
                            acts, VCORE_SCHED_MAX_ACTIONS, &next);
@@ -331,7 +210,7 @@ void ComputeHost::Loop() {
                 "overshoot_ms=%.1f throttled_ms=%.1f ts_us=%u gates=%llu controls=%llu "
                 "errors=%llu bad_cmd=%#x bad_status=%#x samples=%llu period_us=%llu "
                 "measure_errors=%llu preempts=%llu preempt_skips=%llu preempt_max_ms=%.1f "
-                "clk_mhz=%u ref_mhz=%u work_pm=%u watchdog=%llu enables_deferred=%llu\n",
+                "clk_mhz=%u ref_mhz=%u work_pm=%u probe=%u watchdog=%llu enables_deferred=%llu\n",
                 now / 1e9, st.share, st.mode, st.share_1s_pm, st.share_10s_pm, st.duty_pm,
                 st.debt_ns / 1e6, st.overshoot_ns / 1e6, st.throttled_ns / 1e6, st.timeslice_us,
                 static_cast<unsigned long long>(st.gate_actions),
@@ -343,7 +222,8 @@ void ComputeHost::Loop() {
                 static_cast<unsigned long long>(pre_done_.load()),
                 static_cast<unsigned long long>(pre_skips_.load()), pre_max_ns_.load() / 1e6,
                 busy_mhz_.load(), cfg_.ref_clock_mhz != 0 ? cfg_.ref_clock_mhz : ref_mhz_.load(),
-                work_pm_.load(), static_cast<unsigned long long>(watchdog_releases_.load()),
+                work_pm_.load(), probe_state_.load(),
+                static_cast<unsigned long long>(watchdog_releases_.load()),
                 static_cast<unsigned long long>(enables_deferred_));
       }
       const uint64_t cap = now + kMaxSleepNs;
@@ -468,6 +348,7 @@ ComputeCounters ComputeHost::Counters() {
   c.busy_clock_mhz = busy_mhz_.load();
   c.ref_clock_mhz = cfg_.ref_clock_mhz != 0 ? cfg_.ref_clock_mhz : ref_mhz_.load();
   c.work_per_time_pm = work_pm_.load();
+  c.ref_probe_state = probe_state_.load();
   c.control_errors += pre_errors_.load();
   c.own_busy_ns = own_busy_total_.load();
   c.member_busy_ns = member_busy_total_.load();

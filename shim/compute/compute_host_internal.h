@@ -1,6 +1,7 @@
-// Shared by the ComputeHost's source files (compute_host.cc: objects, the control loop, start and
-// stop; compute_gate.cc: the gate's protocol, the PREEMPT worker, the watchdog;
-// compute_measure.cc: perfmon, slot membership, clock weighting, publication). Not installed.
+// Shared by the ComputeHost's source files (compute_host.cc: the control loop, start and stop;
+// compute_objects.cc: the RM objects it gates; compute_gate.cc: the gate's protocol, the PREEMPT
+// worker, the watchdog; compute_measure.cc: perfmon, slot membership, clock weighting, the
+// reference clock's probe, publication). Not installed.
 #pragma once
 
 #include <time.h>

@@ -39,10 +39,12 @@ constexpr size_t kMaxUnpublished = 4 * kPerfmonSampleCount;
 //    duty 40 % and one every few periods below, and the meter folds them into each perfmon
 //    span (200 ms). The clock moves on the power controller's time scale (tens of ms and more),
 //    so the samples need not be aligned with the perfmon samples, which lag by <= ~0.4 s.
-//  - f_ref: the clock the GPU sustains when this tenant saturates it uncapped: configured
-//    (compute_ref_clock_mhz), or learned from spans with no off edge for kLearnQuietNs and
-//    >= 90 % busy, as an exponential average over kLearnSpans spans (~1 s at 200 ms). Before
-//    any is known q = 1 (the time cap of the previous runs).
+//  - f_ref: the clock the GPU sustains when this tenant saturates it uncapped: learned by the
+//    start-up probe of a cap slot (ref_clock_probe.h: the slot runs ungated from its first
+//    settled context until two saturated spans agree, at most ref_probe_max_ns), and from then
+//    on from spans with no off edge for kLearnQuietNs and >= 90 % busy, as an exponential
+//    average over kLearnSpans spans (~1 s at 200 ms); or configured (compute_ref_clock_mhz, for
+//    a test that wants it fixed). Before any is known q = 1 (the time cap).
 //  - c (clock_scaling_pm, default 700): measured on the H200 (docs/results/compute-h200.md,
 //    run 3, q = x there): the bf16 matmul loop's work per busy second rose 1.10-1.19x where the
 //    reported SM clock rose 1.14-1.35x (1980 MHz in the on phases vs 1467-1476 MHz saturated),
@@ -253,9 +255,18 @@ uint32_t ComputeHost::WorkPerTime(uint64_t busy_ns, uint64_t span_ns) {
     busy_mhz_.store(busy, std::memory_order_relaxed);
   }
   uint32_t ref = cfg_.ref_clock_mhz != 0 ? cfg_.ref_clock_mhz : ref_mhz_.load();
+  const uint64_t now = MonotonicNs();
   const uint64_t last_off = last_gate_off_ns_.load(std::memory_order_relaxed);
-  const bool quiet = last_off == 0 || MonotonicNs() - last_off > kLearnQuietNs;
-  if (cfg_.ref_clock_mhz == 0 && n != 0 && quiet && span_ns != 0 && busy_ns * 10 >= span_ns * 9) {
+  const bool quiet = last_off == 0 || now - last_off > kLearnQuietNs;
+  if (probe_state_.load() == 1) {
+    // The start-up probe (ref_clock_probe.h): the slot runs ungated until it has learned.
+    if (probe_.Add(now, busy_ns, span_ns, n != 0 ? busy : 0) != RefClockProbe::State::kProbing) {
+      ref = probe_.ref_mhz();
+      ref_mhz_.store(ref, std::memory_order_relaxed);  // before the state the control thread reads
+      probe_state_.store(probe_.state() == RefClockProbe::State::kLearned ? 2 : 3);
+    }
+  } else if (cfg_.ref_clock_mhz == 0 && n != 0 && quiet && span_ns != 0 &&
+             busy_ns * 10 >= span_ns * 9) {
     ref = ref == 0 ? busy : (ref * (kLearnSpans - 1) + busy) / kLearnSpans;
   }
   ref_mhz_.store(ref, std::memory_order_relaxed);
@@ -271,6 +282,25 @@ uint32_t ComputeHost::WorkPerTime(uint64_t busy_ns, uint64_t span_ns) {
   return q;
 }
 
+// Control thread, ctl_mu_ held: once the probe has ended (learned or given up), the controller
+// switches from share 100 to the slot's share. The share change forgives the probe's spans
+// (vcore_sched_slot_set: reports of time before the change do not count against the new share).
+void ComputeHost::EndProbeIfDone() {
+  if (!probing_ || probe_state_.load() == 1) {
+    return;
+  }
+  probing_ = false;
+  vcore_sched_action a[2];
+  const int n = vcore_sched_slot_set(&sched_, kSlot, cfg_.share, cfg_.mode, a);
+  if (n > 0) {
+    Execute(a, n);
+  }
+  if (cfg_.log_fd >= 0) {
+    dprintf(cfg_.log_fd, "clock probe: %s, reference %u MHz after %u saturated spans\n",
+            probe_state_.load() == 2 ? "learned" : "gave up", ref_mhz_.load(), probe_.busy_spans());
+  }
+}
+
 // Clock thread: binds the clock source to the tenant's GPU once, then samples the SM clock
 // while the slot is gated on. Its own thread because NVML may take its time (an RM control
 // that goes to GSP); only this thread waits for it.
@@ -283,11 +313,13 @@ void ComputeHost::ClockOnce() {
     if (now < clock_bind_next_ns_) {
       return;
     }
-    clock_bind_next_ns_ = now + kClockBindRetryNs;
+    // Bound as soon as the first context exists (every clock_poll_ns until then): a cap slot's
+    // probe runs ungated until the clock is known to work or known to be missing.
     const std::vector<ClientObjs> objs = Snapshot(/*settled_only=*/false);
     if (objs.empty()) {
-      return;  // no GPU context yet: try again later
+      return;  // no GPU context yet: try again at the next poll
     }
+    clock_bind_next_ns_ = now + kClockBindRetryNs;
     const uint32_t sub = Subdevice(objs[0].h_client, objs[0].h_device);
     uint8_t p[kGidInfoParamsSize] = {};
     uint32_t status = 0;
@@ -304,6 +336,10 @@ void ComputeHost::ClockOnce() {
     }
     clock_bound_ = cfg_.clock->Bind(uuid[0] != '\0' ? uuid : nullptr);
     clock_failed_ = !clock_bound_;
+    uint32_t probing = 1;
+    if (clock_failed_) {
+      probe_state_.compare_exchange_strong(probing, 3);  // nothing to learn: cap time at once
+    }
     if (cfg_.log_fd >= 0) {
       dprintf(cfg_.log_fd, "clock: %s (gpu %s)\n",
               clock_bound_ ? "SM clock bound" : "no SM clock: GPU time counted as is",

@@ -3,18 +3,22 @@
 // Configuration (slot config file keys, overridden by the environment):
 //   compute_share          / VGPU_COMPUTE_SHARE          1..100 (absent or 100 cap: no thread)
 //   compute_mode           / VGPU_COMPUTE_MODE           cap | weight (default cap)
-//   compute_foreign_share  / VGPU_COMPUTE_FOREIGN_SHARE  weight: the other tenants' total share
-//                                                        (default 100 - compute_share)
+//   compute_foreign_share  / VGPU_COMPUTE_FOREIGN_SHARE  weight: the other weight slots' total
+//                                                        share on the GPU (default: unknown, no
+//                                                        feedback, the calibrated map alone)
 //   compute_settle_ms      / VGPU_COMPUTE_SETTLE_MS      how long a newly scheduled TSG runs
 //                                                        before it is gated (default 250;
-//                                                        compute_host.cc "Scheduled TSGs only")
+//                                                        compute_objects.cc "Scheduled TSGs only")
 //   compute_log            / VGPU_COMPUTE_LOG            file for one counters line per second
 //   compute_clock          / VGPU_COMPUTE_CLOCK          on | off (default on): cap work, not
 //                                                        time, by weighting GPU time with the
 //                                                        SM clock (NVML, sm_clock.h)
 //   compute_ref_clock_mhz  / VGPU_COMPUTE_REF_CLOCK_MHZ  the GPU's SM clock when saturated
-//                                                        uncapped (default: learned while the
-//                                                        slot runs ungated, else no weighting)
+//                                                        uncapped. Not for operators: by default
+//                                                        a cap slot learns it with a start-up
+//                                                        probe (ref_clock_probe.h); setting it
+//                                                        skips the probe (tests that want it
+//                                                        fixed)
 //   compute_clock_scaling_pm / VGPU_COMPUTE_CLOCK_SCALING_PM  permille of the work's time that
 //                                                        scales with the SM clock (default 700,
 //                                                        measured on the H200: compute_measure.cc)

@@ -154,7 +154,7 @@ def main():
         step()
     torch.cuda.synchronize()
     # A tenant capped from its first kernel runs uncapped while its context settles and then
-    # pays that back (compute_host.cc, "Scheduled TSGs only"): --warmup-s keeps that start out
+    # pays that back (compute_objects.cc, "Scheduled TSGs only"): --warmup-s keeps that start out
     # of the measured phases, the same for the bare run it is compared with.
     t = time.monotonic()
     while time.monotonic() - t < args.warmup_s:

@@ -191,7 +191,7 @@ void AfterFree(const void* arg) {
 }
 
 // NVA06C_CTRL_CMD_GPFIFO_SCHEDULE succeeded on a TSG: the host controls it from now on
-// (compute_host.cc, "Scheduled TSGs only").
+// (compute_objects.cc, "Scheduled TSGs only").
 void AfterControl(const void* arg) {
   if (Load32(arg, 8) != kCtrlTsgGpfifoSchedule || Load32(arg, 28) != 0 || Load32(arg, 24) < 1 ||
       host == nullptr) {

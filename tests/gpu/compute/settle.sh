@@ -1,5 +1,5 @@
 #!/bin/bash
-# How long a new context must run before its TSG may be gated (compute_host.cc, "Scheduled TSGs
+# How long a new context must run before its TSG may be gated (compute_objects.cc, "Scheduled TSGs
 # only"): the CUDA graph loop capped at 10 from its first kernel, for each settle time, each
 # under `timeout` (a stalled tenant prints no windows). Then the whole shim-host acceptance
 # (fullshim.sh) with the shortest settle that never stalled. Output under $OUT.

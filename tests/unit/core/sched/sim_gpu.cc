@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 
 #include "sim_gpu.h"
 
@@ -102,6 +103,28 @@ void SimGpu::Step(int64_t now, int64_t dt) {
     slice_used_ = 0;
     tenants_[current_].kernel_left = KernelNs(tenants_[current_]);
   }
+}
+
+double PowerClock::Power(double mhz, double busy_frac) const {
+  const double r = mhz / m_.sat_mhz;
+  return m_.idle_w + busy_frac * (m_.limit_w - m_.idle_w) * r * r * r;
+}
+
+void PowerClock::Step(int64_t dt_ns, int64_t busy_ns) {
+  const double dt = static_cast<double>(dt_ns);
+  const double frac = dt_ns > 0 ? static_cast<double>(busy_ns) / dt : 0;
+  const double a = std::min(1.0, dt / m_.tau_ns);
+  power_w_ += a * (Power(mhz_, frac) - power_w_);
+  // The clock that would put the filtered power at the limit, given the current busy fraction
+  // as the controller sees it (filtered power / power at this clock).
+  double target = m_.max_mhz;
+  const double dyn_now = power_w_ - m_.idle_w;
+  if (dyn_now > 0) {
+    const double per_cube = dyn_now / (mhz_ * mhz_ * mhz_);
+    target = std::min(m_.max_mhz, std::cbrt((m_.limit_w - m_.idle_w) / per_cube));
+  }
+  const double step = m_.slew_mhz_per_ms * dt / 1e6;
+  mhz_ = target > mhz_ ? std::min(target, mhz_ + step) : std::max(target, mhz_ - step);
 }
 
 }  // namespace vgpu::sched_test

@@ -77,4 +77,34 @@ class SimGpu {
   int64_t KernelNs(const Tenant& t);
 };
 
+// The SM clock of a power-limited GPU, for the reference clock's probe (ref_clock_probe.h).
+// Board power is idle_w plus, while busy, a dynamic part that grows with the cube of the clock
+// (voltage rises with frequency); the power controller filters the board power over tau_ns and
+// moves the clock at most slew_mhz_per_ms towards the clock that would hold the filtered power
+// at limit_w. Saturated, the clock settles where idle_w + dyn_w_at_ref * (f / ref)^3 = limit_w;
+// duty-cycled, the filtered power drops and the clock boosts, up to max_mhz (the H200: ~1480 MHz
+// saturated under the bf16 matmul loop at 700 W, 1980 MHz at caps 10-30).
+class PowerClock {
+ public:
+  struct Model {
+    double idle_w = 100;
+    double limit_w = 700;
+    double max_mhz = 1980;
+    double sat_mhz = 1480;  // where a saturating busy GPU meets the limit (if below max_mhz)
+    double tau_ns = 100e6;
+    double slew_mhz_per_ms = 5;
+  };
+  explicit PowerClock(const Model& m) : m_(m), mhz_(m.max_mhz), power_w_(m.idle_w) {}
+
+  // Advances by dt_ns during which the GPU was busy for busy_ns.
+  void Step(int64_t dt_ns, int64_t busy_ns);
+  double mhz() const { return mhz_; }
+
+ private:
+  double Power(double mhz, double busy_frac) const;
+  Model m_;
+  double mhz_;
+  double power_w_;
+};
+
 }  // namespace vgpu::sched_test

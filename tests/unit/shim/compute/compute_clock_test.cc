@@ -224,6 +224,57 @@ TEST(ComputeClock, LearnsTheReferenceWhileUngatedThenWeights) {
   EXPECT_NEAR(share, 0.50 / 1.2, 0.06);
 }
 
+// A power-limited GPU as the H200 behaves (docs/results/compute-h200.md): 1000 MHz while the
+// tenant saturates it, 1250 MHz once it has been duty-cycled for a while (gated off within the
+// last 200 ms).
+class DutyClock : public FakeClock {
+ public:
+  explicit DutyClock(FakeRm& rm) : rm_(rm) {}
+  uint32_t SmMhz() override {
+    reads++;
+    std::lock_guard<std::mutex> lock(rm_.mu);
+    const bool cycled =
+        rm_.last_disable_ns != 0 && MonotonicNs() - rm_.last_disable_ns < 200'000'000;
+    return cycled ? 1250 : 1000;
+  }
+
+ private:
+  FakeRm& rm_;
+};
+
+// Capped from its first kernel with no configured reference (what the manager's slots give): the
+// start-up probe runs the tenant ungated until it has learned the saturated clock, then the cap
+// applies to work. Without the probe the reference is never learned (the slot is never ungated
+// and saturated) and the time cap gives 0.50.
+TEST(ComputeClock, ProbeLearnsTheReferenceWhenCappedFromTheStart) {
+  FakeRm rm;
+  DutyClock clock(rm);
+  ComputeConfig cfg = Config(50, &clock);
+  cfg.clock_scaling_pm = 1000;
+  ComputeHost h(cfg, FakeRm::Control, &rm);
+  EXPECT_EQ(h.Counters().ref_probe_state, 1u) << "probing from the start";
+  ASSERT_TRUE(StartWithTenant(h));
+  const auto [share, c] = SettleMeasureStop(h, rm);
+  EXPECT_EQ(c.ref_probe_state, 2u) << "learned";
+  EXPECT_EQ(c.ref_clock_mhz, 1000u);
+  EXPECT_EQ(c.work_per_time_pm, 1250u);
+  EXPECT_NEAR(share, 0.50 / 1.25, 0.06) << "time cap would give 0.50";
+}
+
+// A configured reference (a test that wants it fixed) or no clock: no probe, capped at once.
+TEST(ComputeClock, NoProbeWithAConfiguredReferenceOrWithoutAClock) {
+  FakeRm rm;
+  FakeClock clock;
+  ComputeConfig cfg = Config(50, &clock);
+  cfg.ref_clock_mhz = 1000;
+  EXPECT_EQ(ComputeHost(cfg, FakeRm::Control, &rm).Counters().ref_probe_state, 0u);
+  EXPECT_EQ(ComputeHost(Config(50, nullptr), FakeRm::Control, &rm).Counters().ref_probe_state, 0u);
+  cfg = Config(50, &clock);
+  cfg.mode = VCORE_SCHED_MODE_WEIGHT;
+  EXPECT_EQ(ComputeHost(cfg, FakeRm::Control, &rm).Counters().ref_probe_state, 0u)
+      << "weight: both sides of the split run at the same clock";
+}
+
 // Part of the work does not scale with the clock (c = 0.7, the H200 default): a 25 % faster clock
 // is 1 / (0.7 / 1.25 + 0.3) = 1.163 times the work per busy second.
 TEST(ComputeClock, PartlyClockBoundWork) {

@@ -309,5 +309,48 @@ TEST(ComputeHostSlot, ANonMembersBusyIsForeign) {
   EXPECT_GT(busy[2], busy[0] + busy[1]) << "the outsider runs whenever it can";
 }
 
+// Weight tenants in separate slots, each knowing only its own share (nothing gives a slot the
+// others'), on a node whose weights do not sum to 100: two slots of weight 30, so 50/50 is right.
+// Assuming the rest of the GPU had 100 - 30 = 70, each host's feedback saw 50 % against a 30 %
+// target and shrank its timeslice every window (3000 us to 985-1210 within 1.5 s here, towards the
+// 200 us floor). Now the calibrated timeslice stays; with the others' share configured, the
+// feedback still corrects.
+TEST(ComputeHostSlot, WeightSlotsKeepTheirTimesliceWhenTheOthersSharesAreUnknown) {
+  for (const uint32_t foreign : {0u, 70u}) {
+    SlotGpu gpu({{1001, true}, {1002, true}});
+    std::set<uint32_t> own_a{1001}, own_b{1002};
+    std::vector<std::unique_ptr<ComputeHost>> hosts;
+    for (uint32_t i = 0; i < 2; i++) {
+      ComputeConfig cfg;
+      cfg.settle_ns = 0;
+      cfg.share = 30;
+      cfg.mode = VCORE_SCHED_MODE_WEIGHT;
+      cfg.foreign_share = foreign;
+      cfg.measure_ns = 20'000'000;
+      cfg.weight_window_ns = 200'000'000;
+      cfg.pid = 1001 + i;
+      cfg.slot_member = InSlot;
+      cfg.slot_member_ctx = i == 0 ? &own_a : &own_b;
+      hosts.push_back(std::make_unique<ComputeHost>(cfg, SlotGpu::Control, gpu.RmOf(i)));
+      hosts.back()->OnTsg(kClient, kDevice, kGrTsg, 1);
+      hosts.back()->OnChannel(kClient, kGrTsg, 0x5c000100);
+      hosts.back()->OnTsgScheduled(kClient, kGrTsg, true);
+      ASSERT_TRUE(hosts.back()->Start());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    const uint32_t ts_a = hosts[0]->Stats().timeslice_us, ts_b = hosts[1]->Stats().timeslice_us;
+    for (auto& h : hosts) {
+      EXPECT_TRUE(h->Stop());
+    }
+    printf("weight 30 + 30, foreign share %u: timeslices %u / %u us\n", foreign, ts_a, ts_b);
+    if (foreign == 0) {
+      EXPECT_EQ(ts_a, 3000u) << "the calibrated map: 30 x 100 us";
+      EXPECT_EQ(ts_b, 3000u);
+    } else {
+      EXPECT_LT(ts_a, 2500u) << "configured: the feedback corrects toward 30 / (30 + 70)";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace vgpu::shim::compute

@@ -1,0 +1,324 @@
+#!/bin/bash
+# The product path on a GPU machine (issue 16 item 5): the real vgpu-manager hands out slots the way
+# pods get them, and every workload runs with exactly what its grant carries.
+#  - vgpu-manager runs with real NVML, --enforcement=shim, and a fake kubelet (vgpu-e2e-kubelet,
+#    tests/integration/manager: the kubelet's Registration, Allocate/PreStartContainer and
+#    pod-resources over the device-plugin gRPC). Both are built on the build machine and carried
+#    with their libraries and loader (tests/gpu/e2e/bundle.sh): the GPU machine has no gRPC.
+#  - A pod is admitted with tencent.com/vcuda-core and tencent.com/vcuda-memory; its workload runs
+#    under `unshare -m` with the answer's mounts bound at their container paths (the slot dir at
+#    /etc/vgpu, the shim at /usr/local/vgpu/libvgpu-shim.so, ...) and the answer's environment
+#    (VGPU_CONFIG, LD_PRELOAD, ...) exported over the machine's own (the "image"), from which every
+#    VGPU_* and LD_PRELOAD was removed: nothing is set by hand. The devices are the machine's.
+#  - Weight mode is chosen per slot through the standalone control API (a pod annotation needs an
+#    API server). Those slots' grants are the CDI specs the manager writes for its slots when it
+#    starts with --cdi-kind (e2e restarts it after creating them).
+# Checks (PASS/FAIL rows, summary last): memory within the quota by the driver's own per-process
+# figure; the views show the quota; caps 10/30/50/70/90 within 3 points of the bare loop's
+# throughput in every 1 s window after the first, on a bf16 matmul loop and a CUDA-graph loop;
+# weight 30/70 and 10/90 within 3 points on both loops, each tenant in its own slot; the slot's
+# metrics agree with what was measured; CUDA IPC between two processes of one slot (legacy handles
+# and cuMemExportToShareableHandle fds) works and is charged once.
+#   usage: [E2E_PARTS="mem ipc caps weight"] [E2E_CAPS="10 30 50 70 90"] [E2E_LOOPS="matmul graph"]
+#          [E2E_PAIRS="30:70 10:90"] tests/gpu/e2e.sh BUNDLE [OUTDIR] [--prebuilt]
+#   BUNDLE: bin/ and lib/ from tests/gpu/e2e/bundle.sh; --prebuilt: build/gpu as it is
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+e2e=$root/tests/gpu/e2e
+bench=$root/tests/gpu/compute/bench.py
+bundle=$(cd "$1" && pwd)
+out=${2:-$root/build/gpu/e2e}
+mkdir -p "$out/logs" "$out/grants"
+out=$(cd "$out" && pwd)
+if [[ ${3:-} != --prebuilt ]]; then
+  bash "$root/tests/gpu/build.sh" >"$out/logs/build.txt" 2>&1 || { tail -20 "$out/logs/build.txt"; exit 1; }
+fi
+shim=$root/build/gpu/libvgpu-shim.so
+[[ -f $shim ]] || { echo "no $shim"; exit 1; }
+export PYTHONUNBUFFERED=1
+SECS=${E2E_SECS:-5}     # measured seconds per cap run
+WARM=${E2E_WARMUP_S:-3} # unmeasured: the settle and the reference clock's probe (ref_clock_probe.h)
+QUOTA_UNITS=16          # vcuda-memory IDs of 256 MiB: 4 GiB
+QUOTA=$((QUOTA_UNITS << 28))
+work=/tmp/vgpu-e2e.$$  # short: unix socket paths
+mkdir -p "$work"
+port=$((20000 + $$ % 10000))
+url=http://127.0.0.1:$port/metrics
+parts=" ${E2E_PARTS:-mem ipc caps weight} "
+CAPS=${E2E_CAPS:-10 30 50 70 90}
+LOOPS=${E2E_LOOPS:-matmul graph}
+PAIRS=${E2E_PAIRS:-30:70 10:90}
+part() { [[ $parts == *" $1 "* ]]; }
+ROWS=()
+row() { ROWS+=("| $1 | $2 | $3 |"); echo "[$2] $1: $3"; }
+run() { exec "$bundle/lib/ld-linux-x86-64.so.2" --library-path "$bundle/lib" "$@"; }  # replaces the caller
+util() { python3 "$e2e/e2e_util.py" "$@"; }
+unset_vgpu=(-u LD_PRELOAD)
+for v in $(env | sed -n 's/^\(VGPU_[A-Z0-9_]*\)=.*/\1/p'); do unset_vgpu+=(-u "$v"); done
+in_pod() {  # GRANT.json CMD...: CMD started as a container with that grant
+  local g=$1
+  shift
+  env "${unset_vgpu[@]}" unshare -m --propagation private \
+    bash -c "$(util grant-sh "$g")"$'\nexec "$@"' in_pod "$@"
+}
+bare() { env "${unset_vgpu[@]}" "$@"; }
+slot_of() { util grant-env "$out/grants/$1.json" VGPU_SLOT_ID; }  # the metrics' slot label
+
+# --- the manager with a fake kubelet ------------------------------------------------------------
+mkdir -p "$work/k"
+mgr=
+trap '[[ -n $mgr ]] && kill $mgr 2>/dev/null; [[ -n ${KUBELET_PID:-} ]] && kill $KUBELET_PID 2>/dev/null' EXIT
+coproc KUBELET { run "$bundle/bin/vgpu-e2e-kubelet" "$work/k" 2>"$out/logs/kubelet.log"; }
+kube() {  # one command to the fake kubelet; prints its JSON answer
+  echo "$*" >&"${KUBELET[1]}"
+  local line
+  read -r -t 60 line <&"${KUBELET[0]}" && echo "$line"
+}
+start_manager() {  # LOG FLAGS...
+  local log=$1
+  shift
+  # E2E_MANAGER_FLAGS: extra flags, e.g. --gpu-fixture=... for a dry run without a GPU
+  (run "$bundle/bin/vgpu-manager" --enforcement=shim --shim-library="$shim" --query-port=$port \
+    --sample-period=1 ${E2E_MANAGER_FLAGS:-} "$@" >"$log" 2>&1) &  # $! is the manager itself
+  mgr=$!
+  for _ in $(seq 100); do
+    util control "$work/vm/vgpu-manager.sock" '{"op":"list"}' 2>/dev/null | grep -q '"ok":true' && return 0
+    kill -0 $mgr 2>/dev/null || break
+    sleep 0.2
+  done
+  echo "manager did not start:"; tail -20 "$log"; return 1
+}
+stop_manager() {  # SIGTERM, and the port and sockets free before the next one starts
+  kill -TERM $mgr 2>/dev/null
+  wait $mgr 2>/dev/null
+  mgr=
+}
+slots() { util control "$work/vm/vgpu-manager.sock" '{"op":"list"}' | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["slots"]))'; }
+admit() {  # NAME CORE MEM_UNITS: admits pod NAME, writes its grant to $out/grants/NAME.json
+  kube admit "$1" app tencent.com/vcuda-memory="$3" tencent.com/vcuda-core="$2" >"$out/grants/$1.json"
+  python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); sys.exit(0 if a["ok"] else print(a["error"]) or 1)' "$out/grants/$1.json"
+}
+release() {  # NAME: the pod is gone; waits until the manager reclaimed its slot
+  local before
+  before=$(slots)
+  kube remove "$1" >/dev/null
+  for _ in $(seq 50); do [[ $(slots) -lt $before ]] && return 0; sleep 0.2; done
+  echo "slot of $1 not reclaimed"
+}
+start_manager "$out/logs/manager.log" --virtual-manager-path="$work/vm" --checkpoint-path="$work/cp" \
+  --device-plugin-path="$work/k" --kubelet-socket="$work/k/kubelet.sock" \
+  --pod-resources-socket="$work/k/pod-resources.sock" --allocation-check-period=1 || exit 1
+[[ $(kube wait tencent.com/vcuda-core tencent.com/vcuda-memory) == *true* ]] ||
+  { echo "the manager did not register"; tail "$out/logs/manager.log"; exit 1; }
+
+# --- memory and views ----------------------------------------------------------------------------
+if ! part mem; then
+  :
+elif admit mem 100 $QUOTA_UNITS; then
+  rm -f "$work/ready"
+  in_pod "$out/grants/mem.json" python3 "$e2e/mem.py" "$work/ready" 6 >"$out/mem.json" 2>"$out/logs/mem.err" &
+  m=$!
+  for _ in $(seq 300); do [[ -e $work/ready ]] && break; kill -0 $m 2>/dev/null || break; sleep 0.1; done
+  sleep 2  # one metrics sample period and a bit
+  pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' "$out/mem.json" 2>/dev/null)
+  smi=$(bare nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits |
+    awk -F', ' -v p="$pid" '$1 == p {print $2}')
+  charged=$(util metric "$url" vgpu_slot_memory_charged_bytes slot="$(slot_of mem)")
+  peak=$(util metric "$url" vgpu_slot_memory_peak_bytes slot="$(slot_of mem)")
+  view=$(in_pod "$out/grants/mem.json" nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>&1 | head -1)
+  wait $m
+  read -r alloc vtotal < <(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(j["allocated_mib"], j["view_total"])' "$out/mem.json" 2>/dev/null)
+  python3 - "$QUOTA" "${smi:-x}" "${charged:-x}" "${peak:-x}" "${alloc:-x}" "${vtotal:-x}" "${view:-x}" >"$work/memrows" <<'PY'
+import sys
+q, smi, charged, peak, alloc, vtotal, view = sys.argv[1:]
+q = int(q); mib = 1 << 20
+def num(x):
+    try: return float(x)
+    except ValueError: return None
+smi, charged, peak, alloc, vtotal, view = map(num, (smi, charged, peak, alloc, vtotal, view))
+ok = smi is not None and smi * mib <= q
+print(f"memory: driver's per-process figure within the quota|{'PASS' if ok else 'FAIL'}|"
+      f"nvidia-smi used_memory {smi} MiB for the pid, quota {q // mib} MiB; torch allocated {alloc} MiB")
+ok = vtotal == q and view is not None and abs(view - q / mib) <= 1
+print(f"views show the quota|{'PASS' if ok else 'FAIL'}|torch mem_get_info total {vtotal} B, "
+      f"nvidia-smi memory.total {view} MiB in the pod, quota {q} B")
+ok = (charged is not None and peak is not None and smi is not None and charged <= q and
+      peak <= q and peak >= charged and abs(charged - smi * mib) <= 256 * mib)
+print(f"metrics: charged and peak|{'PASS' if ok else 'FAIL'}|vgpu_slot_memory_charged_bytes {charged}, "
+      f"peak {peak}; driver {None if smi is None else smi * mib:.0f} B (agree within 256 MiB, <= quota)"
+      if smi is not None else f"metrics: charged and peak|FAIL|charged {charged} peak {peak}, no driver figure")
+PY
+  while IFS='|' read -r name res detail; do row "$name" "$res" "$detail"; done <"$work/memrows"
+  release mem
+else
+  row "memory and views" FAIL "admission refused: $(cat "$out/grants/mem.json")"
+fi
+
+# --- CUDA IPC between two processes of one slot -------------------------------------------------
+for conf in legacy expandable; do
+  part ipc || break
+  name=ipc-$conf
+  admit "$name" 100 64 || { row "IPC $conf" FAIL "admission refused"; continue; }
+  rm -f "$work/stage" "$work/go"
+  alloc_env=()
+  [[ $conf == expandable ]] && alloc_env=(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)
+  in_pod "$out/grants/$name.json" env "${alloc_env[@]}" python3 "$e2e/ipc.py" 4096 "$work/stage" "$work/go" \
+    >"$out/$name.json" 2>"$out/logs/$name.err" &
+  p=$!
+  c1= c2=
+  for _ in $(seq 600); do [[ $(cat "$work/stage" 2>/dev/null) == parent ]] && break; kill -0 $p 2>/dev/null || break; sleep 0.1; done
+  sleep 2.5 && c1=$(util metric "$url" vgpu_slot_memory_charged_bytes slot="$(slot_of $name)")
+  for _ in $(seq 450); do [[ $(cat "$work/stage" 2>/dev/null) == child ]] && break; kill -0 $p 2>/dev/null || break; sleep 0.1; done
+  sleep 2.5 && c2=$(util metric "$url" vgpu_slot_memory_charged_bytes slot="$(slot_of $name)")
+  touch "$work/go"
+  wait $p
+  rc=$?
+  res=$(python3 - "$out/$name.json" "${c1:-0}" "${c2:-0}" "$rc" <<'PY'
+import json, sys
+try: j = json.load(open(sys.argv[1]))
+except Exception: j = {}
+c1, c2, rc = float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+gib = 1 << 30
+once = c1 > 4 * gib and c2 - c1 < 2 * gib  # the child adds its context, not another 4 GiB
+ok = rc == 0 and j.get("shared_write_ok") and once
+print(f"{'PASS' if ok else 'FAIL'}|exit {rc}, child read {j.get('child_read_ok')}, shared write "
+      f"{j.get('shared_write_ok')}; slot charged {c1 / gib:.2f} GiB with the 4 GiB tensor in the "
+      f"parent, {c2 / gib:.2f} GiB with the child mapping it ({'once' if once else 'NOT once'})")
+PY
+)
+  row "CUDA IPC ($conf: $([[ $conf == legacy ]] && echo cudaIpcMemHandle || echo cuMemExportToShareableHandle fd))" "${res%%|*}" "${res#*|}"
+  [[ ${res%%|*} == FAIL ]] && tail -5 "$out/logs/$name.err" | sed 's/^/    /'
+  release "$name"
+done
+
+# --- caps ----------------------------------------------------------------------------------------
+scrape() {  # TAG: the slot's achieved share and the GPU's utilization once a second, until killed
+  while :; do
+    echo "$(date +%s.%N) $(util metric "$url" vgpu_slot_core_achieved_ratio slot="$(slot_of "$1")") $(bare nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits)"
+    sleep 1
+  done
+}
+res=$out/e2e.jsonl
+: >"$res"
+for wl in $LOOPS; do
+  part caps || break
+  bare timeout 60 python3 "$bench" --workload $wl --phases "100:cap:$SECS" --warmup-s "$WARM" --tag "bare-$wl" >>"$res"
+  for c in $CAPS; do
+    name=cap-$wl-$c
+    admit "$name" $c $QUOTA_UNITS || { row "cap $c $wl" FAIL "admission refused"; continue; }
+    scrape "$name" >"$out/logs/$name.scrape" &
+    s=$!
+    in_pod "$out/grants/$name.json" timeout 90 python3 "$bench" --workload $wl --phases "$c:cap:$SECS" \
+      --warmup-s "$WARM" --tag "$name" >>"$res" 2>"$out/logs/$name.err"
+    kill $s
+    wait $s 2>/dev/null
+    release "$name"
+  done
+done
+stop_manager
+echo quit >&"${KUBELET[1]}"
+
+# --- weight: slots of the standalone control API --------------------------------------------------
+# A second manager, standalone, on its own paths. Each tenant's slot is created through the control
+# API with its share and mode; the manager is then restarted with --cdi-kind so that it writes a CDI
+# spec (containerEdits: the grant a container runtime applies) for every slot it holds.
+sa=(--standalone --virtual-manager-path="$work/vm" --checkpoint-path="$work/cp2"
+  --cdi-kind=vgpu.io/slot --cdi-spec-dir="$work/cdi")
+rm -rf "$work/vm"
+sock=$work/vm/vgpu-manager.sock
+create() {  # SHARE: a weight slot through the control API; prints its id
+  local a
+  a=$(util control "$sock" "{\"op\":\"create\",\"mem_quota\":$QUOTA,\"compute_share\":$1,\"compute_mode\":\"weight\",\"label\":\"w$1\"}")
+  if [[ $a != *'"ok":true'* ]]; then
+    # A manager from before the one slot schema (uapi/vgpu_slot_fields.h): its names, no mode.
+    echo "create with compute_mode refused: $a" >>"$out/logs/weight-create.txt"
+    a=$(util control "$sock" "{\"op\":\"create\",\"memory_bytes\":$QUOTA,\"core_percent\":$1,\"label\":\"w$1\"}")
+  fi
+  echo "$a" >>"$out/logs/weight-create.txt"
+  python3 -c 'import json,sys; print(json.loads(sys.argv[1])["slot"]["id"])' "$a" 2>/dev/null
+}
+for pair in $PAIRS; do
+  part weight || break
+  a=${pair%:*} b=${pair#*:}
+  start_manager "$out/logs/manager-standalone-$a.log" "${sa[@]}" ||
+    { row "weight $a/$b" FAIL "the standalone manager did not start"; continue; }
+  ida=$(create $a) idb=$(create $b)
+  stop_manager  # restarted: it writes every slot's CDI spec at start (Reconcile)
+  start_manager "$out/logs/manager-standalone-$a-restart.log" "${sa[@]}" ||
+    { row "weight $a/$b" FAIL "the standalone manager did not restart"; continue; }
+  for x in "$a:$ida" "$b:$idb"; do
+    cp "$work/cdi/vgpu.io-slot_slot${x#*:}.json" "$out/grants/w${x%:*}.json" 2>/dev/null
+    cp "$work/vm/slots/${x#*:}/config" "$out/grants/w${x%:*}.config" 2>/dev/null
+  done
+  for wl in $LOOPS; do
+    if [[ ! -f $out/grants/w$a.json || ! -f $out/grants/w$b.json ]]; then
+      row "weight $a/$b $wl" FAIL "no CDI spec for the control API's slots (ids '$ida' '$idb')"; continue
+    fi
+    st=$(python3 -c 'import time; print(time.monotonic() + 20)')
+    in_pod "$out/grants/w$a.json" timeout 90 python3 "$bench" --workload $wl --phases "$a:weight:8" \
+      --warmup-s 1 --start-at "$st" --tag "weight-$wl-$a-A" >>"$res" 2>"$out/logs/weight-$wl-$a-A.err" &
+    ta=$!
+    in_pod "$out/grants/w$b.json" timeout 90 python3 "$bench" --workload $wl --phases "$b:weight:8" \
+      --warmup-s 1 --start-at "$st" --tag "weight-$wl-$a-B" >>"$res" 2>"$out/logs/weight-$wl-$a-B.err" &
+    wait $ta $!  # not a bare wait: the manager is a child too
+  done
+  for id in $ida $idb; do util control "$sock" "{\"op\":\"delete\",\"id\":$id}" >/dev/null; done
+  stop_manager
+done
+
+# --- verdicts on throughput ------------------------------------------------------------------------
+CAPS_RUN=$CAPS python3 - "$res" "$out/logs" "$out/grants" >"$work/rows" <<'PY'
+import glob, json, os, statistics as S, sys
+r = {}
+for line in open(sys.argv[1]):
+    if line.startswith("{"):
+        j = json.loads(line); r[j["tag"]] = j
+logs, grants = sys.argv[2], sys.argv[3]
+for wl in ("matmul", "graph"):
+    bare = r.get(f"bare-{wl}")
+    base = S.median(bare["per_s"][1:]) if bare else None
+    if not bare and any(k.startswith(f"cap-{wl}") for k in r):
+        print(f"caps {wl}|FAIL|no bare run")
+    for c in [int(c) for c in os.environ["CAPS_RUN"].split()] if bare else ():
+        x = r.get(f"cap-{wl}-{c}")
+        if not x:
+            print(f"cap {c} {wl}|FAIL|no result (see logs/cap-{wl}-{c}.err)"); continue
+        w = [100.0 * v / base for v in x["per_s"][1:]]
+        err = max(abs(v - c) for v in w)
+        # The slot's metric against the driver's utilization while the capped loop ran (GPU time,
+        # not work: the cap holds work, so the time share is below the cap where the clock boosts).
+        m, u = [], []
+        scrape = os.path.join(logs, f"cap-{wl}-{c}.scrape")
+        for l in open(scrape) if os.path.exists(scrape) else ():
+            p = l.split()
+            if len(p) == 3:
+                m.append(100 * float(p[1])); u.append(float(p[2]))
+        tail = len(m) // 2  # the second half: the loop is running capped
+        agree = ""
+        if m[tail:]:
+            am, au = S.median(m[tail:]), S.median(u[tail:])
+            agree = f"; achieved-share metric {am:.1f} % vs driver util {au:.0f} %"
+            ok_m = abs(am - au) <= 5
+        else:
+            ok_m = False
+        print(f"cap {c} {wl}|{'PASS' if err <= 3 else 'FAIL'}|windows {' '.join(f'{v:.1f}' for v in w)} "
+              f"% of bare ({base:.0f} steps/s), worst error {err:.1f}")
+        print(f"metrics: achieved share, cap {c} {wl}|{'PASS' if ok_m else 'FAIL'}|{agree.lstrip('; ')}")
+    for a, b in ((30, 70), (10, 90)):
+        A, B = r.get(f"weight-{wl}-{a}-A"), r.get(f"weight-{wl}-{a}-B")
+        if not (A and B):
+            continue
+        mode = open(os.path.join(grants, f"w{a}.config")).read() if os.path.exists(os.path.join(grants, f"w{a}.config")) else ""
+        s = [100.0 * x / (x + y) for x, y in zip(A["per_s"][1:], B["per_s"][1:]) if x + y]
+        err = max(abs(v - a) for v in s) if s else 99
+        print(f"weight {a}/{b} {wl}|{'PASS' if err <= 3 else 'FAIL'}|A's share per window "
+              f"{' '.join(f'{v:.1f}' for v in s)}, worst error {err:.1f}; slot config mode line: "
+              f"{[l for l in mode.splitlines() if 'mode' in l] or 'none'}")
+PY
+while IFS='|' read -r name res detail; do row "$name" "$res" "$detail"; done <"$work/rows"
+rm -rf "$work"
+{
+  echo "| check | result | detail |"
+  echo "|---|---|---|"
+  printf '%s\n' "${ROWS[@]}"
+} | tee "$out/summary.md"
