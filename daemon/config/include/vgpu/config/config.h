@@ -48,12 +48,19 @@ struct Config {
   std::string gpu_fixture;  // JSON GPU description instead of discovery
   std::string placement = "firstfit";
   std::string cdi_spec_dir = "/var/run/cdi";  // where per-slot CDI specs are written
-  std::string cdi_kind;            // e.g. "vgpu.io/slot"; empty: no CDI device names
-  std::string shim_library;        // host path of libvgpu-shim.so (shim enforcement)
-  std::string driver_library_dir;  // default <virtual-manager-path>/vdriver/nvidia
+  std::string cdi_kind;                       // e.g. "vgpu.io/slot"; empty: no CDI device names
+  std::string shim_library;                   // host path of libvgpu-shim.so (shim enforcement)
+  std::string driver_library_dir;             // default <virtual-manager-path>/vdriver/nvidia
   std::string managed_policy = "refuse";
   std::string unknown_policy = "refuse";
   std::string sys_module_dir = "/sys/module";  // where --enforcement=auto looks for vgpu
+  // Which kubelet API hands out the slots: "device-plugin" (extended resources) or "dra" (a
+  // DRA kubelet plugin, daemon/dra). One at a time: both would book the same GPU twice.
+  std::string kubelet_api = "device-plugin";
+  std::string dra_driver_name = "gpu.vgpu.io";  // DRA driver name (a DNS subdomain)
+  // Holds plugins_registry/ (registration socket) and plugins/<driver>/ (service socket).
+  std::string kubelet_dir = "/var/lib/kubelet";
+  bool dra() const { return kubelet_api == "dra"; }
 
   std::string KubeletSocket() const;
   std::string ControlSocket() const;
