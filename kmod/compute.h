@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The share controller's kernel host (compute.c, compute_gate.c,
- * compute_rm.c, compute_meter.c): one struct vgpu_compute_gpu and one kthread
+ * The share controller's kernel host (compute.c, compute_config.c,
+ * compute_gate.c, compute_rm.c, compute_meter.c): one struct vgpu_compute_gpu and one kthread
  * per GPU that has a controlled slot.
  * docs/results/compute-kernel-host.md describes the design and what was
  * measured with it.
@@ -161,8 +161,13 @@ int vgpu_compute_rm_control(struct vgpu_compute_gpu *g,
 int vgpu_compute_rm_setup(struct vgpu_compute_gpu *g);
 void vgpu_compute_rm_teardown(struct vgpu_compute_gpu *g);
 
-/* compute.c, used by the gate. */
+/* An on edge waits this long for its PREEMPT (~0.6 ms on the H200). */
+#define VGPU_COMPUTE_ENABLE_WAIT_NS (20 * NSEC_PER_MSEC)
+
+/* compute.c (the thread), used by the gate and by compute_config.c. */
 struct vgpu_compute_slot *vgpu_compute_find(struct vgpu_compute_gpu *g, u32 id);
+void vgpu_compute_exec(struct vgpu_compute_gpu *g, int n, bool force);
+int vgpu_compute_thread(void *arg);
 
 /* compute_gate.c (the gate's protocol), used by compute.c. */
 struct vcore_channel_info;

@@ -102,8 +102,8 @@ struct vgpu_compute_chans {
  * H200 tenant never running) that this host has not disabled yet (or whose
  * disable RM refused), marked here, before the call. On: exactly the
  * channels this host disabled, scheduled or not since; never one it did not.
- * A channel without a TSG parent (an internal TSG, abi.md §6.3) is never
- * scheduled in the registry's sense and is left alone.
+ * A channel without a TSG parent (an internal TSG, nvidia-rm-abi.md §6.3) is
+ * never scheduled in the registry's sense and is left alone.
  */
 static int vgpu_compute_chan_seen(void *arg,
 				  const struct vcore_channel_info *ch)

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The proxy nodes' file operations. Every proxy file holds exactly one real
- * file of the node it stands for (reference/nvidia-rm-abi.md §9.2: clients are
+ * file of the node it stands for (docs/nvidia-rm-abi.md §9.2: clients are
  * bound to the real ctl file; §9.4: one mmap context per file), opened with the
  * caller's flags and credentials. Calls are forwarded synchronously in the
  * caller's task (§9.5): RM reads current's mm, fd table and credentials.

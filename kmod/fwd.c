@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * What the driver looks up in the caller's fd table, translated from proxy
- * files to the real files they hold (reference/nvidia-rm-abi.md §9.3, §9.5).
+ * files to the real files they hold (docs/nvidia-rm-abi.md §9.3, §9.5).
  *
  * fd numbers inside parameters are fget()-ed and must be major-195 nvidia
  * files: the paired real file is installed on a temporary fd, the field is
@@ -181,8 +181,7 @@ static void vgpu_close_tmp(int fd)
 	 * file (two device allocations at once) or a new mapping of it also
 	 * holds one and only delays this call, by that bound at most.
 	 */
-	for (i = 0; !copies && i < 250 && file_count(t->real) >= t->refs;
-	     i++) {
+	for (i = 0; !copies && i < 250 && file_count(t->real) >= t->refs; i++) {
 		usleep_range(800, 1200);
 		copies = vgpu_reap_copies(t->real);
 	}

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * vgpu.ko: fake NVIDIA device nodes that filter RM ioctls per tenant ("slot")
- * and forward them to the real driver (reference/nvidia-rm-abi.md §9 is the
+ * and forward them to the real driver (docs/nvidia-rm-abi.md §9 is the
  * contract this follows).
  *
  * The module loads without nvidia.ko. The real nodes are resolved by path in

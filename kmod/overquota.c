@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Closing the TOCTOU window on memory allocations (kmod/core/vcore.h, "TOCTOU";
- * reference/nvidia-rm-abi.md §9.5). The core decides on a private copy of the
+ * docs/nvidia-rm-abi.md §9.5). The core decides on a private copy of the
  * parameters, but the driver re-reads the user's memory: a second thread can
  * raise the size in between, and the driver then allocates more than was
  * reserved. The core notices when it settles the charge from the reply and
@@ -77,9 +77,10 @@ void vgpu_overquota_hook(void *priv, struct vcore_file *file,
 }
 
 /*
- * Where the RM status of an allocation lives in user memory (abi.md §3): NVOS64
- * @40, NVOS21 @28, NVOS02 wrapper @40, NVOS32 @20; under XFER, in the payload.
- * Must be called before vcore_post frees @call.
+ * Where the RM status of an allocation lives in user memory
+ * (nvidia-rm-abi.md §3): NVOS64 @40, NVOS21 @28, NVOS02 wrapper @40, NVOS32
+ * @20; under XFER, in the payload. Must be called before vcore_post frees
+ * @call.
  */
 u32 __user *vgpu_overquota_status_addr(struct vcore_call *call,
 				       unsigned int cmd, unsigned long arg)
@@ -121,7 +122,7 @@ u32 __user *vgpu_overquota_status_addr(struct vcore_call *call,
  * a tampered call (tampered()). The
  * free waits for vgpu_overquota_settle, after vcore_post, and goes through the
  * caller's own real ctl file: the driver then frees an object only if its
- * client is bound to that file (reference/nvidia-rm-abi.md §9.2, strict
+ * client is bound to that file (docs/nvidia-rm-abi.md §9.2, strict
  * client validation). The core's handles come from the tenant's private copy
  * and may name another tenant's client (a record made from a rewritten call);
  * the driver's in-kernel entry would free anyone's, this path only the

@@ -2,7 +2,7 @@
 /*
  * vgpu.ko's in-kernel RM client: RM calls issued by the kernel itself, through
  * the real driver's nvidia_get_rm_ops() entry point (the one nvidia-modeset.ko
- * uses; reference/nvidia-rm-abi.md §6.3, §9.5).
+ * uses; docs/nvidia-rm-abi.md §6.3, §9.5).
  *
  * Why: the driver runs such calls on kernel buffers with kernel privilege
  * (RS_PRIV_LEVEL_KERNEL, no client-ownership or pid check), so vgpu.ko can

@@ -237,7 +237,8 @@ int vgpu_slot_create(u32 gpu, u32 flags, const struct vgpu_slot_config *cfg,
 	vgpu_slot_bump();
 	*id = slot->id;
 	mutex_unlock(&vgpu_slots_lock);
-	/* Published: a concurrent destroy may free it now, so no slot-> here. */
+	/* Published: a concurrent destroy may free it now, so no slot-> here.
+	 */
 	pr_info("slot %u created: gpu %u, quota %llu bytes, share %u%%, name "
 		"'%s'\n",
 		*id, gpu, cfg->mem_quota, cfg->compute_share, cfg->name);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Closing the TOCTOU hole on memory charges (reference/nvidia-rm-abi.md §9.5,
+ * Closing the TOCTOU hole on memory charges (docs/nvidia-rm-abi.md §9.5,
  * kmod/core/vcore.h "TOCTOU"). The driver re-reads the allocation's size from
  * user memory after the core checked its private copy, and writes the size it
  * allocated back to user memory: a second thread of the tenant can change
@@ -22,11 +22,11 @@
  * Through the same entry, on kernel memory (vgpu_trusted_free), but only
  * under a client this slot holds the node-wide claim of: the core accepts an
  * object only under a client whose creation by the caller's file the driver
- * confirmed (kmod/core/rm_alloc_verify.c, vcore_own_client), and the claim keeps any
- * other tenant from taking its handle while the record lives. Any other
- * client (recorded when the driver could not be asked) is freed as before:
- * queued (overquota.c, vgpu_free_queue) and freed through the caller's own
- * real ctl file after vcore_post, where the driver frees only objects of
+ * confirmed (kmod/core/rm_alloc_verify.c, vcore_own_client), and the claim
+ * keeps any other tenant from taking its handle while the record lives. Any
+ * other client (recorded when the driver could not be asked) is freed as
+ * before: queued (overquota.c, vgpu_free_queue) and freed through the caller's
+ * own real ctl file after vcore_post, where the driver frees only objects of
  * clients bound to that file, with an NVOS00 in user memory.
  *
  * Before the size, the object's existence: the core asks after EVERY

@@ -16,8 +16,7 @@ int vgpu_trusted_driver_memory(void *priv, vcore_u32 h_client,
  * driver's word on an object's existence. */
 int vgpu_trusted_client_claim(void *priv, vcore_u32 *h_client);
 void vgpu_trusted_client_release(void *priv, vcore_u32 h_client);
-int vgpu_trusted_driver_has(void *priv, vcore_u32 h_client,
-			    vcore_u32 h_object);
+int vgpu_trusted_driver_has(void *priv, vcore_u32 h_client, vcore_u32 h_object);
 void vgpu_trusted_exit(void);
 
 #endif /* VGPU_KMOD_TRUSTED_H */

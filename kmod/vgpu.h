@@ -224,7 +224,7 @@ bool vgpu_compute_slot_stats(struct vgpu_slot *slot,
 			     struct vgpu_compute_host_stats *hs);
 const char *vgpu_compute_mode_name(u32 mode);
 
-/* filter.c: the filter core's host (kmod/core, vcore.h). */
+/* filter.c, core_host.c: the filter core's host (kmod/core, vcore.h). */
 struct vcore_slot;
 /* The core's slot (its TSG registry), valid while the slot is referenced. */
 struct vcore_slot *vgpu_filter_core(struct vgpu_slot *slot);

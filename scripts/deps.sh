@@ -17,7 +17,7 @@ SUDO=
 echo "deps: installing ${#missing[@]} packages: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 # INITRD=No: the kernel images are only booted by QEMU with our own initramfs; skipping
-# update-initramfs saves ~35 s per kernel (reference/kmod-vm-harness.md §2).
+# update-initramfs saves ~35 s per kernel (docs/reference/kmod-vm-harness.md §2).
 $SUDO env INITRD=No apt-get update -qq || true
 $SUDO env INITRD=No apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 echo "deps: done"

@@ -81,7 +81,7 @@ for kver in "${kvers[@]}"; do
     [ $sparse -eq 1 ] || rm -f "$mdir"/*.ko
     log=$kout/$m.$([ $sparse -eq 1 ] && echo sparse || echo build).log
     if [ $sparse -eq 1 ]; then
-      # sparse never fails the build by itself (reference §3): any warning/error line fails here.
+      # sparse never fails the build by itself (kmod-vm-harness.md §3): any warning/error line fails here.
       # C=2 re-checks every source even when the objects are up to date; with the same W=1
       # flags as the build, objects an earlier build left in this tree are not recompiled.
       make -C "$kdir" M="$mdir" C=2 W=1 KCFLAGS="$kcflags" -j"$jobs" modules >"$log" 2>&1; rc=$?

@@ -171,17 +171,17 @@ enum vgpu_stat_attr {
 	 * Compute share (the controller, kmod/core/sched); all 0 while the
 	 * slot is not under control (share 100 in cap mode).
 	 */
-	VGPU_STAT_GPU_BUSY_NS,	  /* GPU time the slot's TSGs used, measured */
-	VGPU_STAT_THROTTLED_NS,	  /* time the slot's channels were gated off */
-	VGPU_STAT_OVERSHOOT_NS,	  /* GPU time measured while gated off */
-	VGPU_STAT_DEBT_NS,	  /* cap: GPU time owed now (gauge) */
-	VGPU_STAT_SHARE_1S_PM,	  /* achieved share of the GPU, last 1 s,
-				     permille (gauge) */
-	VGPU_STAT_SHARE_10S_PM,	  /* same over the last 10 s (gauge) */
-	VGPU_STAT_GATE_ACTIONS,	  /* gate off + gate on edges issued */
-	VGPU_STAT_TIMESLICE_US,	  /* weight: last timeslice set (gauge) */
-	VGPU_STAT_COMPUTE_ERRORS, /* RM controls of the controller that
-				     failed */
+	VGPU_STAT_GPU_BUSY_NS,	   /* GPU time the slot's TSGs used, measured */
+	VGPU_STAT_THROTTLED_NS,	   /* time the slot's channels were gated off */
+	VGPU_STAT_OVERSHOOT_NS,	   /* GPU time measured while gated off */
+	VGPU_STAT_DEBT_NS,	   /* cap: GPU time owed now (gauge) */
+	VGPU_STAT_SHARE_1S_PM,	   /* achieved share of the GPU, last 1 s,
+				      permille (gauge) */
+	VGPU_STAT_SHARE_10S_PM,	   /* same over the last 10 s (gauge) */
+	VGPU_STAT_GATE_ACTIONS,	   /* gate off + gate on edges issued */
+	VGPU_STAT_TIMESLICE_US,	   /* weight: last timeslice set (gauge) */
+	VGPU_STAT_COMPUTE_ERRORS,  /* RM controls of the controller that
+				      failed */
 	VGPU_STAT_CONTROL_LATE_NS, /* how late the controller thread woke
 				      for its edges, when more than 10 ms
 				      late (a stalled thread), summed:
@@ -224,7 +224,7 @@ enum vgpu_slot_state {
 
 /*
  * Managed memory (cudaMallocManaged) never reaches RM: UVM allocates it in the
- * kernel, so a memory quota cannot count it (reference/nvidia-rm-abi.md §7). A
+ * kernel, so a memory quota cannot count it (docs/nvidia-rm-abi.md §7). A
  * slot either refuses it or allows it uncounted, explicitly.
  */
 enum vgpu_managed_policy {

@@ -95,11 +95,24 @@ Result<IdSet> ParseIdSet(const std::vector<std::string>& ids, ResourceKind kind)
   return set;
 }
 
+// Built by appending to a std::string: `"literal" + std::to_string(...)` (operator+ on a const
+// char* and a temporary string) trips GCC 12's false -Wrestrict at -O3 (GCC bug 105329), which
+// -Werror turns into a failed Release build.
 std::string SlotKey(uint32_t gpu, const std::vector<uint32_t>& units) {
-  return "g" + std::to_string(gpu) + "-m" + std::to_string(units.empty() ? 0 : units.front()) +
-         "-n" + std::to_string(units.size());
+  std::string key = "g";
+  key += std::to_string(gpu);
+  key += "-m";
+  key += std::to_string(units.empty() ? 0 : units.front());
+  key += "-n";
+  key += std::to_string(units.size());
+  return key;
 }
 
-std::string WholeGpuSlotKey(uint32_t gpu) { return "g" + std::to_string(gpu) + "-whole"; }
+std::string WholeGpuSlotKey(uint32_t gpu) {
+  std::string key = "g";
+  key += std::to_string(gpu);
+  key += "-whole";
+  return key;
+}
 
 }  // namespace vgpu::alloc

@@ -1,6 +1,6 @@
 // vgpu-manager: the node daemon. Start-up is a list of named steps run in order (volumes ->
 // pod-resources -> node labels -> slots -> topology -> allocator -> services -> register, as
-// DESIGN.md "The manager"); each logs what it found, and a failing step says why and what to
+// docs/design.md "The manager"); each logs what it found, and a failing step says why and what to
 // fix. After start-up one loop owns signals, kubelet restarts (re-serve + re-register) and the
 // periodic orphan check.
 #include <malloc.h>

@@ -28,7 +28,8 @@ Result<ParsedArgs> ParseArgs(std::string_view command, std::span<const std::stri
     auto spec =
         std::find_if(known.begin(), known.end(), [&](const FlagSpec& f) { return f.name == name; });
     if (spec == known.end()) {
-      return InvalidArgumentError("'" + std::string(command) + "' has no flag " + name);
+      // std::string first, not "'" + ...: GCC 12's false -Wrestrict at -O3 (GCC bug 105329).
+      return InvalidArgumentError(std::string("'").append(command) + "' has no flag " + name);
     }
     if (spec->takes_value && !inline_value) {
       if (i + 1 >= args.size()) return InvalidArgumentError(name + ": needs a value");
@@ -200,7 +201,10 @@ std::string Seconds(uint64_t ns) {
 
 std::string JoinPids(const std::vector<uint32_t>& pids) {
   std::string out;
-  for (uint32_t p : pids) out += (out.empty() ? "" : ",") + std::to_string(p);
+  for (uint32_t p : pids) {
+    if (!out.empty()) out += ',';  // not ("," + to_string): GCC 12's false -Wrestrict at -O3
+    out += std::to_string(p);
+  }
   return out.empty() ? "-" : out;
 }
 }  // namespace

@@ -1,5 +1,5 @@
 // vgpuctl's pieces that need no kernel: argument parsing, sizes, and rendering of slots as a
-// table or JSON. Kept apart from main so they are unit-tested (tests/unit/kmodclient).
+// table or JSON. Kept apart from main so they are unit-tested (tests/unit/daemon/vgpuctl).
 #pragma once
 
 #include <cstdint>

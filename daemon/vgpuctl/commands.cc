@@ -239,7 +239,8 @@ int Dispatch(CommandContext& ctx, std::span<const std::string> argv) {
     RunHelp(ctx, {});
     return 2;
   }
-  const std::string& name = argv[i];
+  // --help and -h are the help command, as every other CLI spells it.
+  const std::string& name = argv[i] == "--help" || argv[i] == "-h" ? "help" : argv[i];
   auto it = std::find_if(std::begin(kCommands), std::end(kCommands),
                          [&](const Command& c) { return c.name == name; });
   if (it == std::end(kCommands)) {

@@ -5,8 +5,8 @@ recipe under deploy/images/), RBAC, resource names of the examples and, when the
 is given, that every flag the manifests pass is one the manager knows.
 
 usage: check_manifests.py DEPLOY_DIR [--manager-bin PATH]
-exit: 0 all checks pass, 1 a check failed (each failure printed), 77 skipped (no kubectl or
-no PyYAML: CTest's SKIP_RETURN_CODE).
+exit: 0 all checks pass, 1 a check failed (each failure printed) or a tool is missing (kubectl,
+PyYAML): a fresh machine without them must fail here, not pass by skipping.
 """
 import json
 import os
@@ -15,12 +15,15 @@ import shutil
 import subprocess
 import sys
 
-SKIP = 77
+# kubectl with Kustomize v3 or later: the overlays use `patches:` with a target and directories
+# under `resources:`. Debian 12's own kubernetes-client (kubectl 1.20, Kustomize v2.0.3) cannot
+# render them; see README.md ("Dependencies") for where `make deps` expects kubectl from.
+MISSING_TOOL = 1
 try:
     import yaml
 except ImportError:
-    print("SKIP: PyYAML missing (apt-get install python3-yaml)")
-    sys.exit(SKIP)
+    print("FAIL: PyYAML missing (apt-get install python3-yaml; make deps installs it)")
+    sys.exit(MISSING_TOOL)
 
 RESOURCES = {"tencent.com/vcuda-core", "tencent.com/vcuda-memory", "tencent.com/vcuda-gpu"}
 IMAGE_RE = re.compile(r"^ghcr\.io/vgpu/(vgpu-[a-z0-9-]+):([0-9][0-9A-Za-z.+-]*)$")
@@ -351,8 +354,9 @@ def main():
     deploy = os.path.abspath(sys.argv[1])
     kubectl = shutil.which("kubectl")
     if kubectl is None:
-        print("SKIP: no kubectl on PATH (install kubectl or Debian's kubernetes-client)")
-        return SKIP
+        print("FAIL: no kubectl on PATH: the overlays cannot be rendered. Install kubectl 1.21 or "
+              "later (README.md, Dependencies); Debian 12's kubernetes-client is too old.")
+        return MISSING_TOOL
     known_flags = None
     if "--manager-bin" in sys.argv:
         binary = sys.argv[sys.argv.index("--manager-bin") + 1]

@@ -2,15 +2,16 @@
 # Kbuild fragment: the filter core's objects, relative to kmod/, appended to vgpu.ko by
 # kmod/Kbuild (-include $(src)/core/core.mk). Keep in step with core/CMakeLists.txt.
 vgpu-y += core/fmt.o core/slot.o core/objects.o core/dispatch.o \
+	  core/call.o core/escapes.o core/uvm.o \
 	  core/rm_alloc.o core/rm_alloc_post.o core/rm_alloc_verify.o \
 	  core/rm_control.o core/views.o core/tables_580.o core/index.o
 
-# The kernel host's user copies (kmod/filter.c), called directly by the core
+# The kernel host's user copies (kmod/core_host.c), called directly by the core
 # instead of through its ops table (vcore.h, VCORE_HOST_COPY_FROM_USER).
 ccflags-y += -DVCORE_HOST_COPY_FROM_USER=vgpu_host_copy_from_user \
 	     -DVCORE_HOST_COPY_TO_USER=vgpu_host_copy_to_user
 
-# The share controller (kmod/core/sched, the compute engineer's) when present.
+# The share controller (kmod/core/sched).
 ifneq ($(wildcard $(src)/core/sched/sched.mk),)
 include $(src)/core/sched/sched.mk
 vgpu-y += $(vcore-sched-y)

@@ -10,16 +10,8 @@
 #include "abi/ctrl.h"
 #include "abi/nv_escape.h"
 #include "abi/nvstatus.h"
-#include "abi/uvm.h"
 
-/* ---- user memory, through the host ---- */
-
-int vcore_reply_u32(struct vcore_call *call, vcore_u32 off, vcore_u32 *out)
-{
-	return vcore_user_read(call, out, call->arg + off, sizeof(*out));
-}
-
-/* ---- buffers and fd fields ---- */
+/* ---- the argument ---- */
 
 /*
  * The top-level argument as vcore_pre_lean read it from user memory, handed
@@ -69,227 +61,6 @@ static inline int copy_arg(struct vcore_call *call,
 int vcore_copy_arg(struct vcore_call *call)
 {
 	return copy_arg(call, VCORE_NULL);
-}
-
-int vcore_add_buf(struct vcore_call *call, int parent, vcore_u32 ptr_off,
-		  vcore_uptr_t uaddr, vcore_u32 len, vcore_bool copy)
-{
-	struct vcore_buf_info *b;
-	void *priv;
-	int i;
-
-	if (copy && len > VCORE_MAX_ALLOC)
-		return -VCORE_E2BIG;
-	i = vcore_list_buf(call, parent, ptr_off, uaddr, len);
-	if (i < 0 || !copy || !len)
-		return i;
-	b = &call->bufs[i];
-	priv = call->slot->ops->zalloc(call->slot->priv, len);
-	if (!priv)
-		return -VCORE_ENOMEM;
-	call->owned[i] = priv;
-	call->owned_mask |= 1u << i;
-	if (vcore_user_read(call, priv, uaddr, len))
-		return -VCORE_EFAULT;
-	b->copied = 1;
-	b->priv = priv;
-	return (int)i;
-}
-
-int vcore_copy_buf(struct vcore_call *call, unsigned int i)
-{
-	struct vcore_buf_info *b = &call->bufs[i];
-	void *priv;
-
-	if (b->copied)
-		return 0;
-	if (b->len > VCORE_MAX_ALLOC)
-		return -VCORE_E2BIG;
-	priv = call->slot->ops->zalloc(call->slot->priv, b->len ? b->len : 1);
-	if (!priv)
-		return -VCORE_ENOMEM;
-	if (call->owned_mask & (1u << i)) /* a fault left an earlier copy */
-		call->slot->ops->free(call->slot->priv, call->owned[i]);
-	call->owned[i] = priv;
-	call->owned_mask |= 1u << i;
-	if (vcore_user_read(call, priv, b->uaddr, b->len))
-		return -VCORE_EFAULT;
-	b->copied = 1;
-	b->priv = priv;
-	return 0;
-}
-
-void vcore_add_fd(struct vcore_call *call, vcore_uptr_t uaddr, vcore_s32 value,
-		  enum vcore_fd_kind kind)
-{
-	struct vcore_fd_field *f;
-
-	if (call->n_fds >= VCORE_CALL_MAX_FDS)
-		return;
-	f = &call->fds[call->n_fds++];
-	f->uaddr = uaddr;
-	f->value = value;
-	f->kind = kind;
-}
-
-/* ---- refusals ---- */
-
-static void log_refusal(struct vcore_call *call)
-{
-	vcore_logf(call->slot, VCORE_LOG_INFO,
-		   "pid %u: refused nr 0x%x size %u cmd/class 0x%x: %s (%s %d)",
-		   call->ctx.pid, call->nr, call->size, call->cmd, call->reason,
-		   call->verdict == VCORE_REFUSE_STATUS ? "status" : "errno",
-		   call->verdict == VCORE_REFUSE_STATUS ? (int)call->rm_status
-							: call->err);
-}
-
-enum vcore_verdict vcore_refuse_errno(struct vcore_call *call, int err,
-				      const char *reason)
-{
-	call->verdict = VCORE_REFUSE_ERRNO;
-	call->err = err;
-	call->reason = reason;
-	return call->verdict;
-}
-
-/*
- * Refuse the way RM refuses: status in the struct, ioctl returns 0
- * (abi.md §4.3). The status goes to the effective argument (the XFER
- * payload when wrapped), or into the control's own struct.
- */
-enum vcore_verdict vcore_refuse_status(struct vcore_call *call,
-				       vcore_u32 status, const char *reason)
-{
-	const struct vcore_esc_row *row = call->esc;
-
-	if (!row || (row->flags & VCORE_ESC_NO_STATUS) ||
-	    vcore_user_write(call, call->arg + call->status_off, &status,
-			     sizeof(status)))
-		return vcore_refuse_errno(call, -VCORE_EFAULT, reason);
-	call->verdict = VCORE_REFUSE_STATUS;
-	call->rm_status = status;
-	call->reason = reason;
-	return call->verdict;
-}
-
-enum vcore_verdict vcore_policy_unknown(struct vcore_call *call,
-					struct vcore_unknown_list *list,
-					vcore_u32 number, int strict_errno,
-					vcore_u32 strict_status,
-					const char *what)
-{
-	enum vcore_unknown_policy policy;
-
-	vcore_lock(call->slot);
-	vcore_count_unknown_locked(list, number);
-	policy = call->slot->cfg.unknown_policy;
-	vcore_unlock(call->slot);
-	if (policy == VCORE_UNKNOWN_PERMISSIVE) {
-		vcore_logf(call->slot, VCORE_LOG_DEBUG,
-			   "pid %u: forwarding unknown %s 0x%x (permissive)",
-			   call->ctx.pid, what, number);
-		return VCORE_FORWARD;
-	}
-	if (strict_errno)
-		return vcore_refuse_errno(call, strict_errno, what);
-	return vcore_refuse_status(call, strict_status, what);
-}
-
-/* ---- generic escape handlers ---- */
-
-/* Size-checked pass: most escapes need nothing but the size check. */
-enum vcore_verdict vcore_esc_pass(struct vcore_call *call)
-{
-	(void)call;
-	return VCORE_FORWARD;
-}
-
-/* CONFIG_GET/SET, EXPORT/IMPORT_OBJECT_TO_FD and friends: RmIoctl has no
- * case for them in 580 (abi.md §2), so the driver fails them anyway. */
-enum vcore_verdict vcore_esc_no_driver_handler(struct vcore_call *call)
-{
-	return vcore_refuse_errno(call, -VCORE_EINVAL,
-				  "escape has no handler in the 580 driver");
-}
-
-/* Registry writes, lockless diagnostics, NUMA status: root-only, and
- * node-wide in effect, so never from a tenant. */
-enum vcore_verdict vcore_esc_privileged(struct vcore_call *call)
-{
-	return vcore_refuse_errno(call, -VCORE_EPERM,
-				  "node-wide privileged escape");
-}
-
-/* NV_ESC_REGISTER_FD: ctl_fd is fget()-ed as a real ctl (escape.c:876). */
-enum vcore_verdict vcore_esc_register_fd(struct vcore_call *call)
-{
-	vcore_add_fd(call, call->arg, (vcore_s32)vcore_rd32(call->argbuf, 0),
-		     VCORE_FD_NV_CTL);
-	return VCORE_FORWARD;
-}
-
-/* NV_ESC_RM_MAP_MEMORY: the wrapper fd gets the mmap context
- * (nv-usermap.c:45, abi.md §9.3). */
-enum vcore_verdict vcore_esc_map_memory(struct vcore_call *call)
-{
-	vcore_add_fd(call, call->arg + 48,
-		     (vcore_s32)vcore_rd32(call->argbuf, 48), VCORE_FD_NV_ANY);
-	return VCORE_FORWARD;
-}
-
-/* NV_ESC_RM_GET_EVENT_DATA: the kernel writes a 16-byte event at pEvent. */
-enum vcore_verdict vcore_esc_get_event_data(struct vcore_call *call)
-{
-	vcore_uptr_t p = vcore_rd64(call->argbuf, 0);
-
-	if (p)
-		vcore_add_buf(call, (int)call->argidx, 0, p, NV_UNIX_EVENT_SIZE,
-			      0);
-	return VCORE_FORWARD;
-}
-
-/* NV_ESC_RM_IDLE_CHANNELS: three nested handle arrays of numChannels. */
-enum vcore_verdict vcore_esc_idle_channels(struct vcore_call *call)
-{
-	vcore_u32 n = vcore_rd32(call->argbuf, 12), i;
-
-	if (n > 4096)
-		return vcore_refuse_status(call, NV_ERR_INVALID_ARGUMENT,
-					   "IDLE_CHANNELS count too large");
-	for (i = 0; i < 3; i++) {
-		vcore_uptr_t p = vcore_rd64(call->argbuf, 16 + 8 * i);
-
-		if (p && n)
-			vcore_add_buf(call, (int)call->argidx, 16 + 8 * i, p,
-				      n * 4, 0);
-	}
-	return VCORE_FORWARD;
-}
-
-/* ---- UVM ---- */
-
-static enum vcore_verdict uvm_pre(struct vcore_call *call)
-{
-	const struct vcore_uvm_row *row;
-
-	call->nr = call->req;
-	call->size = 0;
-	row = vcore_slot_uvm(call->slot, call->req);
-	if (!row)
-		return vcore_policy_unknown(
-			call, &call->slot->stats.unknown_escapes, call->req,
-			-VCORE_EINVAL, 0, "unknown nvidia-uvm ioctl");
-	call->size = row->size;
-	vcore_add_buf(call, -1, 0, call->arg, row->size, 0);
-	if (call->req == UVM_MM_INITIALIZE) {
-		UVM_MM_INITIALIZE_PARAMS p;
-
-		/* Unreadable: the driver faults too, nothing to translate. */
-		if (!vcore_user_read(call, &p, call->arg, sizeof(p)))
-			vcore_add_fd(call, call->arg, p.uvmFd, VCORE_FD_UVM);
-	}
-	return VCORE_FORWARD;
 }
 
 /* ---- NV_ESC_RM_CONTROL ---- */
@@ -469,6 +240,17 @@ void vcore_slot_free_spare_calls(struct vcore_slot *slot)
 				vcore_atomic_xchg(&slot->spare[i], VCORE_NULL));
 }
 
+/* One log line per refused call. */
+static void log_refusal(struct vcore_call *call)
+{
+	vcore_logf(call->slot, VCORE_LOG_INFO,
+		   "pid %u: refused nr 0x%x size %u cmd/class 0x%x: %s (%s %d)",
+		   call->ctx.pid, call->nr, call->size, call->cmd, call->reason,
+		   call->verdict == VCORE_REFUSE_STATUS ? "status" : "errno",
+		   call->verdict == VCORE_REFUSE_STATUS ? (int)call->rm_status
+							: call->err);
+}
+
 /* vcore_pre; @early: the argument vcore_pre_lean already read, or NULL. */
 static enum vcore_verdict pre(struct vcore_file *file, vcore_u32 req,
 			      vcore_uptr_t arg,
@@ -505,7 +287,7 @@ static enum vcore_verdict pre(struct vcore_file *file, vcore_u32 req,
 		goto out;
 	}
 	if (file->kind == VCORE_FILE_UVM) {
-		v = uvm_pre(call);
+		v = vcore_uvm_pre(call);
 		goto out;
 	}
 	call->nr = VCORE_IOC_NR(req);
@@ -702,53 +484,4 @@ unwind:
 	call_unwind(call);
 	call_free(call);
 	return ret;
-}
-
-/* ---- accessors ---- */
-
-vcore_bool vcore_file_tampered(const struct vcore_file *file)
-{
-	return vcore_atomic_load(&file->tampered);
-}
-
-const char *vcore_call_reason(const struct vcore_call *call)
-{
-	return call ? call->reason : "out of memory";
-}
-
-vcore_u32 vcore_call_nr(const struct vcore_call *call)
-{
-	return call ? call->nr : 0;
-}
-
-vcore_u32 vcore_call_cmd(const struct vcore_call *call)
-{
-	return call ? call->cmd : 0;
-}
-
-unsigned int vcore_call_fd_count(const struct vcore_call *call)
-{
-	return call ? call->n_fds : 0;
-}
-
-const struct vcore_fd_field *vcore_call_fd(const struct vcore_call *call,
-					   unsigned int i)
-{
-	if (!call || i >= call->n_fds)
-		return VCORE_NULL;
-	return &call->fds[i];
-}
-
-unsigned int vcore_call_buffer_count(const struct vcore_call *call)
-{
-	return call ? call->n_bufs : 0;
-}
-
-int vcore_call_buffer(const struct vcore_call *call, unsigned int i,
-		      struct vcore_buf_info *out)
-{
-	if (!call || i >= call->n_bufs)
-		return -VCORE_ENOENT;
-	*out = call->bufs[i];
-	return 0;
 }

@@ -71,9 +71,9 @@ static int index_controls(struct vcore_slot *slot)
 			index_add(&slot->ctrl_index, a->ctrl[i].cmd,
 				  vcore_abi_ctrl(slot->abi, a->ctrl[i].cmd));
 		for (i = 0; i < a->n_ctrl_pass; i++)
-			index_add(&slot->ctrl_index, a->ctrl_pass[i].cmd,
-				  vcore_abi_ctrl(slot->abi,
-						 a->ctrl_pass[i].cmd));
+			index_add(
+				&slot->ctrl_index, a->ctrl_pass[i].cmd,
+				vcore_abi_ctrl(slot->abi, a->ctrl_pass[i].cmd));
 	}
 	return 0;
 }

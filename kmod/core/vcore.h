@@ -7,7 +7,7 @@
  * refused; after the real call it charges video memory from the driver's
  * reply, records the objects the driver created, and rewrites the replies
  * that would leak the real GPU's totals. Facts the rules rest on:
- * shared/reference/nvidia-rm-abi.md (cited as "abi.md §N").
+ * docs/nvidia-rm-abi.md (cited as "abi.md §N").
  *
  * Two hosts embed the core: vgpu.ko (kmod/) and libvgpu-shim.so (shim/).
  * Each fills one const struct vcore_host_ops. The core includes no kernel or

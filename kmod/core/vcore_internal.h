@@ -221,7 +221,8 @@ struct vcore_file {
 	enum vcore_file_kind kind;
 	void *host_priv;
 	vcore_u32 uvm_mmaps; /* mmaps asked of this UVM file; slot lock */
-	/* Set once (rm_alloc_verify.c, vcore_tampered), read lock-free (vcore_pre). */
+	/* Set once (rm_alloc_verify.c, vcore_tampered), read lock-free
+	 * (vcore_pre). */
 	vcore_bool tampered;
 	/*
 	 * (slot->pid_gen << 32 | pid) of the last caller noted in the slot's
@@ -413,8 +414,8 @@ struct vcore_call {
 	vcore_u32 free_client, free_object;
 	vcore_u32 client_claim; /* a client handle claimed for this call */
 	vcore_bool client_unverified; /* the driver could not be asked */
-	int list_buf; /* FB_GET_INFO v1: the nested list */
-	vcore_u32 view_entries; /* FB_GET_INFO_V2: list length, bounded */
+	int list_buf;		      /* FB_GET_INFO v1: the nested list */
+	vcore_u32 view_entries;	      /* FB_GET_INFO_V2: list length, bounded */
 
 	/*
 	 * Everything above is zeroed for each call (call_init); what follows
@@ -429,7 +430,7 @@ struct vcore_call {
 	vcore_u8 inline_arg[VCORE_INLINE_ARG];
 };
 
-/* dispatch.c helpers for handlers */
+/* escapes.c: refusals, for handlers */
 enum vcore_verdict vcore_refuse_errno(struct vcore_call *call, int err,
 				      const char *reason);
 enum vcore_verdict vcore_refuse_status(struct vcore_call *call,
@@ -439,6 +440,7 @@ enum vcore_verdict vcore_policy_unknown(struct vcore_call *call,
 					vcore_u32 number, int strict_errno,
 					vcore_u32 strict_status,
 					const char *what);
+/* call.c (and dispatch.c: vcore_copy_arg): a call's buffers and fd fields */
 /* Copy the top-level argument (call->size bytes) into call->argbuf. */
 int vcore_copy_arg(struct vcore_call *call);
 /* Add a nested buffer; @copy: also take a private copy. Returns its index
@@ -546,7 +548,9 @@ static inline int vcore_user_write(struct vcore_call *call, vcore_uptr_t dst,
 	return err ? -VCORE_EFAULT : 0;
 }
 
-/* Escape handlers (rm_alloc.c, rm_control.c, esc.c). */
+/* Escape handlers (escapes.c, rm_alloc.c, rm_control.c) and the UVM
+ * file's pre step (uvm.c). */
+enum vcore_verdict vcore_uvm_pre(struct vcore_call *call);
 enum vcore_verdict vcore_esc_pass(struct vcore_call *call);
 enum vcore_verdict vcore_esc_no_driver_handler(struct vcore_call *call);
 enum vcore_verdict vcore_esc_privileged(struct vcore_call *call);

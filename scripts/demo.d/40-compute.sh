@@ -3,7 +3,7 @@
 # simulated GPU of its unit tests: hard caps 10..90 % held per 1 s window, a 30/70 weighted split
 # and the hand-over when one tenant stops. Real-GPU numbers: docs/results/compute-h200.md.
 set -euo pipefail
-bin=$1/tests/unit/compute/vcore_sched_test
+bin=$1/tests/unit/core/sched/vcore_sched_test
 if [[ ! -x $bin ]]; then
   echo "compute: $bin not built; skipping"
   exit 0

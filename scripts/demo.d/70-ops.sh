@@ -53,5 +53,6 @@ if command -v kubectl >/dev/null; then
     echo "ops: deploy/overlays/$overlay renders: $kinds"
   done
 else
-  echo "ops: no kubectl; skipped rendering deploy/overlays"
+  echo "ops: FAIL: no kubectl on PATH, cannot render deploy/overlays (README.md, Dependencies)" >&2
+  exit 1
 fi

@@ -39,9 +39,11 @@ uint64_t Load64(const void* base, size_t off) {
   return v;
 }
 
-bool IsTsgClass(uint32_t c) { return c == 0xa06c; }  // KEPLER_CHANNEL_GROUP_A (abi.md §6.1)
+// KEPLER_CHANNEL_GROUP_A (nvidia-rm-abi.md §6.1)
+bool IsTsgClass(uint32_t c) { return c == 0xa06c; }
 bool IsChannelClass(uint32_t c) {
-  return (c & 0xff) == 0x6f && c >= 0xc36f && c <= 0xcfff;  // GPFIFO channels (abi.md §6.3)
+  // GPFIFO channels (nvidia-rm-abi.md §6.3)
+  return (c & 0xff) == 0x6f && c >= 0xc36f && c <= 0xcfff;
 }
 bool IsClientClass(uint32_t c) { return c == 0x0 || c == 0x1 || c == 0x41; }
 constexpr uint32_t kCtrlTsgGpfifoSchedule = 0xa06c0101;  // NVA06C_CTRL_CMD_GPFIFO_SCHEDULE
@@ -223,7 +225,8 @@ __attribute__((visibility("default"))) int vshim_rm_control(uint32_t h_client, u
   if (fd < 0) {
     return -EBADF;
   }
-  // NVOS54 (abi.md §3): hClient@0 hObject@4 cmd@8 flags@12 params@16 paramsSize@24 status@28.
+  // NVOS54 (nvidia-rm-abi.md §3): hClient@0 hObject@4 cmd@8 flags@12 params@16 paramsSize@24
+  // status@28.
   struct {
     uint32_t h_client, h_object, cmd, flags;
     uint64_t params;

@@ -7,7 +7,7 @@ namespace vgpu::shim {
 
 // After a forwarded call on a ctl fd returned 0 (RM status still to be checked here).
 void HooksAfterCall(int ctl_fd, uint32_t nr, unsigned long req, const void* arg);
-// A ctl file was released: its clients are gone (the driver frees them, abi.md §9.1).
+// A ctl file was released: its clients are gone (the driver frees them, nvidia-rm-abi.md §9.1).
 void HooksCtlClosed(int ctl_fd);
 
 }  // namespace vgpu::shim

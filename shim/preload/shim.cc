@@ -1,7 +1,7 @@
 // libvgpu-shim.so: the filter core (kmod/core) hosted in-process via LD_PRELOAD.
 //
 // Every ioctl on /dev/nvidiactl, /dev/nvidiaN and /dev/nvidia-uvm goes through vcore_pre, the
-// real driver (unless refused), and vcore_post, exactly as in the kernel host (DESIGN.md, "The
+// real driver (unless refused), and vcore_post, exactly as in the kernel host (docs/design.md, "The
 // shim host"). mmap of /dev/nvidia-uvm (managed memory, nvidia-rm-abi.md §7) is asked of the
 // core's managed-memory policy. Anything else passes straight to libc (wrappers.cc): the ioctl
 // wrapper costs two relaxed byte loads (the fd's kind, the diagnostic mode) for a non-NVIDIA fd,
@@ -179,7 +179,7 @@ vcore_u32 CachedTid() {
   return tid;
 }
 
-// RM status offset of an allocation escape's struct (abi.md §3), 0 if not an allocation.
+// RM status offset of an allocation escape's struct (nvidia-rm-abi.md §3), 0 if not an allocation.
 size_t AllocStatusOffset(uint32_t nr, uint32_t size) {
   if (nr == rm::kEscRmAlloc) {
     return size == 48 ? 40 : size == 32 ? 28 : 0;  // NVOS64 / NVOS21
@@ -203,7 +203,8 @@ void UndoOverquota(ShimState* st, const PendingOverquota& p, uint32_t nr, unsign
          p.oq.h_client, p.oq.h_object, static_cast<unsigned long long>(p.oq.bytes));
     return;
   }
-  // NVOS00 (abi.md §3): hRoot@0 hObjectParent@4 hObjectOld@8 status@12, through the filter.
+  // NVOS00 (nvidia-rm-abi.md §3): hRoot@0 hObjectParent@4 hObjectOld@8 status@12, through the
+  // filter.
   uint32_t nvos00[4] = {p.oq.h_client, p.oq.h_parent, p.oq.h_object, 0};
   if (FilteredIoctl(p.fd, DevKind::kCtl, 0xC0104629ul, nvos00) != 0 || nvos00[3] != 0) {
     Logf(LogLevel::kError, "over quota by a racing allocation and the free failed (status 0x%x)",

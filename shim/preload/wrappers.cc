@@ -216,7 +216,7 @@ VSHIM_EXPORT int fcntl(int fd, int cmd, ...) {
 }
 VSHIM_EXPORT int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
 
-// Managed memory is an mmap of /dev/nvidia-uvm (abi.md §4.2, §7); the core allows the one
+// Managed memory is an mmap of /dev/nvidia-uvm (nvidia-rm-abi.md §4.2, §7); the core allows the one
 // context mapping libcuda makes first on each UVM file (vcore_uvm_file_mmap_allowed).
 VSHIM_EXPORT void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
   if (vs::Mode() & vs::kModeCount) [[unlikely]] {

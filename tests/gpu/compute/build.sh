@@ -7,7 +7,7 @@ root=$(cd "$(dirname "$0")/../../.." && pwd)
 out=$root/build/gpu-compute
 mkdir -p "$out"
 cd "$root"
-for c in kmod/core/sched/vcore_sched.c kmod/core/sched/vcore_sched_ctrl.c; do
+for c in kmod/core/sched/vcore_sched*.c; do
   gcc -std=c11 -O2 -g -fPIC -fvisibility=hidden -Wall -Wextra -Werror -ffreestanding -c "$c" \
     -o "$out/$(basename "$c" .c).o"
 done
@@ -15,5 +15,5 @@ g++ -std=c++20 -O2 -g -fPIC -Wall -Wextra -Werror -fno-exceptions -fvisibility=h
   -I"$root" -Ikmod/core -shared -o "$out/libvgpu-compute-preload.so" \
   tests/gpu/compute/preload.cc shim/compute/compute_host.cc shim/compute/compute_gate.cc \
   shim/compute/compute_measure.cc shim/compute/perfmon.cc shim/compute/sm_clock.cc \
-  "$out"/vcore_sched.o "$out"/vcore_sched_ctrl.o -lpthread -ldl -Wl,-z,now -Wl,--no-undefined
+  "$out"/vcore_sched*.o -lpthread -ldl -Wl,-z,now -Wl,--no-undefined
 echo "built $out/libvgpu-compute-preload.so"

@@ -5,15 +5,15 @@
 #include <string.h>
 
 static int failures = 0;
-#define CK(x)                                              \
-  do {                                                     \
-    CUresult r_ = (x);                                     \
-    if (r_ != CUDA_SUCCESS) {                              \
-      const char* s_ = "?";                                \
-      cuGetErrorName(r_, &s_);                             \
-      printf("FAIL %s -> %s\n", #x, s_);                   \
-      failures++;                                          \
-    }                                                      \
+#define CK(x)                            \
+  do {                                   \
+    CUresult r_ = (x);                   \
+    if (r_ != CUDA_SUCCESS) {            \
+      const char* s_ = "?";              \
+      cuGetErrorName(r_, &s_);           \
+      printf("FAIL %s -> %s\n", #x, s_); \
+      failures++;                        \
+    }                                    \
   } while (0)
 
 static void MemInfo(const char* when) {

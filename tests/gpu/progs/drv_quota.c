@@ -71,9 +71,10 @@ int main(int argc, char** argv) {
   cuGetErrorName(last, &err_name);
   size_t free1 = 0, total1 = 0;
   cuMemGetInfo(&free1, &total1);
-  printf("RESULT mode=%s allocated=%llu allocs=%d refusal=%s free_before=%zu total=%zu "
-         "free_after=%zu total_after=%zu\n",
-         mode, allocated, n_allocs, err_name, free0, total0, free1, total1);
+  printf(
+      "RESULT mode=%s allocated=%llu allocs=%d refusal=%s free_before=%zu total=%zu "
+      "free_after=%zu total_after=%zu\n",
+      mode, allocated, n_allocs, err_name, free0, total0, free1, total1);
   fflush(stdout);
   if (hold) {
     printf("HOLD pid=%d\n", (int)getpid());
@@ -82,9 +83,12 @@ int main(int argc, char** argv) {
   }
   // Free everything: the charge must return to zero.
   for (int i = 0; i < n_allocs; i++) {
-    if (strcmp(mode, "vmm") == 0) cuMemRelease(handles[i]);
-    else if (strcmp(mode, "async") == 0) cuMemFreeAsync(ptrs[i], s);
-    else cuMemFree(ptrs[i]);
+    if (strcmp(mode, "vmm") == 0)
+      cuMemRelease(handles[i]);
+    else if (strcmp(mode, "async") == 0)
+      cuMemFreeAsync(ptrs[i], s);
+    else
+      cuMemFree(ptrs[i]);
   }
   if (s) {
     cuStreamSynchronize(s);

@@ -1,5 +1,5 @@
 // A fake kubelet speaking the real protocols on real unix sockets, for the manager's
-// integration tests (shared/reference/device-plugin-api.md §7.1):
+// integration tests (docs/reference/device-plugin-api.md §7.1):
 //   * serves v1beta1.Registration on <dir>/kubelet.sock; on Register it dials the plugin's
 //     socket, calls GetDevicePluginOptions and keeps a ListAndWatch stream open, as the kubelet's
 //     device manager does (§2.1);

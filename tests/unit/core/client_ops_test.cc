@@ -5,7 +5,7 @@
 // (kmod/trusted.c); here a fake driver record stands in for both, and the "sibling thread" is a
 // store into the simulated user memory between vcore_pre and the driver's read, or between the
 // driver's reply and vcore_post (as in trusted_test.cc). The guest suite runs the same races
-// against nvsim (tests/vm/guest/vgpu/vgpu_tamper.cpp).
+// against nvsim (tests/vm/guest/vgpu/parts/vgpu_tamper.cc).
 #include <map>
 #include <set>
 #include <utility>

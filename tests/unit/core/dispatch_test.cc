@@ -9,7 +9,7 @@ TEST_F(CoreTest, MatchesOnNrAndSizeNotOnTypeOrDirection) {
   MakeSlot(0);
   NVOS00_PARAMETERS p{1, 2, 3, 0};
   Put(kArg, Bytes(p));
-  // magic 'X' and _IOC_NONE: the driver ignores both (abi.md §1.3, [M] T1).
+  // magic 'X' and _IOC_NONE: the driver ignores both (nvidia-rm-abi.md §1.3, [M] T1).
   uint32_t req = (0u << 30) | (16u << 16) | ('X' << 8) | NV_ESC_RM_FREE;
   EXPECT_EQ(Call(req, kArg).verdict, VCORE_FORWARD);
 }

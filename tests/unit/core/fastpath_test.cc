@@ -214,9 +214,9 @@ void PlainLock(void* l) { static_cast<std::mutex*>(l)->lock(); }
 void PlainUnlock(void* l) { static_cast<std::mutex*>(l)->unlock(); }
 void PlainLog(void*, vcore_log_level, const char*) {}
 vcore_u64 PlainClock(void*) { return 0; }
-const vcore_host_ops kPlainOps = {PlainCopyIn,      PlainCopyOut, PlainZalloc, PlainFree,
-                                  PlainLockCreate,  PlainLockDestroy, PlainLock, PlainUnlock,
-                                  PlainLog,         PlainClock,   nullptr};
+const vcore_host_ops kPlainOps = {PlainCopyIn,     PlainCopyOut,     PlainZalloc, PlainFree,
+                                  PlainLockCreate, PlainLockDestroy, PlainLock,   PlainUnlock,
+                                  PlainLog,        PlainClock,       nullptr};
 
 TEST(CoreThreads, ConcurrentCallsShareTheSpareCallsSafely) {
   vcore_slot_config cfg{};
@@ -244,8 +244,8 @@ TEST(CoreThreads, ConcurrentCallsShareTheSpareCallsSafely) {
       for (int i = 0; i < kCalls; ++i) {
         vcore_call_ctx ctx{nullptr, static_cast<uint32_t>(100 + t), static_cast<uint32_t>(100 + t)};
         vcore_call* call = nullptr;
-        if (vcore_pre(f, Req(NV_ESC_RM_CONTROL, 32), reinterpret_cast<uint64_t>(&p), &ctx,
-                      &call) != VCORE_FORWARD ||
+        if (vcore_pre(f, Req(NV_ESC_RM_CONTROL, 32), reinterpret_cast<uint64_t>(&p), &ctx, &call) !=
+                VCORE_FORWARD ||
             vcore_call_cmd(call) != NVA06C_CTRL_CMD_GET_TIMESLICE)
           ++bad;
         if (vcore_post(call, 0) != 0) ++bad;

@@ -52,7 +52,7 @@ TEST_F(CoreTest, NeverChargesVirtualMemory) {
   Session(&c, &d, &s);
   NV_MEMORY_ALLOCATION_PARAMS m{};
   m.flags = NVOS32_ALLOC_FLAGS_VIRTUAL;
-  m.size = 4211081216ull;  // the VA reservation of cuInit (abi.md §4.2)
+  m.size = 4211081216ull;  // the VA reservation of cuInit (nvidia-rm-abi.md §4.2)
   EXPECT_EQ(Alloc(c, d, 0x5c000020, NV50_MEMORY_VIRTUAL, Bytes(m)).verdict, VCORE_FORWARD);
   // VIRTUAL-flagged class 0x40 is address space too.
   EXPECT_EQ(AllocVidmem(c, d, 0x5c000021, 1 * kGiB, NVOS32_ALLOC_FLAGS_VIRTUAL).verdict,
@@ -153,7 +153,8 @@ TEST_F(CoreTest, ClosingTheFileFreesTheClientsItOwns) {
   Alloc(c2, 0x5c100001, 0x5c100002, NV01_MEMORY_LOCAL_USER, Bytes(m), other);
   EXPECT_EQ(Charged(), 10 * kMiB);
   vcore_file_close(other);
-  EXPECT_EQ(Charged(), 2 * kMiB) << "only the closed file's client is freed (abi.md §9.1)";
+  EXPECT_EQ(Charged(), 2 * kMiB)
+      << "only the closed file's client is freed (nvidia-rm-abi.md §9.1)";
   vcore_file_close(ctl_);
   ctl_ = nullptr;
   EXPECT_EQ(Charged(), 0u);

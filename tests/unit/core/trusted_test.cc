@@ -1,6 +1,6 @@
 // The core's use of the host op driver_memory (kmod/core/vcore.h, rm_alloc_verify.c and
 // rm_alloc_post.c): after a charged allocation the size comes from the driver itself, not from
-// the reply in user memory that a racing thread can rewrite (reference/nvidia-rm-abi.md §9.5).
+// the reply in user memory that a racing thread can rewrite (docs/nvidia-rm-abi.md §9.5).
 // The "racing thread" here rewrites the reply between the fake driver's answer and vcore_post.
 #include <map>
 #include <utility>

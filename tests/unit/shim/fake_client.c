@@ -180,7 +180,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (strcmp(mode, "tsg") == 0) {
-    // A TSG on GR0 with one channel (abi.md §6.1, §6.3), then the TSG freed, then the client.
+    // A TSG on GR0 with one channel (nvidia-rm-abi.md §6.1, §6.3), then the TSG freed, then the
+    // client.
     uint8_t tsg_params[20] = {0};
     uint32_t engine = 1;
     memcpy(tsg_params + 12, &engine, 4);

@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
     char path[512];
     snprintf(path, sizeof path, "%s/nvidiactl", getenv("VGPU_DEV_DIR"));
     fd = open(path, O_RDWR | O_CLOEXEC);
-    // NVOS64 (abi.md §3): hRoot@0 hParent@4 hNew@8 class@12 params@16 ... status@40.
+    // NVOS64 (nvidia-rm-abi.md §3): hRoot@0 hParent@4 hNew@8 class@12 params@16 ... status@40.
     uint8_t cp[120] = {0}, dp[56] = {0}, mp[128] = {0};
     uint32_t sp = 0;
     uint32_t a[12] = {0};

@@ -2,7 +2,7 @@
 # Prints, one per line, the kernel releases whose headers are installed as Debian packages
 # (linux-headers-<release> in dpkg state "ii" with a configured build tree). The versions come
 # from dpkg, never from `uname -r` (the host kernel has no headers) or "newest in /lib/modules"
-# (reference/kmod-vm-harness.md §10 pitfall 3).
+# (docs/reference/kmod-vm-harness.md §10 pitfall 3).
 #   --bootable   only those whose image (/boot/vmlinuz-<release>) is installed too
 set -euo pipefail
 bootable=0; [ "${1:-}" = --bootable ] && bootable=1

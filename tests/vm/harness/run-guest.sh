@@ -8,7 +8,7 @@
 #   --work    scratch + results (default: a temp dir); results stay in WORK/out after the run
 #   --suite   run only these suites of tests/vm/guest/ (default: all with a guest.sh)
 # env: GUEST_TIMEOUT (s, default 300) bounds the whole VM; GUEST_SMP (2); GUEST_MEM (1G);
-#      ACCEL (tcg; never auto-select kvm: /dev/kvm here is PVM and hangs, reference §1);
+#      ACCEL (tcg; never auto-select kvm: /dev/kvm here is PVM and hangs, kmod-vm-harness.md §1);
 #      VM_SUITES "a b" = --suite a --suite b (to run a subset under ctest);
 #      VM_APPEND extra kernel command line (e.g. vmtest.fault=warn for the harness self-test).
 # exit: 0 every suite passed or skipped and the kernel stayed clean; 1 otherwise; 77 no such kernel image.

@@ -7,7 +7,7 @@
 #           VGPU_KJOBS   make -j (default: nproc)
 # The cache key hashes everything that decides the kernel: this script, debug.config, the
 # linux-source package version and the compiler. The O= tree's Makefile includes the source
-# tree by absolute path (reference/kmod-vm-harness.md §7), so both live in one entry, built in
+# tree by absolute path (docs/reference/kmod-vm-harness.md §7), so both live in one entry, built in
 # place and marked complete only at the end; a concurrent caller waits on the lock.
 set -euo pipefail
 here=$(dirname "$(realpath "$0")")

@@ -65,7 +65,7 @@ struct nvsim_gpu {
 	struct dentry *debugfs;
 };
 
-/* One mmap context per file (reference §9.4), created by RM_MAP_MEMORY / RM_ALLOC_MEMORY. */
+/* One mmap context per file (nvidia-rm-abi.md §9.4), created by RM_MAP_MEMORY / RM_ALLOC_MEMORY. */
 struct nvsim_mmap_ctx {
 	u64 size;                  /* page aligned; mmap must map exactly this */
 	u32 hclient;
@@ -167,7 +167,7 @@ static inline struct nvsim_file *nvsim_file_of(struct file *filp)
 	return filp->private_data;
 }
 
-/* nvsim_mem.c: mmap of an RM node (reference §9.4); the context is freed at the file's release. */
+/* nvsim_mem.c: mmap of an RM node (nvidia-rm-abi.md §9.4); the context is freed at the file's release. */
 int nvsim_mmap(struct file *filp, struct vm_area_struct *vma);
 void nvsim_mmap_ctx_free(struct nvsim_mmap_ctx *ctx);
 
@@ -175,7 +175,7 @@ void nvsim_mmap_ctx_free(struct nvsim_mmap_ctx *ctx);
 bool nvsim_rewrite_alloc(unsigned int nr, void __user *uptr, size_t size);
 void nvsim_rewrite_alloc_after(void __user *uptr, size_t size);
 
-/* nvsim_main.c: fd lookups (reference §9.3). */
+/* nvsim_main.c: fd lookups (nvidia-rm-abi.md §9.3). */
 struct nvsim_file *nvsim_fget_rm_file(int fd, bool want_ctl, struct file **filp, u32 *status);
 
 /* nvsim_sched.c */

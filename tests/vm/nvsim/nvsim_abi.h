@@ -2,7 +2,7 @@
 /*
  * The subset of the NVIDIA RM ioctl ABI (open kernel modules 580.x) that nvsim.ko serves,
  * shared by the module and the in-guest test programs. Layouts, numbers and sizes are from
- * /work/shared/reference/nvidia-rm-abi.md §1-§6 (x86_64); every struct is pinned by a
+ * docs/nvidia-rm-abi.md §1-§6 (x86_64); every struct is pinned by a
  * static assertion on its size and key offsets.
  *
  * nvsim keeps its own copy instead of including kmod/core/abi/: the simulator is the oracle

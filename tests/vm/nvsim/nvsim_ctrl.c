@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * nvsim RM controls (NV_ESC_RM_CONTROL): the ones a quota or compute controller reads and
- * drives (reference/nvidia-rm-abi.md §5-§6), one table row each, on the client table of
+ * drives (docs/nvidia-rm-abi.md §5-§6), one table row each, on the client table of
  * nvsim_rm.c, under nvsim_rm_lock (nvsim.h). Statuses as in nvsim_rm.c ("approx" where the
  * real code path was not verified).
  */

@@ -2,7 +2,7 @@
 /*
  * nvsim test hook (not a driver behaviour): a sibling thread's store into an RM_ALLOC or RM_FREE
  * during the call, made deterministic (README.md, "Test hook"). nvsim_ioctl calls it around its
- * copy-in and copy-out; tests/vm/guest/vgpu/vgpu_tamper.cpp arms it through the module
+ * copy-in and copy-out; tests/vm/guest/vgpu/parts/vgpu_tamper.cc arms it through the module
  * parameters below.
  */
 #include <linux/moduleparam.h>

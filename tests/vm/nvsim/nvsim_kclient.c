@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * nvsim_kclient: exercises nvsim's in-kernel RM entry point the way vgpu.ko's control path
- * would use nvidia.ko's (reference/nvidia-rm-abi.md §6.3). Loaded by the nvsim guest suite:
+ * would use nvidia.ko's (docs/nvidia-rm-abi.md §6.3). Loaded by the nvsim guest suite:
  *   insmod nvsim_kclient.ko hclient=<user client> htsg=<its TSG> timeslice_us=<n>
  * It checks the version handshake, sets the TSG's timeslice through ops.op with kernel
  * privilege (no ownership check, unlike any user file), and builds and frees a client of its

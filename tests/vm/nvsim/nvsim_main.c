@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * nvsim: a simulated NVIDIA driver for the test guest. It keeps the contract of nvidia.ko that
- * a proxy in front of it can break (reference/nvidia-rm-abi.md §9): major 195 nodes named like
+ * a proxy in front of it can break (docs/nvidia-rm-abi.md §9): major 195 nodes named like
  * the real ones, ioctls decoded by (nr, size) only, XFER unwrapping, clients bound to the ctl
  * file, REGISTER_FD, fd lookups that require major 195, the fd-table check for device
  * allocation, one mmap context per file and vm_ops that use vma->vm_file.
@@ -64,7 +64,7 @@ int nvsim_copy_out(const struct nvsim_caller *c, u64 dst, const void *src, size_
 }
 
 /*
- * nv_get_file_private() (reference §9.3.1): fget(fd) in current's table, then major 195 and
+ * nv_get_file_private() (nvidia-rm-abi.md §9.3.1): fget(fd) in current's table, then major 195 and
  * minor 255 (ctl) or a GPU minor. The real driver then trusts private_data without checking
  * f_op; nvsim checks f_op as well and reports a foreign major-195 file loudly instead of
  * corrupting memory, because that is exactly the proxy bug the simulator exists to expose.
@@ -118,7 +118,7 @@ static int nvsim_open(struct inode *inode, struct file *filp)
 }
 
 /*
- * rm_cleanup_file_private (reference §9.1): frees every client whose OS info is this file and
+ * rm_cleanup_file_private (nvidia-rm-abi.md §9.1): frees every client whose OS info is this file and
  * drops the REGISTER_FD reference. A VMA holds its file, so no mapping outlives the context.
  */
 static int nvsim_release(struct inode *inode, struct file *filp)
@@ -133,7 +133,7 @@ static int nvsim_release(struct inode *inode, struct file *filp)
 	return 0;
 }
 
-/* NV_ESC_REGISTER_FD (reference §9.2): bind a dev file to the ctl file that owns its clients. */
+/* NV_ESC_REGISTER_FD (nvidia-rm-abi.md §9.2): bind a dev file to the ctl file that owns its clients. */
 static int nvsim_register_fd(struct nvsim_file *nvf, struct nv_ioctl_register_fd *p)
 {
 	struct nvsim_file *ctl;
@@ -167,7 +167,7 @@ static void nvsim_card_info(struct nv_ioctl_card_info *ci, unsigned int n)
 		ci[i].pci_info.vendor_id = 0x10de;
 		ci[i].pci_info.device_id = 0x2335; /* H200 */
 		ci[i].gpu_id = 0x100 * (i + 1);
-		ci[i].fb_size = 256ULL << 20; /* BAR1, not vidmem (reference §5.3) */
+		ci[i].fb_size = 256ULL << 20; /* BAR1, not vidmem (nvidia-rm-abi.md §5.3) */
 		ci[i].minor_number = i;
 		/* i < NVSIM_MAX_GPUS: one digit. */
 		memcpy(ci[i].dev_name, "nvidia", 6);
@@ -197,7 +197,7 @@ static int nvsim_check_version(struct nv_ioctl_rm_api_version *p)
 	}
 }
 
-/* Which file each escape must arrive on (reference §1.2). */
+/* Which file each escape must arrive on (nvidia-rm-abi.md §1.2). */
 enum nvsim_on { NVSIM_CTL, NVSIM_DEV, NVSIM_ANY };
 
 static bool nvsim_file_ok(const struct nvsim_file *nvf, enum nvsim_on on)

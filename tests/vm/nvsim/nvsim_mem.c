@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * nvsim RM memory the CPU maps (reference/nvidia-rm-abi.md §4.2, §5.3, §9.4): VID_HEAP INFO,
+ * nvsim RM memory the CPU maps (docs/nvidia-rm-abi.md §4.2, §5.3, §9.4): VID_HEAP INFO,
  * NV_ESC_RM_ALLOC_MEMORY, RM_MAP_MEMORY / RM_UNMAP_MEMORY and the mmap context they hand a
  * file, RM_UPDATE_DEVICE_MAPPING_INFO. On the client table of nvsim_rm.c, under nvsim_rm_lock
  * (nvsim.h). Statuses as in nvsim_rm.c ("approx" where the real code path was not verified).
@@ -198,7 +198,7 @@ out:
 	mutex_unlock(&nvsim_rm_lock);
 }
 
-/* ---- mmap (reference §9.4) -------------------------------------------------------------------- */
+/* ---- mmap (nvidia-rm-abi.md §9.4) -------------------------------------------------------------------- */
 
 /* Every callback finds its state through vma->vm_file, as nv_vm_ops does. */
 static vm_fault_t nvsim_vm_fault(struct vm_fault *vmf)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * nvsim's in-kernel RM entry point (nvsim_rmops.h, reference §6.3): nvidia_get_rm_ops() hands a
+ * nvsim's in-kernel RM entry point (nvsim_rmops.h, nvidia-rm-abi.md §6.3): nvidia_get_rm_ops() hands a
  * kernel caller (vgpu.ko) RM_FREE, RM_ALLOC and RM_CONTROL on kernel buffers, without the
  * client ownership check (os_info NULL, as RS_PRIV_LEVEL_KERNEL).
  */

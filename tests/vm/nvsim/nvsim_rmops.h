@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * In-kernel RM entry point of nvsim, shaped like nvidia.ko's nvidia_get_rm_ops()
- * (reference/nvidia-rm-abi.md §6.3: EXPORT_SYMBOL_GPL, the caller's version string must equal
+ * (docs/nvidia-rm-abi.md §6.3: EXPORT_SYMBOL_GPL, the caller's version string must equal
  * NV_VERSION_STRING exactly, .op runs RM calls on kernel buffers with kernel privilege, so the
  * strict client-ownership check is skipped). vgpu.ko's in-kernel control path (e.g. SET_TIMESLICE
  * or GPFIFO_SCHEDULE on a tenant's TSG from its own thread) can be tested against nvsim with it.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * nvsim GPU-time model: what a compute controller acting on TSGs (reference §6) can observe.
+ * nvsim GPU-time model: what a compute controller acting on TSGs (nvidia-rm-abi.md §6) can observe.
  *
  * Each GPU runs its runnable TSGs round-robin, each for its timeslice, like a hardware runlist.
  * A TSG is runnable when GPFIFO_SCHEDULE enabled it and it has at least one channel that

@@ -2,7 +2,7 @@
 /*
  * NV0041_CTRL_CMD_GET_SURFACE_INFO on a memory object: what the driver itself says it allocated.
  * vgpu.ko asks it through the in-kernel RM entry after every charged allocation, instead of
- * trusting the size the reply carries in user memory (reference/nvidia-rm-abi.md §9.5, TOCTOU).
+ * trusting the size the reply carries in user memory (docs/nvidia-rm-abi.md §9.5, TOCTOU).
  *
  * The real driver (NVIDIA/open-gpu-kernel-modules, 580 branch):
  *   src/common/sdk/nvidia/inc/ctrl/ctrl0041.h: cmd 0x410110, params

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * /dev/nvidia-uvm, reduced to what the fd-table contract needs (reference §7, §9.3.2):
+ * /dev/nvidia-uvm, reduced to what the fd-table contract needs (nvidia-rm-abi.md §7, §9.3.2):
  * UVM_REGISTER_GPU reaches nvGpuOpsGetGpuInfo, which fails with NV_ERR_INSUFFICIENT_PERMISSIONS
  * unless the calling process has a real GPU file of that GPU in its fd table, even though the
  * ioctl arrives on the UVM node. UVM_INITIALIZE / UNREGISTER_GPU succeed; everything else is

@@ -91,7 +91,7 @@ def cuda_context(t, pid, fd, client, nvos21=False, events=True):
     t.alloc(pid, fd, client, client, dev, 0x80, bytes(56), nvos21=nvos21)
     t.alloc(pid, fd, client, dev, sub, 0x2080, bytes(4), nvos21=nvos21)
     h = 0x5C000100
-    # 17 context allocations, 518 MiB: 6 MiB then 16 x 32 MiB (abi.md §4.2).
+    # 17 context allocations, 518 MiB: 6 MiB then 16 x 32 MiB (nvidia-rm-abi.md §4.2).
     for size in [6 * MiB] + [32 * MiB] * 16:
         t.alloc(pid, fd, client, dev, h, 0x40, *mem_params(size), nvos21=nvos21)
         h += 1

@@ -1,5 +1,5 @@
-// What the compute suite's tests share (compute_test.cc, compute_gate.cpp): nvsim's debugfs view
-// of a GPU (the model's clock, every TSG, the contract counters), shares and stall allowances
+// What the compute suite's tests share (compute_test.cc, parts/compute_gate.cc): nvsim's debugfs
+// view of a GPU (the model's clock, every TSG, the contract counters), shares and stall allowances
 // computed from two such views, a slot that is destroyed at scope exit, and the fixtures.
 // compute_test.cc's top says why the assertions are what they are.
 #pragma once

@@ -26,7 +26,7 @@
 // Results go to $OUT/compute_results.txt (the table in docs/results/compute-kernel-host.md).
 //
 // The helpers (nvsim's debugfs view, Slot, the fixture) are in compute_suite.h; the tests of the
-// gate's protocol (kmod/compute_gate.c) in compute_gate.cpp, which joins this program.
+// gate's protocol (kmod/compute_gate.c) in parts/compute_gate.cc, which joins this program.
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>

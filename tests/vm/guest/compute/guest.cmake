@@ -3,6 +3,6 @@
 vmguest_add_vgpuctl()
 vmguest_use_kmodclient(vmguest_compute_compute_test)
 
-# The tests of the gate's protocol join compute_test (a .cpp file: the harness globs only
-# *.c/*.cc, one program each); both share compute_suite.h.
-target_sources(vmguest_compute_compute_test PRIVATE ${CMAKE_CURRENT_LIST_DIR}/compute_gate.cpp)
+# The tests of the gate's protocol join compute_test (parts/: the harness makes a program only of
+# the suite folder's own *.c/*.cc); both share compute_suite.h.
+target_sources(vmguest_compute_compute_test PRIVATE ${CMAKE_CURRENT_LIST_DIR}/parts/compute_gate.cc)

@@ -1,4 +1,4 @@
-# nvsim.ko's own contract tests (reference/nvidia-rm-abi.md §9), then unload rules.
+# nvsim.ko's own contract tests (docs/nvidia-rm-abi.md §9), then unload rules.
 set -e
 insmod ./mod/nvsim.ko num_gpus=2 vidmem_mib=1024 reserved_mib=64
 ./nvsim_test --gtest_brief=1 --gtest_output=xml:$OUT/nvsim_test.xml

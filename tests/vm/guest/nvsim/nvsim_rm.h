@@ -21,17 +21,17 @@ struct Rc {
   int err;
 };
 
-inline Rc RawIoctl(int fd, unsigned nr, void *p, size_t size) {
+inline Rc RawIoctl(int fd, unsigned nr, void* p, size_t size) {
   errno = 0;
   int r = ioctl(fd, NV_IOCTL(nr, size), p);
   return {r, r < 0 ? errno : 0};
 }
 
-inline uint64_t Ptr(const void *p) { return reinterpret_cast<uintptr_t>(p); }
+inline uint64_t Ptr(const void* p) { return reinterpret_cast<uintptr_t>(p); }
 
 // RM_ALLOC (NVOS64); returns the RM status, -errno when ioctl() itself fails.
-inline int64_t Alloc(int ctl, uint32_t client, uint32_t parent, uint32_t *handle, uint32_t cls,
-                     void *params = nullptr) {
+inline int64_t Alloc(int ctl, uint32_t client, uint32_t parent, uint32_t* handle, uint32_t cls,
+                     void* params = nullptr) {
   nvos64 p{};
   p.hRoot = client;
   p.hObjectParent = parent;
@@ -44,7 +44,7 @@ inline int64_t Alloc(int ctl, uint32_t client, uint32_t parent, uint32_t *handle
   return p.status;
 }
 
-inline int64_t AllocClient(int ctl, uint32_t *client) {
+inline int64_t AllocClient(int ctl, uint32_t* client) {
   *client = 0;
   return Alloc(ctl, 0, 0, client, NV01_ROOT_CLIENT);
 }
@@ -55,7 +55,7 @@ inline int64_t Free(int ctl, uint32_t client, uint32_t parent, uint32_t obj) {
   return rc.ret ? -rc.err : p.status;
 }
 
-inline int64_t Control(int ctl, uint32_t client, uint32_t obj, uint32_t cmd, void *params,
+inline int64_t Control(int ctl, uint32_t client, uint32_t obj, uint32_t cmd, void* params,
                        uint32_t size) {
   nvos54 p{};
   p.hClient = client;
@@ -68,8 +68,8 @@ inline int64_t Control(int ctl, uint32_t client, uint32_t obj, uint32_t cmd, voi
 }
 
 // Allocates vidmem of class 0x40; *size is in/out (RM returns the rounded size).
-inline int64_t AllocVidmem(int ctl, uint32_t client, uint32_t device, uint32_t *handle,
-                           uint64_t *size) {
+inline int64_t AllocVidmem(int ctl, uint32_t client, uint32_t device, uint32_t* handle,
+                           uint64_t* size) {
   nv_memory_allocation_params mp{};
   mp.owner = client;
   mp.flags = 0x1c101;

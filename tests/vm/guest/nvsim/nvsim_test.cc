@@ -1,4 +1,4 @@
-// In-guest tests of nvsim.ko: the contract of reference/nvidia-rm-abi.md §9 that vgpu.ko will be
+// In-guest tests of nvsim.ko: the contract of docs/nvidia-rm-abi.md §9 that vgpu.ko will be
 // tested against. guest.sh loads nvsim with num_gpus=2 vidmem_mib=1024 reserved_mib=64.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -24,10 +24,10 @@ constexpr uint64_t kReserved = 64 * kMiB;
 
 class Fd {
  public:
-  explicit Fd(const char *path) : fd_(open(path, O_RDWR)) {}
+  explicit Fd(const char* path) : fd_(open(path, O_RDWR)) {}
   ~Fd() { Close(); }
-  Fd(const Fd &) = delete;
-  Fd &operator=(const Fd &) = delete;
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
   int get() const { return fd_; }
   void Close() {
     if (fd_ >= 0) close(fd_);
@@ -86,7 +86,7 @@ class NvsimTest : public ::testing::Test {
 };
 
 TEST(NvsimNodes, MajorMinorAndNames) {
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(stat("/dev/nvidiactl", &st), 0);
   EXPECT_TRUE(S_ISCHR(st.st_mode));
   EXPECT_EQ(major(st.st_rdev), 195u);
@@ -167,16 +167,16 @@ TEST(NvsimEscapes, BadSizesAndFilesAreEinval) {
   EXPECT_EQ(RawIoctl(ctl.get(), NV_ESC_RM_CONTROL, buf, 31).err, EINVAL);
   EXPECT_EQ(RawIoctl(ctl.get(), NV_ESC_RM_FREE, buf, 17).err, EINVAL);
   EXPECT_EQ(RawIoctl(ctl.get(), NV_ESC_RM_ALLOC, buf, 40).err, EINVAL);
-  EXPECT_EQ(RawIoctl(ctl.get(), 0x99, buf, 8).err, EINVAL);     // unknown escape
-  EXPECT_EQ(RawIoctl(dev.get(), NV_ESC_RM_CONTROL, buf, 32).err, EINVAL);  // ctl only
+  EXPECT_EQ(RawIoctl(ctl.get(), 0x99, buf, 8).err, EINVAL);                     // unknown escape
+  EXPECT_EQ(RawIoctl(dev.get(), NV_ESC_RM_CONTROL, buf, 32).err, EINVAL);       // ctl only
   EXPECT_EQ(RawIoctl(ctl.get(), NV_ESC_RM_ALLOC_MEMORY, buf, 56).err, EINVAL);  // dev only
 }
 
 TEST(NvsimEscapes, BadPointersAreEfault) {
   Fd ctl("/dev/nvidiactl");
-  EXPECT_EQ(RawIoctl(ctl.get(), NV_ESC_RM_CONTROL, reinterpret_cast<void *>(8), 32).err, EFAULT);
+  EXPECT_EQ(RawIoctl(ctl.get(), NV_ESC_RM_CONTROL, reinterpret_cast<void*>(8), 32).err, EFAULT);
   EXPECT_EQ(RawIoctl(ctl.get(), NV_ESC_RM_ALLOC, nullptr, 48).err, EFAULT);
-  void *ro = mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* ro = mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(ro, MAP_FAILED);
   EXPECT_EQ(RawIoctl(ctl.get(), NV_ESC_RM_ALLOC, ro, 48).err, EFAULT);  // copy back faults
   munmap(ro, 4096);
@@ -188,15 +188,15 @@ TEST_F(NvsimTest, ClientIsBoundToItsCtlFile) {
   EXPECT_EQ(FbInfo(ctl_.get(), client_, subdevice_, NV2080_CTRL_FB_INFO_INDEX_HEAP_SIZE),
             kHeap >> 10);
   nv2080_fb_get_info_v2_params p{};
-  EXPECT_EQ(Control(other.get(), client_, subdevice_, NV2080_CTRL_CMD_FB_GET_INFO_V2, &p,
-                    sizeof(p)),
-            NV_ERR_INVALID_CLIENT);
+  EXPECT_EQ(
+      Control(other.get(), client_, subdevice_, NV2080_CTRL_CMD_FB_GET_INFO_V2, &p, sizeof(p)),
+      NV_ERR_INVALID_CLIENT);
   EXPECT_EQ(Free(other.get(), client_, client_, device_), NV_ERR_INVALID_CLIENT);
   uint32_t h = 0;
   EXPECT_EQ(Alloc(other.get(), client_, device_, &h, NV20_SUBDEVICE_0), NV_ERR_INVALID_CLIENT);
-  EXPECT_EQ(Control(ctl_.get(), 0xdeadbeef, subdevice_, NV2080_CTRL_CMD_FB_GET_INFO_V2, &p,
-                    sizeof(p)),
-            NV_ERR_INVALID_CLIENT);
+  EXPECT_EQ(
+      Control(ctl_.get(), 0xdeadbeef, subdevice_, NV2080_CTRL_CMD_FB_GET_INFO_V2, &p, sizeof(p)),
+      NV_ERR_INVALID_CLIENT);
 }
 
 TEST_F(NvsimTest, CloseFreesClientsAndTheirMemory) {
@@ -327,7 +327,7 @@ TEST_F(NvsimTest, FbInfoV2AndV1) {
             NV_ERR_NOT_SUPPORTED)
       << "a 2080 control on the device object";
   EXPECT_EQ(Control(ctl_.get(), client_, subdevice_, NV2080_CTRL_CMD_FB_GET_INFO_V2,
-                    reinterpret_cast<void *>(8), sizeof(p)),
+                    reinterpret_cast<void*>(8), sizeof(p)),
             NV_ERR_INVALID_POINTER)
       << "nested pointer fault is a status, not an errno";
 
@@ -379,9 +379,9 @@ TEST_F(NvsimTest, PidsAndPerPidVidmem) {
   uint32_t mem = 0;
   ASSERT_EQ(AllocVidmem(ctl_.get(), client_, device_, &mem, &size), NV_OK);
   nv2080_gpu_get_pids_params pids{};
-  ASSERT_EQ(Control(ctl_.get(), client_, subdevice_, NV2080_CTRL_CMD_GPU_GET_PIDS, &pids,
-                    sizeof(pids)),
-            NV_OK);
+  ASSERT_EQ(
+      Control(ctl_.get(), client_, subdevice_, NV2080_CTRL_CMD_GPU_GET_PIDS, &pids, sizeof(pids)),
+      NV_OK);
   bool found = false;
   for (uint32_t i = 0; i < pids.pidTblCount; ++i) found |= pids.pidTbl[i] == uint32_t(getpid());
   EXPECT_TRUE(found);
@@ -427,7 +427,7 @@ TEST_F(NvsimTest, MapMemoryContextsAndMmap) {
   EXPECT_EQ(map(fresh, 65536), unsigned{NV_ERR_STATE_IN_USE}) << "one context per file";
   EXPECT_EQ(mmap(nullptr, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, fresh, 0), MAP_FAILED);
   EXPECT_EQ(mmap(nullptr, 65536, PROT_READ | PROT_WRITE, MAP_SHARED, fresh, 4096), MAP_FAILED);
-  auto *p = static_cast<volatile uint32_t *>(
+  auto* p = static_cast<volatile uint32_t*>(
       mmap(nullptr, 65536, PROT_READ | PROT_WRITE, MAP_SHARED, fresh, 0));
   ASSERT_NE(p, MAP_FAILED);
   close(fresh);  // libcuda closes at once; the VMA keeps the file (§9.4)
@@ -436,7 +436,7 @@ TEST_F(NvsimTest, MapMemoryContextsAndMmap) {
   EXPECT_EQ(p[0], 0x1234u);
   EXPECT_EQ(p[16383], 0x5678u);
   EXPECT_EQ(p[100], 0u);
-  EXPECT_EQ(munmap(const_cast<uint32_t *>(p), 65536), 0);
+  EXPECT_EQ(munmap(const_cast<uint32_t*>(p), 65536), 0);
 }
 
 TEST_F(NvsimTest, GpuTimeFollowsTimeslices) {
@@ -485,7 +485,7 @@ TEST_F(NvsimTest, GpuTimeFollowsTimeslices) {
   EXPECT_EQ(Control(ctl_.get(), client_, a, NVA06C_CTRL_CMD_SET_TIMESLICE, &ts, sizeof(ts)),
             NV_ERR_INVALID_ARGUMENT);
   // The debugfs view lists the TSGs.
-  FILE *f = fopen("/sys/kernel/debug/nvsim/gpu0", "r");
+  FILE* f = fopen("/sys/kernel/debug/nvsim/gpu0", "r");
   ASSERT_NE(f, nullptr);
   char line[256];
   int lines = 0;
@@ -498,12 +498,13 @@ TEST_F(NvsimTest, GpuTimeFollowsTimeslices) {
 TEST_F(NvsimTest, KernelEntryPointActsOnUserTsg) {
   const uint32_t tsg = NewTsg(1000, 1);
   char cmd[160];
-  snprintf(cmd, sizeof(cmd),
-           "insmod ./mod/nvsim_kclient.ko hclient=%u htsg=%u timeslice_us=4000", client_, tsg);
+  snprintf(cmd, sizeof(cmd), "insmod ./mod/nvsim_kclient.ko hclient=%u htsg=%u timeslice_us=4000",
+           client_, tsg);
   ASSERT_EQ(system(cmd), 0) << cmd;
   ASSERT_EQ(system("rmmod nvsim_kclient"), 0);
   nva06c_timeslice_params ts{};
-  ASSERT_EQ(Control(ctl_.get(), client_, tsg, NVA06C_CTRL_CMD_GET_TIMESLICE, &ts, sizeof(ts)), NV_OK);
+  ASSERT_EQ(Control(ctl_.get(), client_, tsg, NVA06C_CTRL_CMD_GET_TIMESLICE, &ts, sizeof(ts)),
+            NV_OK);
   EXPECT_EQ(ts.timesliceUs, 4000u);
   snprintf(cmd, sizeof(cmd), "insmod ./mod/nvsim_kclient.ko hclient=%u htsg=%u 2>/dev/null",
            client_ + 1, tsg);
@@ -530,7 +531,7 @@ TEST(NvsimUvm, RegisterGpuNeedsGpuFileInFdTable) {
   p.gpu_uuid[15] = 9;
   ASSERT_EQ(ioctl(uvm.get(), UVM_REGISTER_GPU, &p), 0);
   EXPECT_EQ(p.rmStatus, unsigned{NV_ERR_INVALID_DEVICE});
-  EXPECT_EQ(ioctl(uvm.get(), UVM_REGISTER_GPU, reinterpret_cast<void *>(8)), -1);
+  EXPECT_EQ(ioctl(uvm.get(), UVM_REGISTER_GPU, reinterpret_cast<void*>(8)), -1);
   EXPECT_EQ(errno, EFAULT);
   EXPECT_EQ(ioctl(uvm.get(), 72, &p), -1);
   EXPECT_EQ(errno, EINVAL);
@@ -545,8 +546,8 @@ TEST(NvsimHostile, RandomIoctlsNeverCrash) {
   std::vector<uint32_t> buf(4096 + 16);
   uint32_t client = 0;
   ASSERT_EQ(AllocClient(ctl.get(), &client), NV_OK);
-  const unsigned nrs[] = {0x27, 0x29, 0x2a, 0x2b, 0x4a, 0x4e, 0x4f, 0xc8, 0xc9, 0xce,
-                          0xd1, 0xd2, 0xd3, 0xd6, 0xd7, 0xda, 0x00, 0xff};
+  const unsigned nrs[] = {0x27, 0x29, 0x2a, 0x2b, 0x4a, 0x4e, 0x4f, 0xc8, 0xc9,
+                          0xce, 0xd1, 0xd2, 0xd3, 0xd6, 0xd7, 0xda, 0x00, 0xff};
   for (int i = 0; i < 20000; ++i) {
     unsigned nr = nrs[rng() % (sizeof(nrs) / sizeof(nrs[0]))];
     size_t size = rng() % 8 == 0 ? rng() % 16384 : (rng() % 8) * 8;
@@ -584,7 +585,7 @@ TEST(NvsimHostile, ConcurrentCallsAndCloses) {
   nvos64 shared{};
   threads.emplace_back([&] {
     std::mt19937 rng(7);
-    volatile nvos64 *w = &shared;
+    volatile nvos64* w = &shared;
     while (!stop) {
       w->hClass = rng() % 2 ? NV01_ROOT_CLIENT : rng();
       w->hRoot = rng();
@@ -594,7 +595,7 @@ TEST(NvsimHostile, ConcurrentCallsAndCloses) {
   Fd ctl("/dev/nvidiactl");
   for (int i = 0; i < 2000; ++i) ioctl(ctl.get(), NV_IOCTL(NV_ESC_RM_ALLOC, 48), &shared);
   stop = true;
-  for (auto &t : threads) t.join();
+  for (auto& t : threads) t.join();
 }
 
 }  // namespace

@@ -3,18 +3,14 @@
 # and the guest has no libasan. It compares, call by call, what vgpu.ko + nvsim.ko do with a
 # recording against what the same core does offline with the recording as the driver.
 set(replay_core_dir ${PROJECT_SOURCE_DIR}/kmod/core)
-file(GLOB replay_core_srcs CONFIGURE_DEPENDS ${replay_core_dir}/*.c)
-if(EXISTS ${replay_core_dir}/sched/sched.cmake)
-  file(GLOB replay_sched_srcs CONFIGURE_DEPENDS ${replay_core_dir}/sched/*.c)
-  list(APPEND replay_core_srcs ${replay_sched_srcs})
-endif()
+file(GLOB replay_core_srcs CONFIGURE_DEPENDS ${replay_core_dir}/*.c ${replay_core_dir}/sched/*.c)
 add_library(vmguest_replay_vcore STATIC ${replay_core_srcs})
 target_include_directories(vmguest_replay_vcore PUBLIC ${replay_core_dir} ${replay_core_dir}/sched)
 target_compile_options(vmguest_replay_vcore PRIVATE -ffreestanding -nostdinc -O2)
 
 set(replay_vgpu_dir ${PROJECT_SOURCE_DIR}/tests/vm/guest/vgpu)
 target_sources(vmguest_replay_replay_test PRIVATE
-  ${CMAKE_CURRENT_LIST_DIR}/guest_replayer.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/parts/guest_replayer.cc
   ${PROJECT_SOURCE_DIR}/shim/trace/replay.cc
   ${PROJECT_SOURCE_DIR}/shim/trace/replay_host.cc)
 vmguest_use_kmodclient(vmguest_replay_replay_test)

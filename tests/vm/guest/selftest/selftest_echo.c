@@ -10,13 +10,13 @@
 
 static int failures;
 
-#define CHECK(cond)                                                        \
-  do {                                                                     \
-    if (!(cond)) {                                                         \
-      fprintf(stderr, "selftest_echo: FAILED %s:%d: %s (errno %d %s)\n", \
-              __FILE__, __LINE__, #cond, errno, strerror(errno));          \
-      failures++;                                                          \
-    }                                                                      \
+#define CHECK(cond)                                                                          \
+  do {                                                                                       \
+    if (!(cond)) {                                                                           \
+      fprintf(stderr, "selftest_echo: FAILED %s:%d: %s (errno %d %s)\n", __FILE__, __LINE__, \
+              #cond, errno, strerror(errno));                                                \
+      failures++;                                                                            \
+    }                                                                                        \
   } while (0)
 
 int main(void) {
@@ -27,7 +27,7 @@ int main(void) {
   CHECK(ioctl(fd, VMSELFTEST_IOC_ECHO, &e) == 0);
   CHECK(e.out == 42);
   CHECK(e.calls >= 1);
-  CHECK(ioctl(fd, VMSELFTEST_IOC_ECHO, (void *)16) == -1 && errno == EFAULT);
+  CHECK(ioctl(fd, VMSELFTEST_IOC_ECHO, (void*)16) == -1 && errno == EFAULT);
   CHECK(ioctl(fd, _IO('S', 9)) == -1 && errno == ENOTTY);
   close(fd);
   printf("selftest_echo: %d failed\n", failures);

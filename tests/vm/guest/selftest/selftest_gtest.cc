@@ -43,7 +43,7 @@ TEST_F(VmSelftest, CountsCallsFromManyThreads) {
       }
     });
   }
-  for (auto &t : threads) t.join();
+  for (auto& t : threads) t.join();
   vmselftest_echo last{};
   ASSERT_EQ(ioctl(fd_, VMSELFTEST_IOC_ECHO, &last), 0);
   EXPECT_EQ(last.calls, first.calls + 401);
@@ -51,7 +51,7 @@ TEST_F(VmSelftest, CountsCallsFromManyThreads) {
 
 TEST_F(VmSelftest, BadPointerIsEfault) {
   errno = 0;
-  EXPECT_EQ(ioctl(fd_, VMSELFTEST_IOC_ECHO, reinterpret_cast<void *>(8)), -1);
+  EXPECT_EQ(ioctl(fd_, VMSELFTEST_IOC_ECHO, reinterpret_cast<void*>(8)), -1);
   EXPECT_EQ(errno, EFAULT);
 }
 

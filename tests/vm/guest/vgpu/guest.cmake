@@ -3,9 +3,10 @@
 # tests/vm/harness/CMakeLists.txt).
 vmguest_add_vgpuctl()
 
-# Hostile-input tests live in .cpp files (the harness globs only *.c/*.cc) and join vgpu_gtest.
-target_sources(vmguest_vgpu_vgpu_gtest PRIVATE ${CMAKE_CURRENT_LIST_DIR}/vgpu_hostile.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/vgpu_tamper.cpp)
+# Hostile-input tests live in parts/ (the harness makes a program only of the suite folder's own
+# *.c/*.cc) and join vgpu_gtest.
+target_sources(vmguest_vgpu_vgpu_gtest PRIVATE ${CMAKE_CURRENT_LIST_DIR}/parts/vgpu_hostile.cc
+  ${CMAKE_CURRENT_LIST_DIR}/parts/vgpu_tamper.cc)
 foreach(tgt vmguest_vgpu_vgpu_gtest vmguest_vgpu_vgpu_bench vmguest_vgpu_vgpu_tenant)
   vmguest_use_kmodclient(${tgt})
 endforeach()

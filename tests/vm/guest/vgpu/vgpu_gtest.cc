@@ -1,6 +1,6 @@
 // vgpu.ko in the guest, in front of nvsim.ko (the simulated driver that keeps nvidia.ko's
-// contract, reference/nvidia-rm-abi.md §9): control plane, forwarding, enforcement.
-// Hostile input is in vgpu_hostile.cpp (same program).
+// contract, docs/nvidia-rm-abi.md §9): control plane, forwarding, enforcement.
+// Hostile input is in parts/vgpu_hostile.cc (same program).
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>

@@ -15,7 +15,7 @@
 // preference. The node config picks the evaluator (--placement). There is no per-pod override: a
 // device plugin is not told which pod GetPreferredAllocation is for (device-plugin-api.md §2.6,
 // §4), so reading a pod annotation there would mean guessing the pod, which the manager refuses
-// to do (DESIGN.md "Which container is this for?").
+// to do (docs/design.md "Which container is this for?").
 // Evaluators hold no state: Place is const and may be called from several threads at once.
 #pragma once
 

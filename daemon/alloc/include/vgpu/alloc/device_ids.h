@@ -1,5 +1,5 @@
 // Fake device IDs that carry their own meaning. The kubelet counts one unit per ID and tells
-// Allocate only which IDs it picked (shared/reference/device-plugin-api.md §2.4, §4), so every
+// Allocate only which IDs it picked (docs/reference/device-plugin-api.md §2.4, §4), so every
 // ID names its GPU and its unit:
 //
 //   vcuda-core-gpu<G>-<k>     k in 0..99, one per 1 % of GPU G's compute

@@ -1,7 +1,7 @@
 // SlotManager: every decision about slots. The gRPC device-plugin services, the standalone
 // control API and the metrics exporter all call into it; it owns no sockets. Thread-safe: one
 // mutex serializes every change (Allocate is short and never waits on the kubelet,
-// shared/reference/device-plugin-api.md §2.5). It delegates the parts with one job each:
+// docs/reference/device-plugin-api.md §2.5). It delegates the parts with one job each:
 // SlotTable (the slots and what changed), GrantBuilder (container edits, CDI specs),
 // PreferredPicker (GetPreferredAllocation), checkpoint::CheckpointWriter (group-committed
 // journal). Its methods live in slot_manager.cc (state, health, destroy, orphans), allocate.cc

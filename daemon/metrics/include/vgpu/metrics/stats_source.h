@@ -13,7 +13,7 @@
 
 namespace vgpu::metrics {
 
-// An ioctl the filter core refused because it did not know it (DESIGN.md "Unknown is an
+// An ioctl the filter core refused because it did not know it (docs/design.md "Unknown is an
 // outcome"). kind is the table it missed in ("escape", "control", "class"), number the value.
 struct UnknownIoctlCount {
   std::string kind;

@@ -2,7 +2,7 @@
 // vcuda-memory, vcuda-gpu), each on its own unix socket in the device-plugin directory, and the
 // Registration client. Lifecycle as NVIDIA's plugin (STYLE.md §3): Serve (remove a stale
 // socket, listen, prove the socket answers with a self-dial), then Register; Stop is idempotent
-// and removes the socket. shared/reference/device-plugin-api.md §1, §2.1 hold the protocol.
+// and removes the socket. docs/reference/device-plugin-api.md §1, §2.1 hold the protocol.
 #pragma once
 
 #include <atomic>

@@ -1,5 +1,5 @@
 // The kubelet's pod-resources API (v1 List), the only identity-safe join from device IDs to
-// (pod, container): shared/reference/device-plugin-api.md §3, §4.2 "Lessons". It lists a
+// (pod, container): docs/reference/device-plugin-api.md §3, §4.2 "Lessons". It lists a
 // container's IDs only after Allocate returned (§2.5), so the manager reads it from
 // PreStartContainer onward and for reconciliation, never inside Allocate.
 #pragma once

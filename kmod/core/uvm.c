@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * uvm.c - calls on a nvidia-uvm file: the ioctl number is the command
+ * (no escape table, no size in it), looked up in the branch's UVM table.
+ */
+#include "vcore_internal.h"
+#include "abi/uvm.h"
+
+/* ---- UVM ---- */
+
+enum vcore_verdict vcore_uvm_pre(struct vcore_call *call)
+{
+	const struct vcore_uvm_row *row;
+
+	call->nr = call->req;
+	call->size = 0;
+	row = vcore_slot_uvm(call->slot, call->req);
+	if (!row)
+		return vcore_policy_unknown(
+			call, &call->slot->stats.unknown_escapes, call->req,
+			-VCORE_EINVAL, 0, "unknown nvidia-uvm ioctl");
+	call->size = row->size;
+	vcore_add_buf(call, -1, 0, call->arg, row->size, 0);
+	if (call->req == UVM_MM_INITIALIZE) {
+		UVM_MM_INITIALIZE_PARAMS p;
+
+		/* Unreadable: the driver faults too, nothing to translate. */
+		if (!vcore_user_read(call, &p, call->arg, sizeof(p)))
+			vcore_add_fd(call, call->arg, p.uvmFd, VCORE_FD_UVM);
+	}
+	return VCORE_FORWARD;
+}

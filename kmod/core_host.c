@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The filter core's kernel host ops (kmod/core/vcore.h): user copies,
+ * allocation, locks, log lines, the clock, the driver queries (trusted.c),
+ * and the slot's memory ledger.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/ktime.h>
+#include <linux/mm.h>
+#include <linux/mutex.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
+
+#include "core_host.h"
+#include "trusted.h"
+#include "vgpu.h"
+
+/* ---- host ops -------------------------------------------------------- */
+
+/*
+ * The core's reads and writes on the hot path are small fixed headers and
+ * status words (NVOS54 is 32 bytes, a reply status 4, most escapes under 64).
+ * copy_{from,to}_user() of a run-time size go through the string copy (rep
+ * movsb where the CPU has ERMS/FSRM, whose start-up cost dominates at this
+ * size); a few word accesses in one user-access window cost less, as in the
+ * kernel's own small fixed-size readers (e.g. strncpy_from_user).
+ */
+#define VGPU_SMALL_COPY 64
+
+static bool vgpu_copy_is_small(size_t n)
+{
+	return n <= VGPU_SMALL_COPY && IS_ALIGNED(n, sizeof(u32));
+}
+
+static int vgpu_copy_small_from_user(u8 *dst, const u8 __user *src, size_t n)
+{
+	size_t i = 0;
+	u64 w;
+	u32 h;
+
+	if (!user_access_begin(src, n))
+		return -EFAULT;
+	for (; i + sizeof(w) <= n; i += sizeof(w)) {
+		unsafe_get_user(w, (const u64 __user *)(src + i), efault);
+		memcpy(dst + i, &w, sizeof(w));
+	}
+	if (i < n) {
+		unsafe_get_user(h, (const u32 __user *)(src + i), efault);
+		memcpy(dst + i, &h, sizeof(h));
+	}
+	user_access_end();
+	return 0;
+efault:
+	user_access_end();
+	return -EFAULT;
+}
+
+static int vgpu_copy_small_to_user(u8 __user *dst, const u8 *src, size_t n)
+{
+	size_t i = 0;
+	u64 w;
+	u32 h;
+
+	if (!user_access_begin(dst, n))
+		return -EFAULT;
+	for (; i + sizeof(w) <= n; i += sizeof(w)) {
+		memcpy(&w, src + i, sizeof(w));
+		unsafe_put_user(w, (u64 __user *)(dst + i), efault);
+	}
+	if (i < n) {
+		memcpy(&h, src + i, sizeof(h));
+		unsafe_put_user(h, (u32 __user *)(dst + i), efault);
+	}
+	user_access_end();
+	return 0;
+efault:
+	user_access_end();
+	return -EFAULT;
+}
+
+/* Called directly by the core (core.mk: VCORE_HOST_COPY_FROM_USER). */
+int vgpu_host_copy_from_user(void *uctx, void *dst, vcore_uptr_t src,
+			     vcore_size_t n)
+{
+	if (vgpu_copy_is_small(n))
+		return vgpu_copy_small_from_user(dst, vgpu_uptr(src), n);
+	return copy_from_user(dst, vgpu_uptr(src), n) ? -EFAULT : 0;
+}
+
+int vgpu_host_copy_to_user(void *uctx, vcore_uptr_t dst, const void *src,
+			   vcore_size_t n)
+{
+	if (vgpu_copy_is_small(n))
+		return vgpu_copy_small_to_user(vgpu_uptr(dst), src, n);
+	return copy_to_user(vgpu_uptr(dst), src, n) ? -EFAULT : 0;
+}
+
+static void *vgpu_host_zalloc(void *priv, vcore_size_t n)
+{
+	return kvzalloc(n, GFP_KERNEL);
+}
+
+static void vgpu_host_free(void *priv, void *p)
+{
+	kvfree(p);
+}
+
+/*
+ * One lock class for every slot's core lock: lockdep then checks the core's own
+ * order (it never nests two slots' locks).
+ */
+static void *vgpu_host_lock_create(void *priv)
+{
+	struct mutex *m = kmalloc(sizeof(*m), GFP_KERNEL);
+
+	if (m)
+		mutex_init(m);
+	return m;
+}
+
+static void vgpu_host_lock_destroy(void *priv, void *lock)
+{
+	if (lock)
+		mutex_destroy(lock);
+	kfree(lock);
+}
+
+static void vgpu_host_lock(void *lock)
+{
+	mutex_lock(lock);
+}
+
+static void vgpu_host_unlock(void *lock)
+{
+	mutex_unlock(lock);
+}
+
+/*
+ * One line naming slot, pid and comm, and what was refused and why. The core's
+ * messages about calls already start with "slot N: pid P:"; the host adds the
+ * command name.
+ */
+static void vgpu_host_log(void *priv, enum vcore_log_level level,
+			  const char *msg)
+{
+	struct vgpu_filter_slot *fs = priv;
+	u32 id = fs && fs->slot ? fs->slot->id : U32_MAX;
+	bool named = !strncmp(msg, "slot ", 5);
+
+#define VGPU_HOST_LOG(pr)                                                      \
+	do {                                                                   \
+		if (named)                                                     \
+			pr("%s (comm %s)\n", msg, current->comm);              \
+		else                                                           \
+			pr("slot %u pid %d (%s): %s\n", id,                    \
+			   task_tgid_nr(current), current->comm, msg);         \
+	} while (0)
+	switch (level) {
+	case VCORE_LOG_ERR:
+		VGPU_HOST_LOG(pr_err_ratelimited);
+		break;
+	case VCORE_LOG_WARN:
+		VGPU_HOST_LOG(pr_warn_ratelimited);
+		break;
+	case VCORE_LOG_INFO:
+		VGPU_HOST_LOG(pr_info_ratelimited);
+		break;
+	default:
+		VGPU_HOST_LOG(pr_debug);
+		break;
+	}
+#undef VGPU_HOST_LOG
+}
+
+static vcore_u64 vgpu_host_clock_ns(void *priv)
+{
+	return ktime_get_ns();
+}
+
+const struct vcore_host_ops vgpu_host_ops = {
+	.copy_from_user = vgpu_host_copy_from_user,
+	.copy_to_user = vgpu_host_copy_to_user,
+	.zalloc = vgpu_host_zalloc,
+	.free = vgpu_host_free,
+	.lock_create = vgpu_host_lock_create,
+	.lock_destroy = vgpu_host_lock_destroy,
+	.lock = vgpu_host_lock,
+	.unlock = vgpu_host_unlock,
+	.log = vgpu_host_log,
+	.clock_ns = vgpu_host_clock_ns,
+	.driver_memory = vgpu_trusted_driver_memory,
+};
+
+/* Client records confirmed by the driver (kmod/core/vcore.h, trusted.c). */
+const struct vcore_client_ops vgpu_client_ops = {
+	.claim = vgpu_trusted_client_claim,
+	.release = vgpu_trusted_client_release,
+	.driver_has = vgpu_trusted_driver_has,
+};
+
+/* ---- ledger ---------------------------------------------------------- */
+
+static int vgpu_ledger_try_charge(void *priv, vcore_u64 bytes, vcore_u64 quota)
+{
+	struct vgpu_ledger *l = priv;
+	int err = 0;
+
+	spin_lock(&l->lock);
+	if (quota && (bytes > quota || l->charged > quota - bytes)) {
+		err = -ENOSPC;
+	} else {
+		l->charged += bytes;
+	}
+	spin_unlock(&l->lock);
+	return err;
+}
+
+static void vgpu_ledger_force_charge(void *priv, vcore_u64 bytes)
+{
+	struct vgpu_ledger *l = priv;
+
+	spin_lock(&l->lock);
+	l->charged += bytes;
+	spin_unlock(&l->lock);
+}
+
+static void vgpu_ledger_uncharge(void *priv, vcore_u64 bytes)
+{
+	struct vgpu_ledger *l = priv;
+
+	spin_lock(&l->lock);
+	l->charged -= min(l->charged, bytes);
+	spin_unlock(&l->lock);
+}
+
+static vcore_u64 vgpu_ledger_charged(void *priv)
+{
+	struct vgpu_ledger *l = priv;
+	u64 v;
+
+	spin_lock(&l->lock);
+	v = l->charged;
+	spin_unlock(&l->lock);
+	return v;
+}
+
+const struct vcore_ledger_ops vgpu_ledger_ops = {
+	.try_charge = vgpu_ledger_try_charge,
+	.force_charge = vgpu_ledger_force_charge,
+	.uncharge = vgpu_ledger_uncharge,
+	.charged = vgpu_ledger_charged,
+};
+
+u64 vgpu_filter_charged(struct vgpu_slot *slot)
+{
+	return vgpu_ledger_charged(&slot->filter->ledger);
+}
+
+void vgpu_filter_stats(struct vgpu_slot *slot, struct vcore_stats *out)
+{
+	vcore_slot_get_stats(slot->filter->core, out);
+}
+
+/* The highest charge after a settle (what the driver held), not a
+ * reservation's. */
+u64 vgpu_filter_peak(struct vgpu_slot *slot)
+{
+	struct vcore_stats st;
+
+	vcore_slot_get_stats(slot->filter->core, &st);
+	return st.charged_peak_bytes;
+}
+
+/* The compute controller's view of the TSG registry (kmod/compute.c). */
+struct vcore_slot *vgpu_filter_core(struct vgpu_slot *slot)
+{
+	return slot->filter->core;
+}
