@@ -37,7 +37,10 @@ std::string NvLinkPeers(const std::vector<alloc::GpuInfo>& gpus, const alloc::Gp
       }
     }
     if (peer) {
-      out += (out.empty() ? "" : ",") + std::to_string(other.index);
+      if (!out.empty()) {  // two appends: GCC 12 -O3 warns (-Wrestrict) on "," + string
+        out += ',';
+      }
+      out += std::to_string(other.index);
     }
   }
   return out;

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_stats.h"
 #include "fake_api_server.h"
 #include "fake_dra_kubelet.h"
 #include "manager_process.h"
@@ -38,22 +39,10 @@ constexpr int kGpus = 8;
 constexpr const char* kDriver = "gpu.vgpu.io";
 constexpr const char* kNode = "bench-node";
 
-double Micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
-
-struct Stats {
-  double min, p50, p99, max;
-};
-
-Stats Summarize(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  auto at = [&](double q) { return v[std::min(v.size() - 1, static_cast<size_t>(q * v.size()))]; };
-  return {v.front(), at(0.50), at(0.99), v.back()};
-}
-
-void Print(const char* what, const Stats& s) {
-  std::printf("  %-34s min %8.1f us  p50 %8.1f us  p99 %8.1f us  max %8.1f us\n", what, s.min,
-              s.p50, s.p99, s.max);
-}
+using vgpu::bench::Micros;
+using vgpu::bench::Print;
+using vgpu::bench::Stats;
+using vgpu::bench::Summarize;
 
 void Compare(const char* title, const std::vector<double>& prep, const std::vector<double>& base) {
   Stats p = Summarize(prep), b = Summarize(base);
@@ -63,17 +52,6 @@ void Compare(const char* title, const std::vector<double>& prep, const std::vect
   std::printf("  ratio prepare/baseline: min %.2f  median %.2f\n", p.min / b.min, p.p50 / b.p50);
   std::printf("  prepare minus baseline: p50 %.1f us  p99 %.1f us (target p99 <= 2000 us)\n",
               p.p50 - b.p50, p.p99 - b.p99);
-}
-
-long StatusKiB(pid_t pid, const char* field) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(field, 0) == 0) {
-      return std::stol(line.substr(std::string(field).size()));
-    }
-  }
-  return -1;
 }
 
 }  // namespace
@@ -144,7 +122,8 @@ int main() {
     all_base.insert(all_base.end(), base.begin(), base.end());
   }
   Compare("all runs", all_prep, all_base);
-  long rss = StatusKiB(manager.pid(), "VmRSS:"), hwm = StatusKiB(manager.pid(), "VmHWM:");
+  long rss = vgpu::bench::ProcStatusKiB(manager.pid(), "VmRSS:"),
+       hwm = vgpu::bench::ProcStatusKiB(manager.pid(), "VmHWM:");
   std::printf("manager memory: VmRSS %.1f MiB, peak VmHWM %.1f MiB (target <= 40 MiB)\n",
               rss / 1024.0, hwm / 1024.0);
   std::printf("claims failed: %d of %d; slots left: %zu\n", failures, kClaims * kRuns,
