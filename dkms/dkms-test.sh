@@ -1,6 +1,8 @@
 #!/bin/bash
 # Proves `dkms add` and `dkms build` work for the installed Debian kernel headers, in a
-# throw-away DKMS tree (nothing under /usr/src or /var/lib/dkms is touched). Builds for the
+# throw-away DKMS tree (nothing under /usr/src or /var/lib/dkms is touched: DKMS's module
+# signing key and certificate, which it makes on first use, are kept in
+# ${VGPU_CACHE_DIR:-/var/cache/vgpu}/dkms-test, named in README.md). Builds for the
 # first installed kernel (a DKMS build takes minutes on 2 busy cores); DKMS_ALL_KERNELS=1
 # builds for every one.
 # exit 0 all built; 1 a failure; 77 dkms or kernel headers missing.
@@ -12,6 +14,11 @@ mapfile -t kvers < <("$root/tests/vm/harness/kernels.sh" 2>/dev/null)
 [ "${DKMS_ALL_KERNELS:-0}" = 1 ] || kvers=("${kvers[0]}")
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/src" "$work/tree"
+# DKMS 3.0 takes the key's paths from these variables unless /etc/dkms/framework.conf sets them
+# (Debian's ships them commented out); otherwise it makes /var/lib/dkms/mok.{key,pub}.
+keys=${VGPU_CACHE_DIR:-/var/cache/vgpu}/dkms-test
+mkdir -p "$keys"
+export mok_signing_key=$keys/mok.key mok_certificate=$keys/mok.pub
 args=(--sourcetree "$work/src" --dkmstree "$work/tree")
 for k in "${kvers[@]}"; do args+=(--build "$k"); done
 if ! "$root/dkms/install.sh" "${args[@]}" > "$work/log" 2>&1; then

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The compute share controller's kernel host (issue 9, "both hosts"): one
- * kthread per GPU drives every controlled slot's TSGs and channels through the
- * driver's in-kernel RM interface (rmops.h), with the controller of the filter
- * core (kmod/core/sched/vcore_sched.h) deciding when.
+ * The compute share controller's kernel host (both hosts;
+ * docs/results/compute-kernel-host.md): one kthread per GPU drives every
+ * controlled slot's TSGs and channels through the driver's in-kernel RM
+ * interface (rmops.h), with the controller of the filter core
+ * (kmod/core/sched/vcore_sched.h) deciding when.
  *
  * Per tick: walk each slot's TSG registry (the core records every TSG and
  * channel its clients allocate, and which TSGs the app has scheduled),
@@ -320,4 +321,3 @@ int vgpu_compute_thread(void *arg)
 	mutex_unlock(&g->lock);
 	return 0;
 }
-

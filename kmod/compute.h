@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The share controller's kernel host (compute.c, compute_config.c,
- * compute_gate.c, compute_rm.c, compute_meter.c): one struct vgpu_compute_gpu and one kthread
- * per GPU that has a controlled slot.
+ * compute_gate.c, compute_rm.c, compute_meter.c): one struct vgpu_compute_gpu
+ * and one kthread per GPU that has a controlled slot.
  * docs/results/compute-kernel-host.md describes the design and what was
  * measured with it.
  *

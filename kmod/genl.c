@@ -58,7 +58,8 @@ static bool vgpu_genl_live;
 
 /*
  * GENL_ADMIN_PERM checks CAP_NET_ADMIN in the initial user namespace; slots are
- * a node resource, so mutations also need CAP_SYS_ADMIN there (issue 4).
+ * a node resource, so mutations also need CAP_SYS_ADMIN there
+ * (docs/results/kmod-issue4-tamper.md).
  */
 static int vgpu_nl_admin(struct sk_buff *skb, struct genl_info *info)
 {

@@ -32,8 +32,9 @@
  * Before the size, the object's existence: the core asks after EVERY
  * successful allocation (not only charged classes), because a sibling thread
  * can rewrite hClass, the VIRTUAL flag, hObjectNew or hRoot between the
- * core's copy and the driver's own copy-in (issue 4): the core would then
- * record an uncharged object while the driver made charged memory elsewhere.
+ * core's copy and the driver's own copy-in
+ * (docs/results/kmod-issue4-tamper.md): the core would then record an uncharged
+ * object while the driver made charged memory elsewhere.
  * NV0000_CTRL_CMD_CLIENT_GET_HANDLE_INFO (0xd02, ctrl0000client.h: params
  * { NvHandle hObject; NvU32 index; union { NvHandle; NvU64 } data; }, 16 B,
  * index CLASSID 2) on (h_client, h_client) for h_object: the driver does not
@@ -140,20 +141,21 @@ static int vgpu_object_exists(u32 h_client, u32 h_object)
 }
 
 /*
- * Client handles (the core's client ops, kmod/core/vcore.h; issue 4). RM
- * keeps one client namespace for the whole driver, and a client alloc with
- * hObjectNew 0 gets a handle RM generates: the core asks for ours instead,
- * so that the handle is known before the call rather than read from a reply
- * a sibling thread can rewrite. The shipped driver honours a caller's client
- * handle as given, refusing only a live duplicate (resserv rs_server.c,
- * serverAllocClient under RS_COMPATABILITY_MODE). Ours come from a range no
- * RM generator uses (resserv.h: RS_CLIENT_HANDLE_BASE 0xC1D00000 for the
- * ones it picks for users, RS_CLIENT_INTERNAL_HANDLE_BASE 0xC1E00000 for its
- * own internal clients, some at fixed handles re-made when the GPU state is
- * rebuilt, RS_DOMAIN_HANDLE_BASE 0xD0D00000, RS_CLIENT_VF_HANDLE_BASE
- * 0xE0000000 and up; each range 2^20 handles), so that no handle of ours
- * can stand in the way of a client RM makes for itself.
- * vgpu_client_claims maps each claimed handle to the claiming slot's filter
+ * Client handles (the core's client ops, kmod/core/vcore.h;
+ * docs/results/kmod-issue4-tamper.md). RM keeps one client namespace for the
+ * whole driver, and a client alloc with hObjectNew 0 gets a handle RM
+ * generates: the core asks for ours instead, so that the handle is known before
+ * the call rather than read from a reply a sibling thread can rewrite. The
+ * shipped driver honours a caller's client handle as given, refusing only a
+ * live duplicate (resserv rs_server.c, serverAllocClient under
+ * RS_COMPATABILITY_MODE). Ours come from a range no RM generator uses
+ * (resserv.h: RS_CLIENT_HANDLE_BASE 0xC1D00000 for the ones it picks for users,
+ * RS_CLIENT_INTERNAL_HANDLE_BASE 0xC1E00000 for its own internal clients, some
+ * at fixed handles re-made when the GPU state is rebuilt, RS_DOMAIN_HANDLE_BASE
+ * 0xD0D00000, RS_CLIENT_VF_HANDLE_BASE 0xE0000000 and up; each range 2^20
+ * handles), so that no handle of ours can stand in the way of a client RM makes
+ * for itself. vgpu_client_claims maps each claimed handle to the claiming
+ * slot's filter
  * (@priv): a handle a slot claimed or still records cannot be claimed by
  * another, so no tenant can create a client under a handle that another
  * slot's table names, and a record names a client its own call created.
@@ -248,14 +250,14 @@ int vgpu_trusted_driver_has(void *priv, vcore_u32 h_client, vcore_u32 h_object)
  * A free the core asks for on the caller's behalf (an allocation past the
  * quota, or the clients of a tampered call). Through the in-kernel entry,
  * on kernel memory: nothing a sibling thread can rewrite between the
- * request and the driver's read (issue 4: the NVOS00 of the old path sat in
- * a page of the caller's mm). The in-kernel entry frees any tenant's object,
- * so only under a client this slot holds the claim of: one whose creation by
- * this slot's call the driver confirmed, whose handle no other tenant can
- * have taken since (the claim lives as long as the core's record). -EAGAIN
- * when the client is not such a one (the driver could not be asked when it
- * was recorded): the caller then frees through the caller's real ctl file
- * (overquota.c), where the driver frees only clients bound to it.
+ * request and the driver's read (docs/results/kmod-issue4-tamper.md: the NVOS00
+ * of the old path sat in a page of the caller's mm). The in-kernel entry frees
+ * any tenant's object, so only under a client this slot holds the claim of: one
+ * whose creation by this slot's call the driver confirmed, whose handle no
+ * other tenant can have taken since (the claim lives as long as the core's
+ * record). -EAGAIN when the client is not such a one (the driver could not be
+ * asked when it was recorded): the caller then frees through the caller's real
+ * ctl file (overquota.c), where the driver frees only clients bound to it.
  */
 static int vgpu_trusted_free(void *priv, u32 h_client, u32 h_parent,
 			     u32 h_object)

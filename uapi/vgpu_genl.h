@@ -191,11 +191,11 @@ enum vgpu_stat_attr {
 #define VGPU_STAT_MAX (__VGPU_STAT_MAX - 1)
 
 /*
- * How VGPU_A_SLOT_COMPUTE_SHARE is enforced (issue 9). CAP: a hard limit,
- * never more than the share even on an idle GPU (channels are duty-cycled
- * off). WEIGHT: work-conserving, the share applies under contention and idle
- * time is lent out (timeslices). A slot in CAP mode with share 100 is not
- * controlled at all.
+ * How VGPU_A_SLOT_COMPUTE_SHARE is enforced
+ * (docs/results/compute-kernel-host.md). CAP: a hard limit, never more than the
+ * share even on an idle GPU (channels are duty-cycled off). WEIGHT:
+ * work-conserving, the share applies under contention and idle time is lent out
+ * (timeslices). A slot in CAP mode with share 100 is not controlled at all.
  */
 enum vgpu_compute_mode {
 	VGPU_COMPUTE_UNSPEC,

@@ -18,7 +18,7 @@ namespace {
 
 using nlohmann::json;
 constexpr std::string_view kFormat = "vgpu-manager-checkpoint";
-constexpr int kVersion = 2;
+constexpr int kVersion = 3;        // 3: settings named by uapi/vgpu_slot_fields.h
 constexpr int kOldestVersion = 1;  // snapshot only, no journal
 
 uint32_t Crc32(std::string_view data) {
@@ -28,45 +28,48 @@ uint32_t Crc32(std::string_view data) {
 
 json ToJson(const slots::SlotRecord& r) {
   const slots::SlotConfig& c = r.config;
-  return json{{"id", c.id},
-              {"name", c.name},
-              {"gpu", c.gpu},
-              {"gpu_uuid", c.gpu_uuid},
-              {"memory_quota_bytes", c.memory_quota_bytes},
-              {"compute_share_percent", c.compute_share_percent},
-              {"managed_policy", slots::ManagedPolicyName(c.managed_policy)},
-              {"unknown_policy", slots::UnknownPolicyName(c.unknown_policy)},
-              {"exclusive", c.exclusive},
-              {"memory_ids", r.memory_ids},
-              {"core_ids", r.core_ids},
-              {"gpu_ids", r.gpu_ids},
-              {"pod_namespace", r.pod_namespace},
-              {"pod_name", r.pod_name},
-              {"container", r.container},
-              {"linked", r.linked},
-              {"manual", r.manual}};
+  json j{{"id", c.id},
+         {"name", c.name},
+         {"gpu", c.gpu},
+         {"gpu_uuid", c.gpu_uuid},
+         {"exclusive", c.exclusive},
+         {"memory_ids", r.memory_ids},
+         {"core_ids", r.core_ids},
+         {"gpu_ids", r.gpu_ids},
+         {"pod_namespace", r.pod_namespace},
+         {"pod_name", r.pod_name},
+         {"container", r.container},
+         {"linked", r.linked},
+         {"manual", r.manual}};
+  SettingsToJson(c, j);  // the slot's settings under their schema names
+  return j;
 }
 
-Result<slots::SlotRecord> FromJson(const json& j) {
+// Records of versions 1 and 2 (before uapi/vgpu_slot_fields.h) spelled two settings otherwise
+// and had no compute mode: every share then was a cap.
+json FromLegacyKeys(json j) {
+  if (!j.contains("memory_quota_bytes")) {
+    return j;
+  }
+  j["mem_quota"] = j["memory_quota_bytes"];
+  j.erase("memory_quota_bytes");
+  if (j.contains("compute_share_percent")) {
+    j["compute_share"] = j["compute_share_percent"];
+    j.erase("compute_share_percent");
+  }
+  j["compute_mode"] = std::string(SettingValueName(ComputeMode::kCap));
+  return j;
+}
+
+Result<slots::SlotRecord> FromJson(const json& record) {
   slots::SlotRecord r;
+  const json j = FromLegacyKeys(record);
   try {
     slots::SlotConfig& c = r.config;
     c.id = j.at("id").get<uint32_t>();
     c.name = j.at("name").get<std::string>();
     c.gpu = j.at("gpu").get<uint32_t>();
     c.gpu_uuid = j.at("gpu_uuid").get<std::string>();
-    c.memory_quota_bytes = j.at("memory_quota_bytes").get<uint64_t>();
-    c.compute_share_percent = j.at("compute_share_percent").get<uint32_t>();
-    auto managed = slots::ParseManagedPolicy(j.at("managed_policy").get<std::string>());
-    auto unknown = slots::ParseUnknownPolicy(j.at("unknown_policy").get<std::string>());
-    if (!managed.ok()) {
-      return managed.status();
-    }
-    if (!unknown.ok()) {
-      return unknown.status();
-    }
-    c.managed_policy = *managed;
-    c.unknown_policy = *unknown;
     c.exclusive = j.at("exclusive").get<bool>();
     r.memory_ids = j.at("memory_ids").get<std::vector<std::string>>();
     r.core_ids = j.at("core_ids").get<std::vector<std::string>>();
@@ -78,6 +81,10 @@ Result<slots::SlotRecord> FromJson(const json& j) {
     r.manual = j.at("manual").get<bool>();
   } catch (const json::exception& e) {  // exceptions stay inside the parser
     return DataLossError(std::string("slot record: ") + e.what());
+  }
+  Status s = SettingsFromJson(j, r.config, /*require_all=*/true);
+  if (!s.ok()) {
+    return DataLossError("slot record: " + s.message());
   }
   return r;
 }

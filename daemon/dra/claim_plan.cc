@@ -41,7 +41,7 @@ Status ApplyParameters(const json& params, PlannedDevice& device) {
     }
     std::string v = value.get<std::string>();
     if (key == "managedPolicy") {
-      auto p = slots::ParseManagedPolicy(v);
+      auto p = ParseManagedPolicy(v);
       if (!p.ok()) {
         return p.status().Annotate("opaque parameter managedPolicy");
       }

@@ -1,6 +1,6 @@
 #include "vgpu/labels/node_labeler.h"
 
-#include <curl/curl.h>
+#include "vgpu/labels/kube_http.h"
 
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -40,25 +40,6 @@ bool DnsSubdomainOk(std::string_view s) {
     start = dot + 1;
   }
   return true;
-}
-
-size_t AppendBody(char* data, size_t size, size_t n, void* user) {
-  static_cast<std::string*>(user)->append(data, size * n);
-  return size * n;
-}
-
-void GlobalInitOnce() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
-
-// The API server's Status message, when the body is a metav1.Status.
-std::string ApiMessage(const std::string& body) {
-  json j = json::parse(body, nullptr, false);
-  if (j.is_object() && j.contains("message") && j["message"].is_string()) {
-    return j["message"].get<std::string>();
-  }
-  return body.substr(0, 200);
 }
 
 }  // namespace
@@ -119,7 +100,6 @@ NodeLabeler::NodeLabeler(KubeEndpoint endpoint, LabelerOptions options)
 Status NodeLabeler::Apply(const std::string& node_name, const LabelSet& labels,
                           PatchOutcome* outcome) {
   for (const auto& [k, v] : labels) VGPU_RETURN_IF_ERROR(ValidateLabel(k, v.value_or("")));
-  GlobalInitOnce();
   const std::string url = endpoint_.server + "/api/v1/nodes/" + node_name;
   const std::string body = LabelPatchBody(labels);
   PatchOutcome local;
@@ -127,61 +107,22 @@ Status NodeLabeler::Apply(const std::string& node_name, const LabelSet& labels,
   out = {};
   std::chrono::milliseconds backoff = options_.initial_backoff;
   Status last = UnavailableError("no attempt made");
+  KubeRequest req;
+  req.method = "PATCH";
+  req.path = "/api/v1/nodes/" + node_name;
+  req.content_type = "application/strategic-merge-patch+json";
+  req.body = body;
+  req.timeout = options_.request_timeout;
   for (int attempt = 1; attempt <= options_.max_attempts; ++attempt) {
     out.attempts = attempt;
-    CURL* curl = curl_easy_init();
-    if (curl == nullptr) return InternalError("curl_easy_init failed");
-    curl_slist* headers = nullptr;
-    headers = curl_slist_append(headers, "Content-Type: application/strategic-merge-patch+json");
-    headers = curl_slist_append(headers, "Accept: application/json");
-    std::string auth;
-    if (!endpoint_.token.empty()) {
-      auth = "Authorization: Bearer " + endpoint_.token;
-      headers = curl_slist_append(headers, auth.c_str());
-    }
-    std::string response;
-    curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, "PATCH");
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, AppendBody);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response);
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(options_.request_timeout.count()));
-    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl, CURLOPT_USERAGENT, "vgpu-manager");
-    if (!endpoint_.ca_file.empty())
-      curl_easy_setopt(curl, CURLOPT_CAINFO, endpoint_.ca_file.c_str());
-    curl_blob ca{const_cast<char*>(endpoint_.ca_pem.data()), endpoint_.ca_pem.size(),
-                 CURL_BLOB_COPY};
-    if (!endpoint_.ca_pem.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &ca);
-    if (endpoint_.insecure_skip_tls_verify) {
-      curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 0L);
-      curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
-    }
-    if (!endpoint_.client_cert_file.empty()) {
-      curl_easy_setopt(curl, CURLOPT_SSLCERT, endpoint_.client_cert_file.c_str());
-      curl_easy_setopt(curl, CURLOPT_SSLKEY, endpoint_.client_key_file.c_str());
-    }
-    curl_blob cert{const_cast<char*>(endpoint_.client_cert_pem.data()),
-                   endpoint_.client_cert_pem.size(), CURL_BLOB_COPY};
-    curl_blob key{const_cast<char*>(endpoint_.client_key_pem.data()),
-                  endpoint_.client_key_pem.size(), CURL_BLOB_COPY};
-    if (!endpoint_.client_cert_pem.empty()) {
-      curl_easy_setopt(curl, CURLOPT_SSLCERTTYPE, "PEM");
-      curl_easy_setopt(curl, CURLOPT_SSLCERT_BLOB, &cert);
-      curl_easy_setopt(curl, CURLOPT_SSLKEY_BLOB, &key);
-    }
-    CURLcode rc = curl_easy_perform(curl);
-    long status = 0;
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-    curl_slist_free_all(headers);
-    curl_easy_cleanup(curl);
+    auto sent = SendKubeRequest(endpoint_, req);
+    const long status = sent.ok() ? sent->http_status : 0;
+    const std::string response = sent.ok() ? sent->body : "";
     out.http_status = status;
 
     const std::string where = "PATCH " + url;
-    if (rc != CURLE_OK) {
-      last = UnavailableError(where + ": " + curl_easy_strerror(rc));
+    if (!sent.ok()) {
+      last = sent.status();
     } else if (status >= 200 && status < 300) {
       return OkStatus();
     } else if (status == 429 || status >= 500) {

@@ -129,8 +129,8 @@ Result<Grant> SlotManager::AllocateMemoryLocked(const IdSet& set,
   config.name = key;
   config.gpu = set.gpu;
   config.gpu_uuid = gpu->uuid;
-  config.memory_quota_bytes = set.units.size() * options_.memory_unit_bytes;
-  config.compute_share_percent = 100;  // until PreStartContainer links the core share
+  config.mem_quota = set.units.size() * options_.memory_unit_bytes;
+  config.compute_share = 100;  // until PreStartContainer links the core share
   config.managed_policy = options_.managed_policy;
   config.unknown_policy = options_.unknown_policy;
   bool was_shared = slots_.AnyOnGpu(set.gpu);
@@ -198,8 +198,8 @@ Result<Grant> SlotManager::AllocateWholeLocked(const std::vector<alloc::DeviceId
     config.name = alloc::WholeGpuSlotKey(d.gpu);
     config.gpu = d.gpu;
     config.gpu_uuid = info->uuid;
-    config.memory_quota_bytes = 0;  // unlimited: the container has the GPU to itself
-    config.compute_share_percent = 100;
+    config.mem_quota = 0;  // unlimited: the container has the GPU to itself
+    config.compute_share = 100;
     config.managed_policy = slots::ManagedPolicy::kAllowUncounted;
     config.unknown_policy = options_.unknown_policy;
     config.exclusive = true;

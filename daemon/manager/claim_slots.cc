@@ -22,8 +22,8 @@ Result<SlotRecord> SlotManager::CreateForClaim(const ClaimSlotRequest& request) 
   config.unknown_policy = options_.unknown_policy;
   config.exclusive = request.exclusive;
   if (request.exclusive) {
-    config.memory_quota_bytes = 0;  // unlimited: the claim has the GPU to itself
-    config.compute_share_percent = 100;
+    config.mem_quota = 0;  // unlimited: the claim has the GPU to itself
+    config.compute_share = 100;
     config.managed_policy = slots::ManagedPolicy::kAllowUncounted;
   } else {
     if (request.memory_bytes == 0) {
@@ -34,8 +34,8 @@ Result<SlotRecord> SlotManager::CreateForClaim(const ClaimSlotRequest& request) 
                                   std::to_string(request.core_percent));
     }
     uint64_t unit = options_.memory_unit_bytes;
-    config.memory_quota_bytes = (request.memory_bytes + unit - 1) / unit * unit;
-    config.compute_share_percent = request.core_percent;
+    config.mem_quota = (request.memory_bytes + unit - 1) / unit * unit;
+    config.compute_share = request.core_percent;
     config.managed_policy = request.managed_policy;
   }
   auto record = CreateForClaimUnsaved(config, request);
@@ -76,21 +76,21 @@ Result<SlotRecord> SlotManager::CreateForClaimUnsaved(slots::SlotConfig config,
                                     (c.exclusive ? "held whole" : "shared") + " by slot " +
                                     std::to_string(id) + " (" + Owner(t.record) + ")");
     }
-    memory_used += c.memory_quota_bytes;
-    cores_used += c.compute_share_percent;
+    memory_used += c.mem_quota;
+    cores_used += c.compute_share;
   }
-  if (memory_used + config.memory_quota_bytes > gpu->memory_bytes) {
+  if (memory_used + config.mem_quota > gpu->memory_bytes) {
     return ResourceExhaustedError(
         "gpu" + std::to_string(request.gpu) + " has " +
         std::to_string((gpu->memory_bytes - std::min(memory_used, gpu->memory_bytes)) >> 20) +
-        " MiB unbooked, the claim asks for " + std::to_string(config.memory_quota_bytes >> 20) +
+        " MiB unbooked, the claim asks for " + std::to_string(config.mem_quota >> 20) +
         " MiB");
   }
-  if (cores_used + config.compute_share_percent > 100) {
+  if (cores_used + config.compute_share > 100) {
     return ResourceExhaustedError("gpu" + std::to_string(request.gpu) + " has " +
                                   std::to_string(100 - std::min(cores_used, 100u)) +
                                   " % of its cores unbooked, the claim asks for " +
-                                  std::to_string(config.compute_share_percent) + " %");
+                                  std::to_string(config.compute_share) + " %");
   }
   bool was_idle = !slots_.AnyOnGpu(request.gpu);
   auto created = backend_.Create(config);

@@ -20,23 +20,21 @@ using nlohmann::json;
 
 json SlotJson(const slots::SlotRecord& r) {
   const auto& c = r.config;
-  return json{{"id", c.id},
-              {"name", c.name},
-              {"gpu", c.gpu},
-              {"gpu_uuid", c.gpu_uuid},
-              {"memory_bytes", c.memory_quota_bytes},
-              {"core_percent", c.compute_share_percent},
-              {"exclusive", c.exclusive},
-              {"managed_policy", slots::ManagedPolicyName(c.managed_policy)},
-              {"unknown_policy", slots::UnknownPolicyName(c.unknown_policy)},
-              {"memory_ids", r.memory_ids},
-              {"core_ids", r.core_ids},
-              {"gpu_ids", r.gpu_ids},
-              {"pod_namespace", r.pod_namespace},
-              {"pod_name", r.pod_name},
-              {"container", r.container},
-              {"linked", r.linked},
-              {"manual", r.manual}};
+  json j{{"id", c.id},
+         {"name", c.name},
+         {"gpu", c.gpu},
+         {"gpu_uuid", c.gpu_uuid},
+         {"exclusive", c.exclusive},
+         {"memory_ids", r.memory_ids},
+         {"core_ids", r.core_ids},
+         {"gpu_ids", r.gpu_ids},
+         {"pod_namespace", r.pod_namespace},
+         {"pod_name", r.pod_name},
+         {"container", r.container},
+         {"linked", r.linked},
+         {"manual", r.manual}};
+  SettingsToJson(c, j);
+  return j;
 }
 
 std::string Error(const Status& s) { return json{{"ok", false}, {"error", s.ToString()}}.dump(); }
@@ -70,11 +68,20 @@ std::string HandleControlRequest(SlotManager& slots, bool standalone, std::strin
     Status s = slots.DeleteSlot(req["id"].get<uint32_t>());
     return s.ok() ? json{{"ok", true}}.dump() : Error(s);
   }
-  if (!req.contains("memory_bytes") || !req["memory_bytes"].is_number_unsigned()) {
-    return Error(InvalidArgumentError("memory_bytes: required unsigned integer"));
+  for (const char* renamed : {"memory_bytes", "core_percent"}) {
+    if (req.contains(renamed)) {
+      return Error(InvalidArgumentError(
+          std::string(renamed) + ": now mem_quota and compute_share (uapi/vgpu_slot_fields.h)"));
+    }
   }
-  if (!req.contains("core_percent") || !req["core_percent"].is_number_unsigned()) {
-    return Error(InvalidArgumentError("core_percent: required unsigned integer 1..100"));
+  for (const char* required : {"mem_quota", "compute_share"}) {
+    if (!req.contains(required)) {
+      return Error(InvalidArgumentError(std::string(required) + ": required"));
+    }
+  }
+  SlotSettings wanted;
+  if (Status s = SettingsFromJson(req, wanted, /*require_all=*/false); !s.ok()) {
+    return Error(s);
   }
   std::optional<uint32_t> gpu;
   if (req.contains("gpu")) {
@@ -84,8 +91,8 @@ std::string HandleControlRequest(SlotManager& slots, bool standalone, std::strin
     gpu = req["gpu"].get<uint32_t>();
   }
   std::string label = req.value("label", "manual");
-  auto r = slots.CreateManual(gpu, req["memory_bytes"].get<uint64_t>(),
-                              req["core_percent"].get<uint32_t>(), label);
+  auto r =
+      slots.CreateManual(gpu, wanted.mem_quota, wanted.compute_share, wanted.compute_mode, label);
   if (!r.ok()) {
     return Error(r.status());
   }

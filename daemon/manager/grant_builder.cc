@@ -62,7 +62,7 @@ Grant GrantBuilder::Make(std::span<const slots::SlotRecord* const> slots) const 
       g.cdi_devices.push_back(options_.cdi_kind + "=slot" + std::to_string(c.id));
     }
   }
-  uint64_t quota = slots.empty() ? 0 : slots[0]->config.memory_quota_bytes;
+  uint64_t quota = slots.empty() ? 0 : slots[0]->config.mem_quota;
   g.edits.envs["VGPU_SLOT_ID"] = Join(ids);
   g.edits.envs["VGPU_SLOT_NAME"] = Join(names);
   g.edits.envs["VGPU_MEMORY_QUOTA_BYTES"] = std::to_string(quota);

@@ -1,6 +1,8 @@
 // PreStartContainer: the kubelet's pod-resources API lists the container's IDs of every
 // resource by now (device-plugin-api.md §2.5, §2.7), so the slot learns its owner and the core
-// share is applied to it.
+// share is applied to it, enforced as the pod's vgpu.io/compute-mode annotation says (a cap
+// unless it says weight). The slot is updated before the container starts, so the module or the
+// shim enforces the mode from the container's first instruction.
 #include "slot_manager_internal.h"
 #include "vgpu/manager/log.h"
 #include "vgpu/manager/slot_manager.h"
@@ -38,8 +40,34 @@ std::vector<TrackedSlot*> SlotManager::SlotsOfLocked(const podresources::Contain
   return out;
 }
 
+Result<ComputeMode> SlotManager::ComputeModeOf(const podresources::ContainerAssignment& owner) {
+  const std::string pod = owner.pod_namespace + "/" + owner.pod_name;
+  if (annotations_ == nullptr) {
+    return ComputeMode::kCap;
+  }
+  auto got = annotations_->Get(owner.pod_namespace, owner.pod_name);
+  if (!got.ok()) {
+    // The API server's availability must not decide whether a pod starts: the cap is what the
+    // resource asked for, never more.
+    LogWarn("event=pod_annotations_unavailable pod=" + pod + " compute_mode=cap error=\"" +
+            got.status().ToString() + "\"");
+    return ComputeMode::kCap;
+  }
+  auto it = got->find(std::string(kComputeModeAnnotation));
+  if (it == got->end()) {
+    return ComputeMode::kCap;
+  }
+  auto mode = ParseComputeMode(it->second);
+  if (!mode.ok()) {
+    return InvalidArgumentError("pod " + pod + ": annotation " +
+                                std::string(kComputeModeAnnotation) + ": " +
+                                mode.status().message());
+  }
+  return *mode;
+}
+
 Status SlotManager::LinkLocked(TrackedSlot& t, const podresources::ContainerAssignment& owner,
-                               bool* changed) {
+                               std::optional<ComputeMode> mode, bool* changed) {
   SlotRecord r = t.record;
   const std::vector<std::string>* core = IdsFor(owner, options_.core_resource);
   uint32_t share = 100;
@@ -61,7 +89,10 @@ Status SlotManager::LinkLocked(TrackedSlot& t, const podresources::ContainerAssi
     r.core_ids.clear();
   }
   if (!r.config.exclusive) {
-    r.config.compute_share_percent = share;
+    r.config.compute_share = share;
+    if (mode) {
+      r.config.compute_mode = *mode;
+    }
     if (const auto* mem = IdsFor(owner, options_.memory_resource); mem != nullptr) {
       r.memory_ids = Sorted(*mem);
     }
@@ -129,6 +160,11 @@ Status SlotManager::PreStart(ResourceKind kind, const std::vector<std::string>& 
       return mset.status();
     }
   }
+  // Read before the lock: an API call must not hold up Allocate.
+  auto mode = ComputeModeOf(*owner);
+  if (!mode.ok()) {
+    return mode.status();
+  }
   std::lock_guard lock(mu_);
   std::vector<TrackedSlot*> targets = SlotsOfLocked(*owner);
   if (targets.empty() || (has_whole && targets.size() != whole->size())) {
@@ -137,7 +173,7 @@ Status SlotManager::PreStart(ResourceKind kind, const std::vector<std::string>& 
   }
   for (TrackedSlot* target : targets) {
     bool changed = false;
-    VGPU_RETURN_IF_ERROR(LinkLocked(*target, *owner, &changed));
+    VGPU_RETURN_IF_ERROR(LinkLocked(*target, *owner, *mode, &changed));
     if (changed) {
       LogInfo("event=slot_linked " + Describe(target->record));
     }

@@ -33,6 +33,7 @@
 #include "vgpu/health/slot_manager_sink.h"
 #include "vgpu/labels/kube_endpoint.h"
 #include "vgpu/labels/node_labeler.h"
+#include "vgpu/labels/pod_reader.h"
 #include "vgpu/manager/control_api.h"
 #include "vgpu/manager/log.h"
 #include "vgpu/manager/slot_manager.h"
@@ -206,6 +207,31 @@ class Daemon {
     return OkStatus();
   }
 
+  Result<labels::KubeEndpoint> ApiEndpoint() const {
+    return cfg_.incluster_mode ? labels::InClusterEndpoint()
+           : !cfg_.kubeconfig.empty()
+               ? labels::KubeconfigEndpoint(cfg_.kubeconfig)
+               : Result<labels::KubeEndpoint>(FailedPreconditionError(
+                     "no API access: give --kubeconfig or --incluster-mode"));
+  }
+
+  // A pod's annotations choose how its compute share is enforced (kComputeModeAnnotation).
+  void PodAnnotations() {
+    if (cfg_.standalone) {
+      return;
+    }
+    auto endpoint = ApiEndpoint();
+    if (!endpoint.ok()) {
+      LogWarn("event=startup step=pod-annotations read=false compute_mode=cap error=\"" +
+              endpoint.status().ToString() + "\"");
+      return;
+    }
+    pod_reader_ = labels::MakeKubePodReader(std::move(*endpoint));
+    slots_->SetPodAnnotations(pod_reader_.get());
+    LogInfo("event=startup step=pod-annotations read=true annotation=" +
+            std::string(kComputeModeAnnotation));
+  }
+
   Status NodeLabels() {
     if (cfg_.node_labels.empty()) {
       LogInfo("event=startup step=node-labels labels=none");
@@ -215,11 +241,7 @@ class Daemon {
     if (!labels.ok()) {
       return labels.status().Annotate("--node-labels");
     }
-    Result<labels::KubeEndpoint> endpoint =
-        cfg_.incluster_mode        ? labels::InClusterEndpoint()
-        : !cfg_.kubeconfig.empty() ? labels::KubeconfigEndpoint(cfg_.kubeconfig)
-                                   : Result<labels::KubeEndpoint>(FailedPreconditionError(
-                                         "no API access: give --kubeconfig or --incluster-mode"));
+    Result<labels::KubeEndpoint> endpoint = ApiEndpoint();
     if (!endpoint.ok()) {
       LogWarn("event=startup step=node-labels published=false error=\"" +
               endpoint.status().ToString() + "\"");
@@ -263,6 +285,7 @@ class Daemon {
     } else {
       slots::ShimBackendOptions opts;
       opts.root = fs::path(cfg_.virtual_manager_path) / "slots";
+      opts.ledger_root = fs::path(cfg_.virtual_manager_path) / "ledgers";
       opts.shim_library_host = cfg_.shim_library;
       backend_ = std::make_unique<slots::ShimSlotBackend>(std::move(opts));
     }
@@ -316,10 +339,9 @@ class Daemon {
     opts.core_resource = cfg_.core_resource;
     opts.memory_resource = cfg_.memory_resource;
     opts.gpu_resource = cfg_.gpu_resource;
-    opts.managed_policy = cfg_.managed_policy == "refuse" ? slots::ManagedPolicy::kRefuse
-                                                          : slots::ManagedPolicy::kAllowUncounted;
-    opts.unknown_policy = cfg_.unknown_policy == "refuse" ? slots::UnknownPolicy::kRefuse
-                                                          : slots::UnknownPolicy::kAllowLog;
+    // config::Validate() accepted both names already.
+    opts.managed_policy = ParseManagedPolicy(cfg_.managed_policy).value();
+    opts.unknown_policy = ParseUnknownPolicy(cfg_.unknown_policy).value();
     opts.orphan_grace = std::chrono::seconds(cfg_.allocation_check_period_s);
     opts.cdi_kind = cfg_.cdi_kind;
     opts.cdi_spec_dir = cfg_.cdi_spec_dir;
@@ -338,6 +360,7 @@ class Daemon {
     slots_ = std::make_unique<SlotManager>(std::move(opts), gpus_, *backend_, *store_,
                                            pod_resources_.get(), std::move(*placer),
                                            [] { return std::chrono::steady_clock::now(); });
+    PodAnnotations();
     auto report = slots_->Reconcile();
     if (!report.ok()) {
       return report.status();
@@ -526,6 +549,7 @@ class Daemon {
 
   Config cfg_;
   std::unique_ptr<podresources::PodResourcesSource> pod_resources_;
+  std::unique_ptr<podresources::PodAnnotationSource> pod_reader_;
   std::unique_ptr<slots::SlotBackend> backend_;
   std::vector<alloc::GpuInfo> gpus_;
   std::unique_ptr<checkpoint::CheckpointStore> store_;

@@ -1,4 +1,5 @@
 // Start-up reconciliation and slots made by hand (standalone mode).
+#include <algorithm>
 #include <set>
 
 #include "slot_manager_internal.h"
@@ -43,6 +44,12 @@ Result<ReconcileReport> SlotManager::Reconcile() {
   if (!live.ok()) {
     return live.status().Annotate("listing live " + std::string(backend_.Kind()) + " slots");
   }
+  // Slots whose stored config no longer reads (a shim slot's file edited or truncated): the
+  // checkpoint says what they enforce, so they are restored by id below, never fatal.
+  const std::vector<uint32_t> damaged = backend_.DamagedSlots();
+  auto is_damaged = [&](uint32_t id) {
+    return std::find(damaged.begin(), damaged.end(), id) != damaged.end();
+  };
   std::vector<podresources::ContainerAssignment> assignments;
   if (pod_resources_ != nullptr) {
     auto listed = pod_resources_->List();
@@ -73,6 +80,13 @@ Result<ReconcileReport> SlotManager::Reconcile() {
         VGPU_RETURN_IF_ERROR(backend_.Update(r.config).Annotate("restoring slot " + r.config.name));
       }
       ++report.restored;
+    } else if (is_damaged(r.config.id) && matched.count(r.config.id) == 0) {
+      VGPU_RETURN_IF_ERROR(
+          backend_.Update(r.config).Annotate("restoring the config of slot " + r.config.name));
+      matched.insert(r.config.id);
+      ++report.restored;
+      LogWarn("event=slot_config_restored " + Describe(r) +
+              " reason=\"live config unreadable or edited; rewritten from the checkpoint\"");
     } else {
       auto id = backend_.Create(r.config);
       if (!id.ok()) {
@@ -84,6 +98,12 @@ Result<ReconcileReport> SlotManager::Reconcile() {
       LogWarn("event=slot_recreated " + Describe(r) + " reason=\"in checkpoint, not live\"");
     }
     slots_.Put(TrackedSlot{r, now, std::nullopt});
+  }
+  for (uint32_t id : damaged) {
+    if (matched.count(id) == 0) {
+      LogWarn("event=slot_config_unreadable slot=" + std::to_string(id) +
+              " action=\"left alone: not in the checkpoint, so nothing to restore it from\"");
+    }
   }
   for (const auto& l : *live) {
     if (matched.count(l.id) != 0) {
@@ -112,7 +132,7 @@ Result<ReconcileReport> SlotManager::Reconcile() {
   for (const auto& a : assignments) {
     for (TrackedSlot* target : SlotsOfLocked(a)) {
       bool changed = false;
-      Status s = LinkLocked(*target, a, &changed);
+      Status s = LinkLocked(*target, a, std::nullopt, &changed);  // the mode: the checkpoint's
       if (!s.ok()) {
         LogWarn("event=reconcile_link_failed " + Describe(target->record) + " error=\"" +
                 s.ToString() + "\"");
@@ -135,13 +155,16 @@ Result<ReconcileReport> SlotManager::Reconcile() {
   return report;
 }
 
-Result<SlotRecord> SlotManager::CreateManual(std::optional<uint32_t> gpu, uint64_t memory_bytes,
-                                             uint32_t core_percent, std::string label) {
+Result<SlotRecord> SlotManager::CreateManual(std::optional<uint32_t> gpu, uint64_t mem_quota,
+                                             uint32_t compute_share, ComputeMode compute_mode,
+                                             std::string label) {
+  const uint64_t memory_bytes = mem_quota;
+  const uint32_t core_percent = compute_share;
   if (memory_bytes == 0) {
-    return InvalidArgumentError("memory_bytes: must be > 0");
+    return InvalidArgumentError("mem_quota: must be > 0");
   }
   if (core_percent < 1 || core_percent > 100) {
-    return InvalidArgumentError("core_percent: must be 1..100, got " +
+    return InvalidArgumentError("compute_share: must be 1..100, got " +
                                 std::to_string(core_percent));
   }
   uint64_t units = (memory_bytes + options_.memory_unit_bytes - 1) / options_.memory_unit_bytes;
@@ -191,7 +214,8 @@ Result<SlotRecord> SlotManager::CreateManual(std::optional<uint32_t> gpu, uint64
     return InternalError("slot " + key + " vanished after creation");
   }
   SlotRecord r = t->record;
-  r.config.compute_share_percent = core_percent;
+  r.config.compute_share = core_percent;
+  r.config.compute_mode = compute_mode;
   r.manual = true;
   r.linked = true;
   r.pod_name = label;

@@ -105,9 +105,9 @@ std::vector<alloc::GpuLoad> SlotManager::LoadsLocked() const {
         loads[i].exclusive = true;
         continue;
       }
-      mem_used += c.memory_quota_bytes;
+      mem_used += c.mem_quota;
       if (t.record.linked && (!t.record.core_ids.empty() || t.record.manual)) {
-        cores_used += c.compute_share_percent;
+        cores_used += c.compute_share;
       }
     }
     loads[i].healthy = gpu_healthy_.at(gpus_[i].index);

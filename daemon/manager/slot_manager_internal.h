@@ -38,11 +38,17 @@ inline std::string Owner(const SlotRecord& r) {
   return "pod=" + r.pod_namespace + "/" + r.pod_name + " container=" + r.container;
 }
 
+// "mem_quota=... compute_share=... " (every setting, schema order), for log lines.
+inline std::string SettingsLogText(const SlotSettings& s) {
+  std::string text;
+  AppendSettingsText(s, text);
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  return text;
+}
+
 inline std::string Describe(const SlotRecord& r) {
   return "slot=" + std::to_string(r.config.id) + " name=" + r.config.name +
-         " gpu=" + std::to_string(r.config.gpu) +
-         " memory_bytes=" + std::to_string(r.config.memory_quota_bytes) +
-         " core_percent=" + std::to_string(r.config.compute_share_percent) + " " + Owner(r);
+         " gpu=" + std::to_string(r.config.gpu) + " " + SettingsLogText(r.config) + Owner(r);
 }
 
 inline const std::vector<std::string>* IdsFor(const podresources::ContainerAssignment& a,
@@ -53,9 +59,8 @@ inline const std::vector<std::string>* IdsFor(const podresources::ContainerAssig
 
 // What the backend enforces; names and UUIDs are labels the module may not keep.
 inline bool SameEnforcement(const slots::SlotConfig& a, const slots::SlotConfig& b) {
-  return a.gpu == b.gpu && a.memory_quota_bytes == b.memory_quota_bytes &&
-         a.compute_share_percent == b.compute_share_percent &&
-         a.managed_policy == b.managed_policy && a.unknown_policy == b.unknown_policy;
+  return a.gpu == b.gpu &&
+         static_cast<const SlotSettings&>(a) == static_cast<const SlotSettings&>(b);
 }
 
 }  // namespace internal

@@ -17,8 +17,7 @@ Result<metrics::NodeSnapshot> SlotManagerStatsSource::Snapshot() {
     for (const auto& r : records) {
       if (r.config.gpu == g.index) {
         ++gs.slots;
-        gs.memory_committed_bytes +=
-            r.config.exclusive ? g.memory_bytes : r.config.memory_quota_bytes;
+        gs.memory_committed_bytes += r.config.exclusive ? g.memory_bytes : r.config.mem_quota;
       }
     }
     node.gpus.push_back(gs);
@@ -30,8 +29,8 @@ Result<metrics::NodeSnapshot> SlotManagerStatsSource::Snapshot() {
     s.pod_namespace = r.pod_namespace;
     s.pod = r.pod_name;
     s.container = r.container;
-    s.memory_quota_bytes = r.config.memory_quota_bytes;
-    s.core_share_ratio = r.config.compute_share_percent / 100.0;
+    s.memory_quota_bytes = r.config.mem_quota;
+    s.core_share_ratio = r.config.compute_share / 100.0;
     // One slot's unreadable counters must not fail the scrape: its usage stays 0.
     auto usage = slots_.SlotUsage(r.config.id);
     {

@@ -3,21 +3,35 @@
 #include "vgpu/kmodclient.h"
 
 namespace vgpu::slots {
-namespace {
-
-kmod::SlotConfig ToKmod(const SlotConfig& c) {
+kmod::SlotConfig ToKmodConfig(const SlotConfig& c) {
   kmod::SlotConfig k;
   k.name = c.name;
-  k.mem_quota = c.memory_quota_bytes;
-  k.compute_share = c.compute_share_percent;
-  k.managed = c.managed_policy == ManagedPolicy::kRefuse ? kmod::ManagedPolicy::kRefuse
-                                                         : kmod::ManagedPolicy::kAllowUncounted;
-  k.unknown = c.unknown_policy == UnknownPolicy::kRefuse ? kmod::UnknownPolicy::kRefuse
-                                                         : kmod::UnknownPolicy::kAllowLog;
+#define VGPU_COPY_SETTING(field, ...) k.field = c.field;
+  VGPU_SLOT_NUMBERS(VGPU_COPY_SETTING)
+  VGPU_SLOT_ENUMS(VGPU_COPY_SETTING)
+#undef VGPU_COPY_SETTING
   return k;
 }
 
-}  // namespace
+SlotConfig FromKmodInfo(const kmod::SlotInfo& s) {
+  SlotConfig c;
+  c.id = s.id;
+  c.gpu = s.gpu;
+  c.name = s.name;
+#define VGPU_COPY_SETTING(field, ...) c.field = s.field;
+  VGPU_SLOT_NUMBERS(VGPU_COPY_SETTING)
+#undef VGPU_COPY_SETTING
+  // An enum setting the module does not report (0, a module predating it) keeps the default.
+#define VGPU_COPY_SETTING(field, type, ...) \
+  if (s.field != 0) {                       \
+    c.field = static_cast<type>(s.field);   \
+  }
+  VGPU_SLOT_ENUMS(VGPU_COPY_SETTING)
+#undef VGPU_COPY_SETTING
+  // The module stores no "exclusive" bit; whole-GPU slots are named "g<N>-whole".
+  c.exclusive = c.name.ends_with("-whole");
+  return c;
+}
 
 Result<std::unique_ptr<KmodSlotBackend>> KmodSlotBackend::Open() {
   auto client = kmod::Client::Open();
@@ -39,7 +53,7 @@ Result<uint32_t> KmodSlotBackend::Create(const SlotConfig& config) {
   kmod::SlotSpec spec;
   spec.gpu = config.gpu;
   spec.flags = VGPU_SLOT_F_UVM;
-  spec.config = ToKmod(config);
+  spec.config = ToKmodConfig(config);
   auto info = client_->CreateSlot(spec);
   if (!info.ok()) {
     return info.status();
@@ -49,7 +63,7 @@ Result<uint32_t> KmodSlotBackend::Create(const SlotConfig& config) {
 
 Status KmodSlotBackend::Update(const SlotConfig& config) {
   std::lock_guard lock(mu_);
-  auto info = client_->UpdateSlot(config.id, ToKmod(config));
+  auto info = client_->UpdateSlot(config.id, ToKmodConfig(config));
   return info.ok() ? OkStatus() : info.status();
 }
 
@@ -69,19 +83,7 @@ Result<std::vector<SlotConfig>> KmodSlotBackend::List() {
     if (s.state == VGPU_SLOT_STATE_DYING) {
       continue;  // already destroyed, waiting for its last file
     }
-    SlotConfig c;
-    c.id = s.id;
-    c.gpu = s.gpu;
-    c.name = s.name;
-    c.memory_quota_bytes = s.mem_quota;
-    c.compute_share_percent = s.compute_share;
-    c.managed_policy = s.managed_policy == VGPU_MANAGED_ALLOW_UNCOUNTED
-                           ? ManagedPolicy::kAllowUncounted
-                           : ManagedPolicy::kRefuse;
-    c.unknown_policy = s.unknown_policy == VGPU_UNKNOWN_ALLOW_LOG ? UnknownPolicy::kAllowLog
-                                                                  : UnknownPolicy::kRefuse;
-    // The module stores no "exclusive" bit; whole-GPU slots are named "g<N>-whole".
-    c.exclusive = c.name.ends_with("-whole");
+    SlotConfig c = FromKmodInfo(s);
     out.push_back(std::move(c));
   }
   return out;

@@ -5,12 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cstddef>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <utility>
 
 #include "shim/preload/ledger.h"
@@ -38,49 +37,96 @@ class Fd {
   int fd_;
 };
 
-Result<std::string> ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+// Reads a regular file without following a link at its last component.
+Result<std::string> ReadFileNoFollow(const fs::path& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+  if (fd.get() < 0) {
     return ErrnoError("open " + path.string(), errno);
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) {
+    return ErrnoError("stat " + path.string(), errno);
+  }
+  if (!S_ISREG(st.st_mode) || st.st_size > (1 << 20)) {
+    return DataLossError(path.string() + " is not a regular file of at most 1 MiB");
+  }
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n < 0) {
+      return ErrnoError("read " + path.string(), errno);
+    }
+    if (n == 0) {
+      return out;
+    }
+    out.append(buf, static_cast<size_t>(n));
+  }
+}
+
+Status WriteAll(int fd, std::string_view data, const std::string& what) {
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      return ErrnoError("write " + what, errno);
+    }
+    off += static_cast<size_t>(n);
+  }
+  return OkStatus();
 }
 
 }  // namespace
 
 Status WriteFileAtomically(const fs::path& path, std::string_view data) {
-  fs::path tmp = path;
-  tmp += ".tmp";
-  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (fd.get() < 0) {
-    return ErrnoError("create " + tmp.string(), errno);
+  const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  const std::string name = path.filename().string();
+  Fd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (dfd.get() < 0) {
+    return ErrnoError("open directory " + dir.string(), errno);
   }
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = ::write(fd.get(), data.data() + off, data.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      return ErrnoError("write " + tmp.string(), errno);
+  // A fresh name each time, created exclusively: whatever sits at a temp name (a crash's
+  // leftover, a planted link) is never opened, let alone truncated.
+  static std::atomic<uint64_t> serial{0};
+  std::string tmp;
+  int raw = -1;
+  for (int attempt = 0; attempt < 16 && raw < 0; ++attempt) {
+    tmp = "." + name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(serial++);
+    raw = ::openat(dfd.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                   0644);
+    if (raw < 0 && errno != EEXIST) {
+      return ErrnoError("create " + (dir / tmp).string(), errno);
     }
-    off += static_cast<size_t>(n);
+  }
+  if (raw < 0) {
+    return ErrnoError("create a temp file in " + dir.string(), EEXIST);
+  }
+  Fd fd(raw);
+  auto fail = [&](Status s) {
+    ::unlinkat(dfd.get(), tmp.c_str(), 0);
+    return s;
+  };
+  if (Status s = WriteAll(fd.get(), data, (dir / tmp).string()); !s.ok()) {
+    return fail(s);
   }
   if (::fsync(fd.get()) != 0) {
-    return ErrnoError("fsync " + tmp.string(), errno);
+    return fail(ErrnoError("fsync " + (dir / tmp).string(), errno));
   }
   if (::close(fd.release()) != 0) {
-    return ErrnoError("close " + tmp.string(), errno);
+    return fail(ErrnoError("close " + (dir / tmp).string(), errno));
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    return ErrnoError("rename " + tmp.string() + " -> " + path.string(), errno);
+  // renameat replaces whatever `name` is, a link included, without following it.
+  if (::renameat(dfd.get(), tmp.c_str(), dfd.get(), name.c_str()) != 0) {
+    return fail(ErrnoError("rename " + tmp + " -> " + path.string(), errno));
   }
   // The rename is durable only once the directory entry is: fsync the directory too.
-  fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
-  Fd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dfd.get() < 0 || ::fsync(dfd.get()) != 0) {
+  if (::fsync(dfd.get()) != 0) {
     return ErrnoError("fsync directory " + dir.string(), errno);
   }
   return OkStatus();
@@ -89,6 +135,12 @@ Status WriteFileAtomically(const fs::path& path, std::string_view data) {
 ShimSlotBackend::ShimSlotBackend(ShimBackendOptions options) : options_(std::move(options)) {}
 
 fs::path ShimSlotBackend::SlotDir(uint32_t id) const { return options_.root / std::to_string(id); }
+
+fs::path ShimSlotBackend::LedgerRoot() const {
+  return options_.ledger_root.empty() ? options_.root / ".ledgers" : options_.ledger_root;
+}
+
+fs::path ShimSlotBackend::LedgerDir(uint32_t id) const { return LedgerRoot() / std::to_string(id); }
 
 Status ShimSlotBackend::WriteConfig(const SlotConfig& config) {
   return WriteFileAtomically(SlotDir(config.id) / kSlotConfigFileName,
@@ -120,11 +172,19 @@ Result<uint32_t> ShimSlotBackend::Create(const SlotConfig& config) {
   if (ec) {
     return InternalError("create slot dir " + SlotDir(id).string() + ": " + ec.message());
   }
+  // The ledger's own directory, fresh: a leftover of an earlier slot of this id is not reused.
+  fs::remove_all(LedgerDir(id), ec);
+  fs::create_directories(LedgerDir(id), ec);
+  if (ec) {
+    fs::remove_all(SlotDir(id), ec);
+    return InternalError("create ledger dir " + LedgerDir(id).string() + ": " + ec.message());
+  }
   SlotConfig c = config;
   c.id = id;
   Status s = WriteConfig(c);
   if (!s.ok()) {
     fs::remove_all(SlotDir(id), ec);
+    fs::remove_all(LedgerDir(id), ec);
     return s;
   }
   return id;
@@ -147,28 +207,38 @@ Status ShimSlotBackend::Destroy(uint32_t id) {
   if (ec) {
     return InternalError("remove " + SlotDir(id).string() + ": " + ec.message());
   }
+  // remove_all removes links, it does not follow them: the tenant's directory is safe to drop.
+  fs::remove_all(LedgerDir(id), ec);
+  if (ec) {
+    return InternalError("remove " + LedgerDir(id).string() + ": " + ec.message());
+  }
   return OkStatus();
 }
 
 Result<std::vector<SlotConfig>> ShimSlotBackend::List() {
   std::lock_guard lock(mu_);
   std::vector<SlotConfig> out;
+  damaged_.clear();
   std::error_code ec;
   if (!fs::exists(options_.root, ec)) {
     return out;
   }
   for (const auto& entry : fs::directory_iterator(options_.root, ec)) {
-    fs::path file = entry.path() / kSlotConfigFileName;
-    if (!entry.is_directory() || !fs::exists(file)) {
+    uint32_t id = 0;
+    const std::string dir_name = entry.path().filename().string();
+    auto [p, e] = std::from_chars(dir_name.data(), dir_name.data() + dir_name.size(), id);
+    if (e != std::errc() || p != dir_name.data() + dir_name.size() || entry.is_symlink() ||
+        !entry.is_directory()) {
       continue;
     }
-    auto text = ReadFile(file);
-    if (!text.ok()) {
-      return text.status();
-    }
-    auto parsed = ParseSlotConfigFile(*text);
-    if (!parsed.ok()) {
-      return parsed.status().Annotate(file.string());
+    auto text = ReadFileNoFollow(entry.path() / kSlotConfigFileName);
+    Result<SlotConfig> parsed =
+        text.ok() ? ParseSlotConfigFile(*text) : Result<SlotConfig>(text.status());
+    if (!parsed.ok() || parsed->id != id) {
+      // Missing, unreadable, edited or not a file: the slot exists (its directory does); its
+      // config is for the manager to restore from the checkpoint, never a reason to stop.
+      damaged_.push_back(id);
+      continue;
     }
     out.push_back(std::move(*parsed));
   }
@@ -177,7 +247,13 @@ Result<std::vector<SlotConfig>> ShimSlotBackend::List() {
   }
   std::sort(out.begin(), out.end(),
             [](const SlotConfig& a, const SlotConfig& b) { return a.id < b.id; });
+  std::sort(damaged_.begin(), damaged_.end());
   return out;
+}
+
+std::vector<uint32_t> ShimSlotBackend::DamagedSlots() {
+  std::lock_guard lock(mu_);
+  return damaged_;
 }
 
 ContainerEdits ShimSlotBackend::Edits(const SlotConfig& c) const {
@@ -187,8 +263,10 @@ ContainerEdits ShimSlotBackend::Edits(const SlotConfig& c) const {
   e.devices.push_back({dev, dev, "rw"});
   e.devices.push_back({"/dev/nvidiactl", "/dev/nvidiactl", "rw"});
   e.devices.push_back({"/dev/nvidia-uvm", "/dev/nvidia-uvm", "rw"});
-  // Read-write: the shim keeps its crash-safe charge ledger in the slot directory.
-  e.mounts.push_back({SlotDir(c.id).string(), std::string(kSlotConfigContainerDir), false});
+  // The config read-only: the tenant cannot change its own limits. The ledger's directory is
+  // the one place it writes (the shim's crash-safe charge ledger, shared by its processes).
+  e.mounts.push_back({SlotDir(c.id).string(), std::string(kSlotConfigContainerDir), true});
+  e.mounts.push_back({LedgerDir(c.id).string(), std::string(kLedgerContainerDir), false});
   e.envs[std::string(kSlotConfigEnv)] =
       std::string(kSlotConfigContainerDir) + "/" + std::string(kSlotConfigFileName);
   if (!options_.shim_library_host.empty()) {
@@ -198,7 +276,7 @@ ContainerEdits ShimSlotBackend::Edits(const SlotConfig& c) const {
   return e;
 }
 
-fs::path ShimSlotBackend::LedgerPath(uint32_t id) const { return SlotDir(id) / "ledger"; }
+fs::path ShimSlotBackend::LedgerPath(uint32_t id) const { return LedgerDir(id) / kLedgerFileName; }
 
 Result<SlotUsage> ShimSlotBackend::Usage(uint32_t id) {
   using shim::LedgerFile;

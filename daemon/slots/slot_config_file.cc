@@ -24,11 +24,9 @@ std::string FormatSlotConfigFile(const SlotConfig& c) {
   out += "slot_name=" + c.name + "\n";
   out += "gpu_index=" + std::to_string(c.gpu) + "\n";
   out += "gpu_uuid=" + c.gpu_uuid + "\n";
-  out += "memory_quota_bytes=" + std::to_string(c.memory_quota_bytes) + "\n";
-  out += "compute_share_percent=" + std::to_string(c.compute_share_percent) + "\n";
-  out += "managed_policy=" + std::string(ManagedPolicyName(c.managed_policy)) + "\n";
-  out += "unknown_policy=" + std::string(UnknownPolicyName(c.unknown_policy)) + "\n";
   out += std::string("exclusive=") + (c.exclusive ? "1" : "0") + "\n";
+  out += "ledger=" + std::string(kLedgerContainerDir) + "/" + std::string(kLedgerFileName) + "\n";
+  AppendSettingsText(c, out);
   return out;
 }
 
@@ -49,41 +47,37 @@ Result<SlotConfig> ParseSlotConfigFile(std::string_view text) {
     }
     kv[std::string(line.substr(0, eq))] = std::string(line.substr(eq + 1));
   }
-  for (const char* required : {"version", "slot_id", "slot_name", "gpu_index", "memory_quota_bytes",
-                               "compute_share_percent", "managed_policy", "unknown_policy"}) {
-    if (kv.find(required) == kv.end()) {
-      return InvalidArgumentError(std::string("missing key ") + required);
-    }
+  auto it = kv.find("version");
+  if (it == kv.end()) {
+    return InvalidArgumentError("missing key version");
   }
   int version = 0;
-  VGPU_RETURN_IF_ERROR(ParseNumber("version", kv["version"], version));
+  VGPU_RETURN_IF_ERROR(ParseNumber("version", it->second, version));
   if (version != kSlotConfigVersion) {
-    return InvalidArgumentError("version: unsupported " + kv["version"]);
+    return InvalidArgumentError("version: unsupported " + it->second + " (this manager writes " +
+                                std::to_string(kSlotConfigVersion) + ")");
+  }
+  for (std::string_view required : {"slot_id", "slot_name", "gpu_index", "gpu_uuid", "exclusive"}) {
+    if (kv.find(required) == kv.end()) {
+      return InvalidArgumentError("missing key " + std::string(required));
+    }
   }
   SlotConfig c;
   VGPU_RETURN_IF_ERROR(ParseNumber("slot_id", kv["slot_id"], c.id));
   c.name = kv["slot_name"];
   VGPU_RETURN_IF_ERROR(ParseNumber("gpu_index", kv["gpu_index"], c.gpu));
   c.gpu_uuid = kv["gpu_uuid"];
-  VGPU_RETURN_IF_ERROR(
-      ParseNumber("memory_quota_bytes", kv["memory_quota_bytes"], c.memory_quota_bytes));
-  VGPU_RETURN_IF_ERROR(
-      ParseNumber("compute_share_percent", kv["compute_share_percent"], c.compute_share_percent));
-  if (c.compute_share_percent < 1 || c.compute_share_percent > 100) {
-    return InvalidArgumentError("compute_share_percent: must be 1..100, got " +
-                                kv["compute_share_percent"]);
+  if (kv["exclusive"] != "0" && kv["exclusive"] != "1") {
+    return InvalidArgumentError("exclusive: must be 0 or 1, got '" + kv["exclusive"] + "'");
   }
-  auto managed = ParseManagedPolicy(kv["managed_policy"]);
-  if (!managed.ok()) {
-    return managed.status().Annotate("managed_policy");
-  }
-  c.managed_policy = *managed;
-  auto unknown = ParseUnknownPolicy(kv["unknown_policy"]);
-  if (!unknown.ok()) {
-    return unknown.status().Annotate("unknown_policy");
-  }
-  c.unknown_policy = *unknown;
   c.exclusive = kv["exclusive"] == "1";
+  for (std::string_view key : SettingKeys()) {
+    auto v = kv.find(key);
+    if (v == kv.end()) {
+      return InvalidArgumentError("missing key " + std::string(key));
+    }
+    VGPU_RETURN_IF_ERROR(SetSettingFromText(c, key, v->second));
+  }
   return c;
 }
 

@@ -102,29 +102,19 @@ Result<kmod::SlotConfig> ParseSlotConfig(const ParsedArgs& args) {
     cfg.compute_share = *n;
   }
   if (auto it = args.flags.find("--mode"); it != args.flags.end()) {
-    if (it->second == "cap")
-      cfg.compute_mode = kmod::ComputeMode::kCap;
-    else if (it->second == "weight")
-      cfg.compute_mode = kmod::ComputeMode::kWeight;
-    else
-      return InvalidArgumentError("--mode: '" + it->second + "' (use cap or weight)");
+    auto v = ParseComputeMode(it->second);
+    if (!v.ok()) return v.status().Annotate("--mode");
+    cfg.compute_mode = *v;
   }
   if (auto it = args.flags.find("--managed"); it != args.flags.end()) {
-    if (it->second == "refuse")
-      cfg.managed = kmod::ManagedPolicy::kRefuse;
-    else if (it->second == "allow-uncounted")
-      cfg.managed = kmod::ManagedPolicy::kAllowUncounted;
-    else
-      return InvalidArgumentError("--managed: '" + it->second +
-                                  "' (use refuse or allow-uncounted)");
+    auto v = ParseManagedPolicy(it->second);
+    if (!v.ok()) return v.status().Annotate("--managed");
+    cfg.managed_policy = *v;
   }
   if (auto it = args.flags.find("--unknown"); it != args.flags.end()) {
-    if (it->second == "refuse")
-      cfg.unknown = kmod::UnknownPolicy::kRefuse;
-    else if (it->second == "allow-log")
-      cfg.unknown = kmod::UnknownPolicy::kAllowLog;
-    else
-      return InvalidArgumentError("--unknown: '" + it->second + "' (use refuse or allow-log)");
+    auto v = ParseUnknownPolicy(it->second);
+    if (!v.ok()) return v.status().Annotate("--unknown");
+    cfg.unknown_policy = *v;
   }
   return cfg;
 }
@@ -151,20 +141,17 @@ nlohmann::json SlotToJson(const kmod::SlotInfo& s) {
   if (!s.node_ctl.empty()) nodes["ctl"] = "/dev/" + s.node_ctl;
   if (!s.node_dev.empty()) nodes["dev"] = "/dev/" + s.node_dev;
   if (!s.node_uvm.empty()) nodes["uvm"] = "/dev/" + s.node_uvm;
-  return {{"id", s.id},
-          {"gpu", s.gpu},
-          {"name", s.name},
-          {"mem_quota", s.mem_quota},
-          {"compute_share", s.compute_share},
-          {"compute_mode", kmod::ComputeModeName(s.compute_mode)},
-          {"managed_policy", kmod::ManagedPolicyName(s.managed_policy)},
-          {"unknown_policy", kmod::UnknownPolicyName(s.unknown_policy)},
-          {"uvm", (s.flags & VGPU_SLOT_F_UVM) != 0},
-          {"state", kmod::SlotStateName(s.state)},
-          {"open_files", s.open_files},
-          {"pids", s.pids},
-          {"nodes", nodes},
-          {"stats", stats}};
+  nlohmann::json j = {{"id", s.id},
+                      {"gpu", s.gpu},
+                      {"name", s.name},
+                      {"uvm", (s.flags & VGPU_SLOT_F_UVM) != 0},
+                      {"state", kmod::SlotStateName(s.state)},
+                      {"open_files", s.open_files},
+                      {"pids", s.pids},
+                      {"nodes", nodes},
+                      {"stats", stats}};
+  SettingsToJson(kmod::SettingsOf(s), j);  // the settings under their schema names
+  return j;
 }
 
 nlohmann::json EventToJson(const kmod::Event& e) {

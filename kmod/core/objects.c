@@ -109,10 +109,32 @@ static void clear_dup_links(struct vcore_slot *slot, struct vcore_obj *obj)
 	}
 }
 
+/* The same across processes of the slot, through the ledger (vcore.h). */
+static vcore_bool pass_charge_to_process(struct vcore_slot *slot,
+					 struct vcore_obj *obj)
+{
+	const struct vcore_ledger_ops *l = slot->ledger.ops;
+
+	if (!l->pass_charge || !l->pass_charge(slot->ledger.priv, obj->h_client,
+					       obj->h_object, obj->charged))
+		return 0;
+	obj->charged = 0;
+	slot->stats.charged_bytes = l->charged(slot->ledger.priv);
+	return 1;
+}
+
 static void release_one(struct vcore_slot *slot, struct vcore_obj *obj)
 {
-	if (obj->charged && !pass_charge_to_dup(slot, obj))
+	const struct vcore_ledger_ops *l = slot->ledger.ops;
+
+	if (obj->charged && !pass_charge_to_dup(slot, obj) &&
+	    !pass_charge_to_process(slot, obj))
 		vcore_charge_refund(slot, obj->charged);
+	if (obj->xdup_client && l->dup)
+		l->dup(slot->ledger.priv, obj->xdup_client, obj->xdup_object,
+		       0);
+	if (obj->h_object == obj->h_client && l->client)
+		l->client(slot->ledger.priv, obj->h_client, 0);
 	clear_dup_links(slot, obj);
 	if (obj->dup_src) {
 		obj->dup_src = VCORE_NULL;
@@ -186,6 +208,11 @@ void vcore_obj_insert_locked(struct vcore_slot *slot, struct vcore_obj *obj,
 			obj->owner = file;
 		slot->stats.clients++;
 	}
+	if (obj->h_object == obj->h_client && slot->ledger.ops->client)
+		slot->ledger.ops->client(slot->ledger.priv, obj->h_client, 1);
+	if (obj->xdup_client && slot->ledger.ops->dup)
+		slot->ledger.ops->dup(slot->ledger.priv, obj->xdup_client,
+				      obj->xdup_object, 1);
 	b = bucket_of(obj->h_client, obj->h_object);
 	obj->hnext = slot->buckets[b];
 	slot->buckets[b] = obj;

@@ -4,7 +4,7 @@
  * steps), and the video-memory reservation. What follows the driver's
  * answer is beside it: rm_alloc_post.c settles the charge and records or
  * drops the object, rm_alloc_verify.c asks the driver whether the call did
- * what the core's private copy says (issue 4).
+ * what the core's private copy says (docs/results/kmod-issue4-tamper.md).
  *
  * Charging (abi.md §4, memory-quota-h200.md): pre reserves the size the
  * private copy asks for, rounded up to the page size its attr selects,
@@ -168,18 +168,19 @@ static enum vcore_verdict alloc_by_class(struct vcore_call *call, vcore_u32 cls,
 }
 
 /*
- * A client allocation, with the host's client ops (vcore.h; issue 4). The
- * core's record of a client decides what is charged to the tenant, what the
- * driver is asked about and what is freed on its behalf, so it must name the
- * client this call created through the caller's file, and nothing else. The
- * handle is claimed node-wide before the driver sees the call (refused as the
- * driver refuses a duplicate when another tenant has it), and after the call
- * only the driver's word on that handle counts (vcore_post_alloc), never the
- * status or the handle in user memory. hObjectNew 0 asks RM to choose (abi.md
- * §3); its choice would reach the core only through the reply, which a
- * sibling thread can rewrite to another tenant's client handle: the host
- * chooses instead, and the handle is written into the caller's parameters,
- * where the driver reads it and returns it in the reply as it would its own.
+ * A client allocation, with the host's client ops (vcore.h;
+ * docs/results/kmod-issue4-tamper.md). The core's record of a client decides
+ * what is charged to the tenant, what the driver is asked about and what is
+ * freed on its behalf, so it must name the client this call created through the
+ * caller's file, and nothing else. The handle is claimed node-wide before the
+ * driver sees the call (refused as the driver refuses a duplicate when another
+ * tenant has it), and after the call only the driver's word on that handle
+ * counts (vcore_post_alloc), never the status or the handle in user memory.
+ * hObjectNew 0 asks RM to choose (abi.md §3); its choice would reach the core
+ * only through the reply, which a sibling thread can rewrite to another
+ * tenant's client handle: the host chooses instead, and the handle is written
+ * into the caller's parameters, where the driver reads it and returns it in the
+ * reply as it would its own.
  */
 static enum vcore_verdict claim_client(struct vcore_call *call)
 {
@@ -225,11 +226,12 @@ enum vcore_verdict vcore_esc_rm_alloc(struct vcore_call *call)
 	 * exists only in the reply: user memory that a sibling thread can
 	 * rewrite (to 0, or to another handle; with the status, to a failure)
 	 * before vcore_post reads it, leaving what the driver made unrecorded
-	 * and uncharged (issue 4). A host that verifies every allocation
-	 * against the driver (driver_memory) needs the handle from the private
-	 * copy, so it refuses a driver-chosen handle for any class but a
-	 * client, which holds no memory itself. The recorded corpus asks RM to
-	 * choose only for NV01_ROOT and NV01_ROOT_CLIENT.
+	 * and uncharged (docs/results/kmod-issue4-tamper.md). A host that
+	 * verifies every allocation against the driver (driver_memory) needs
+	 * the handle from the private copy, so it refuses a driver-chosen
+	 * handle for any class but a client, which holds no memory itself. The
+	 * recorded corpus asks RM to choose only for NV01_ROOT and
+	 * NV01_ROOT_CLIENT.
 	 */
 	if (!vcore_rd32(call->argbuf, 8) && call->slot->ops->driver_memory &&
 	    !is_root_class(cls)) {
@@ -394,22 +396,30 @@ enum vcore_verdict vcore_esc_rm_free(struct vcore_call *call)
 }
 
 /* NV_ESC_RM_DUP_OBJECT (NVOS55): memory of a client outside this slot
- * cannot be charged to it, so under a quota such dups are refused. */
+ * cannot be charged to it, so under a quota such dups are refused. A client
+ * of another process of this slot (the shim's shared ledger knows them) is
+ * inside: its memory stays charged to its owner (vcore.h, ledger ops). */
 enum vcore_verdict vcore_esc_rm_dup_object(struct vcore_call *call)
 {
-	vcore_u32 src_client = vcore_rd32(call->argbuf, 12);
+	struct vcore_slot *slot = call->slot;
+	vcore_u32 src_client = vcore_rd32(
+		call->argbuf, VCORE_OFF(NVOS55_PARAMETERS, hClientSrc));
 	vcore_bool known;
 	enum vcore_verdict v;
 
-	vcore_lock(call->slot);
-	known = vcore_obj_find_locked(call->slot, src_client, src_client) !=
+	vcore_lock(slot);
+	known = vcore_obj_find_locked(slot, src_client, src_client) !=
 		VCORE_NULL;
-	vcore_unlock(call->slot);
-	if (!known && vcore_slot_has_quota(call->slot))
+	if (!known && slot->ledger.ops->client_in_slot &&
+	    slot->ledger.ops->client_in_slot(slot->ledger.priv, src_client))
+		known = call->xdup = 1;
+	vcore_unlock(slot);
+	if (!known && vcore_slot_has_quota(slot))
 		return vcore_refuse_status(
 			call, NV_ERR_INSUFFICIENT_PERMISSIONS,
 			"dup from a client outside this slot");
-	call->h_parent = vcore_rd32(call->argbuf, 4);
+	call->h_parent =
+		vcore_rd32(call->argbuf, VCORE_OFF(NVOS55_PARAMETERS, hParent));
 	v = prealloc_obj(call);
 	if (v != VCORE_FORWARD)
 		return v;

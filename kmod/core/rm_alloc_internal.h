@@ -32,7 +32,7 @@ static inline vcore_u32 private_handle(const struct vcore_call *call)
 						: 8);
 }
 
-/* rm_alloc_verify.c: the driver's word (issue 4) */
+/* rm_alloc_verify.c: the driver's word (docs/results/kmod-issue4-tamper.md) */
 vcore_bool vcore_own_client(struct vcore_call *call, vcore_u32 h_client);
 vcore_u32 vcore_created_despite_status(struct vcore_call *call,
 				       vcore_u32 h_client, vcore_u64 *bytes);

@@ -118,7 +118,8 @@ int vcore_post_alloc(struct vcore_call *call)
 	 * driver confirmed this file created: anything else means the driver
 	 * read another hRoot than the private copy's (a sibling's store), and
 	 * the core would charge, query and free under a client that is not
-	 * the tenant's (issue 4: another tenant's, whose handle it guessed).
+	 * the tenant's (docs/results/kmod-issue4-tamper.md: another tenant's,
+	 * whose handle it guessed).
 	 */
 	if (!is_root && !vcore_own_client(call, h_root)) {
 		vcore_tampered(
@@ -136,7 +137,8 @@ int vcore_post_alloc(struct vcore_call *call)
 		 * charge, as soon as the call ends: when the driver made less
 		 * than was reserved (a sibling thread changed hClass, e.g.
 		 * 0x40 -> NV50_MEMORY_VIRTUAL, or a flag, between the private
-		 * copy and the driver's read; issue 4), the rest of the
+		 * copy and the driver's read;
+		 * docs/results/kmod-issue4-tamper.md), the rest of the
 		 * reservation goes back now, not at the free.
 		 */
 		charge = trusted;
@@ -292,6 +294,11 @@ int vcore_post_dup(struct vcore_call *call)
 	if (src) {
 		obj->cls = src->cls;
 		obj->dup_src = src;
+	} else if (call->xdup) {
+		obj->xdup_client = vcore_rd32(
+			call->argbuf, VCORE_OFF(NVOS55_PARAMETERS, hClientSrc));
+		obj->xdup_object = vcore_rd32(
+			call->argbuf, VCORE_OFF(NVOS55_PARAMETERS, hObjectSrc));
 	}
 	if (obj->h_object != obj->h_client &&
 	    !vcore_obj_find_locked(slot, obj->h_client, obj->h_client))

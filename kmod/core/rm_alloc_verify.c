@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 /*
- * rm_alloc_verify.c - the driver's word after an allocation (issue 4).
+ * rm_alloc_verify.c - the driver's word after an allocation
+ * (docs/results/kmod-issue4-tamper.md).
  *
  * The core decides from its private copy of the parameters, but the driver
  * copies them in again, and the status and handles it writes back are user
@@ -115,11 +116,11 @@ int vcore_deny_after_alloc(struct vcore_call *call, vcore_u32 h_client,
 /*
  * The driver's own copy of the allocation differed from the core's private
  * copy: a sibling thread rewrote hClass, hObjectNew or hRoot during the
- * call (issue 4), and the driver may hold memory the core never charged.
- * Every client this file owns is dropped from the table and freed in the
- * driver with kernel privilege (a client free frees all under it), and the
- * host kills the caller (driver_memory on a client, or on handle 0 when the
- * file owns none). Only clients recorded as owned by this file are freed:
+ * call (docs/results/kmod-issue4-tamper.md), and the driver may hold memory the
+ * core never charged. Every client this file owns is dropped from the table and
+ * freed in the driver with kernel privilege (a client free frees all under it),
+ * and the host kills the caller (driver_memory on a client, or on handle 0 when
+ * the file owns none). Only clients recorded as owned by this file are freed:
  * the private copy's hRoot is tenant-chosen and may name another's client.
  */
 void vcore_tampered(struct vcore_call *call, vcore_u32 h_client,
@@ -242,8 +243,9 @@ vcore_bool vcore_made_under_another_client(struct vcore_call *call,
 
 /*
  * After every successful allocation, when the host can ask the driver
- * (issue 4: the driver copies the parameters in again, after the core's
- * copy). 1: tampering was found and handled (nothing is recorded). 0: go on;
+ * (docs/results/kmod-issue4-tamper.md: the driver copies the parameters in
+ * again, after the core's copy). 1: tampering was found and handled (nothing is
+ * recorded). 0: go on;
  * *@have_trusted says whether *@trusted is the driver's count of the
  * object's GPU memory, to be charged.
  *

@@ -183,6 +183,31 @@ struct vcore_ledger_ops {
 	void (*uncharge)(void *ledger, vcore_u64 bytes);
 	/* Bytes charged now. */
 	vcore_u64 (*charged)(void *ledger);
+	/*
+	 * Optional (NULL in the default ledger, whose one core sees every
+	 * process of the slot): sharing between processes of one slot when
+	 * each runs its own core (CUDA IPC, torch.multiprocessing). An
+	 * RM_DUP_OBJECT whose source client another process of the slot made
+	 * is legal; the memory stays charged once, to its owner, and the
+	 * charge follows the last reference, as objects.c does within a core.
+	 *
+	 * client: this core recorded RM client @h_client (@live 1) or dropped
+	 * it (0). client_in_slot: a live process of this slot recorded
+	 * @h_client. dup: this process now holds (@live 1) or no longer holds
+	 * (0) a dup of (@h_client, @h_object), another process's object; on
+	 * release the ledger moves whatever charge it passed to this process
+	 * to another holder, or drops it. pass_charge: this process drops its
+	 * own object (@h_client, @h_object) charged @bytes; return 1 when
+	 * another process of the slot still holds a dup of it and the ledger
+	 * moved the charge to that process (the core then refunds nothing),
+	 * 0 to refund as usual.
+	 */
+	void (*client)(void *ledger, vcore_u32 h_client, vcore_bool live);
+	vcore_bool (*client_in_slot)(void *ledger, vcore_u32 h_client);
+	void (*dup)(void *ledger, vcore_u32 h_client, vcore_u32 h_object,
+		    vcore_bool live);
+	vcore_bool (*pass_charge)(void *ledger, vcore_u32 h_client,
+				  vcore_u32 h_object, vcore_u64 bytes);
 };
 
 struct vcore_ledger {
@@ -273,10 +298,10 @@ int vcore_uvm_mmap_allowed(struct vcore_slot *slot, vcore_u64 length);
 int vcore_uvm_file_mmap_allowed(struct vcore_file *file, vcore_u64 length);
 /*
  * A file on which the core found tampering (a sibling thread changed an
- * allocation during the call, issue 4): its clients were freed, and every
- * later call through it is refused (-VCORE_ENODEV), from any process that
- * shares it, so that no client the driver made for it unseen can be used.
- * The host refuses its mmaps too.
+ * allocation during the call, docs/results/kmod-issue4-tamper.md): its clients
+ * were freed, and every later call through it is refused (-VCORE_ENODEV), from
+ * any process that shares it, so that no client the driver made for it unseen
+ * can be used. The host refuses its mmaps too.
  */
 vcore_bool vcore_file_tampered(const struct vcore_file *file);
 
@@ -471,13 +496,14 @@ void vcore_slot_set_overquota_hook(struct vcore_slot *slot,
 				   vcore_overquota_fn fn);
 
 /*
- * Optional, for a host that can ask the driver (issue 4: client records
- * confirmed by the driver). RM client handles are one namespace for the
- * whole driver, and the core's record of a client is what it charges to,
- * queries under and frees: a record must name a client its call really
- * created through the caller's file, never one of another tenant whose
- * handle the caller wrote into its parameters (or a sibling thread wrote
- * into the reply). @priv is the slot's host pointer. All three required.
+ * Optional, for a host that can ask the driver
+ * (docs/results/kmod-issue4-tamper.md: client records confirmed by the driver).
+ * RM client handles are one namespace for the whole driver, and the core's
+ * record of a client is what it charges to, queries under and frees: a record
+ * must name a client its call really created through the caller's file, never
+ * one of another tenant whose handle the caller wrote into its parameters (or a
+ * sibling thread wrote into the reply). @priv is the slot's host pointer. All
+ * three required.
  *
  * claim: before an allocation of a client, reserve its handle *@h_client
  * node-wide (0: the host picks a fresh one and stores it). 0 when reserved;

@@ -54,6 +54,9 @@ struct vcore_esc_row {
 	vcore_u32 flags;
 	vcore_pre_fn pre;
 	const char *name;
+	/* The driver's params struct (kmod/core/abi/, driver name), NULL if
+	 * none; tests/unit/core/abi_layout_test.cc checks the size by it. */
+	const char *params;
 };
 
 /* Control row flags */
@@ -66,6 +69,7 @@ struct vcore_ctrl_row {
 	vcore_u32 flags;
 	vcore_pre_fn pre; /* NULL: the size-checked pass handler */
 	const char *name;
+	const char *params; /* as in vcore_esc_row; NULL for ANY_SIZE rows */
 };
 
 /* What the core does with objects of a class. */
@@ -87,6 +91,7 @@ struct vcore_class_row {
 	vcore_u32 params_size; /* 0: no params, or not read */
 	enum vcore_class_kind kind;
 	const char *name;
+	const char *params; /* as in vcore_esc_row; NULL when 0 */
 };
 
 struct vcore_uvm_row {
@@ -194,7 +199,9 @@ struct vcore_obj {
 	struct vcore_obj *child;   /* first child */
 	struct vcore_obj *sibling; /* next child of parent */
 	struct vcore_obj *dup_src; /* object this one was duped from */
-	struct vcore_file *owner;  /* clients: the ctl file */
+	/* A dup of another process's object (ledger ops dup): its source. */
+	vcore_u32 xdup_client, xdup_object;
+	struct vcore_file *owner; /* clients: the ctl file */
 	/* TSG registry */
 	vcore_u32 engine_type;
 	vcore_u32 n_channels;
@@ -206,11 +213,12 @@ struct vcore_obj {
 	 */
 	vcore_bool scheduled;
 	/*
-	 * Clients, with the host's client ops (vcore.h, issue 4): the driver
-	 * confirmed that the call which made this record created the client
-	 * under this handle (claimed node-wide; the claim is released when
-	 * the record is dropped). @unverified: the driver could not be asked;
-	 * recorded from the parameters as without those ops.
+	 * Clients, with the host's client ops (vcore.h,
+	 * docs/results/kmod-issue4-tamper.md): the driver confirmed that the
+	 * call which made this record created the client under this handle
+	 * (claimed node-wide; the claim is released when the record is
+	 * dropped). @unverified: the driver could not be asked; recorded from
+	 * the parameters as without those ops.
 	 */
 	vcore_bool confirmed;
 	vcore_bool unverified;
@@ -412,6 +420,8 @@ struct vcore_call {
 	vcore_bool reply_handle_from_buf; /* NVOS32: hMemory in top-level */
 	vcore_bool restore_event_data;	  /* NV0005.data back to the caller's */
 	vcore_u32 free_client, free_object;
+	/* DUP_OBJECT from a client of another process of this slot. */
+	vcore_bool xdup;
 	vcore_u32 client_claim; /* a client handle claimed for this call */
 	vcore_bool client_unverified; /* the driver could not be asked */
 	int list_buf;		      /* FB_GET_INFO v1: the nested list */

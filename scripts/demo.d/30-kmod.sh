@@ -22,3 +22,4 @@ log=$out/run/out/suites/vgpu/log.txt
 [ -f "$log" ] && sed 's/^/  guest| /' "$log"
 if [ $rc -ne 0 ]; then echo "kmod demo: guest run failed:"; tail -30 "$out/run.log"; exit 1; fi
 echo "kmod demo: OK. Guest console: $out/run/out/console.log; guest dmesg: $out/run/out/dmesg.txt"
+echo "kmod: vgpu.ko in front of the simulated driver on Linux $kver (QEMU): two slots of 256 and 128 MiB on one 1 GiB GPU, each tenant held to its own quota; $(grep -c 'refused' "$log" || true) refusals logged by the module (guest| lines above)" >>"${VGPU_DEMO_SUMMARY:-/dev/null}"

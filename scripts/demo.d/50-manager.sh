@@ -1,5 +1,5 @@
 #!/bin/bash
-# Demo step (issue 6): vgpu-manager in standalone mode (no kubelet) on a recorded 8-GPU machine,
+# Demo step: vgpu-manager in standalone mode (no kubelet) on a recorded 8-GPU machine,
 # shim enforcement: two tenants' slots created through the local control API, the slot config
 # files libvgpu-shim.so reads, a manager restart that keeps every slot, a corrupt checkpoint
 # rebuilt, and cleanup. Then the kubelet-facing scenarios against the fake kubelet. No GPU; < 60 s.
@@ -40,18 +40,18 @@ summary() {  # list -> one line per slot
   ctl '{"op":"list"}' | python3 -c '
 import json, sys
 for s in json.load(sys.stdin)["slots"]:
-    print("  slot %(id)s %(name)-10s gpu%(gpu)s memory=%(memory_bytes)s core=%(core_percent)s%% tenant=%(pod_name)s" % s)'
+    print("  slot %(id)s %(name)-10s gpu%(gpu)s memory=%(mem_quota)s core=%(compute_share)s%% mode=%(compute_mode)s tenant=%(pod_name)s" % s)'
 }
 
 start
 echo "manager up (standalone, shim backend); start-up steps:"
-grep -o 'event=startup step=[a-z-]*[^"]*' "$work/manager.log" | cut -c1-110 | sed 's/^/  /'
+grep -o 'event=startup step=[a-z-]*[^"]*' "$work/manager.log" | sed 's/^/  /'
 echo
 echo "create two tenants' slots through the control API ($work/vm/vgpu-manager.sock):"
-ctl '{"op":"create","memory_bytes":4294967296,"core_percent":30,"label":"tenant-a"}' | cut -c1-110
-ctl '{"op":"create","memory_bytes":2147483648,"core_percent":50,"gpu":0,"label":"tenant-b"}' | cut -c1-110
+ctl '{"op":"create","mem_quota":4294967296,"compute_share":30,"label":"tenant-a"}'
+ctl '{"op":"create","mem_quota":2147483648,"compute_share":50,"gpu":0,"label":"tenant-b"}'
 echo "bad request -> clear error:"
-ctl '{"op":"create","memory_bytes":1,"core_percent":0}'
+ctl '{"op":"create","mem_quota":1,"compute_share":0}'
 summary
 echo
 echo "slot 0 config file (what libvgpu-shim.so reads via VGPU_CONFIG):"
@@ -66,7 +66,7 @@ echo
 echo "corrupt the checkpoint and restart: detected, kept aside, state rebuilt from live slots"
 printf 'garbage' >"$work/cp/vgpu-manager.checkpoint"
 stop; start
-grep -o 'event=checkpoint_corrupt.*' "$work/manager.log" | cut -c1-140 | sed 's/^/  /'
+grep -o 'event=checkpoint_corrupt.*' "$work/manager.log" | sed 's/^/  /'
 summary
 ls "$work/cp" | sed 's/^/  /'
 echo

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Demo step (issue 7): GPU link matrices of recorded machines as `vgpuctl topo` prints them, this
+# Demo step: GPU link matrices of recorded machines as `vgpuctl topo` prints them, this
 # machine's own discovery (no GPU here: an empty result and a degraded-mode note), and the
 # placement simulator's evaluator table with decision latencies. No GPU needed; < 60 s.
 set -euo pipefail

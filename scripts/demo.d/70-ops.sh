@@ -1,5 +1,5 @@
 #!/bin/bash
-# Demo step 70 (operating vgpu, issue 8): the real vgpu-manager in standalone mode serves
+# Demo step 70 (operating vgpu): the real vgpu-manager in standalone mode serves
 # Prometheus metrics on --query-port; two slots are created through its control API and the
 # scrape shows them. Then the deployment overlays are rendered. No GPU; a few seconds.
 set -euo pipefail
@@ -30,14 +30,15 @@ s.sendall((sys.argv[2] + "\n").encode()); print(s.makefile().readline().strip()[
 PY
   }
   echo "ops: vgpu-manager (standalone) with --query-port=$port; two slots through the control API:"
-  ctl '{"op":"create","gpu":0,"memory_bytes":4294967296,"core_percent":25,"label":"trainer-0"}' | sed 's/^/  /'
-  ctl '{"op":"create","gpu":1,"memory_bytes":2147483648,"core_percent":50,"label":"notebook-x"}' | sed 's/^/  /'
+  ctl '{"op":"create","gpu":0,"mem_quota":4294967296,"compute_share":25,"label":"trainer-0"}' | sed 's/^/  /'
+  ctl '{"op":"create","gpu":1,"mem_quota":2147483648,"compute_share":50,"label":"notebook-x"}' | sed 's/^/  /'
   sleep 1.2  # one --sample-period
   if curl -sf "http://127.0.0.1:$port/metrics" >"$work/metrics"; then
     echo "ops: curl http://127.0.0.1:$port/metrics (excerpt):"
     grep -E '^(# TYPE vgpu_slot_memory_quota_bytes|vgpu_slot_memory_quota_bytes|vgpu_slot_core_share_ratio|vgpu_gpu_(healthy|slots|memory_committed_bytes)|vgpu_allocations_total)' \
       "$work/metrics" | sed 's/^/  /'
     echo "ops: $(grep -c '^# TYPE' "$work/metrics") metric families, $(grep -vc '^#' "$work/metrics") series"
+    echo "ops: the manager's Prometheus endpoint served $(grep -c '^# TYPE' "$work/metrics") metric families, $(grep -vc '^#' "$work/metrics") series for two slots" >>"${VGPU_DEMO_SUMMARY:-/dev/null}"
   else
     echo "ops: the manager does not answer on --query-port; its log:"
     sed 's/^/  /' "$work/manager.log" | tail -5

@@ -7,7 +7,8 @@
 // injected: libvgpu-shim.so wires them to vshim_hooks.h (compute_shim.cc); the GPU measurement
 // preload in tests/gpu/compute wires them to its own ioctl interposer; unit tests to a fake RM.
 //
-// No stalls (issue 9): the gate is the only state that can leave a tenant stuck, and
+// No stalls (docs/results/compute-h200.md): the gate is the only state that can leave a tenant
+// stuck, and
 //  - Stop() (process exit through the shim's destructor, fork child re-init) joins the thread and
 //    then gates every channel back on;
 //  - a TSG or channel that appears while the slot is gated off is disabled by the next tick,

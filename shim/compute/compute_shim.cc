@@ -38,6 +38,11 @@ NvmlClock* clock = nullptr;
 pid_t host_pid = 0;
 
 const char* Setting(const char* key, const char* env) {
+  // Under a slot config the tenant's environment changes nothing (shim/preload/config.h).
+  const char* config = getenv("VGPU_CONFIG");
+  if (config != nullptr && *config != '\0') {
+    return vshim_config_get(key);
+  }
   const char* v = getenv(env);
   return v != nullptr ? v : vshim_config_get(key);
 }

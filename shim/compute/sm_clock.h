@@ -1,5 +1,5 @@
 // The SM clock a capped tenant's GPU time ran at, so the shim host can cap *work* rather than
-// time (issue 9: "throughput ... within 5 points of the cap").
+// time (docs/results/compute-h200.md: "throughput ... within 5 points of the cap").
 //
 // Why the clock at all (measured, docs/results/compute-h200.md): the controller holds a slot's
 // GPU time, as RM's perfmon samples measure it, to within 0.2 points, yet a duty-cycled H200

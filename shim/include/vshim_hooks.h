@@ -75,10 +75,10 @@ struct vcore_slot* vshim_core_slot(void);
 const char* vshim_config_get(const char* key);
 
 /*
- * Slot membership (issue 9): a slot may hold several processes, each with its own shim, sharing
- * the slot's ledger (shim/preload/ledger.h). 1 if `pid` (in this process's pid namespace, as
- * RM's perfmon samples name processes) is a live member of this process's slot, 0 if it is
- * not, -1 if the slot has no shared ledger (then this process is the whole slot). Takes the
+ * Slot membership (docs/results/compute-h200.md): a slot may hold several processes, each with its
+ * own shim, sharing the slot's ledger (shim/preload/ledger.h). 1 if `pid` (in this process's pid
+ * namespace, as RM's perfmon samples name processes) is a live member of this process's slot, 0 if
+ * it is not, -1 if the slot has no shared ledger (then this process is the whole slot). Takes the
  * ledger's process-shared lock and may read /proc (at most once a second): call it per perfmon
  * read and distinct pid, not per launch or sample.
  */

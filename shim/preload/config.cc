@@ -98,48 +98,86 @@ std::optional<uint64_t> ParseBytes(const std::string& text) {
   return *v << shift;
 }
 
+namespace {
+
+bool InRange(uint64_t v, uint64_t min, uint64_t max) { return v >= min && v <= max; }
+
+// Keys the settings had before uapi/vgpu_slot_fields.h, and their names now.
+constexpr struct {
+  const char* key;
+  const char* now;
+} kRetiredKeys[] = {
+    {"memory_quota", "mem_quota"},
+    {"memory_quota_bytes", "mem_quota"},
+    {"compute_share_percent", "compute_share"},
+    {"managed", "managed_policy"},
+    {"policy", "unknown_policy"},
+};
+
+// Applies `key` if it is a slot setting: sets *handled and returns "" or the error.
+std::string ApplySetting(SlotConfig& cfg, const std::string& key, const std::string& value,
+                         bool* handled) {
+  *handled = true;
+  auto bad = [&](const std::string& want) {
+    return "bad value '" + value + "' for " + key + " (want " + want + ")";
+  };
+  // A u64 setting counts bytes and may carry a binary suffix; a u32 is a plain decimal.
+#define VGPU_NUMBER_SETTING(field, wire, unit, def, min, max, attr, env)                     \
+  if (key == #field) {                                                                       \
+    const bool bytes = sizeof(slot_schema::wire) == 8;                                       \
+    std::optional<uint64_t> v = bytes ? ParseBytes(value) : ParseU64(value);                 \
+    if (!v || !InRange(*v, min, max)) {                                                      \
+      return bad(bytes ? std::string("bytes, optionally with K/M/G/T")                       \
+                       : "a number in " + std::to_string(min) + ".." + std::to_string(max)); \
+    }                                                                                        \
+    cfg.field = static_cast<slot_schema::wire>(*v);                                          \
+    return "";                                                                               \
+  }
+  VGPU_SLOT_NUMBERS(VGPU_NUMBER_SETTING)
+#undef VGPU_NUMBER_SETTING
+#define VGPU_VALUE_MATCH(v, name) \
+  if (value == (name)) {          \
+    *out = (v);                   \
+    return "";                    \
+  }                               \
+  want += (want.empty() ? "" : "|") + std::string(name);
+#define VGPU_ENUM_SETTING(field, type, values, def, max, attr, env) \
+  if (key == #field) {                                              \
+    uint32_t* out = &cfg.field;                                     \
+    std::string want;                                               \
+    if ((def) == 0 && value == VGPU_SLOT_ENUM_DEFAULT_NAME) {       \
+      *out = 0;                                                     \
+      return "";                                                    \
+    }                                                               \
+    values(VGPU_VALUE_MATCH) return bad(want);                      \
+  }
+  VGPU_SLOT_ENUMS(VGPU_ENUM_SETTING)
+#undef VGPU_ENUM_SETTING
+#undef VGPU_VALUE_MATCH
+  *handled = false;
+  return "";
+}
+
+}  // namespace
+
 std::string ApplyConfigKey(SlotConfig& cfg, const std::string& key, const std::string& value) {
   auto bad = [&](const char* want) {
     return "bad value '" + value + "' for " + key + " (want " + want + ")";
   };
-  // Keys as vgpu-manager writes them (daemon/slots/slot_config_file.cc) are aliases.
-  if (key == "memory_quota_bytes") {
-    auto v = ParseU64(value);
-    if (!v) {
-      return bad("a number of bytes");
+  bool handled = false;
+  std::string err = ApplySetting(cfg, key, value, &handled);
+  if (handled) {
+    return err;
+  }
+  for (const auto& r : kRetiredKeys) {
+    if (key == r.key) {
+      return "key '" + key + "' is now '" + r.now + "' (uapi/vgpu_slot_fields.h)";
     }
-    cfg.memory_quota = *v;
-  } else if (key == "managed_policy") {
-    return ApplyConfigKey(cfg, "managed", value);
-  } else if (key == "unknown_policy") {
-    return ApplyConfigKey(cfg, "policy", value);
-  } else if (key == "version") {
-    if (value != "1") {
-      return "unsupported config version '" + value + "' (this shim reads version 1)";
-    }
-  } else if (key == "memory_quota") {
-    auto v = ParseBytes(value);
-    if (!v) {
-      return bad("bytes, optionally with K/M/G/T");
-    }
-    cfg.memory_quota = *v;
-  } else if (key == "managed") {
-    if (value == "refuse") {
-      cfg.managed = ManagedPolicy::kRefuse;
-    } else if (value == "allow-uncounted" || value == "allow_uncounted") {
-      cfg.managed = ManagedPolicy::kAllowUncounted;
-    } else if (value == "default") {
-      cfg.managed = ManagedPolicy::kDefault;
-    } else {
-      return bad("refuse|allow-uncounted");
-    }
-  } else if (key == "policy") {
-    if (value == "strict" || value == "refuse") {
-      cfg.unknown = UnknownPolicy::kStrict;
-    } else if (value == "permissive" || value == "allow-log") {
-      cfg.unknown = UnknownPolicy::kPermissive;
-    } else {
-      return bad("strict|permissive (or refuse|allow-log)");
+  }
+  if (key == "version") {
+    if (value != "2") {
+      return "unsupported config version '" + value +
+             "' (this shim reads version 2; vgpu-manager rewrites its slot configs when it starts)";
     }
   } else if (key == "ledger") {
     if (!value.empty() && value[0] != '/') {
@@ -209,7 +247,8 @@ std::string ParseConfigText(SlotConfig& cfg, const std::string& text) {
 
 std::string LoadSlotConfig(SlotConfig& cfg, GetEnvFn getenv_fn) {
   const char* path = getenv_fn("VGPU_CONFIG");
-  if (path != nullptr && *path != '\0') {
+  const bool from_file = path != nullptr && *path != '\0';
+  if (from_file) {
     cfg.config_path = path;
     std::ifstream f(path);
     if (!f) {
@@ -228,21 +267,42 @@ std::string LoadSlotConfig(SlotConfig& cfg, GetEnvFn getenv_fn) {
       cfg.ledger_path = dir + "/ledger";
     }
   }
+  if (const char* v = getenv_fn("VGPU_LOG")) {  // verbosity only: allowed under a slot config
+    std::string err = ApplyConfigKey(cfg, "log", Trim(v));
+    if (!err.empty()) {
+      return std::string("VGPU_LOG: ") + err;
+    }
+  }
   static const struct {
     const char* env;
-    const char* key;
+    const char* key;  // nullptr: not the shim's, but ignored under a slot config all the same
   } kEnvKeys[] = {
-      {"VGPU_MEMORY_QUOTA", "memory_quota"},
-      {"VGPU_MANAGED", "managed"},
-      {"VGPU_POLICY", "policy"},
-      {"VGPU_LEDGER", "ledger"},
-      {"VGPU_LOG", "log"},
+#define VGPU_NUMBER_ENV(field, wire, unit, def, min, max, attr, env) {env, #field},
+#define VGPU_ENUM_ENV(field, type, values, def, max, attr, env) {env, #field},
+      VGPU_SLOT_NUMBERS(VGPU_NUMBER_ENV) VGPU_SLOT_ENUMS(VGPU_ENUM_ENV)
+#undef VGPU_NUMBER_ENV
+#undef VGPU_ENUM_ENV
+          {"VGPU_LEDGER", "ledger"},
       {"VGPU_SLOT_ID", "slot_id"},
       {"VGPU_ALLOW_UNKNOWN_DRIVER", "allow_unknown_driver"},
+      // Read elsewhere (shim.cc, shim/compute), named here so that the shim logs them.
+      {"VGPU_SHIM_PASSTHROUGH", nullptr},
+      {"VGPU_COMPUTE_FOREIGN_SHARE", nullptr},
+      {"VGPU_COMPUTE_REF_CLOCK_MHZ", nullptr},
+      {"VGPU_COMPUTE_CLOCK_SCALING_PM", nullptr},
+      {"VGPU_COMPUTE_SETTLE_MS", nullptr},
+      {"VGPU_COMPUTE_CLOCK", nullptr},
   };
   for (const auto& e : kEnvKeys) {
     const char* v = getenv_fn(e.env);
     if (v == nullptr) {
+      continue;
+    }
+    if (from_file) {
+      cfg.ignored_env.push_back(e.env);
+      continue;
+    }
+    if (e.key == nullptr) {
       continue;
     }
     std::string err = ApplyConfigKey(cfg, e.key, Trim(v));
@@ -250,23 +310,33 @@ std::string LoadSlotConfig(SlotConfig& cfg, GetEnvFn getenv_fn) {
       return std::string(e.env) + ": " + err;
     }
   }
+  PublishSettings(cfg);
   return "";
 }
 
-const char* ManagedPolicyName(ManagedPolicy p) {
-  switch (p) {
-    case ManagedPolicy::kRefuse:
-      return "refuse";
-    case ManagedPolicy::kAllowUncounted:
-      return "allow-uncounted";
-    case ManagedPolicy::kDefault:
-      break;
-  }
-  return "default";
+void PublishSettings(SlotConfig& cfg) {
+#define VGPU_PUBLISH_NUMBER(field, ...) cfg.extra[#field] = std::to_string(cfg.field);
+  VGPU_SLOT_NUMBERS(VGPU_PUBLISH_NUMBER)
+#undef VGPU_PUBLISH_NUMBER
+#define VGPU_PUBLISH_ENUM(field, ...) cfg.extra[#field] = SettingValueName(#field, cfg.field);
+  VGPU_SLOT_ENUMS(VGPU_PUBLISH_ENUM)
+#undef VGPU_PUBLISH_ENUM
 }
 
-const char* UnknownPolicyName(UnknownPolicy p) {
-  return p == UnknownPolicy::kStrict ? "strict" : "permissive";
+const char* SettingValueName(const char* field, uint32_t value) {
+  const std::string f = field;
+#define VGPU_VALUE_NAME(v, name) \
+  if (value == (v)) {            \
+    return name;                 \
+  }
+#define VGPU_ENUM_NAME(name_of_field, type, values, def, max, attr, env)               \
+  if (f == #name_of_field) {                                                           \
+    values(VGPU_VALUE_NAME) return value == 0 ? VGPU_SLOT_ENUM_DEFAULT_NAME : "unset"; \
+  }
+  VGPU_SLOT_ENUMS(VGPU_ENUM_NAME)
+#undef VGPU_ENUM_NAME
+#undef VGPU_VALUE_NAME
+  return "unset";
 }
 
 }  // namespace vgpu::shim

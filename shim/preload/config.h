@@ -1,49 +1,68 @@
 // The slot configuration libvgpu-shim.so runs under.
 //
-// Sources, later ones override earlier ones:
+// Sources:
 //   1. the file named by $VGPU_CONFIG (written by vgpu-manager in shim mode): `key = value`
 //      lines, '#' starts a comment;
-//   2. the environment: VGPU_MEMORY_QUOTA, VGPU_MANAGED, VGPU_POLICY, VGPU_LEDGER, VGPU_LOG,
-//      VGPU_SLOT_ID, VGPU_ALLOW_UNKNOWN_DRIVER.
+//   2. without $VGPU_CONFIG only: the environment (for running the shim by hand). With a slot
+//      config in force, the environment cannot change it: every variable below except VGPU_LOG
+//      is ignored (and named in `ignored_env`, which the shim logs), as is VGPU_SHIM_PASSTHROUGH
+//      (shim.cc). A tenant sets its own environment; the slot's limits are the manager's.
 //
 // Keys (file / env):
-//   memory_quota         / VGPU_MEMORY_QUOTA          bytes, or with K/M/G/T (binary) suffix; 0 =
-//   none managed              / VGPU_MANAGED               refuse | allow-uncounted (default:
-//   refuse
-//                                                      when a quota is set)
-//   policy               / VGPU_POLICY                strict | permissive (unknown ioctls)
-//   ledger               / VGPU_LEDGER                shared ledger file; default "ledger" beside
-//                                                      the config file, none without a config
+//   every slot setting of uapi/vgpu_slot_fields.h, by its name and its row's env variable:
+//     mem_quota       / VGPU_MEMORY_QUOTA   bytes, optionally with K/M/G/T (binary); 0 = none
+//     compute_share   / VGPU_COMPUTE_SHARE  percent 1..100
+//     compute_mode    / VGPU_COMPUTE_MODE   cap | weight
+//     managed_policy  / VGPU_MANAGED        refuse | allow-uncounted (default: the core decides)
+//     unknown_policy  / VGPU_POLICY         refuse | allow-log
+//   ledger               / VGPU_LEDGER                shared ledger file (absolute path); default
+//                                                     "ledger" beside the config file, none
+//                                                     without a config
 //   log                  / VGPU_LOG                   error | warn | info | debug (default warn)
 //   slot_id              / VGPU_SLOT_ID               number used in log lines
 //   allow_unknown_driver / VGPU_ALLOW_UNKNOWN_DRIVER  0 | 1
-// vgpu-manager's own key names (daemon/slots/slot_config_file.cc) are read too:
-//   version (must be 1), memory_quota_bytes, managed_policy, unknown_policy (refuse = strict,
-//   allow-log = permissive).
-// Other keys in the file are kept (`extra`) for the compute-share thread (shim/compute).
+//   version              the manager's file format (daemon/slots/slot_config_file.h); if given,
+//                        it must be 2
+// Keys a setting had before the schema (memory_quota, memory_quota_bytes, compute_share_percent,
+// managed, policy) are refused by name: a setting left unread must never mean "unlimited".
+// Other keys are kept in `extra` for the compute-share thread (shim/compute), which reads the
+// settings there too, as canonical text (PublishSettings).
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "uapi/vgpu_slot_fields.h"
 
 namespace vgpu::shim {
 
 enum class LogLevel : int { kError = 3, kWarn = 4, kInfo = 6, kDebug = 7 };
-enum class ManagedPolicy { kDefault, kRefuse, kAllowUncounted };
-enum class UnknownPolicy { kStrict, kPermissive };
+
+namespace slot_schema {
+using u32 = uint32_t;
+using u64 = uint64_t;
+}  // namespace slot_schema
 
 struct SlotConfig {
   uint32_t slot_id = 0;
-  uint64_t memory_quota = 0;
-  ManagedPolicy managed = ManagedPolicy::kDefault;
-  UnknownPolicy unknown = UnknownPolicy::kStrict;
+  // The slot's settings: one member per schema row, with the row's default. An enum setting
+  // holds its uapi value (enum vgpu_compute_mode, vgpu_managed_policy, vgpu_unknown_policy).
+#define VGPU_SETTING_MEMBER(field, wire, unit, def, min, max, attr, env) \
+  slot_schema::wire field = def;
+  VGPU_SLOT_NUMBERS(VGPU_SETTING_MEMBER)
+#undef VGPU_SETTING_MEMBER
+#define VGPU_SETTING_MEMBER(field, type, values, def, max, attr, env) uint32_t field = def;
+  VGPU_SLOT_ENUMS(VGPU_SETTING_MEMBER)
+#undef VGPU_SETTING_MEMBER
   bool allow_unknown_driver = false;
   LogLevel log = LogLevel::kWarn;
   std::string config_path;  // "" when none
   std::string ledger_path;  // "" = process-local accounting only
   std::map<std::string, std::string> extra;
+  std::vector<std::string> ignored_env;  // variables set but ignored under a slot config
 };
 
 // "4G", "4096M", "4294967296", "1.5G" is refused (integers only). nullopt on bad input.
@@ -59,11 +78,16 @@ std::optional<uint64_t> ParseBytes(const std::string& text);
 // Environment lookup, injectable for tests.
 using GetEnvFn = const char* (*)(const char*);
 
-// Loads file then env. Returns "" or an error; on error `cfg` holds what parsed so far, and the
-// caller decides (the shim refuses every NVIDIA open rather than run unlimited).
+// Loads the file, or without one the environment, then publishes the settings into `extra`.
+// Returns "" or an error; on error `cfg` holds what parsed so far, and the caller decides (the
+// shim refuses every NVIDIA open rather than run unlimited).
 [[nodiscard]] std::string LoadSlotConfig(SlotConfig& cfg, GetEnvFn getenv_fn);
 
-const char* ManagedPolicyName(ManagedPolicy p);
-const char* UnknownPolicyName(UnknownPolicy p);
+// Writes every setting's canonical text ("30", "weight", ...) into cfg.extra under its name,
+// where the compute-share thread reads them (vshim_config_get).
+void PublishSettings(SlotConfig& cfg);
+
+// The name of an enum setting's value ("refuse", "cap", "default" for 0), by setting name.
+const char* SettingValueName(const char* field, uint32_t value);
 
 }  // namespace vgpu::shim

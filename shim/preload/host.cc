@@ -110,12 +110,28 @@ void LedgerForceCharge(void* l, vcore_u64 bytes) {
 }
 void LedgerUncharge(void* l, vcore_u64 bytes) { static_cast<SharedLedger*>(l)->Uncharge(bytes); }
 vcore_u64 LedgerCharged(void* l) { return static_cast<SharedLedger*>(l)->Charged(); }
+void LedgerClientEvent(void* l, vcore_u32 h_client, vcore_bool live) {
+  static_cast<SharedLedger*>(l)->RecordClient(h_client, live != 0);
+}
+vcore_bool LedgerClientInSlot(void* l, vcore_u32 h_client) {
+  return static_cast<SharedLedger*>(l)->ClientOfOtherMember(h_client);
+}
+void LedgerDupEvent(void* l, vcore_u32 h_client, vcore_u32 h_object, vcore_bool live) {
+  static_cast<SharedLedger*>(l)->RecordDup(h_client, h_object, live != 0);
+}
+vcore_bool LedgerPassCharge(void* l, vcore_u32 h_client, vcore_u32 h_object, vcore_u64 bytes) {
+  return static_cast<SharedLedger*>(l)->PassCharge(h_client, h_object, bytes);
+}
 
 const vcore_ledger_ops kLedgerOps = {
     .try_charge = LedgerTryCharge,
     .force_charge = LedgerForceCharge,
     .uncharge = LedgerUncharge,
     .charged = LedgerCharged,
+    .client = LedgerClientEvent,
+    .client_in_slot = LedgerClientInSlot,
+    .dup = LedgerDupEvent,
+    .pass_charge = LedgerPassCharge,
 };
 
 std::atomic<pid_t> cached_pid{0};

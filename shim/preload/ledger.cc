@@ -170,6 +170,16 @@ void SharedLedger::RetireLocked(LedgerEntry& e) {
   // (a counter jumps up), never not at all (a counter would go down).
   file_->reaped_busy_ns += e.gpu_busy_ns;
   file_->reaped_throttled_ns += e.throttled_ns;
+  for (LedgerClient& c : file_->clients) {
+    if (c.pid == e.pid) {
+      c = {};
+    }
+  }
+  for (LedgerDup& d : file_->dups) {
+    if (d.pid == e.pid) {  // the driver dropped its dups with its files: their charge goes too
+      d = {};
+    }
+  }
   e.in_use = 0;
   e.charged = 0;
   e.gpu_busy_ns = 0;
@@ -393,6 +403,128 @@ void SharedLedger::Uncharge(uint64_t bytes) {
     self->charged = self->charged > bytes ? self->charged - bytes : 0;
   }
   Unlock();
+}
+
+LedgerEntry* SharedLedger::MemberLocked(uint32_t pid) {
+  const uint32_t end = EndLocked();
+  for (uint32_t i = 0; i < end; ++i) {
+    if (file_->entries[i].in_use && file_->entries[i].pid == pid) {
+      return &file_->entries[i];
+    }
+  }
+  return nullptr;
+}
+
+void SharedLedger::AddChargeLocked(LedgerEntry& e, uint64_t bytes) {
+  e.charged += bytes;
+  if (e.charged > e.peak) {
+    e.peak = e.charged;
+  }
+}
+
+void SharedLedger::RecordClient(uint32_t h_client, bool live) {
+  Lock();
+  LedgerEntry* self = Self();
+  LedgerClient* free_slot = nullptr;
+  for (LedgerClient& c : file_->clients) {
+    if (self != nullptr && c.pid == self->pid && c.h_client == h_client) {
+      if (!live) {
+        c = {};
+      }
+      Unlock();
+      return;
+    }
+    if (c.pid == 0 && free_slot == nullptr) {
+      free_slot = &c;
+    }
+  }
+  // A full table only costs sharing: another member's dup of this client's memory is refused.
+  if (live && self != nullptr && free_slot != nullptr) {
+    *free_slot = {self->pid, h_client};
+  }
+  Unlock();
+}
+
+bool SharedLedger::ClientOfOtherMember(uint32_t h_client) {
+  Lock();
+  const LedgerEntry* self = Self();
+  const uint32_t self_pid = self != nullptr ? self->pid : static_cast<uint32_t>(getpid());
+  MaybeReapLocked();  // a dead member's client handles may be reused by the driver
+  bool found = false;
+  for (const LedgerClient& c : file_->clients) {
+    if (c.pid != 0 && c.h_client == h_client && c.pid != self_pid &&
+        MemberLocked(c.pid) != nullptr) {
+      found = true;
+      break;
+    }
+  }
+  Unlock();
+  return found;
+}
+
+void SharedLedger::RecordDup(uint32_t h_client, uint32_t h_object, bool live) {
+  Lock();
+  LedgerEntry* self = Self();
+  if (self == nullptr) {
+    Unlock();
+    return;
+  }
+  if (live) {
+    for (LedgerDup& d : file_->dups) {
+      if (d.pid == 0) {
+        d = {self->pid, h_client, h_object, 0, 0};
+        break;
+      }
+    }
+    Unlock();
+    return;
+  }
+  for (LedgerDup& d : file_->dups) {
+    if (d.pid != self->pid || d.h_client != h_client || d.h_object != h_object) {
+      continue;
+    }
+    const uint64_t bytes = d.bytes;
+    d = {};
+    if (bytes != 0) {  // the owner let go first: the charge moves to the next holder, if any
+      self->charged = self->charged > bytes ? self->charged - bytes : 0;
+      for (LedgerDup& next : file_->dups) {
+        LedgerEntry* holder =
+            next.pid != 0 && next.h_client == h_client && next.h_object == h_object
+                ? MemberLocked(next.pid)
+                : nullptr;
+        if (holder != nullptr) {
+          AddChargeLocked(*holder, bytes);
+          next.bytes += bytes;
+          break;
+        }
+      }
+    }
+    break;
+  }
+  Unlock();
+}
+
+bool SharedLedger::PassCharge(uint32_t h_client, uint32_t h_object, uint64_t bytes) {
+  Lock();
+  LedgerEntry* self = Self();
+  bool moved = false;
+  for (LedgerDup& d : file_->dups) {
+    if (d.pid == 0 || d.h_client != h_client || d.h_object != h_object ||
+        (self != nullptr && d.pid == self->pid)) {
+      continue;
+    }
+    if (LedgerEntry* holder = MemberLocked(d.pid)) {
+      AddChargeLocked(*holder, bytes);
+      d.bytes += bytes;
+      if (self != nullptr) {
+        self->charged = self->charged > bytes ? self->charged - bytes : 0;
+      }
+      moved = true;
+      break;
+    }
+  }
+  Unlock();
+  return moved;
 }
 
 bool SharedLedger::MemberMayHaveDiedLocked() {

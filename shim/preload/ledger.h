@@ -22,10 +22,10 @@
 // next locker marks the mutex consistent and carries on (every update is a single aligned
 // 64-bit store, so no entry is ever half-written).
 //
-// Compute counters (version 3, issue 9): the manager exports each slot's GPU busy time,
-// throttled time and achieved share, but in shim mode the controllers run inside the tenant's
-// processes. Each process's control thread writes its own counters into its entry once a second
-// (PublishCompute; never from a kernel launch or a memory charge): the busy time of perfmon
+// Compute counters (version 3, docs/results/compute-h200.md): the manager exports each slot's GPU
+// busy time, throttled time and achieved share, but in shim mode the controllers run inside the
+// tenant's processes. Each process's control thread writes its own counters into its entry once a
+// second (PublishCompute; never from a kernel launch or a memory charge): the busy time of perfmon
 // samples naming its pid, and the time its gate held its channels off. Samples naming no
 // process count as the slot's in cap mode (shim/compute/perfmon.h) but every member reads them,
 // so they go to one slot-wide counter that adds a sample only if it is newer than the newest
@@ -75,11 +75,31 @@ struct LedgerEntry {
   uint64_t throttled_ns;  // this process's gate, cumulative (version 3)
 };
 
+// Version 4: memory shared between the slot's processes (CUDA IPC, torch.multiprocessing). A
+// member's RM clients (so another member's RM_DUP_OBJECT of their memory is known to be inside the
+// slot), and the dups a member holds of another member's objects. The memory stays charged once,
+// to its owner; when the owner lets go first, its charge moves to a holder (`bytes`), and from
+// there to the next holder or out of the slot when that dup goes (vcore.h, ledger ops).
+struct LedgerClient {
+  uint32_t pid;  // 0: free
+  uint32_t h_client;
+};
+struct LedgerDup {
+  uint32_t pid;  // the holder; 0: free
+  uint32_t h_client;
+  uint32_t h_object;  // the owner's (client, object)
+  uint32_t pad;
+  uint64_t bytes;  // the owner's charge, passed to this holder
+};
+
 struct LedgerFile {
   static constexpr uint64_t kMagic = 0x31524447444c4756ull;  // "VGLDGDR1"
-  // 2: high_water; 3: compute counters (entries grew: a version-2 shim cannot share the file).
-  static constexpr uint32_t kVersion = 3;
+  // 2: high_water; 3: compute counters (entries grew: a version-2 shim cannot share the file);
+  // 4: clients and dups (appended).
+  static constexpr uint32_t kVersion = 4;
   static constexpr uint32_t kMaxEntries = 1024;
+  static constexpr uint32_t kMaxClients = 1024;
+  static constexpr uint32_t kMaxDups = 1024;
   uint64_t magic;
   uint32_t version;
   uint32_t max_entries;
@@ -100,6 +120,8 @@ struct LedgerFile {
   uint32_t achieved_share_1s_pm;  // as last written by any member
   uint32_t share_pid;             // the member that wrote it (0: none)
   LedgerEntry entries[kMaxEntries];
+  LedgerClient clients[kMaxClients];  // version 4
+  LedgerDup dups[kMaxDups];           // version 4
 };
 
 // The slot's compute totals from a ledger (a locked view or a reader's snapshot).
@@ -160,6 +182,16 @@ class SharedLedger {
   // Removes entries of dead processes now; returns how many.
   int Reap();
 
+  // Memory shared between the slot's processes (version 4, see LedgerClient): this process
+  // made (live) or dropped RM client h_client; another live member made h_client; this process
+  // holds (live) or dropped a dup of another member's (h_client, h_object); this process drops
+  // its own (h_client, h_object) charged `bytes`: true when a dup in another member still holds
+  // it and the charge moved there.
+  void RecordClient(uint32_t h_client, bool live);
+  bool ClientOfOtherMember(uint32_t h_client);
+  void RecordDup(uint32_t h_client, uint32_t h_object, bool live);
+  bool PassCharge(uint32_t h_client, uint32_t h_object, uint64_t bytes);
+
   // This process's compute counters (cumulative over its controller's life: busy_ns,
   // throttled_ns), the slot's achieved share over the last 1 s and 10 s as it measured it, and the
   // samples naming no process it read since its last call (oldest first; cap mode). Once a
@@ -180,6 +212,8 @@ class SharedLedger {
   void Lock();
   void Unlock();
   LedgerEntry* Self();  // lock held; nullptr if not attached
+  LedgerEntry* MemberLocked(uint32_t pid);
+  void AddChargeLocked(LedgerEntry& e, uint64_t bytes);
   bool AttachLocked(pid_t pid);
   uint64_t TotalLocked();
   uint32_t EndLocked() const;                             // scan bound: high_water, clamped

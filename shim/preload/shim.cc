@@ -93,17 +93,17 @@ ShimState* Init(int ctl_fd_hint) {
   }
   vcore_slot_config cc{};
   cc.id = st->cfg.slot_id;
-  cc.mem_quota_bytes = st->cfg.memory_quota;
-  cc.unknown_policy =
-      st->cfg.unknown == UnknownPolicy::kStrict ? VCORE_UNKNOWN_STRICT : VCORE_UNKNOWN_PERMISSIVE;
-  switch (st->cfg.managed) {
-    case ManagedPolicy::kRefuse:
+  cc.mem_quota_bytes = st->cfg.mem_quota;
+  cc.unknown_policy = st->cfg.unknown_policy == VGPU_UNKNOWN_ALLOW_LOG ? VCORE_UNKNOWN_PERMISSIVE
+                                                                       : VCORE_UNKNOWN_STRICT;
+  switch (st->cfg.managed_policy) {
+    case VGPU_MANAGED_REFUSE:
       cc.managed_policy = VCORE_MANAGED_REFUSE;
       break;
-    case ManagedPolicy::kAllowUncounted:
+    case VGPU_MANAGED_ALLOW_UNCOUNTED:
       cc.managed_policy = VCORE_MANAGED_ALLOW_UNCOUNTED;
       break;
-    case ManagedPolicy::kDefault:
+    default:  // the schema's default: the core decides by the quota
       cc.managed_policy = VCORE_MANAGED_DEFAULT;
       break;
   }
@@ -130,9 +130,15 @@ ShimState* Init(int ctl_fd_hint) {
     return st;
   }
   vcore_slot_set_overquota_hook(st->slot, OnOverquota);
-  Logf(LogLevel::kInfo, "quota=%llu managed=%s policy=%s ledger=%s driver=%s",
-       static_cast<unsigned long long>(st->cfg.memory_quota), ManagedPolicyName(st->cfg.managed),
-       UnknownPolicyName(st->cfg.unknown),
+  for (const std::string& env : st->cfg.ignored_env) {
+    Logf(LogLevel::kWarn, "%s ignored: the slot config %s is in force", env.c_str(),
+         st->cfg.config_path.c_str());
+  }
+  Logf(LogLevel::kInfo, "quota=%llu share=%u mode=%s managed=%s policy=%s ledger=%s driver=%s",
+       static_cast<unsigned long long>(st->cfg.mem_quota), st->cfg.compute_share,
+       SettingValueName("compute_mode", st->cfg.compute_mode),
+       SettingValueName("managed_policy", st->cfg.managed_policy),
+       SettingValueName("unknown_policy", st->cfg.unknown_policy),
        st->cfg.ledger_path.empty() ? "(process)" : st->cfg.ledger_path.c_str(), version.c_str());
   return st;
 }
@@ -228,7 +234,10 @@ uint8_t ReadMode() {
     return v != nullptr && strcmp(v, "1") == 0;
   };
   uint8_t m = kModeKnown;
-  m |= on("VGPU_SHIM_PASSTHROUGH") ? kModePassthrough : 0;
+  // Under a slot config the tenant cannot switch enforcement off (config.h "Sources").
+  const char* config = getenv("VGPU_CONFIG");
+  const bool slot_config = config != nullptr && *config != '\0';
+  m |= on("VGPU_SHIM_PASSTHROUGH") && !slot_config ? kModePassthrough : 0;
   m |= on("VGPU_SHIM_COUNT") ? kModeCount : 0;
   mode_bits.store(m, std::memory_order_relaxed);  // same value from every racing reader
   return m;
@@ -255,8 +264,7 @@ void ReportRefusal(ShimState* st, const char* what, uint32_t nr, uint32_t cmd, u
   }
   Logf(level,
        "refused %s (escape 0x%x, cmd/class 0x%x): %s; quota %llu, charged %llu, request %llu", what,
-       nr, cmd, reason[0] ? reason : "policy",
-       static_cast<unsigned long long>(st->cfg.memory_quota),
+       nr, cmd, reason[0] ? reason : "policy", static_cast<unsigned long long>(st->cfg.mem_quota),
        static_cast<unsigned long long>(charged), static_cast<unsigned long long>(request));
 }
 

@@ -1,5 +1,5 @@
 // libvgpu-trace-record.so: LD_PRELOAD library injected by `vgpu-trace record`. It writes one JSON
-// line per ioctl on an NVIDIA device file (format: issue 3 item 7, documented in uapi/), plus
+// line per ioctl on an NVIDIA device file (format documented in uapi/vgpu_trace.h), plus
 // open/close events, to $VGPU_TRACE_OUT. All processes of a recording append to the same file;
 // each line is one write(2) on an O_APPEND file, so lines never interleave. Sequence numbers
 // come from a shared counter ($VGPU_TRACE_SEQ, an 8-byte file mapped shared) so that the lines of

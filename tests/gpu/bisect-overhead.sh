@@ -9,7 +9,7 @@ B=$root/build/gpu
 rounds=$1 key=$2
 shift 2
 d=$(mktemp -d /tmp/vgpu-bisect.XXXXXX)
-printf 'memory_quota = 100G\n' > "$d/slot.conf"
+printf 'mem_quota = 100G\n' > "$d/slot.conf"
 variants=(base pass noquota quota)
 declare -A vals
 run() {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Overhead of libvgpu-shim.so on the real GPU, measured so that it can decide (issue 5).
+"""Overhead of libvgpu-shim.so on the real GPU, measured so that it can decide (docs/results/shim-h200.md).
 
 Each benchmark runs as pairs of fresh processes, one without the shim and one with it (slot
 config with a 100 GiB quota and its shared ledger: the production path), in a random order per
@@ -146,7 +146,7 @@ def main():
     d = tempfile.mkdtemp(prefix="vgpu-overhead.")
     cfg = os.path.join(d, "slot.conf")
     with open(cfg, "w") as f:
-        f.write("memory_quota = 100G\nslot_id = 1\n")
+        f.write("mem_quota = 100G\nslot_id = 1\n")
     ncpu = os.cpu_count() or 1
     # The same CPUs for every process (not CPU 0, which takes most interrupts): removes the
     # scheduler's placement from the spread.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The real-GPU suite for libvgpu-shim.so (issue 5): builds everything on the GPU machine, runs
+# The real-GPU suite for libvgpu-shim.so (docs/results/shim-h200.md): builds everything on the GPU machine, runs
 # CUDA (driver and runtime API), PyTorch, NVML and nvidia-smi under the shim, and prints a
 # summary table (also written to OUTDIR/summary.md; per-test logs in OUTDIR/logs/).
 # usage: tests/gpu/run-all.sh [OUTDIR] [--quick] [--prebuilt] [--no-overhead]
@@ -39,7 +39,7 @@ row() {  # name result detail
 newslot() {  # a slot directory with a 4 GiB quota; prints its config path
   local d
   d=$(mktemp -d /tmp/vgpu-slot.XXXXXX)
-  printf 'memory_quota = %s\nslot_id = 1\n' "$QUOTA" > "$d/slot.conf"
+  printf 'mem_quota = %s\nslot_id = 1\n' "$QUOTA" > "$d/slot.conf"
   echo "$d/slot.conf"
 }
 ledger() { "$B/vgpu-shim-ledger" "$(dirname "$1")/ledger"; }  # config path
@@ -112,7 +112,7 @@ done
 
 # --- 1b. How the stream-ordered pool grows (evidence for the async row; not a table row) ------
 cfg=$(newslot)
-sed -i 's/^memory_quota.*/memory_quota = 100G/' "$cfg"
+sed -i 's/^mem_quota.*/mem_quota = 100G/' "$cfg"
 VGPU_CONFIG=$cfg timeout 120 env LD_PRELOAD="$SHIM" "$B/async_pool" growth > "$out/logs/async-growth.txt" 2>&1
 cfg=$(newslot)
 VGPU_CONFIG=$cfg VGPU_LOG=info timeout 120 env LD_PRELOAD="$SHIM" "$B/async_pool" edge > "$out/logs/async-edge.txt" 2>&1

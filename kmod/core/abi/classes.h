@@ -55,6 +55,7 @@
 #define GF100_ZBC_CLEAR		  0x00009096
 #define GF100_PROFILER		  0x000090cc
 #define GF100_SUBDEVICE_MASTER	  0x000090e6
+#define GF100_SUBDEVICE_INFOROM	  0x000090e7 /* class/cl90e7.h */
 #define FERMI_VASPACE_A		  0x000090f1
 #define FERMI_TWOD_A		  0x0000902d
 #define KEPLER_INLINE_TO_MEMORY_B 0x0000a140
@@ -103,14 +104,38 @@
 #define BLACKWELL_A	     0x0000cd97
 #define BLACKWELL_B	     0x0000ce97
 
-/* NV0000_ALLOC_PARAMETERS (cl0000.h) */
-#define NV0000_ALLOC_PARAMETERS_SIZE 120
+/* NV0000_ALLOC_PARAMETERS (class/cl0000.h; NV_PROC_NAME_MAX_LENGTH nvlimits.h)
+ */
+typedef struct NV0000_ALLOC_PARAMETERS {
+	NvHandle hClient;
+	vcore_u32 processID;
+	char processName[100];
+	vcore_u32 pad0;
+	NvP64 pOsPidInfo;
+} NV0000_ALLOC_PARAMETERS;
+#define NV0000_ALLOC_PARAMETERS_SIZE sizeof(NV0000_ALLOC_PARAMETERS)
 
-/* NV0080_ALLOC_PARAMETERS (cl0080.h) */
-#define NV0080_ALLOC_PARAMETERS_SIZE 56
+/* NV0080_ALLOC_PARAMETERS (class/cl0080.h) */
+typedef struct NV0080_ALLOC_PARAMETERS {
+	vcore_u32 deviceId;
+	NvHandle hClientShare;
+	NvHandle hTargetClient;
+	NvHandle hTargetDevice;
+	vcore_u32 flags;
+	vcore_u32 pad0;
+	vcore_u64 vaSpaceSize;
+	vcore_u64 vaStartInternal;
+	vcore_u64 vaLimitInternal;
+	vcore_u32 vaMode;
+	vcore_u32 pad1;
+} NV0080_ALLOC_PARAMETERS;
+#define NV0080_ALLOC_PARAMETERS_SIZE sizeof(NV0080_ALLOC_PARAMETERS)
 
-/* NV2080_ALLOC_PARAMETERS (cl2080.h) */
-#define NV2080_ALLOC_PARAMETERS_SIZE 4
+/* NV2080_ALLOC_PARAMETERS (class/cl2080.h) */
+typedef struct NV2080_ALLOC_PARAMETERS {
+	vcore_u32 subDeviceId;
+} NV2080_ALLOC_PARAMETERS;
+#define NV2080_ALLOC_PARAMETERS_SIZE sizeof(NV2080_ALLOC_PARAMETERS)
 
 /* NV0005_ALLOC_PARAMETERS (cl0005.h): events; data is the OS-event key,
  * overwritten by RM with a kernel pointer (abi.md §9.3 item 5). */
@@ -176,15 +201,58 @@ _Static_assert(VCORE_OFF(NV_MEMORY_ALLOCATION_PARAMS, numaNode) == 120, "numa");
  * 3 256GB (nvos.h). */
 #define NVOS32_ATTR2_PAGE_SIZE_HUGE(a2) (((a2) >> 23) & 0x3u)
 
-/* NV_PHYSICAL_MEMORY_ALLOCATION_PARAMS, NV_MEMORY_VIRTUAL_ALLOCATION_PARAMS */
-#define NV_PHYSICAL_MEMORY_ALLOCATION_PARAMS_SIZE 24
-#define NV_MEMORY_VIRTUAL_ALLOCATION_PARAMS_SIZE  24
-#define NV_OS_DESC_MEMORY_ALLOCATION_PARAMS_SIZE  40
-#define NV00DE_ALLOC_PARAMETERS_SIZE		  8
+/* class/cl00c2.h */
+typedef struct NV_PHYSICAL_MEMORY_ALLOCATION_PARAMS {
+	vcore_u64 memSize;
+	vcore_u32 format;
+	vcore_u32 pad0;
+	vcore_u64 pageSize;
+} NV_PHYSICAL_MEMORY_ALLOCATION_PARAMS;
+#define NV_PHYSICAL_MEMORY_ALLOCATION_PARAMS_SIZE                              \
+	sizeof(NV_PHYSICAL_MEMORY_ALLOCATION_PARAMS)
+/* class/cl0070.h */
+typedef struct NV_MEMORY_VIRTUAL_ALLOCATION_PARAMS {
+	vcore_u64 offset;
+	vcore_u64 limit;
+	NvHandle hVASpace;
+	vcore_u32 pad0;
+} NV_MEMORY_VIRTUAL_ALLOCATION_PARAMS;
+#define NV_MEMORY_VIRTUAL_ALLOCATION_PARAMS_SIZE                               \
+	sizeof(NV_MEMORY_VIRTUAL_ALLOCATION_PARAMS)
+/* nvos.h */
+typedef struct NV_OS_DESC_MEMORY_ALLOCATION_PARAMS {
+	vcore_u32 type;
+	vcore_u32 flags;
+	vcore_u32 attr;
+	vcore_u32 attr2;
+	NvP64 descriptor;
+	vcore_u64 limit;
+	vcore_u32 descriptorType;
+	vcore_u32 tag;
+} NV_OS_DESC_MEMORY_ALLOCATION_PARAMS;
+#define NV_OS_DESC_MEMORY_ALLOCATION_PARAMS_SIZE                               \
+	sizeof(NV_OS_DESC_MEMORY_ALLOCATION_PARAMS)
+/* class/cl00de.h */
+typedef struct NV00DE_ALLOC_PARAMETERS {
+	vcore_u64 polledDataMask;
+} NV00DE_ALLOC_PARAMETERS;
+#define NV00DE_ALLOC_PARAMETERS_SIZE sizeof(NV00DE_ALLOC_PARAMETERS)
 
-/* NV00F8_ALLOCATION_PARAMETERS (cl00f8.h): fabric vidmem. */
-#define NV00F8_ALLOCATION_PARAMETERS_SIZE 48
-#define NV00F8_ALLOC_SIZE_OFF		  8
+/* NV00F8_ALLOCATION_PARAMETERS (class/cl00f8.h): fabric vidmem. */
+typedef struct NV00F8_ALLOCATION_PARAMETERS {
+	vcore_u64 alignment;
+	vcore_u64 allocSize;
+	vcore_u64 pageSize;
+	vcore_u32 allocFlags;
+	vcore_u32 pad0;
+	struct {
+		vcore_u64 offset;
+		NvHandle hVidMem;
+		vcore_u32 flags;
+	} map;
+} NV00F8_ALLOCATION_PARAMETERS;
+#define NV00F8_ALLOCATION_PARAMETERS_SIZE sizeof(NV00F8_ALLOCATION_PARAMETERS)
+#define NV00F8_ALLOC_SIZE_OFF		  VCORE_OFF(NV00F8_ALLOCATION_PARAMETERS, allocSize)
 
 /* NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS (cla06c.h) */
 typedef struct NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS {
@@ -200,17 +268,91 @@ _Static_assert(VCORE_OFF(NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS, engineType) ==
 		       12,
 	       "TSG.engineType");
 
-/* NV_CHANNEL_ALLOC_PARAMS (alloc/alloc_channel.h), 368 B in 570..580. */
-#define NV_CHANNEL_ALLOC_PARAMS_SIZE	 368
-#define NV_CHANNEL_ALLOC_ENGINE_TYPE_OFF 128
+/* NV_CHANNEL_ALLOC_PARAMS (alloc/alloc_channel.h), 368 B in 570..580
+ * (tpcConfigID appended in 570.86.15). NV_MAX_SUBDEVICES 8 (nvlimits.h). */
+typedef struct NV_MEMORY_DESC_PARAMS {
+	vcore_u64 base;
+	vcore_u64 size;
+	vcore_u32 addressSpace;
+	vcore_u32 cacheAttrib;
+} NV_MEMORY_DESC_PARAMS;
+typedef struct NV_CHANNEL_ALLOC_PARAMS {
+	NvHandle hObjectError;
+	NvHandle hObjectBuffer;
+	vcore_u64 gpFifoOffset;
+	vcore_u32 gpFifoEntries;
+	vcore_u32 flags;
+	NvHandle hContextShare;
+	NvHandle hVASpace;
+	NvHandle hUserdMemory[8];
+	vcore_u64 userdOffset[8];
+	vcore_u32 engineType;
+	vcore_u32 cid;
+	vcore_u32 subDeviceId;
+	NvHandle hObjectEccError;
+	NV_MEMORY_DESC_PARAMS instanceMem;
+	NV_MEMORY_DESC_PARAMS userdMem;
+	NV_MEMORY_DESC_PARAMS ramfcMem;
+	NV_MEMORY_DESC_PARAMS mthdbufMem;
+	NvHandle hPhysChannelGroup;
+	vcore_u32 internalFlags;
+	NV_MEMORY_DESC_PARAMS errorNotifierMem;
+	NV_MEMORY_DESC_PARAMS eccErrorNotifierMem;
+	vcore_u32 ProcessID;
+	vcore_u32 SubProcessID;
+	vcore_u32 encryptIv[3];
+	vcore_u32 decryptIv[3];
+	vcore_u32 hmacNonce[8];
+	vcore_u32 tpcConfigID;
+} NV_CHANNEL_ALLOC_PARAMS;
+#define NV_CHANNEL_ALLOC_PARAMS_SIZE sizeof(NV_CHANNEL_ALLOC_PARAMS)
+#define NV_CHANNEL_ALLOC_ENGINE_TYPE_OFF                                       \
+	VCORE_OFF(NV_CHANNEL_ALLOC_PARAMS, engineType)
 
-/* Other fixed-size params (gVisor classes.go; [C]). */
-#define NV_VASPACE_ALLOCATION_PARAMETERS_SIZE  56 /* 580.65.06: pasid */
-#define NV_CTXSHARE_ALLOCATION_PARAMETERS_SIZE 12
-#define NV_GR_ALLOCATION_PARAMETERS_SIZE       16
-#define NVB0B5_ALLOCATION_PARAMETERS_SIZE      8
-#define NV_HOPPER_USERMODE_A_PARAMS_SIZE       2
-#define NV503C_ALLOC_PARAMETERS_SIZE	       4
+/* nvos.h: VA space (pasid since 580.65.06), subcontext, graphics/compute
+ * engines; class/clb0b5sw.h copy engines; class/cl503c.h third-party P2P. */
+typedef struct NV_VASPACE_ALLOCATION_PARAMETERS {
+	vcore_u32 index;
+	vcore_u32 flags;
+	vcore_u64 vaSize;
+	vcore_u64 vaStartInternal;
+	vcore_u64 vaLimitInternal;
+	vcore_u32 bigPageSize;
+	vcore_u32 pad0;
+	vcore_u64 vaBase;
+	vcore_u32 pasid;
+	vcore_u32 pad1;
+} NV_VASPACE_ALLOCATION_PARAMETERS;
+#define NV_VASPACE_ALLOCATION_PARAMETERS_SIZE                                  \
+	sizeof(NV_VASPACE_ALLOCATION_PARAMETERS)
+typedef struct NV_CTXSHARE_ALLOCATION_PARAMETERS {
+	NvHandle hVASpace;
+	vcore_u32 flags;
+	vcore_u32 subctxId;
+} NV_CTXSHARE_ALLOCATION_PARAMETERS;
+#define NV_CTXSHARE_ALLOCATION_PARAMETERS_SIZE                                 \
+	sizeof(NV_CTXSHARE_ALLOCATION_PARAMETERS)
+typedef struct NV_GR_ALLOCATION_PARAMETERS {
+	vcore_u32 version;
+	vcore_u32 flags;
+	vcore_u32 size;
+	vcore_u32 caps;
+} NV_GR_ALLOCATION_PARAMETERS;
+#define NV_GR_ALLOCATION_PARAMETERS_SIZE sizeof(NV_GR_ALLOCATION_PARAMETERS)
+typedef struct NVB0B5_ALLOCATION_PARAMETERS {
+	vcore_u32 version;
+	vcore_u32 engineType;
+} NVB0B5_ALLOCATION_PARAMETERS;
+#define NVB0B5_ALLOCATION_PARAMETERS_SIZE sizeof(NVB0B5_ALLOCATION_PARAMETERS)
+typedef struct NV_HOPPER_USERMODE_A_PARAMS {
+	vcore_u8 bBar1Mapping;
+	vcore_u8 bPriv;
+} NV_HOPPER_USERMODE_A_PARAMS;
+#define NV_HOPPER_USERMODE_A_PARAMS_SIZE sizeof(NV_HOPPER_USERMODE_A_PARAMS)
+typedef struct NV503C_ALLOC_PARAMETERS {
+	vcore_u32 flags;
+} NV503C_ALLOC_PARAMETERS;
+#define NV503C_ALLOC_PARAMETERS_SIZE sizeof(NV503C_ALLOC_PARAMETERS)
 
 /* NV2080_ENGINE_TYPE_* (cl2080_notification.h:291-295) */
 #define NV2080_ENGINE_TYPE_GRAPHICS 0x1

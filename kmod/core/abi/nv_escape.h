@@ -155,12 +155,51 @@ typedef struct nv_ioctl_sys_params {
 } nv_ioctl_sys_params_t;
 _Static_assert(sizeof(nv_ioctl_sys_params_t) == 8, "sys_params");
 
-/* nv-ioctl-numa.h: only the size and the status offset matter here. */
-#define NV_IOCTL_NUMA_INFO_SIZE	      560
-#define NV_IOCTL_SET_NUMA_STATUS_SIZE 4
-/* 580.65.06 layout (bAllowMmap), abi.md §3. */
-#define NV_IOCTL_EXPORT_TO_DMABUF_FD_SIZE	2608
-#define NV_IOCTL_EXPORT_TO_DMABUF_FD_STATUS_OFF 2600
+/* nv-ioctl-numa.h */
+#define NV_IOCTL_NUMA_INFO_MAX_OFFLINE_ADDRESSES 64
+typedef struct offline_addresses {
+	vcore_u64 addresses[NV_IOCTL_NUMA_INFO_MAX_OFFLINE_ADDRESSES];
+	vcore_u32 numEntries;
+	vcore_u32 pad0;
+} nv_offline_addresses_t;
+typedef struct nv_ioctl_numa_info {
+	vcore_s32 nid;
+	vcore_s32 status;
+	vcore_u64 memblock_size;
+	vcore_u64 numa_mem_addr;
+	vcore_u64 numa_mem_size;
+	vcore_u8 use_auto_online;
+	vcore_u8 pad0[7];
+	nv_offline_addresses_t offline_addresses;
+} nv_ioctl_numa_info_t;
+#define NV_IOCTL_NUMA_INFO_SIZE sizeof(nv_ioctl_numa_info_t)
+typedef struct nv_ioctl_set_numa_status {
+	vcore_s32 status;
+} nv_ioctl_set_numa_status_t;
+#define NV_IOCTL_SET_NUMA_STATUS_SIZE sizeof(nv_ioctl_set_numa_status_t)
+/* nv-ioctl.h, the 580.65.06 layout (mappingType, bAllowMmap), abi.md §3. */
+#define NV_DMABUF_EXPORT_MAX_HANDLES 128
+typedef struct nv_ioctl_export_to_dma_buf_fd {
+	vcore_s32 fd;
+	vcore_u32 hClient;
+	vcore_u32 totalObjects;
+	vcore_u32 numObjects;
+	vcore_u32 index;
+	vcore_u32 pad0;
+	vcore_u64 totalSize;
+	vcore_u8 mappingType;
+	vcore_u8 bAllowMmap;
+	vcore_u8 pad1[2];
+	vcore_u32 handles[NV_DMABUF_EXPORT_MAX_HANDLES];
+	vcore_u64 offsets[NV_DMABUF_EXPORT_MAX_HANDLES];
+	vcore_u64 sizes[NV_DMABUF_EXPORT_MAX_HANDLES];
+	vcore_u32 status;
+	vcore_u32 pad2;
+} nv_ioctl_export_to_dma_buf_fd_t;
+#define NV_IOCTL_EXPORT_TO_DMABUF_FD_SIZE                                      \
+	sizeof(nv_ioctl_export_to_dma_buf_fd_t)
+#define NV_IOCTL_EXPORT_TO_DMABUF_FD_STATUS_OFF                                \
+	__builtin_offsetof(nv_ioctl_export_to_dma_buf_fd_t, status)
 
 typedef struct nv_ioctl_wait_open_complete {
 	vcore_s32 rc;

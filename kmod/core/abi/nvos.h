@@ -239,9 +239,26 @@ typedef struct NVOS30_PARAMETERS {
 } NVOS30_PARAMETERS;
 _Static_assert(sizeof(NVOS30_PARAMETERS) == 56, "NVOS30");
 
-/* NV_ESC_RM_ACCESS_REGISTRY (72 B), status @64 ... only the size matters. */
-#define NVOS38_PARAMETERS_SIZE 72
-#define NVOS38_STATUS_OFF      64
+/* NV_ESC_RM_ACCESS_REGISTRY */
+typedef struct NVOS38_PARAMETERS {
+	NvHandle hClient;
+	NvHandle hObject;
+	vcore_u32 AccessType;
+	vcore_u32 DevNodeLength;
+	NvP64 pDevNode;
+	vcore_u32 ParmStrLength;
+	vcore_u32 pad0;
+	NvP64 pParmStr;
+	vcore_u32 BinaryDataLength;
+	vcore_u32 pad1;
+	NvP64 pBinaryData;
+	vcore_u32 Data;
+	vcore_u32 Entry;
+	NV_STATUS status;
+	vcore_u32 pad2;
+} NVOS38_PARAMETERS;
+#define NVOS38_PARAMETERS_SIZE sizeof(NVOS38_PARAMETERS)
+#define NVOS38_STATUS_OFF      VCORE_OFF(NVOS38_PARAMETERS, status)
 
 /* NV_ESC_RM_ALLOC_CONTEXT_DMA2 */
 typedef struct NVOS39_PARAMETERS {
@@ -312,8 +329,17 @@ typedef struct NVOS49_PARAMETERS {
 } NVOS49_PARAMETERS;
 _Static_assert(sizeof(NVOS49_PARAMETERS) == 16, "NVOS49");
 
-/* NV_ESC_RM_I2C_ACCESS (32 B), status @28. */
-#define NVOS_I2C_ACCESS_PARAMS_SIZE 32
-#define NVOS_I2C_ACCESS_STATUS_OFF  28
+/* NV_ESC_RM_I2C_ACCESS */
+typedef struct NVOS_I2C_ACCESS_PARAMS {
+	NvHandle hClient;
+	NvHandle hDevice;
+	vcore_u32 paramSize;
+	vcore_u32 pad0;
+	NvP64 paramStructPtr;
+	NV_STATUS status;
+	vcore_u32 pad1;
+} NVOS_I2C_ACCESS_PARAMS;
+#define NVOS_I2C_ACCESS_PARAMS_SIZE sizeof(NVOS_I2C_ACCESS_PARAMS)
+#define NVOS_I2C_ACCESS_STATUS_OFF  VCORE_OFF(NVOS_I2C_ACCESS_PARAMS, status)
 
 #endif /* VCORE_ABI_NVOS_H */

@@ -1,4 +1,4 @@
-// Allocate latency and manager memory on an 8-GPU node (issue 6 benchmark).
+// Allocate latency and manager memory on an 8-GPU node.
 //
 // Part A (in-process, fake backend): a SlotManager with the fake SlotBackend and a real
 // checkpoint behind the real v1beta1 gRPC server on a unix socket; the client issues 1000

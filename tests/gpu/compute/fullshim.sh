@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 9's acceptance through the product's own libvgpu-shim.so (not the standalone test preload
+# The compute-share acceptance (docs/results/compute-h200.md) through the product's own libvgpu-shim.so (not the standalone test preload
 # that run.sh uses), each tenant configured from the environment as the manager's slot config
 # configures it, and capped from its first kernel (the share cannot change in a running shim):
 #  1. caps 10/30/50/70/90 on the matmul and the CUDA graph loop: throughput per 1 s window

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The compute-share acceptance run on a GPU machine (shim host, issue 9). Writes to $OUT (or
+# The compute-share acceptance run on a GPU machine (shim host, docs/results/compute-h200.md). Writes to $OUT (or
 # build/gpu-compute/out): results.jsonl (one record per benchmark phase), controller logs, and
 # prints the summary table (analyze.py) last.
 #   usage: tests/gpu/compute/run.sh [full|caps|clock]

@@ -10,7 +10,7 @@ secs=${1:-8}
 cap=${CAP:-30}
 source "$(dirname "$0")/common.sh" slot2 "${2:-}"
 slot=$(mktemp -d /tmp/vgpu-slot2.XXXXXX)
-printf 'memory_quota = 100G\nslot_id = 7\ncompute_share = %s\ncompute_mode = cap\n' "$cap" \
+printf 'mem_quota = 100G\nslot_id = 7\ncompute_share = %s\ncompute_mode = cap\n' "$cap" \
   >"$slot/slot.conf"
 timeout 60 python3 "$here/bench.py" --workload matmul --phases "100:cap:$secs" --warmup-s 3 \
   --tag bare >>"$res"

@@ -39,7 +39,7 @@ probe pre-from-start "10:cap:4" VGPU_COMPUTE_SHARE=10 LD_PRELOAD=$pre
 probe pre-after-warm "100:cap:4,10:cap:4" VGPU_COMPUTE_SHARE=100 \
   VGPU_COMPUTE_CTL_FILE=$out/ctl LD_PRELOAD=$pre
 probe shim-strict "10:cap:4" VGPU_COMPUTE_SHARE=10 VGPU_LOG=info LD_PRELOAD=$shim
-probe shim-permissive "10:cap:4" VGPU_COMPUTE_SHARE=10 VGPU_POLICY=permissive LD_PRELOAD=$shim
+probe shim-permissive "10:cap:4" VGPU_COMPUTE_SHARE=10 VGPU_POLICY=allow-log LD_PRELOAD=$shim
 probe shim-settle2s "10:cap:4" VGPU_COMPUTE_SHARE=10 VGPU_COMPUTE_SETTLE_MS=2000 LD_PRELOAD=$shim
 python3 - "$out/results.jsonl" <<'PY'
 import json, sys

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Uncapped overhead of libvgpu-shim.so's compute share on the matmul loop (issue 9: <= 1 %):
+# Uncapped overhead of libvgpu-shim.so's compute share on the matmul loop (docs/results/compute-h200.md: <= 1 %):
 # rounds of three fresh processes in a random order per round -- bare (no shim), the shim with
 # cap 100 (no control thread is started), and the shim in weight mode 30 alone on the GPU (the
 # control thread measures and sets timeslices; work-conserving, so it should get the whole GPU).

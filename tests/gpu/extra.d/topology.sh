@@ -1,5 +1,5 @@
 #!/bin/bash
-# GPU-machine hook (issue 7): builds the topology recorder with g++ alone (no CMake project, no
+# GPU-machine hook: builds the topology recorder with g++ alone (no CMake project, no
 # nlohmann-json needed) and records this machine as a fixture for tests/data/topology/.
 # usage: tests/gpu/extra.d/topology.sh OUTDIR
 # Writes OUTDIR/topology/{topology-h200.json, nvidia-smi-topo.txt, vgpu-topo.txt, sysfs.txt,

@@ -1,20 +1,10 @@
-// Driver-API program for the recorded corpus (issue 3 item 8): every allocation path libcuda
+// Driver-API program for the recorded corpus: every allocation path libcuda
 // has, each freed again, so a replay ends with nothing charged. Prints one line per step.
 #include <cuda.h>
 #include <stdio.h>
 #include <string.h>
 
-static int failures = 0;
-#define CK(x)                            \
-  do {                                   \
-    CUresult r_ = (x);                   \
-    if (r_ != CUDA_SUCCESS) {            \
-      const char* s_ = "?";              \
-      cuGetErrorName(r_, &s_);           \
-      printf("FAIL %s -> %s\n", #x, s_); \
-      failures++;                        \
-    }                                    \
-  } while (0)
+#include "cuda_check.h"
 
 static void MemInfo(const char* when) {
   size_t fr = 0, tot = 0;

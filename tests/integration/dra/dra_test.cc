@@ -151,11 +151,11 @@ TEST_F(DraTest, TwoClaimsShareOneGpuWithDistinctCdiIdsAndTheirQuotas) {
   ASSERT_EQ(a.size(), 1u);
   ASSERT_EQ(b.size(), 1u);
   EXPECT_EQ(a[0]["gpu"], 0);
-  EXPECT_EQ(a[0]["memory_bytes"], 8 * kGiB);
-  EXPECT_EQ(a[0]["core_percent"], 30);
+  EXPECT_EQ(a[0]["mem_quota"], 8 * kGiB);
+  EXPECT_EQ(a[0]["compute_share"], 30);
   EXPECT_EQ(a[0]["pod_name"], "a");
-  EXPECT_EQ(b[0]["memory_bytes"], 4 * kGiB);
-  EXPECT_EQ(b[0]["core_percent"], 50);
+  EXPECT_EQ(b[0]["mem_quota"], 4 * kGiB);
+  EXPECT_EQ(b[0]["compute_share"], 50);
   // The CDI spec carries the device plugin's grant for that slot.
   json spec = ReadJson(CdiSpecPath(CdiDir(), "uid-a"));
   ASSERT_FALSE(spec.is_discarded());
@@ -257,7 +257,7 @@ TEST_F(DraTest, WholeGpuClaimGetsAnExclusiveSlot) {
   ASSERT_EQ(slots.size(), 1u);
   EXPECT_EQ(slots[0]["exclusive"], true);
   EXPECT_EQ(slots[0]["gpu"], 1);
-  EXPECT_EQ(slots[0]["memory_bytes"], 0);
+  EXPECT_EQ(slots[0]["mem_quota"], 0);
 }
 
 TEST_F(DraTest, PreparedClaimSurvivesRestartAndSigkill) {
@@ -273,7 +273,7 @@ TEST_F(DraTest, PreparedClaimSurvivesRestartAndSigkill) {
   auto after_slot = ClaimSlots("uid-a");
   ASSERT_EQ(after_slot.size(), 1u);
   EXPECT_EQ(after_slot[0]["id"], slot[0]["id"]);
-  EXPECT_EQ(after_slot[0]["memory_bytes"], 3 * kGiB);
+  EXPECT_EQ(after_slot[0]["mem_quota"], 3 * kGiB);
   drav1::NodePrepareResourcesResponse after;
   ASSERT_TRUE(kubelet_->Prepare({{"default", "a", "uid-a"}}, &after).ok());
   EXPECT_EQ(after.claims().at("uid-a").devices(0).cdi_device_ids(0),
@@ -306,8 +306,8 @@ TEST_P(DraCrashTest, SigkillMidPrepareThenRetryGivesOneSlot) {
   ASSERT_EQ(retry.claims().at("uid-a").error(), "");
   auto slots = ClaimSlots("uid-a");
   ASSERT_EQ(slots.size(), 1u);
-  EXPECT_EQ(slots[0]["memory_bytes"], 5 * kGiB);
-  EXPECT_EQ(slots[0]["core_percent"], 40);
+  EXPECT_EQ(slots[0]["mem_quota"], 5 * kGiB);
+  EXPECT_EQ(slots[0]["compute_share"], 40);
   EXPECT_EQ(manager_->Slots().size(), 1u);
   EXPECT_TRUE(std::filesystem::exists(CdiSpecPath(CdiDir(), "uid-a")));
 }

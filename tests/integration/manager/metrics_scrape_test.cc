@@ -113,8 +113,8 @@ TEST_F(RealManagerMetricsTest, SeriesMatchTheSlotsItCreated) {
         std::tuple{1, 4ull, 100, "whole-ish"}}) {
     json r = manager_->Control({{"op", "create"},
                                 {"gpu", gpu},
-                                {"memory_bytes", gib << 30},
-                                {"core_percent", core},
+                                {"mem_quota", gib << 30},
+                                {"compute_share", core},
                                 {"label", label}});
     ASSERT_TRUE(r.value("ok", false)) << r.dump();
     slots.push_back(r["slot"]);
@@ -131,9 +131,9 @@ TEST_F(RealManagerMetricsTest, SeriesMatchTheSlotsItCreated) {
                                                 {"gpu_uuid", s["gpu_uuid"].get<std::string>()},
                                                 {"pod", s["pod_name"].get<std::string>()}};
     EXPECT_EQ(p->Value("vgpu_slot_memory_quota_bytes", match),
-              double(s["memory_bytes"].get<uint64_t>()))
+              double(s["mem_quota"].get<uint64_t>()))
         << s.dump();
-    EXPECT_EQ(p->Value("vgpu_slot_core_share_ratio", match), s["core_percent"].get<int>() / 100.0);
+    EXPECT_EQ(p->Value("vgpu_slot_core_share_ratio", match), s["compute_share"].get<int>() / 100.0);
     EXPECT_EQ(p->Value("vgpu_slot_memory_charged_bytes", match), 0);  // nothing ran
   }
   EXPECT_EQ(p->Value("vgpu_gpu_slots", {{"gpu_uuid", kGpu0}}), 2);

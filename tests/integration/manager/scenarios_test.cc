@@ -1,4 +1,4 @@
-// vgpu-manager against a fake kubelet on real unix sockets (issue 6 acceptance scenarios).
+// vgpu-manager against a fake kubelet on real unix sockets.
 // Every test gets its own directory; the manager runs as a real process so it can be killed.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -107,8 +107,8 @@ TEST_F(ManagerScenario, TwoPodsTwoContainersGetDisjointCorrectSlots) {
     ASSERT_FALSE(slot.is_null()) << slot_id;
     EXPECT_EQ(slot["pod_name"], w.pod);
     EXPECT_EQ(slot["container"], w.ctr);
-    EXPECT_EQ(slot["core_percent"], w.cores);
-    EXPECT_EQ(slot["memory_bytes"], uint64_t(w.mem_units) * (256ull << 20));
+    EXPECT_EQ(slot["compute_share"], w.cores);
+    EXPECT_EQ(slot["mem_quota"], uint64_t(w.mem_units) * (256ull << 20));
     EXPECT_EQ(slot["memory_ids"].size(), size_t(w.mem_units));
     EXPECT_TRUE(slot["linked"].get<bool>());
     // Core IDs landed on the memory's GPU (GetPreferredAllocation pairing).
@@ -132,8 +132,7 @@ TEST_F(ManagerScenario, TwoPodsTwoContainersGetDisjointCorrectSlots) {
     // The slot config the shim reads carries the linked share.
     std::ifstream in(manager_->SlotRoot() + "/" + slot_id + "/config");
     std::string text((std::istreambuf_iterator<char>(in)), {});
-    EXPECT_NE(text.find("compute_share_percent=" + std::to_string(w.cores) + "\n"),
-              std::string::npos)
+    EXPECT_NE(text.find("compute_share=" + std::to_string(w.cores) + "\n"), std::string::npos)
         << text;
   }
 }
@@ -201,7 +200,7 @@ TEST_P(CrashPointScenario, KilledMidAllocationRecoversExactly) {
   json slots = manager_->Slots();
   ASSERT_EQ(slots.size(), 1u) << slots.dump();
   EXPECT_EQ(slots[0]["memory_ids"], json(mem));
-  EXPECT_EQ(slots[0]["core_percent"], 2);
+  EXPECT_EQ(slots[0]["compute_share"], 2);
   EXPECT_EQ(slots[0]["pod_name"], "pod-a");
   EXPECT_EQ(SlotFiles().size(), 1u);  // not duplicated
   // And a further restart changes nothing.
@@ -351,13 +350,13 @@ TEST_F(ManagerScenario, SigtermStopsCleanlyAndLeavesSlots) {
 TEST_F(ManagerScenario, StandaloneControlApiCreatesSlotsByHand) {
   ASSERT_TRUE(manager_->Start({"--standalone"}));
   json created = manager_->Control(
-      {{"op", "create"}, {"memory_bytes", 1ull << 30}, {"core_percent", 25}, {"label", "debug"}});
+      {{"op", "create"}, {"mem_quota", 1ull << 30}, {"compute_share", 25}, {"label", "debug"}});
   ASSERT_TRUE(created["ok"].get<bool>()) << created.dump();
-  EXPECT_EQ(created["slot"]["memory_bytes"], 1ull << 30);
+  EXPECT_EQ(created["slot"]["mem_quota"], 1ull << 30);
   EXPECT_EQ(SlotFiles().size(), 1u);
-  json refused = manager_->Control({{"op", "create"}, {"memory_bytes", 1}, {"core_percent", 101}});
+  json refused = manager_->Control({{"op", "create"}, {"mem_quota", 1}, {"compute_share", 101}});
   EXPECT_FALSE(refused["ok"].get<bool>());
-  EXPECT_NE(refused["error"].get<std::string>().find("core_percent"), std::string::npos);
+  EXPECT_NE(refused["error"].get<std::string>().find("compute_share"), std::string::npos);
   json del = manager_->Control({{"op", "delete"}, {"id", created["slot"]["id"]}});
   EXPECT_TRUE(del["ok"].get<bool>()) << del.dump();
   EXPECT_TRUE(manager_->Slots().empty());

@@ -1,11 +1,12 @@
-// The core's client ops (kmod/core/vcore.h, struct vcore_client_ops; issue 4): client records
-// confirmed by the driver, objects only under such a client of the caller's file, frees that drop a
-// record only when the driver no longer has the object, and a tampered file closed to calls. The
-// kernel host answers through the driver's in-kernel entry and a node-wide handle registry
-// (kmod/trusted.c); here a fake driver record stands in for both, and the "sibling thread" is a
-// store into the simulated user memory between vcore_pre and the driver's read, or between the
-// driver's reply and vcore_post (as in trusted_test.cc). The guest suite runs the same races
-// against nvsim (tests/vm/guest/vgpu/parts/vgpu_tamper.cc).
+// The core's client ops (kmod/core/vcore.h, struct vcore_client_ops;
+// docs/results/kmod-issue4-tamper.md): client records confirmed by the driver, objects only under
+// such a client of the caller's file, frees that drop a record only when the driver no longer has
+// the object, and a tampered file closed to calls. The kernel host answers through the driver's
+// in-kernel entry and a node-wide handle registry (kmod/trusted.c); here a fake driver record
+// stands in for both, and the "sibling thread" is a store into the simulated user memory between
+// vcore_pre and the driver's read, or between the driver's reply and vcore_post (as in
+// trusted_test.cc). The guest suite runs the same races against nvsim
+// (tests/vm/guest/vgpu/parts/vgpu_tamper.cc).
 #include <map>
 #include <set>
 #include <utility>

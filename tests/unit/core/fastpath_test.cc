@@ -1,7 +1,7 @@
-// The call path's cost rules (issue 4's RM_CONTROL benchmark): a small control allocates
-// nothing and takes no slot lock once the slot is warm; the per-slot lookup index answers
-// exactly what the parent + delta walk answers; spare calls are shared safely between threads;
-// the pid set still learns every caller.
+// The call path's cost rules (the RM_CONTROL benchmark, docs/results/kmod-bench.md): a small
+// control allocates nothing and takes no slot lock once the slot is warm; the per-slot lookup index
+// answers exactly what the parent + delta walk answers; spare calls are shared safely between
+// threads; the pid set still learns every caller.
 #include <gtest/gtest.h>
 
 #include <atomic>

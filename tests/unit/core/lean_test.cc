@@ -1,9 +1,9 @@
-// vcore_pre_lean (the kernel host's entry, issue 4's RM_CONTROL benchmark): a plain control is
-// forwarded with no call record, and every other call gets exactly what vcore_pre gives it. Each
-// case runs once through vcore_pre and once through vcore_pre_lean, on fresh slots, and compares
-// what the host and the application see: the verdict, what the host returns, whether the driver
-// was called, the RM status in user memory, the fd fields and the counters. The argument is read
-// from user memory exactly once on both paths (the kernel never trusts it twice).
+// vcore_pre_lean (the kernel host's entry, the RM_CONTROL benchmark, docs/results/kmod-bench.md): a
+// plain control is forwarded with no call record, and every other call gets exactly what vcore_pre
+// gives it. Each case runs once through vcore_pre and once through vcore_pre_lean, on fresh slots,
+// and compares what the host and the application see: the verdict, what the host returns, whether
+// the driver was called, the RM status in user memory, the fd fields and the counters. The argument
+// is read from user memory exactly once on both paths (the kernel never trusts it twice).
 #include <gtest/gtest.h>
 
 #include <atomic>

@@ -291,6 +291,10 @@ TEST_F(CoreTest, SharedLedgerEnforcesOneQuotaAcrossSlots) {
         s->charged = s->charged > b ? s->charged - b : 0;
       },
       [](void* l) -> vcore_u64 { return static_cast<Shared*>(l)->charged; },
+      nullptr,  // sharing between processes: tests/unit/core/shared_dup_test.cc
+      nullptr,
+      nullptr,
+      nullptr,
   };
   vcore_ledger ledger{&ops, &shared};
   MakeSlot(16 * kMiB, VCORE_UNKNOWN_STRICT, &SimHost::kOps, &ledger);

@@ -205,9 +205,9 @@ TEST_F(TrustedTest, EveryAllocationAsksTheDriverButNoControlDoes) {
   EXPECT_TRUE(driver_.freed_clients.empty()) << "nothing was tampered with";
 }
 
-// Issue 4: the core saw NV50_MEMORY_VIRTUAL (no charge), the driver read NV01_MEMORY_LOCAL_USER
-// and holds 32 MiB for the same handle. The file's clients are freed in the driver, dropped from
-// the table, and the host is asked to kill (a client free).
+// docs/results/kmod-issue4-tamper.md: the core saw NV50_MEMORY_VIRTUAL (no charge), the driver read
+// NV01_MEMORY_LOCAL_USER and holds 32 MiB for the same handle. The file's clients are freed in the
+// driver, dropped from the table, and the host is asked to kill (a client free).
 TEST_F(TrustedTest, VideoMemoryBehindAnUnchargedClassFreesTheFilesClients) {
   MakeSlot(64 * kMiB, VCORE_UNKNOWN_STRICT, &kTrustedOps);
   uint32_t c, d, s;

@@ -2,7 +2,10 @@
 // dropped, a corrupt entry detected and kept aside; the group-commit writer: batches, ordering
 // against synchronous snapshots, compaction, and recovery after a failed write.
 #include <gtest/gtest.h>
+#include <zlib.h>
+
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <filesystem>
@@ -29,7 +32,7 @@ class JournalTest : public ::testing::Test {
     slots::SlotRecord r;
     r.config.id = id;
     r.config.name = "g0-m" + std::to_string(id * 4) + "-n4";
-    r.config.memory_quota_bytes = 1ull << 30;
+    r.config.mem_quota = 1ull << 30;
     r.memory_ids = {"vcuda-memory-gpu0-" + std::to_string(id * 4)};
     r.pod_name = std::move(pod);
     return r;
@@ -97,7 +100,7 @@ TEST_F(JournalTest, EditedEntryIsCorruptAndKeptAside) {
 
 TEST_F(JournalTest, VersionOneFileStillLoads) {
   std::string v1 = Serialize({Record(4)});
-  size_t at = v1.find("\"version\":2");
+  size_t at = v1.find("\"version\":3");
   ASSERT_NE(at, std::string::npos);
   v1.replace(at, 11, "\"version\":1");
   std::ofstream(dir_ / "cp") << v1;
@@ -106,6 +109,35 @@ TEST_F(JournalTest, VersionOneFileStillLoads) {
   ASSERT_TRUE(loaded.ok());
   EXPECT_TRUE(loaded->corrupt_reason.empty()) << loaded->corrupt_reason;
   ASSERT_EQ(loaded->records.size(), 1u);
+}
+
+// A version 2 file, as the manager wrote it before the slot schema: the quota and the share under
+// their old names, no compute mode. Upgrading keeps every slot, its share a cap.
+TEST_F(JournalTest, VersionTwoRecordsKeepTheirSettings) {
+  nlohmann::json rec = nlohmann::json::parse(RecordJson(Record(4)));
+  rec.erase("mem_quota");
+  rec.erase("compute_share");
+  rec.erase("compute_mode");
+  rec["memory_quota_bytes"] = 3ull << 30;
+  rec["compute_share_percent"] = 30;
+  nlohmann::json payload = {{"slots", {rec}}};
+  std::string dumped = payload.dump();
+  uint32_t crc = static_cast<uint32_t>(
+      crc32(0L, reinterpret_cast<const Bytef*>(dumped.data()), static_cast<uInt>(dumped.size())));
+  std::ofstream(dir_ / "cp") << nlohmann::json{{"crc32", crc},
+                                               {"format", "vgpu-manager-checkpoint"},
+                                               {"payload", payload},
+                                               {"version", 2}}
+                                    .dump()
+                             << "\n";
+  CheckpointStore store(dir_ / "cp");
+  auto loaded = store.Load();
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_TRUE(loaded->corrupt_reason.empty()) << loaded->corrupt_reason;
+  ASSERT_EQ(loaded->records.size(), 1u);
+  EXPECT_EQ(loaded->records[0].config.mem_quota, 3ull << 30);
+  EXPECT_EQ(loaded->records[0].config.compute_share, 30u);
+  EXPECT_EQ(loaded->records[0].config.compute_mode, ComputeMode::kCap);
 }
 
 TEST_F(JournalTest, WriterGroupsConcurrentAppendsAndCompacts) {

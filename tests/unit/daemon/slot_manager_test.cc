@@ -7,6 +7,8 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <sstream>
 
 #include "vgpu/manager/control_api.h"
@@ -46,6 +48,25 @@ class FakePodResources final : public podresources::PodResourcesSource {
   }
   std::vector<podresources::ContainerAssignment> containers;
   bool available = true;
+};
+
+// The Kubernetes API's view of pods' annotations, scripted.
+class FakePodAnnotations final : public podresources::PodAnnotationSource {
+ public:
+  Result<podresources::Annotations> Get(const std::string& ns, const std::string& pod) override {
+    ++calls;
+    if (!available) {
+      return UnavailableError("fake API server down");
+    }
+    auto it = pods.find(ns + "/" + pod);
+    if (it == pods.end()) {
+      return NotFoundError("pods \"" + pod + "\" not found");
+    }
+    return it->second;
+  }
+  std::map<std::string, podresources::Annotations> pods;
+  bool available = true;
+  int calls = 0;
 };
 
 std::vector<std::string> Ids(ResourceKind kind, uint32_t gpu, uint32_t first, uint32_t n) {
@@ -120,7 +141,7 @@ TEST_F(SlotManagerTest, MemoryIdsDefineTheSlot) {
   ASSERT_EQ(snap.size(), 1u);
   EXPECT_EQ(snap[0].config.name, "g1-m4-n3");
   EXPECT_EQ(snap[0].config.gpu, 1u);
-  EXPECT_EQ(snap[0].config.memory_quota_bytes, 3 * kUnit);
+  EXPECT_EQ(snap[0].config.mem_quota, 3 * kUnit);
   EXPECT_EQ(snap[0].memory_ids, ids);
   EXPECT_EQ(g->edits.envs.at("VGPU_SLOT_ID"), std::to_string(snap[0].config.id));
   EXPECT_EQ(g->annotations.at(kMem), std::to_string(3 * kUnit));
@@ -190,14 +211,85 @@ TEST_F(SlotManagerTest, PreStartLinksCoreShareFromPodResources) {
   ASSERT_TRUE(m->PreStart(ResourceKind::kCore, core).ok());
   auto snap = m->Snapshot();
   ASSERT_EQ(snap.size(), 1u);
-  EXPECT_EQ(snap[0].config.compute_share_percent, 30u);
+  EXPECT_EQ(snap[0].config.compute_share, 30u);
   EXPECT_EQ(snap[0].pod_name, "pod-a");
   EXPECT_EQ(snap[0].container, "main");
   EXPECT_TRUE(snap[0].linked);
   auto live = backend_.List();
   ASSERT_TRUE(live.ok());
-  EXPECT_EQ((*live)[0].compute_share_percent, 30u);           // enforced, not just recorded
+  EXPECT_EQ((*live)[0].compute_share, 30u);                   // enforced, not just recorded
   ASSERT_TRUE(m->PreStart(ResourceKind::kMemory, mem).ok());  // idempotent
+}
+
+// tencent.com/vcuda-core: N is a hard cap of N % unless the pod's vgpu.io/compute-mode annotation
+// says weight; the mode reaches the backend before the container starts.
+TEST_F(SlotManagerTest, ThePodsAnnotationChoosesTheComputeMode) {
+  FakePodAnnotations api;
+  auto m = Make();
+  m->SetPodAnnotations(&api);
+  struct Case {
+    std::string pod;
+    std::optional<std::string> annotation;
+    ComputeMode want;
+  };
+  uint32_t unit = 0;
+  for (const Case& c : {Case{"capped", std::nullopt, ComputeMode::kCap},
+                        Case{"weighted", "weight", ComputeMode::kWeight},
+                        Case{"explicit-cap", "cap", ComputeMode::kCap}}) {
+    auto mem = Ids(ResourceKind::kMemory, 0, 2 * unit, 2);
+    auto core = Ids(ResourceKind::kCore, 0, 30 * unit, 30);
+    const std::string key = alloc::SlotKey(0, {2 * unit, 2 * unit + 1});
+    ++unit;
+    if (c.annotation) {
+      api.pods["default/" + c.pod] = {{"vgpu.io/compute-mode", *c.annotation}, {"other", "x"}};
+    } else {
+      api.pods["default/" + c.pod] = {};
+    }
+    ASSERT_TRUE(m->Allocate(ResourceKind::kMemory, mem).ok());
+    pods_.Add(c.pod, "main", mem, core);
+    ASSERT_TRUE(m->PreStart(ResourceKind::kMemory, mem).ok()) << c.pod;
+    bool found = false;
+    auto listed = backend_.List();
+    ASSERT_TRUE(listed.ok());
+    for (const auto& live : *listed) {
+      if (live.name == key) {
+        found = true;
+        EXPECT_EQ(live.compute_share, 30u) << c.pod;
+        EXPECT_EQ(live.compute_mode, c.want) << c.pod;  // enforced, not just recorded
+      }
+    }
+    EXPECT_TRUE(found) << c.pod;
+  }
+  EXPECT_EQ(api.calls, 3);
+}
+
+TEST_F(SlotManagerTest, ABadComputeModeAnnotationFailsPreStartByName) {
+  FakePodAnnotations api;
+  auto m = Make();
+  m->SetPodAnnotations(&api);
+  auto mem = Ids(ResourceKind::kMemory, 0, 0, 2);
+  api.pods["default/typo"] = {{"vgpu.io/compute-mode", "wieght"}};
+  ASSERT_TRUE(m->Allocate(ResourceKind::kMemory, mem).ok());
+  pods_.Add("typo", "main", mem, Ids(ResourceKind::kCore, 0, 0, 30));
+  Status s = m->PreStart(ResourceKind::kMemory, mem);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("vgpu.io/compute-mode"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("'wieght'"), std::string::npos) << s.message();
+}
+
+// The API server down must not keep pods from starting: the share is then the cap it asked for.
+TEST_F(SlotManagerTest, WithoutTheApiTheShareIsACap) {
+  FakePodAnnotations api;
+  api.available = false;
+  auto m = Make();
+  m->SetPodAnnotations(&api);
+  auto mem = Ids(ResourceKind::kMemory, 0, 0, 2);
+  api.pods["default/p"] = {{"vgpu.io/compute-mode", "weight"}};
+  ASSERT_TRUE(m->Allocate(ResourceKind::kMemory, mem).ok());
+  pods_.Add("p", "main", mem, Ids(ResourceKind::kCore, 0, 0, 40));
+  ASSERT_TRUE(m->PreStart(ResourceKind::kMemory, mem).ok());
+  EXPECT_EQ(backend_.List()->at(0).compute_mode, ComputeMode::kCap);
+  EXPECT_EQ(backend_.List()->at(0).compute_share, 40u);
 }
 
 TEST_F(SlotManagerTest, PreStartRefusesCoreWithoutMemoryAndCrossGpu) {
@@ -285,7 +377,7 @@ TEST_F(SlotManagerTest, RestartRestoresExactlyAndAdoptsCrashLeftovers) {
   slots::SlotConfig leftover;
   leftover.name = "g0-m8-n2";
   leftover.gpu = 0;
-  leftover.memory_quota_bytes = 2 * kUnit;
+  leftover.mem_quota = 2 * kUnit;
   ASSERT_TRUE(backend_.Create(leftover).ok());
   auto m = Make();
   EXPECT_EQ(m->Snapshot().size(), 2u);
@@ -397,16 +489,19 @@ TEST_F(SlotManagerTest, HealthChangesWakeWatchers) {
 TEST_F(SlotManagerTest, ControlApiCreatesListsDeletesInStandaloneOnly) {
   auto m = Make();
   std::string denied =
-      HandleControlRequest(*m, false, R"({"op":"create","memory_bytes":1,"core_percent":5})");
+      HandleControlRequest(*m, false, R"({"op":"create","mem_quota":1,"compute_share":5})");
   EXPECT_NE(denied.find("only in --standalone"), std::string::npos) << denied;
   std::string created = HandleControlRequest(
       *m, true,
-      R"({"op":"create","memory_bytes":1073741824,"core_percent":25,"gpu":1,"label":"dbg"})");
+      R"({"op":"create","mem_quota":1073741824,"compute_share":25,"compute_mode":"weight",)"
+      R"("gpu":1,"label":"dbg"})");
   EXPECT_NE(created.find(R"("ok":true)"), std::string::npos) << created;
   auto snap = m->Snapshot();
   ASSERT_EQ(snap.size(), 1u);
   EXPECT_EQ(snap[0].config.gpu, 1u);
-  EXPECT_EQ(snap[0].config.compute_share_percent, 25u);
+  EXPECT_EQ(snap[0].config.compute_share, 25u);
+  EXPECT_EQ(snap[0].config.compute_mode, ComputeMode::kWeight);
+  EXPECT_EQ(backend_.List()->at(0).compute_mode, ComputeMode::kWeight) << "enforced, not recorded";
   EXPECT_EQ(snap[0].memory_ids.size(), 4u);
   EXPECT_TRUE(snap[0].manual);
   // Manual slots are never reclaimed as orphans.
@@ -414,9 +509,12 @@ TEST_F(SlotManagerTest, ControlApiCreatesListsDeletesInStandaloneOnly) {
   EXPECT_EQ(*m->ReclaimOrphans(), 0);
   std::string listed = HandleControlRequest(*m, false, R"({"op":"list"})");
   EXPECT_NE(listed.find(R"("pod_name":"dbg")"), std::string::npos) << listed;
-  for (const char* bad : {"not json", R"({"op":"explode"})", R"({"op":"delete"})",
-                          R"({"op":"create","memory_bytes":1,"core_percent":0})",
-                          R"({"op":"create","memory_bytes":1,"core_percent":5,"gpu":9})"}) {
+  for (const char* bad :
+       {"not json", R"({"op":"explode"})", R"({"op":"delete"})",
+        R"({"op":"create","mem_quota":1,"compute_share":0})",
+        R"({"op":"create","mem_quota":1,"compute_share":5,"compute_mode":"fair"})",
+        R"({"op":"create","memory_bytes":1,"core_percent":5})",
+        R"({"op":"create","mem_quota":1,"compute_share":5,"gpu":9})"}) {
     std::string reply = HandleControlRequest(*m, true, bad);
     EXPECT_NE(reply.find(R"("ok":false)"), std::string::npos) << bad << " -> " << reply;
   }
@@ -430,8 +528,8 @@ TEST_F(SlotManagerTest, ControlApiCreatesListsDeletesInStandaloneOnly) {
 // scrape shows, and one slot's failing read leaves that slot at zero without failing the rest.
 TEST_F(SlotManagerTest, StatsCarryTheBackendsUsage) {
   auto m = Make();
-  auto a = m->CreateManual(0, 1ull << 30, 25, "a");
-  auto b = m->CreateManual(1, 1ull << 30, 25, "b");
+  auto a = m->CreateManual(0, 1ull << 30, 25, ComputeMode::kCap, "a");
+  auto b = m->CreateManual(1, 1ull << 30, 25, ComputeMode::kCap, "b");
   ASSERT_TRUE(a.ok()) << a.status().ToString();
   ASSERT_TRUE(b.ok()) << b.status().ToString();
   backend_.SetUsage(a->config.id, {123456789, 234567890, 7, 0, 2500000000, 750000000, 250});
@@ -508,7 +606,7 @@ TEST_F(SlotManagerTest, ChangesAreJournaledPerSlotAndReplayed) {
   }
   auto m = Make();  // same backend and checkpoint: a restart
   EXPECT_EQ(m->Snapshot(), before);
-  EXPECT_EQ(m->Snapshot()[0].config.compute_share_percent, 25u);
+  EXPECT_EQ(m->Snapshot()[0].config.compute_share, 25u);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace vgpu::shim {
 namespace {
@@ -35,17 +36,17 @@ TEST(ParseConfigText, ReadsKeysCommentsAndExtras) {
   SlotConfig cfg;
   std::string err = ParseConfigText(cfg,
                                     "# slot 7\n"
-                                    "memory_quota = 4G\n"
-                                    "managed=allow-uncounted  # trailing comment\n"
-                                    "policy = permissive\n"
+                                    "mem_quota = 4G\n"
+                                    "managed_policy=allow-uncounted  # trailing comment\n"
+                                    "unknown_policy = allow-log\n"
                                     "slot_id = 7\n"
                                     "log = debug\n"
                                     "core_percent = 30\n"
                                     "\n");
   ASSERT_EQ(err, "");
-  EXPECT_EQ(cfg.memory_quota, 4ull << 30);
-  EXPECT_EQ(cfg.managed, ManagedPolicy::kAllowUncounted);
-  EXPECT_EQ(cfg.unknown, UnknownPolicy::kPermissive);
+  EXPECT_EQ(cfg.mem_quota, 4ull << 30);
+  EXPECT_EQ(cfg.managed_policy, uint32_t{VGPU_MANAGED_ALLOW_UNCOUNTED});
+  EXPECT_EQ(cfg.unknown_policy, uint32_t{VGPU_UNKNOWN_ALLOW_LOG});
   EXPECT_EQ(cfg.slot_id, 7u);
   EXPECT_EQ(cfg.log, LogLevel::kDebug);
   EXPECT_EQ(cfg.extra.at("core_percent"), "30");
@@ -56,32 +57,41 @@ TEST(ParseConfigText, ReadsTheManagersFormat) {
   SlotConfig cfg;
   std::string err = ParseConfigText(cfg,
                                     "# vgpu slot config, written by vgpu-manager\n"
-                                    "version=1\n"
+                                    "version=2\n"
                                     "slot_id=3\n"
                                     "slot_name=g0-m17-n8\n"
                                     "gpu_index=0\n"
                                     "gpu_uuid=GPU-abc\n"
-                                    "memory_quota_bytes=4294967296\n"
-                                    "compute_share_percent=30\n"
+                                    "exclusive=0\n"
+                                    "ledger=/run/vgpu/ledger\n"
+                                    "mem_quota=4294967296\n"
+                                    "compute_share=30\n"
+                                    "compute_mode=weight\n"
                                     "managed_policy=refuse\n"
-                                    "unknown_policy=allow-log\n"
-                                    "exclusive=0\n");
+                                    "unknown_policy=allow-log\n");
   ASSERT_EQ(err, "");
   EXPECT_EQ(cfg.slot_id, 3u);
-  EXPECT_EQ(cfg.memory_quota, 4ull << 30);
-  EXPECT_EQ(cfg.managed, ManagedPolicy::kRefuse);
-  EXPECT_EQ(cfg.unknown, UnknownPolicy::kPermissive);
-  EXPECT_EQ(cfg.extra.at("compute_share_percent"), "30");
+  EXPECT_EQ(cfg.mem_quota, 4ull << 30);
+  EXPECT_EQ(cfg.compute_share, 30u);
+  EXPECT_EQ(cfg.compute_mode, uint32_t{VGPU_COMPUTE_WEIGHT});
+  EXPECT_EQ(cfg.managed_policy, uint32_t{VGPU_MANAGED_REFUSE});
+  EXPECT_EQ(cfg.unknown_policy, uint32_t{VGPU_UNKNOWN_ALLOW_LOG});
+  EXPECT_EQ(cfg.ledger_path, "/run/vgpu/ledger");
   EXPECT_EQ(cfg.extra.at("gpu_uuid"), "GPU-abc");
   SlotConfig other;
-  EXPECT_EQ(ParseConfigText(other, "version=2\n"),
-            "line 1: unsupported config version '2' (this shim reads version 1)");
+  EXPECT_EQ(ParseConfigText(other, "version=1\n"),
+            "line 1: unsupported config version '1' (this shim reads version 2; vgpu-manager "
+            "rewrites its slot configs when it starts)");
 }
 
 TEST(ParseConfigText, ErrorsNameTheLineAndKey) {
   SlotConfig cfg;
-  EXPECT_EQ(ParseConfigText(cfg, "memory_quota = 4G\nmanaged = sometimes\n"),
-            "line 2: bad value 'sometimes' for managed (want refuse|allow-uncounted)");
+  EXPECT_EQ(ParseConfigText(cfg, "mem_quota = 4G\nmanaged_policy = sometimes\n"),
+            "line 2: bad value 'sometimes' for managed_policy (want refuse|allow-uncounted)");
+  EXPECT_EQ(ParseConfigText(cfg, "compute_share = 0\n"),
+            "line 1: bad value '0' for compute_share (want a number in 1..100)");
+  EXPECT_EQ(ParseConfigText(cfg, "compute_mode = fair\n"),
+            "line 1: bad value 'fair' for compute_mode (want cap|weight)");
   EXPECT_EQ(ParseConfigText(cfg, "just words\n"), "line 1: expected key = value");
   EXPECT_EQ(ParseConfigText(cfg, "ledger = relative/path\n"),
             "line 1: bad value 'relative/path' for ledger (want an absolute path)");
@@ -118,29 +128,53 @@ class LoadSlotConfigTest : public ::testing::Test {
 TEST_F(LoadSlotConfigTest, NothingConfiguredMeansUnlimitedAndNoLedger) {
   SlotConfig cfg;
   ASSERT_EQ(LoadSlotConfig(cfg, FakeGetenv), "");
-  EXPECT_EQ(cfg.memory_quota, 0u);
+  EXPECT_EQ(cfg.mem_quota, 0u);
   EXPECT_EQ(cfg.ledger_path, "");
-  EXPECT_EQ(cfg.unknown, UnknownPolicy::kStrict);
+  EXPECT_EQ(cfg.unknown_policy, uint32_t{VGPU_UNKNOWN_REFUSE});
+  EXPECT_EQ(cfg.extra.at("compute_share"), "100") << "published for the compute thread";
 }
 
-TEST_F(LoadSlotConfigTest, FileGivesLedgerBesideItAndEnvOverrides) {
-  env_["VGPU_CONFIG"] = Write("memory_quota = 8G\npolicy = permissive\n");
+TEST_F(LoadSlotConfigTest, EnvironmentConfiguresOnlyWithoutASlotConfig) {
   env_["VGPU_MEMORY_QUOTA"] = "4G";
   env_["VGPU_MANAGED"] = "refuse";
+  env_["VGPU_COMPUTE_SHARE"] = "30";
   SlotConfig cfg;
   ASSERT_EQ(LoadSlotConfig(cfg, FakeGetenv), "");
-  EXPECT_EQ(cfg.memory_quota, 4ull << 30);
-  EXPECT_EQ(cfg.unknown, UnknownPolicy::kPermissive);
-  EXPECT_EQ(cfg.managed, ManagedPolicy::kRefuse);
+  EXPECT_EQ(cfg.mem_quota, 4ull << 30);
+  EXPECT_EQ(cfg.managed_policy, uint32_t{VGPU_MANAGED_REFUSE});
+  EXPECT_EQ(cfg.extra.at("compute_share"), "30");
+  EXPECT_TRUE(cfg.ignored_env.empty());
+}
+
+// A tenant sets its own environment: under the manager's slot config it changes nothing, it
+// cannot loosen the quota, the share or the policies, nor switch the shim off (the hole of
+// security-review F11.6: VGPU_MEMORY_QUOTA=... overrode the slot config before).
+TEST_F(LoadSlotConfigTest, TenantEnvironmentCannotLoosenTheSlotConfig) {
+  env_["VGPU_CONFIG"] = Write("mem_quota = 8G\ncompute_share = 30\nunknown_policy = refuse\n");
+  env_["VGPU_MEMORY_QUOTA"] = "0";
+  env_["VGPU_COMPUTE_SHARE"] = "100";
+  env_["VGPU_POLICY"] = "allow-log";
+  env_["VGPU_LEDGER"] = "/tmp/my-own-ledger";
+  env_["VGPU_SHIM_PASSTHROUGH"] = "1";
+  env_["VGPU_LOG"] = "debug";
+  SlotConfig cfg;
+  ASSERT_EQ(LoadSlotConfig(cfg, FakeGetenv), "");
+  EXPECT_EQ(cfg.mem_quota, 8ull << 30);
+  EXPECT_EQ(cfg.compute_share, 30u);
+  EXPECT_EQ(cfg.extra.at("compute_share"), "30");
+  EXPECT_EQ(cfg.unknown_policy, uint32_t{VGPU_UNKNOWN_REFUSE});
   EXPECT_EQ(cfg.ledger_path, dir_ + "/ledger");
+  EXPECT_EQ(cfg.log, LogLevel::kDebug) << "verbosity is the tenant's to choose";
+  EXPECT_EQ(cfg.ignored_env,
+            (std::vector<std::string>{"VGPU_MEMORY_QUOTA", "VGPU_COMPUTE_SHARE", "VGPU_POLICY",
+                                      "VGPU_LEDGER", "VGPU_SHIM_PASSTHROUGH"}));
 }
 
 TEST_F(LoadSlotConfigTest, BadEnvValueNamesTheVariable) {
   env_["VGPU_POLICY"] = "lenient";
   SlotConfig cfg;
   EXPECT_EQ(LoadSlotConfig(cfg, FakeGetenv),
-            "VGPU_POLICY: bad value 'lenient' for policy (want strict|permissive (or "
-            "refuse|allow-log))");
+            "VGPU_POLICY: bad value 'lenient' for unknown_policy (want refuse|allow-log)");
 }
 
 TEST_F(LoadSlotConfigTest, MissingFileIsAnError) {
@@ -151,11 +185,11 @@ TEST_F(LoadSlotConfigTest, MissingFileIsAnError) {
 }
 
 TEST_F(LoadSlotConfigTest, BadFileLineIsAnErrorNamingTheFile) {
-  env_["VGPU_CONFIG"] = Write("memory_quota = lots\n");
+  env_["VGPU_CONFIG"] = Write("mem_quota = lots\n");
   SlotConfig cfg;
   std::string err = LoadSlotConfig(cfg, FakeGetenv);
   EXPECT_EQ(err, dir_ +
-                     "/slot.conf: line 1: bad value 'lots' for memory_quota (want bytes, "
+                     "/slot.conf: line 1: bad value 'lots' for mem_quota (want bytes, "
                      "optionally with K/M/G/T)");
 }
 

@@ -11,7 +11,7 @@ dir=$(mktemp -d /tmp/vshim-bench.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 touch "$dir/nvidiactl"
 value() { sed -n 's/.*ns_per_ioctl=\([0-9.]*\).*/\1/p'; }
-printf 'memory_quota = 100G\n' > "$dir/slot.conf"
+printf 'mem_quota = 100G\n' > "$dir/slot.conf"
 for mode in other rm alloc; do
   base=() with=()
   for r in 1 2 3 4 5 6; do

@@ -117,7 +117,7 @@ TEST_F(ShimPreloadTest, HooksReportTsgChannelAndClientLifecycle) {
 }
 
 TEST_F(ShimPreloadTest, ForkChildIsItsOwnSlotMemberAndLeavesOnExit) {
-  std::ofstream(dir_ + "/slot.conf") << "memory_quota = 64M\n";
+  std::ofstream(dir_ + "/slot.conf") << "mem_quota = 64M\n";
   ASSERT_EQ(Run("VGPU_CONFIG=" + dir_ + "/slot.conf", "fork"), 0) << out_ << err_;
   EXPECT_NE(out_.find("VIEW child-alive rc=0 status=0x0 total=67108864 free=35651584"),
             std::string::npos)
@@ -176,7 +176,7 @@ TEST_F(ShimPreloadTest, BadConfigRefusesTheDeviceWithAClearError) {
 }
 
 TEST_F(ShimPreloadTest, TwoProcessesShareOneQuotaAndAKilledOneReturnsItsMemory) {
-  std::ofstream(dir_ + "/slot.conf") << "memory_quota = 64M\n";
+  std::ofstream(dir_ + "/slot.conf") << "mem_quota = 64M\n";
   std::string env = "VGPU_CONFIG=" + dir_ + "/slot.conf";
   // Holder: 20 x 2 MiB, then sleeps.
   std::string cmd = Env(env) + VSHIM_CLIENT " hold 20 >" + dir_ + "/hold.out 2>&1 & echo $!";

@@ -1,5 +1,5 @@
 // vgpu-trace record end to end: records fake_client's raw RM traffic against fake nodes
-// ($VGPU_DEV_DIR) and checks the JSON lines (issue 3 item 7 format).
+// ($VGPU_DEV_DIR) and checks the JSON lines (the format of uapi/vgpu_trace.h).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>

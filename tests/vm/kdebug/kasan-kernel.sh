@@ -2,7 +2,8 @@
 # Prints the directory of the KASAN + lockdep + UBSAN + kmemleak test kernel built from
 # Debian's linux-source-6.1, building it first on a cache miss.
 #   stdout: ENTRY  (ENTRY/out = kbuild tree for modules, ENTRY/out/arch/x86/boot/bzImage = kernel)
-#   env:    VGPU_KCACHE  cache root outside the repo (default /var/cache/vgpu/kernel), so a clean
+#   env:    VGPU_KCACHE  cache root outside the repo (default $VGPU_CACHE_DIR/kernel, i.e.
+#                        /var/cache/vgpu/kernel; README.md names it), so a clean
 #                        clone on the same machine reuses the ~3.5 min build
 #           VGPU_KJOBS   make -j (default: nproc)
 # The cache key hashes everything that decides the kernel: this script, debug.config, the
@@ -11,11 +12,12 @@
 # place and marked complete only at the end; a concurrent caller waits on the lock.
 set -euo pipefail
 here=$(dirname "$(realpath "$0")")
-cache=${VGPU_KCACHE:-/var/cache/vgpu/kernel}
+cache=${VGPU_KCACHE:-${VGPU_CACHE_DIR:-/var/cache/vgpu}/kernel}
 tarball=/usr/src/linux-source-6.1.tar.xz
 [ -f "$tarball" ] || { echo "kasan-kernel: $tarball missing (make deps installs linux-source-6.1)" >&2; exit 1; }
 srcver=$(dpkg-query -W -f='${Version}' linux-source-6.1)
-key=$( { cat "$here/debug.config" "$0"; echo "$srcver"; gcc --version | head -1; } | sha256sum | cut -c1-16)
+# Comment lines of this script do not decide the kernel, so they stay out of the key.
+key=$( { cat "$here/debug.config"; grep -v "^[[:space:]]*#" "$0"; echo "$srcver"; gcc --version | head -1; } | sha256sum | cut -c1-16)
 entry=$cache/6.1-$key
 mkdir -p "$cache"
 exec 9>"$cache/.lock"

@@ -13,7 +13,7 @@
 
 /*
  * Test hook: the store of a tenant's sibling thread landing in the window between a proxy's
- * private copy of an RM_ALLOC and the driver's own copy-in (issue 4: hClass, hObjectNew or hRoot
+ * private copy of an RM_ALLOC and the driver's own copy-in (docs/results/kmod-issue4-tamper.md: hClass, hObjectNew or hRoot
  * rewritten during the call), made deterministic. While rewrite_alloc_tgid names the calling
  * process, its next NV_ESC_RM_ALLOC gets the u32 at rewrite_alloc_offset of its NVOS21/NVOS64
  * replaced by rewrite_alloc_value in the caller's memory, just before nvsim copies the struct
@@ -61,7 +61,7 @@ MODULE_PARM_DESC(rewrite_alloc_after_value, "test hook: the value written after 
 
 /*
  * The same for NV_ESC_RM_FREE (NVOS00), armed on its own: a sibling's store into the NVOS00 of a
- * free that a proxy issues on the tenant's behalf from user memory (issue 4: vgpu.ko's cleanup
+ * free that a proxy issues on the tenant's behalf from user memory (docs/results/kmod-issue4-tamper.md: vgpu.ko's cleanup
  * free of an allocation past the quota used a scratch page of the caller's mm).
  */
 static struct nvsim_rewrite rewrite_free;

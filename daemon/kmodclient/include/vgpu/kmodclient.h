@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "uapi/vgpu_genl.h"
+#include "vgpu/slot_settings.h"
 #include "vgpu/status.h"
 
 struct nl_msg;
@@ -21,29 +22,23 @@ struct nlattr;
 
 namespace vgpu::kmod {
 
-enum class ManagedPolicy : uint32_t {
-  kRefuse = VGPU_MANAGED_REFUSE,
-  kAllowUncounted = VGPU_MANAGED_ALLOW_UNCOUNTED,
-};
-// How the compute share is enforced (uapi enum vgpu_compute_mode).
-enum class ComputeMode : uint32_t {
-  kCap = VGPU_COMPUTE_CAP,        // hard limit, even on an idle GPU
-  kWeight = VGPU_COMPUTE_WEIGHT,  // work-conserving share under contention
-};
-enum class UnknownPolicy : uint32_t {
-  kRefuse = VGPU_UNKNOWN_REFUSE,
-  kAllowLog = VGPU_UNKNOWN_ALLOW_LOG,
-};
+// The slot schema's enums (uapi/vgpu_slot_fields.h; daemon/common slot_settings.h).
+using vgpu::ComputeMode;
+using vgpu::ManagedPolicy;
+using vgpu::UnknownPolicy;
 
-// What SLOT_NEW/SLOT_SET may change; unset fields are not sent (SET leaves them alone,
-// NEW takes the kernel's defaults).
+// What SLOT_NEW/SLOT_SET may change: the name and one optional member per slot setting
+// (uapi/vgpu_slot_fields.h). Unset fields are not sent (SET leaves them alone, NEW takes the
+// schema's defaults).
 struct SlotConfig {
   std::optional<std::string> name;
-  std::optional<uint64_t> mem_quota;      // bytes, 0 = unlimited
-  std::optional<uint32_t> compute_share;  // percent 1..100
-  std::optional<ComputeMode> compute_mode;
-  std::optional<ManagedPolicy> managed;
-  std::optional<UnknownPolicy> unknown;
+#define VGPU_SETTING_MEMBER(field, wire, unit, def, min, max, attr, env) \
+  std::optional<slot_schema::wire> field;
+  VGPU_SLOT_NUMBERS(VGPU_SETTING_MEMBER)
+#undef VGPU_SETTING_MEMBER
+#define VGPU_SETTING_MEMBER(field, type, values, def, max, attr, env) std::optional<type> field;
+  VGPU_SLOT_ENUMS(VGPU_SETTING_MEMBER)
+#undef VGPU_SETTING_MEMBER
 };
 
 struct SlotSpec {
@@ -54,15 +49,19 @@ struct SlotSpec {
 
 using StatArray = std::array<uint64_t, __VGPU_STAT_MAX>;
 
+// A slot as the module reports it. The settings are the wire values (an enum setting is its
+// uapi number: 0 from a module that predates it).
 struct SlotInfo {
   uint32_t id = 0;
   uint32_t gpu = 0;
   std::string name;
-  uint64_t mem_quota = 0;
-  uint32_t compute_share = 0;
-  uint32_t compute_mode = 0;  // enum vgpu_compute_mode; 0 from a module without modes
-  uint32_t managed_policy = 0;
-  uint32_t unknown_policy = 0;
+#define VGPU_SETTING_MEMBER(field, wire, unit, def, min, max, attr, env) \
+  slot_schema::wire field = 0;
+  VGPU_SLOT_NUMBERS(VGPU_SETTING_MEMBER)
+#undef VGPU_SETTING_MEMBER
+#define VGPU_SETTING_MEMBER(field, type, values, def, max, attr, env) uint32_t field = 0;
+  VGPU_SLOT_ENUMS(VGPU_SETTING_MEMBER)
+#undef VGPU_SETTING_MEMBER
   uint32_t flags = 0;
   uint32_t state = 0;
   uint32_t open_files = 0;
@@ -71,6 +70,9 @@ struct SlotInfo {
   StatArray stats{};
   uint32_t generation = 0;
 };
+
+// The slot's settings as the schema's struct (an enum value 0 stays 0: its name is "unset").
+SlotSettings SettingsOf(const SlotInfo& info);
 
 struct DriverInfo {
   bool bound = false;
@@ -92,8 +94,9 @@ struct Event {
 };
 
 // Names for enums and counters (stable; used by vgpuctl's table and JSON keys).
-std::string_view StatName(int stat);             // "mem_charged", ...; "" for unused numbers
-std::string_view EventName(uint32_t type);       // "quota_denied", ...
+std::string_view StatName(int stat);        // "mem_charged", ...; "" for unused numbers
+std::string_view EventName(uint32_t type);  // "quota_denied", ...
+// Value names of the enum settings (uapi/vgpu_slot_fields.h), "unset" for 0 or an unlisted value.
 std::string_view ManagedPolicyName(uint32_t p);  // "refuse", "allow-uncounted"
 std::string_view UnknownPolicyName(uint32_t p);  // "refuse", "allow-log"
 std::string_view ComputeModeName(uint32_t m);    // "cap", "weight"

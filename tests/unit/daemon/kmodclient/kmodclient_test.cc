@@ -77,7 +77,7 @@ TEST(KmodClient, PutSlotConfigSendsOnlyWhatIsSet) {
   MsgPtr m = NewMsg(VGPU_CMD_SLOT_SET);
   SlotConfig cfg;
   cfg.mem_quota = 1ull << 30;
-  cfg.managed = ManagedPolicy::kAllowUncounted;
+  cfg.managed_policy = ManagedPolicy::kAllowUncounted;
   ASSERT_TRUE(PutSlotConfig(m.get(), cfg));
   nlattr* a[VGPU_A_MAX + 1] = {};
   ASSERT_EQ(genlmsg_parse(nlmsg_hdr(m.get()), 0, a, VGPU_A_MAX, nullptr), 0);

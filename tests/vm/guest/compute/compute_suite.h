@@ -28,7 +28,7 @@
 
 namespace compute_test {
 
-inline constexpr double kBound = 5.0;  // points (issue 9)
+inline constexpr double kBound = 5.0;  // points (docs/results/compute-kernel-host.md)
 
 inline std::vector<uint32_t> EnvList(const char* name, std::vector<uint32_t> def) {
   const char* v = getenv(name);

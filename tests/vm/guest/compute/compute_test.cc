@@ -1,5 +1,5 @@
 // The kernel host of the compute share controller (kmod/compute.c) against nvsim's GPU-time
-// model: issue 9's controller tests, in the guest.
+// model: the controller's tests, in the guest.
 //
 // Why the assertions are what they are: under QEMU/TCG a guest's wall clock is noisy (a vCPU can
 // stall for milliseconds), so nothing here is timed with the test's own sleeps. Every share is
@@ -7,9 +7,10 @@
 // idle of that GPU, both advanced by nvsim at the read), between two debugfs reads. The reads
 // can land late; the ratio is still exact for the interval they span. What TCG does affect is
 // when the controller's thread wakes (its gate edges land late), and that is the honest part of
-// the test: the closed loop must absorb it. Bounds are issue 9's: within 5 points of the cap in
-// every 1 s window after the first second; a 30/70 weight split within 5 points; when one weight
-// tenant stops, the other has the whole GPU within 200 ms.
+// the test: the closed loop must absorb it. Bounds are the acceptance bounds
+// (docs/results/compute-kernel-host.md): within 5 points of the cap in every 1 s window after the
+// first second; a 30/70 weight split within 5 points; when one weight tenant stops, the other has
+// the whole GPU within 200 ms.
 //
 // One allowance, measured, not assumed: when the host does not run the guest's vCPU, the
 // controller thread wakes late for its gate edges and a gate stays as it was meanwhile (no

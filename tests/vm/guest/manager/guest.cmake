@@ -7,7 +7,7 @@ set(manager_guest_srcs
   daemon/manager/reconcile.cc daemon/manager/log.cc
   daemon/checkpoint/checkpoint.cc daemon/checkpoint/checkpoint_writer.cc
   daemon/alloc/device_ids.cc daemon/alloc/placement.cc
-  daemon/slots/slot.cc daemon/slots/kmod_backend.cc daemon/slots/shim_backend.cc
+  daemon/slots/kmod_backend.cc daemon/slots/shim_backend.cc
   daemon/slots/slot_config_file.cc
   shim/preload/ledger.cc shim/preload/log.cc
   topology/src/topology.cc topology/src/placement.cc topology/src/evaluators.cc)

@@ -218,7 +218,7 @@ TEST_F(KmodManagerTest, RestartReattachesToLiveSlotsWithoutDisturbingThem) {
   ASSERT_EQ(adopted.size(), 1u);
   EXPECT_EQ(adopted[0].config.id, before->id);
   EXPECT_EQ(adopted[0].pod_name, "pod-a");
-  EXPECT_EQ(adopted[0].config.compute_share_percent, 40u);
+  EXPECT_EQ(adopted[0].config.compute_share, 40u);
   EXPECT_EQ(adopted[0].memory_ids, records[0].memory_ids);
 }
 

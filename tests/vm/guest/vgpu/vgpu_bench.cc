@@ -5,9 +5,9 @@
 // ticks and host bursts (121 x 200 calls gave a p10..p90 ratio spread of 0.96..1.47).
 // Prints per-call times (min and median over rounds) and the ratio: min-of-mins (the two paths'
 // best batches, least disturbed by other work on the host), the median of the per-round ratios,
-// and their 10th..90th percentile spread; target <= 1.15x (issue 4). The slot has a memory
-// quota, as a tenant's does, so FB_GET_INFO_V2 goes through the memory view's rewrite. A
-// measurement, not a test: it fails only if a call fails. VGPU_BENCH_ROUNDS and VGPU_BENCH_CALLS
+// and their 10th..90th percentile spread; target <= 1.15x (docs/results/kmod-bench.md). The slot
+// has a memory quota, as a tenant's does, so FB_GET_INFO_V2 goes through the memory view's rewrite.
+// A measurement, not a test: it fails only if a call fails. VGPU_BENCH_ROUNDS and VGPU_BENCH_CALLS
 // (per batch) scale it (guest.sh shortens it on KASAN). The process is pinned to the vCPU it
 // starts on: a migration between QEMU's vCPU threads in the middle of a batch lands on one path
 // only.

@@ -3,7 +3,7 @@
 // edited file is detected rather than trusted.
 //
 //   {"crc32":<u32 over payload.dump()>,"format":"vgpu-manager-checkpoint",
-//    "payload":{"slots":[ {...SlotRecord...}, ... ]},"version":2}        <- snapshot, line 1
+//    "payload":{"slots":[ {...SlotRecord...}, ... ]},"version":3}        <- snapshot, line 1
 //   {"crc32":<u32 over put.dump()>,"put":{...SlotRecord...}}            <- slot created/changed
 //   {"crc32":<u32 over delete.dump()>,"delete":<slot id>}              <- slot destroyed
 //
@@ -16,7 +16,8 @@
 // durable, and reconciliation with the live slots restores it). Anything else that fails to
 // parse or to match its CRC, including a torn snapshot, makes the file corrupt.
 // nlohmann::json dumps objects with sorted keys, so payload.dump() is canonical. Version 1 files
-// (snapshot only) load unchanged.
+// (snapshot only) and 2 load unchanged; their records named two settings otherwise (checkpoint.cc
+// FromLegacyKeys).
 #pragma once
 
 #include <filesystem>

@@ -4,16 +4,18 @@
 //
 //   {"op":"list"}
 //     -> {"ok":true,"slots":[SLOT,...]}
-//   {"op":"create","memory_bytes":1073741824,"core_percent":30,"gpu":0,"label":"debug"}
-//     (standalone only; gpu optional: the placer picks; label optional)
+//   {"op":"create","mem_quota":1073741824,"compute_share":30,"compute_mode":"weight","gpu":0,
+//    "label":"debug"}
+//     (standalone only; compute_mode optional, default cap; gpu optional: the placer picks;
+//     label optional; the setting keys are uapi/vgpu_slot_fields.h's)
 //     -> {"ok":true,"slot":SLOT}
 //   {"op":"delete","id":3}                 (standalone only)
 //     -> {"ok":true}
 //   anything else, or a failure
-//     -> {"ok":false,"error":"INVALID_ARGUMENT: core_percent: must be 1..100, got 0"}
+//     -> {"ok":false,"error":"INVALID_ARGUMENT: compute_share: '0' is not in 1..100"}
 //
-//   SLOT = {"id":3,"name":"g0-m0-n4","gpu":0,"gpu_uuid":"GPU-…","memory_bytes":1073741824,
-//           "core_percent":30,"exclusive":false,"managed_policy":"refuse",
+//   SLOT = {"id":3,"name":"g0-m0-n4","gpu":0,"gpu_uuid":"GPU-…","mem_quota":1073741824,
+//           "compute_share":30,"compute_mode":"cap","exclusive":false,"managed_policy":"refuse",
 //           "unknown_policy":"refuse","memory_ids":[…],"core_ids":[…],"gpu_ids":[…],
 //           "pod_namespace":"","pod_name":"debug","container":"","linked":true,"manual":true}
 //

@@ -15,6 +15,11 @@ namespace vgpu::manager {
 
 using Clock = std::function<std::chrono::steady_clock::time_point()>;
 
+// The pod annotation that chooses how the pod's tencent.com/vcuda-core share is enforced:
+// "cap" (the default, a hard limit of N %, as gpu-manager defines vcuda-core) or "weight"
+// (work-conserving: N % under contention, idle time lent out). docs/operator-guide.md.
+inline constexpr std::string_view kComputeModeAnnotation = "vgpu.io/compute-mode";
+
 struct ManagerOptions {
   uint64_t memory_unit_bytes = 256ull << 20;
   std::string core_resource = "tencent.com/vcuda-core";

@@ -35,6 +35,7 @@
 #include "vgpu/manager/manager_options.h"
 #include "vgpu/manager/preferred.h"
 #include "vgpu/manager/slot_table.h"
+#include "vgpu/podresources/pod_annotations.h"
 #include "vgpu/podresources/pod_resources.h"
 #include "vgpu/slots/slot.h"
 #include "vgpu/slots/slot_record.h"
@@ -117,8 +118,9 @@ class SlotManager {
   Result<int> ReclaimOrphans();
 
   // Standalone mode: slots made by hand, with IDs taken from the same ID space.
-  Result<slots::SlotRecord> CreateManual(std::optional<uint32_t> gpu, uint64_t memory_bytes,
-                                         uint32_t core_percent, std::string label);
+  Result<slots::SlotRecord> CreateManual(std::optional<uint32_t> gpu, uint64_t mem_quota,
+                                         uint32_t compute_share, ComputeMode compute_mode,
+                                         std::string label);
   Status DeleteSlot(uint32_t id);
 
   // DRA claims (daemon/dra): a slot named by the caller, with the quota and share the
@@ -146,6 +148,10 @@ class SlotManager {
   };
   AllocationCounters Counters() const;
 
+  // Where PreStartContainer reads the pod's annotations (the compute mode, kComputeModeAnnotation);
+  // null (standalone, or no API access): every share is a cap. Set before serving.
+  void SetPodAnnotations(podresources::PodAnnotationSource* source) { annotations_ = source; }
+
   // Health (from daemon/health): bumps the generation ListAndWatch waits on.
   void SetGpuHealth(uint32_t gpu, bool healthy);
   std::map<uint32_t, bool> GpuHealth() const;
@@ -166,7 +172,12 @@ class SlotManager {
   Status SaveNowLocked();
   std::vector<alloc::GpuLoad> LoadsLocked() const;
   Status DestroyLocked(uint32_t id, std::string_view reason);
-  Status LinkLocked(TrackedSlot& t, const podresources::ContainerAssignment& owner, bool* changed);
+  // `mode`: the compute mode the pod chose, nullopt to keep the slot's (reconciliation).
+  Status LinkLocked(TrackedSlot& t, const podresources::ContainerAssignment& owner,
+                    std::optional<ComputeMode> mode, bool* changed);
+  // The compute mode pod `owner` chose by annotation; cap when it chose none or the API cannot
+  // say (logged); an error for a value that names no mode.
+  Result<ComputeMode> ComputeModeOf(const podresources::ContainerAssignment& owner);
   // The slot(s) a container's pod-resources entry names; empty when none.
   std::vector<TrackedSlot*> SlotsOfLocked(const podresources::ContainerAssignment& owner);
   Result<Grant> AllocateMemoryLocked(const alloc::IdSet& set, const std::vector<std::string>& ids);
@@ -180,6 +191,7 @@ class SlotManager {
   slots::SlotBackend& backend_;
   checkpoint::CheckpointStore& store_;
   podresources::PodResourcesSource* pod_resources_;  // null in standalone mode
+  podresources::PodAnnotationSource* annotations_ = nullptr;
   std::unique_ptr<alloc::Placer> placer_;
   Clock clock_;
   GrantBuilder grants_;

@@ -12,9 +12,16 @@
 
 namespace vgpu::kmod {
 class Client;
-}
+struct SlotConfig;
+struct SlotInfo;
+}  // namespace vgpu::kmod
 
 namespace vgpu::slots {
+
+// The slot as the module is asked for it, and back from the module's report: every setting of
+// uapi/vgpu_slot_fields.h is copied, none is left behind.
+kmod::SlotConfig ToKmodConfig(const SlotConfig& config);
+SlotConfig FromKmodInfo(const kmod::SlotInfo& info);
 
 class KmodSlotBackend final : public SlotBackend {
  public:

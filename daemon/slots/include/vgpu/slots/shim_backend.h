@@ -1,6 +1,14 @@
 // Shim backend: a slot is a directory <root>/<id>/ holding the config file that
-// libvgpu-shim.so reads (slot_config_file.h). The directory is the slot: it survives a manager
-// restart, so List() is how the manager reattaches.
+// libvgpu-shim.so reads (slot_config_file.h), mounted read-only in the container, and a
+// directory <ledger_root>/<id>/ for the shim's ledger, the one place the container writes. The
+// directories are the slot: they survive a manager restart, so List() is how the manager
+// reattaches.
+//
+// The manager is privileged and the ledger directory is the tenant's: nothing here follows a
+// path a tenant could have planted. Files are written through the slot directory's fd
+// (openat O_CREAT|O_EXCL|O_NOFOLLOW of a fresh temp name, renameat over the target, which
+// replaces a link instead of following it), read with O_NOFOLLOW, and a config that does not
+// parse is reported by DamagedSlots(), never as a failure of List().
 #pragma once
 
 #include <filesystem>
@@ -12,9 +20,11 @@
 namespace vgpu::slots {
 
 struct ShimBackendOptions {
-  std::filesystem::path root;     // <virtual-manager-path>/slots
-  std::string shim_library_host;  // host path of libvgpu-shim.so; empty = not mounted
+  std::filesystem::path root;          // <virtual-manager-path>/slots
+  std::string shim_library_host = {};  // host path of libvgpu-shim.so; empty = not mounted
   std::string shim_library_container = "/usr/local/vgpu/libvgpu-shim.so";
+  // <virtual-manager-path>/ledgers; empty: <root>/.ledgers (never a slot id, so never listed)
+  std::filesystem::path ledger_root = {};
 };
 
 class ShimSlotBackend final : public SlotBackend {
@@ -25,8 +35,9 @@ class ShimSlotBackend final : public SlotBackend {
   Status Update(const SlotConfig& config) override;
   Status Destroy(uint32_t id) override;
   Result<std::vector<SlotConfig>> List() override;
+  std::vector<uint32_t> DamagedSlots() override;
   ContainerEdits Edits(const SlotConfig& config) const override;
-  // Reads <slot dir>/ledger, the shim's shared ledger, read-only and without its lock (a
+  // Reads <ledger dir>/ledger, the shim's shared ledger, read-only and without its lock (a
   // snapshot, at worst a moment stale): memory charged and peak, and the compute counters the
   // slot's controllers publish (busy, throttled, achieved share; shim/preload/ledger.h).
   // Missing ledger = no process has run yet = zero. A ledger of another version is an error
@@ -34,17 +45,22 @@ class ShimSlotBackend final : public SlotBackend {
   Result<SlotUsage> Usage(uint32_t id) override;
 
   std::filesystem::path SlotDir(uint32_t id) const;
-  // Where the shim keeps slot `id`'s ledger: "ledger" beside the config (shim/preload/config.cc).
+  std::filesystem::path LedgerDir(uint32_t id) const;
+  // Where the shim keeps slot `id`'s ledger (the config's `ledger` key names it in the container).
   std::filesystem::path LedgerPath(uint32_t id) const;
 
  private:
   Status WriteConfig(const SlotConfig& config);
+  std::filesystem::path LedgerRoot() const;
   ShimBackendOptions options_;
-  std::mutex mu_;  // serializes id choice and directory creation
+  std::mutex mu_;                  // serializes id choice and directory creation
+  std::vector<uint32_t> damaged_;  // guarded by mu_: found by the last List()
 };
 
-// Writes `data` to `path` atomically: temp file in the same directory, fsync, rename, fsync of
-// the directory. Shared by the shim backend and the checkpoint.
+// Writes `data` to `path` atomically: a fresh temp file created in the same directory through
+// the directory's fd (O_EXCL|O_NOFOLLOW: never through a link someone planted), fsync, renameat
+// over `path` (a link there is replaced, not followed), fsync of the directory. The directory
+// itself is opened with O_NOFOLLOW. Shared by the shim backend and the checkpoint.
 Status WriteFileAtomically(const std::filesystem::path& path, std::string_view data);
 
 }  // namespace vgpu::slots

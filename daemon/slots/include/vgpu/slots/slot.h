@@ -9,31 +9,24 @@
 #include <string_view>
 #include <vector>
 
+#include "vgpu/slot_settings.h"
 #include "vgpu/status.h"
 
 namespace vgpu::slots {
 
-// Mirrors enum vgpu_managed_policy (uapi/vgpu_genl.h): managed memory never reaches RM, so a
-// quota cannot count it; the slot refuses it or allows it uncounted, explicitly.
-enum class ManagedPolicy { kRefuse, kAllowUncounted };
-// Mirrors enum vgpu_unknown_policy: an escape/control/class the ABI table does not know.
-enum class UnknownPolicy { kRefuse, kAllowLog };
+// The schema's enums (uapi/vgpu_slot_fields.h, daemon/common slot_settings.h).
+using vgpu::ComputeMode;
+using vgpu::ManagedPolicy;
+using vgpu::UnknownPolicy;
 
-std::string_view ManagedPolicyName(ManagedPolicy p);  // "refuse" | "allow-uncounted"
-std::string_view UnknownPolicyName(UnknownPolicy p);  // "refuse" | "allow-log"
-Result<ManagedPolicy> ParseManagedPolicy(std::string_view s);
-Result<UnknownPolicy> ParseUnknownPolicy(std::string_view s);
-
-// What a backend enforces for one slot.
-struct SlotConfig {
-  uint32_t id = 0;       // assigned by the backend at creation (kmod: the module's slot id)
-  std::string name;      // identity key derived from the memory IDs, e.g. "g0-m17-n8"
-  uint32_t gpu = 0;      // minor of the real /dev/nvidiaN
-  std::string gpu_uuid;  // informational, for env and logs
-  uint64_t memory_quota_bytes = 0;
-  uint32_t compute_share_percent = 100;  // 1..100
-  ManagedPolicy managed_policy = ManagedPolicy::kRefuse;
-  UnknownPolicy unknown_policy = UnknownPolicy::kRefuse;
+// What a backend enforces for one slot: the slot's identity plus its settings (one member per
+// row of uapi/vgpu_slot_fields.h: mem_quota, compute_share, compute_mode, managed_policy,
+// unknown_policy).
+struct SlotConfig : SlotSettings {
+  uint32_t id = 0;         // assigned by the backend at creation (kmod: the module's slot id)
+  std::string name;        // identity key derived from the memory IDs, e.g. "g0-m17-n8"
+  uint32_t gpu = 0;        // minor of the real /dev/nvidiaN
+  std::string gpu_uuid;    // informational, for env and logs
   bool exclusive = false;  // whole-GPU slot
 
   bool operator==(const SlotConfig&) const = default;
@@ -91,6 +84,9 @@ class SlotBackend {
   virtual Status Destroy(uint32_t id) = 0;
   // Every live slot, in id order.
   virtual Result<std::vector<SlotConfig>> List() = 0;
+  // Slots the last List() found but could not read (a shim slot's config that no longer
+  // parses): left out of List(), for the manager to restore from its checkpoint by id.
+  virtual std::vector<uint32_t> DamagedSlots() { return {}; }
   virtual ContainerEdits Edits(const SlotConfig& config) const = 0;
   // The backend's counters for live slot `id`. A slot with nothing counted yet reads as zero
   // usage; an unreadable or corrupt source is an error naming it.

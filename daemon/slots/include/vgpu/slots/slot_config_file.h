@@ -1,23 +1,28 @@
 // The shim backend's slot config file: the contract between vgpu-manager and libvgpu-shim.so.
 //
-// Location: <virtual-manager-path>/slots/<id>/config on the host, mounted read-write at
-// /etc/vgpu in the container (the shim keeps its crash-safe ledger beside it); the container
-// gets VGPU_CONFIG=/etc/vgpu/config. Written atomically (temp file, fsync, rename), so a reader
-// sees the old or the new file, never a torn one.
+// Location: <virtual-manager-path>/slots/<id>/config on the host, mounted read-only at
+// /etc/vgpu in the container, which gets VGPU_CONFIG=/etc/vgpu/config. The shim's ledger lives
+// in its own read-write directory (shim_backend.h), named by the `ledger` key. Written
+// atomically (temp file, fsync, rename inside the slot directory's fd), so a reader sees the old
+// or the new file, never a torn one.
 //
 // Format: UTF-8 text, one `key=value` per line, no spaces around `=`, `#` starts a comment
 // line, unknown keys are ignored by readers (append-only), every key below is always written:
 //
-//   version=1
+//   version=2
 //   slot_id=3                        decimal u32
 //   slot_name=g0-m17-n8              identity key (see daemon/alloc/device_ids.h)
 //   gpu_index=0                      minor of the real /dev/nvidiaN
 //   gpu_uuid=GPU-...                 may be empty
-//   memory_quota_bytes=2147483648    decimal u64; 0 = unlimited
-//   compute_share_percent=30         decimal 1..100
-//   managed_policy=refuse            refuse | allow-uncounted   (enum vgpu_managed_policy)
-//   unknown_policy=refuse            refuse | allow-log         (enum vgpu_unknown_policy)
 //   exclusive=0                      1 for a whole-GPU slot
+//   ledger=/run/vgpu/ledger          the shim's ledger, as the container sees it
+//   <one line per slot setting>      uapi/vgpu_slot_fields.h: mem_quota=..., compute_share=...,
+//                                    compute_mode=cap|weight, managed_policy=...,
+//                                    unknown_policy=...
+//
+// Version 1 (before the schema) spelled the share `compute_share_percent`, which no shim read,
+// and the quota `memory_quota_bytes`; both sides refuse the other's version rather than run a
+// slot with a setting unread.
 #pragma once
 
 #include <string>
@@ -28,13 +33,17 @@
 
 namespace vgpu::slots {
 
-inline constexpr int kSlotConfigVersion = 1;
+inline constexpr int kSlotConfigVersion = 2;
 inline constexpr std::string_view kSlotConfigFileName = "config";
 inline constexpr std::string_view kSlotConfigContainerDir = "/etc/vgpu";
 inline constexpr std::string_view kSlotConfigEnv = "VGPU_CONFIG";
+// The shim's ledger: its own read-write directory, mounted here in the container.
+inline constexpr std::string_view kLedgerContainerDir = "/run/vgpu";
+inline constexpr std::string_view kLedgerFileName = "ledger";
 
 std::string FormatSlotConfigFile(const SlotConfig& config);
-// Errors name the line and key: "line 4: memory_quota_bytes: not a number 'x'".
+// Errors name the line or key: "compute_share: '0' is not a number in 1..100". Every key the
+// writer writes is required.
 Result<SlotConfig> ParseSlotConfigFile(std::string_view text);
 
 }  // namespace vgpu::slots

@@ -293,7 +293,8 @@ TEST(Hostile, SecondThreadRewritesTheStatusDuringTheCall) {
   }
 }
 
-// Issue 4, the rest of it: a sibling thread rewrites what the allocation IS, not its size.
+// The rest of the class-swap tamper (docs/results/kmod-issue4-tamper.md): a sibling thread rewrites
+// what the allocation IS, not its size.
 //   kClass: hClass flips between NV50_MEMORY_VIRTUAL (0x50a0, a VA range: never charged) and
 //     NV01_MEMORY_LOCAL_USER (0x40, 16 MiB of video memory). The core may copy 0x50a0 and the
 //     driver read 0x40: before the fix the driver held the memory uncharged, without bound.

@@ -1,11 +1,12 @@
-// Issue 4, deterministically: what an RM_ALLOC creates is rewritten between vgpu.ko's private
-// copy of the NVOS64 and the driver's own copy-in. A sibling thread can land that store only by
-// chance (vgpu_hostile.cc races it for real and asserts what holds whether or not the window
-// is caught); here nvsim's test hook lands it every time (tests/vm/nvsim/nvsim_hook.c,
-// rewrite_alloc_*: the u32 at an offset of the caller's struct is rewritten just before nvsim
-// copies it in, exactly where the sibling's store would land). After every successful RM_ALLOC
-// the core asks the driver what it made (kmod/trusted.c); a mismatch frees the file's clients
-// in the driver and kills the caller. Linked into vgpu_gtest (guest.cmake).
+// The allocation tamper (docs/results/kmod-issue4-tamper.md), deterministically: what an RM_ALLOC
+// creates is rewritten between vgpu.ko's private copy of the NVOS64 and the driver's own copy-in. A
+// sibling thread can land that store only by chance (vgpu_hostile.cc races it for real and asserts
+// what holds whether or not the window is caught); here nvsim's test hook lands it every time
+// (tests/vm/nvsim/nvsim_hook.c, rewrite_alloc_*: the u32 at an offset of the caller's struct is
+// rewritten just before nvsim copies it in, exactly where the sibling's store would land). After
+// every successful RM_ALLOC the core asks the driver what it made (kmod/trusted.c); a mismatch
+// frees the file's clients in the driver and kills the caller. Linked into vgpu_gtest
+// (guest.cmake).
 //
 // Each case runs in a forked child and asserts:
 //   - armed: the child is killed by SIGKILL inside the call (it never returns to user code),
@@ -190,7 +191,8 @@ TEST(Tamper, SameCallsUnrewrittenLive) {
 // the driver reads it, so the driver makes a VA range that holds no video memory. Not tampering
 // (nothing escapes the quota), but the charge must be what the driver made as soon as the call
 // ends: before, the 16 MiB reservation stayed charged until the free, so such swaps could hold a
-// tenant below its quota with no memory behind it (issue 4, "a class swap over-charges").
+// tenant below its quota with no memory behind it (docs/results/kmod-issue4-tamper.md, "a class
+// swap over-charges").
 TEST(Tamper, ClassSwappedAwayFromVidmemIsChargedWhatTheDriverMade) {
   ScopedSlot slot(64 * kMiB);
   ASSERT_TRUE(slot.ok());
@@ -316,16 +318,16 @@ TEST(Tamper, TenantCannotHaveAnotherTenantsMemoryFreed) {
   EXPECT_EQ(t.slot_a.Stat(VGPU_STAT_MEM_CHARGED), 0u);
 }
 
-// Issue 4, "client records are not driver-verified": a quota bypass with a guessed handle of
-// another tenant. The core asks the driver about the object under the hRoot of its private copy,
-// and the driver's in-kernel entry answers for any client. Tenant B holds a VA range (class
-// 0x50a0, no video memory) under handle 0x700 of its client. Tenant A (quota 16 MiB) asks for
-// 16 MiB of video memory under B's client with hObjectNew 0x700, and a sibling's store (nvsim's
-// hook) turns hRoot into A's own client before the driver reads it: the driver makes 16 MiB under
-// A's client, and the core, asking about (B's client, 0x700), learned "exists, no video memory"
-// and charged nothing (measured on 6.12 with the previous module: A then held a second 16 MiB,
-// 32 MiB under a 16 MiB quota). Now the object's client must be one the driver confirmed A's
-// file created: B's is not, so A is killed and its files' memory freed.
+// "client records are not driver-verified" (docs/results/kmod-issue4-tamper.md): a quota bypass
+// with a guessed handle of another tenant. The core asks the driver about the object under the
+// hRoot of its private copy, and the driver's in-kernel entry answers for any client. Tenant B
+// holds a VA range (class 0x50a0, no video memory) under handle 0x700 of its client. Tenant A
+// (quota 16 MiB) asks for 16 MiB of video memory under B's client with hObjectNew 0x700, and a
+// sibling's store (nvsim's hook) turns hRoot into A's own client before the driver reads it: the
+// driver makes 16 MiB under A's client, and the core, asking about (B's client, 0x700), learned
+// "exists, no video memory" and charged nothing (measured on 6.12 with the previous module: A then
+// held a second 16 MiB, 32 MiB under a 16 MiB quota). Now the object's client must be one the
+// driver confirmed A's file created: B's is not, so A is killed and its files' memory freed.
 TEST(Tamper, GuessedClientOfAnotherTenantIsNoQuotaBypass) {
   TwoTenants t(16 * kMiB);
   ASSERT_EQ(t.Open(), "");
@@ -358,18 +360,18 @@ TEST(Tamper, GuessedClientOfAnotherTenantIsNoQuotaBypass) {
   EXPECT_EQ(t.slot_b.Stat(VGPU_STAT_MEM_CHARGED), 0u);
 }
 
-// Issue 4, "a sibling can rewrite the cleanup scratch page". When the driver allocates past the
-// quota (a sibling's store made it read a larger size than the core's private copy), the core has
-// the object freed and answers NV_ERR_NO_MEMORY. That free used to be an RM_FREE whose NVOS00 sat
-// in a page vm_mmap-ed into the caller's mm, which a sibling thread can write between vgpu.ko's
-// copy_to_user and the driver's read: pointed at a handle the client does not have, the driver
-// freed nothing (NV_OK) and the tenant kept the memory, uncharged (measured on 6.12 with the
-// previous module: 64 MiB held under a 16 MiB quota). Here nvsim's hooks land both stores: the
-// low half of pAllocParms, so that the driver reads a second params struct asking 64 MiB where the
-// core read 2 MiB, and hObjectOld of the tenant's next RM_FREE. The free is now issued through the
-// driver's in-kernel entry on kernel memory (kmod/trusted.c, vgpu_trusted_free), only under a
-// client whose creation by this slot the driver confirmed: no user memory is read, so the second
-// rewrite never lands.
+// "a sibling can rewrite the cleanup scratch page" (docs/results/kmod-issue4-tamper.md). When the
+// driver allocates past the quota (a sibling's store made it read a larger size than the core's
+// private copy), the core has the object freed and answers NV_ERR_NO_MEMORY. That free used to be
+// an RM_FREE whose NVOS00 sat in a page vm_mmap-ed into the caller's mm, which a sibling thread can
+// write between vgpu.ko's copy_to_user and the driver's read: pointed at a handle the client does
+// not have, the driver freed nothing (NV_OK) and the tenant kept the memory, uncharged (measured
+// on 6.12 with the previous module: 64 MiB held under a 16 MiB quota). Here nvsim's hooks land both
+// stores: the low half of pAllocParms, so that the driver reads a second params struct asking 64
+// MiB where the core read 2 MiB, and hObjectOld of the tenant's next RM_FREE. The free is now
+// issued through the driver's in-kernel entry on kernel memory (kmod/trusted.c, vgpu_trusted_free),
+// only under a client whose creation by this slot the driver confirmed: no user memory is read, so
+// the second rewrite never lands.
 TEST(Tamper, CleanupFreeReadsNoUserMemory) {
   ScopedSlot slot(16 * kMiB);
   ASSERT_TRUE(slot.ok());

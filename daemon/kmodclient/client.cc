@@ -1,6 +1,4 @@
-// kmodclient: libnl-genl requests for vgpu.ko (see include/vgpu/kmodclient.h).
-#include "vgpu/kmodclient.h"
-
+// kmodclient's socket: libnl-genl requests for vgpu.ko (see include/vgpu/kmodclient.h).
 #include <linux/netlink.h>
 #include <netlink/genl/ctrl.h>
 #include <netlink/genl/genl.h>
@@ -13,40 +11,11 @@
 #include <cstring>
 #include <utility>
 
+#include "kmodclient_internal.h"
+#include "vgpu/kmodclient.h"
+
 namespace vgpu::kmod {
 namespace {
-
-// Client-side check of what the kernel sends (types and lengths), so a parser never reads
-// past an attribute even against a newer module.
-nla_policy* SlotPolicy() {
-  static nla_policy p[VGPU_A_MAX + 1];
-  static const bool filled = [] {
-    for (int a : {VGPU_A_SLOT_ID, VGPU_A_SLOT_GPU, VGPU_A_SLOT_COMPUTE_SHARE,
-                  VGPU_A_SLOT_COMPUTE_MODE, VGPU_A_SLOT_MANAGED_POLICY, VGPU_A_SLOT_UNKNOWN_POLICY,
-                  VGPU_A_SLOT_FLAGS, VGPU_A_SLOT_STATE, VGPU_A_SLOT_OPEN_FILES, VGPU_A_DEL_FLAGS,
-                  VGPU_A_GENERATION, VGPU_A_DRIVER_SLOTS, VGPU_A_EVENT_TYPE, VGPU_A_EVENT_PID}) {
-      p[a].type = NLA_U32;
-    }
-    for (int a : {VGPU_A_SLOT_MEM_QUOTA, VGPU_A_EVENT_SIZE, VGPU_A_EVENT_CHARGED}) {
-      p[a].type = NLA_U64;
-    }
-    for (int a :
-         {VGPU_A_SLOT_NAME, VGPU_A_SLOT_NODE_CTL, VGPU_A_SLOT_NODE_DEV, VGPU_A_SLOT_NODE_UVM,
-          VGPU_A_DRIVER_CTL_PATH, VGPU_A_DRIVER_DEV_FMT, VGPU_A_EVENT_COMM, VGPU_A_EVENT_DETAIL}) {
-      p[a].type = NLA_STRING;
-    }
-    p[VGPU_A_DRIVER_BOUND].type = NLA_U8;
-    p[VGPU_A_SLOT_PROCS].type = NLA_NESTED;
-    p[VGPU_A_SLOT_STATS].type = NLA_NESTED;
-    return true;
-  }();
-  (void)filled;
-  return p;
-}
-
-uint32_t U32(nlattr* const* a, int i) { return a[i] ? nla_get_u32(a[i]) : 0; }
-uint64_t U64(nlattr* const* a, int i) { return a[i] ? nla_get_u64(a[i]) : 0; }
-std::string Str(nlattr* const* a, int i) { return a[i] ? std::string(nla_get_string(a[i])) : ""; }
 
 Status FromNl(std::string_view what, int nlerr) {
   return InternalError(std::string(what) + ": " + nl_geterror(nlerr));
@@ -69,7 +38,7 @@ int OnValid(nl_msg* msg, void* arg) {
   nlmsghdr* nlh = nlmsg_hdr(msg);
   if (nlh->nlmsg_flags & NLM_F_DUMP_INTR) ex->interrupted = true;
   nlattr* attrs[VGPU_A_MAX + 1] = {};
-  if (int err = genlmsg_parse(nlh, 0, attrs, VGPU_A_MAX, SlotPolicy()); err < 0) {
+  if (int err = genlmsg_parse(nlh, 0, attrs, VGPU_A_MAX, internal::ReplyPolicy()); err < 0) {
     ex->parse = DataLossError(std::string("malformed reply from vgpu.ko: ") + nl_geterror(err));
     return NL_SKIP;
   }
@@ -136,247 +105,6 @@ int OnError(sockaddr_nl*, nlmsgerr* e, void* arg) {
 }
 
 }  // namespace
-
-std::string_view StatName(int stat) {
-  switch (stat) {
-    case VGPU_STAT_MEM_CHARGED:
-      return "mem_charged";
-    case VGPU_STAT_MEM_PEAK:
-      return "mem_peak";
-    case VGPU_STAT_MEM_DENIALS:
-      return "mem_denials";
-    case VGPU_STAT_IOCTLS:
-      return "ioctls";
-    case VGPU_STAT_IOCTL_REFUSED:
-      return "ioctl_refused";
-    case VGPU_STAT_UNKNOWN_IOCTLS:
-      return "unknown_ioctls";
-    case VGPU_STAT_MANAGED_DENIALS:
-      return "managed_denials";
-    case VGPU_STAT_FD_REFUSED:
-      return "fd_refused";
-    case VGPU_STAT_OPENS:
-      return "opens";
-    case VGPU_STAT_MMAPS:
-      return "mmaps";
-    case VGPU_STAT_ATTACHES:
-      return "attaches";
-    case VGPU_STAT_VIEWS_REWRITTEN:
-      return "views_rewritten";
-    case VGPU_STAT_OVERQUOTA:
-      return "overquota";
-    case VGPU_STAT_MALFORMED:
-      return "malformed";
-    case VGPU_STAT_OBJECTS:
-      return "objects";
-    case VGPU_STAT_CLIENTS:
-      return "clients";
-    case VGPU_STAT_TSGS:
-      return "tsgs";
-    case VGPU_STAT_GPU_BUSY_NS:
-      return "gpu_busy_ns";
-    case VGPU_STAT_THROTTLED_NS:
-      return "throttled_ns";
-    case VGPU_STAT_OVERSHOOT_NS:
-      return "overshoot_ns";
-    case VGPU_STAT_DEBT_NS:
-      return "debt_ns";
-    case VGPU_STAT_SHARE_1S_PM:
-      return "share_1s_pm";
-    case VGPU_STAT_SHARE_10S_PM:
-      return "share_10s_pm";
-    case VGPU_STAT_GATE_ACTIONS:
-      return "gate_actions";
-    case VGPU_STAT_TIMESLICE_US:
-      return "timeslice_us";
-    case VGPU_STAT_COMPUTE_ERRORS:
-      return "compute_errors";
-    case VGPU_STAT_CONTROL_LATE_NS:
-      return "control_late_ns";
-    default:
-      return "";
-  }
-}
-
-std::string_view EventName(uint32_t type) {
-  switch (type) {
-    case VGPU_EVENT_QUOTA_DENIED:
-      return "quota_denied";
-    case VGPU_EVENT_ATTACH:
-      return "attach";
-    case VGPU_EVENT_EXIT:
-      return "exit";
-    case VGPU_EVENT_SLOT_GONE:
-      return "slot_gone";
-    case VGPU_EVENT_REFUSED:
-      return "refused";
-    default:
-      return "unknown";
-  }
-}
-
-std::string_view ManagedPolicyName(uint32_t p) {
-  switch (p) {
-    case VGPU_MANAGED_REFUSE:
-      return "refuse";
-    case VGPU_MANAGED_ALLOW_UNCOUNTED:
-      return "allow-uncounted";
-    default:
-      return "unset";
-  }
-}
-
-std::string_view UnknownPolicyName(uint32_t p) {
-  switch (p) {
-    case VGPU_UNKNOWN_REFUSE:
-      return "refuse";
-    case VGPU_UNKNOWN_ALLOW_LOG:
-      return "allow-log";
-    default:
-      return "unset";
-  }
-}
-
-std::string_view ComputeModeName(uint32_t m) {
-  switch (m) {
-    case VGPU_COMPUTE_CAP:
-      return "cap";
-    case VGPU_COMPUTE_WEIGHT:
-      return "weight";
-    default:
-      return "unset";
-  }
-}
-
-std::string_view SlotStateName(uint32_t s) {
-  switch (s) {
-    case VGPU_SLOT_STATE_ACTIVE:
-      return "active";
-    case VGPU_SLOT_STATE_DYING:
-      return "dying";
-    default:
-      return "unknown";
-  }
-}
-
-bool PutSlotConfig(nl_msg* msg, const SlotConfig& cfg) {
-  if (cfg.name && nla_put_string(msg, VGPU_A_SLOT_NAME, cfg.name->c_str()) < 0) return false;
-  if (cfg.mem_quota && nla_put_u64(msg, VGPU_A_SLOT_MEM_QUOTA, *cfg.mem_quota) < 0) return false;
-  if (cfg.compute_share && nla_put_u32(msg, VGPU_A_SLOT_COMPUTE_SHARE, *cfg.compute_share) < 0) {
-    return false;
-  }
-  if (cfg.compute_mode &&
-      nla_put_u32(msg, VGPU_A_SLOT_COMPUTE_MODE, static_cast<uint32_t>(*cfg.compute_mode)) < 0) {
-    return false;
-  }
-  if (cfg.managed &&
-      nla_put_u32(msg, VGPU_A_SLOT_MANAGED_POLICY, static_cast<uint32_t>(*cfg.managed)) < 0) {
-    return false;
-  }
-  if (cfg.unknown &&
-      nla_put_u32(msg, VGPU_A_SLOT_UNKNOWN_POLICY, static_cast<uint32_t>(*cfg.unknown)) < 0) {
-    return false;
-  }
-  return true;
-}
-
-Result<SlotInfo> ParseSlot(nlattr* const* a) {
-  if (!a[VGPU_A_SLOT_ID]) return DataLossError("slot message without VGPU_A_SLOT_ID");
-  SlotInfo s;
-  s.id = U32(a, VGPU_A_SLOT_ID);
-  s.gpu = U32(a, VGPU_A_SLOT_GPU);
-  s.name = Str(a, VGPU_A_SLOT_NAME);
-  s.mem_quota = U64(a, VGPU_A_SLOT_MEM_QUOTA);
-  s.compute_share = U32(a, VGPU_A_SLOT_COMPUTE_SHARE);
-  s.compute_mode = U32(a, VGPU_A_SLOT_COMPUTE_MODE);
-  s.managed_policy = U32(a, VGPU_A_SLOT_MANAGED_POLICY);
-  s.unknown_policy = U32(a, VGPU_A_SLOT_UNKNOWN_POLICY);
-  s.flags = U32(a, VGPU_A_SLOT_FLAGS);
-  s.state = U32(a, VGPU_A_SLOT_STATE);
-  s.open_files = U32(a, VGPU_A_SLOT_OPEN_FILES);
-  s.node_ctl = Str(a, VGPU_A_SLOT_NODE_CTL);
-  s.node_dev = Str(a, VGPU_A_SLOT_NODE_DEV);
-  s.node_uvm = Str(a, VGPU_A_SLOT_NODE_UVM);
-  s.generation = U32(a, VGPU_A_GENERATION);
-  if (a[VGPU_A_SLOT_PROCS]) {
-    nlattr* p;
-    int rem;
-    nla_for_each_nested(p, a[VGPU_A_SLOT_PROCS], rem) {
-      if (nla_type(p) == VGPU_A_PROC_PID && nla_len(p) == 4) s.pids.push_back(nla_get_u32(p));
-    }
-  }
-  if (a[VGPU_A_SLOT_STATS]) {
-    nlattr* st;
-    int rem;
-    nla_for_each_nested(st, a[VGPU_A_SLOT_STATS], rem) {
-      int t = nla_type(st);
-      // Unknown (newer) counters are skipped; a known one must be a u64.
-      if (t <= 0 || t >= __VGPU_STAT_MAX) continue;
-      if (nla_len(st) != 8) return DataLossError("stat " + std::to_string(t) + " is not a u64");
-      s.stats[t] = nla_get_u64(st);
-    }
-  }
-  return s;
-}
-
-Result<DriverInfo> ParseDriver(nlattr* const* a) {
-  if (!a[VGPU_A_DRIVER_BOUND]) return DataLossError("driver message without VGPU_A_DRIVER_BOUND");
-  DriverInfo d;
-  d.bound = nla_get_u8(a[VGPU_A_DRIVER_BOUND]) != 0;
-  d.ctl_path = Str(a, VGPU_A_DRIVER_CTL_PATH);
-  d.dev_fmt = Str(a, VGPU_A_DRIVER_DEV_FMT);
-  d.slots = U32(a, VGPU_A_DRIVER_SLOTS);
-  d.generation = U32(a, VGPU_A_GENERATION);
-  return d;
-}
-
-Result<Event> ParseEvent(nlattr* const* a) {
-  if (!a[VGPU_A_EVENT_TYPE]) return DataLossError("event without VGPU_A_EVENT_TYPE");
-  Event e;
-  e.type = U32(a, VGPU_A_EVENT_TYPE);
-  e.slot = U32(a, VGPU_A_SLOT_ID);
-  e.pid = U32(a, VGPU_A_EVENT_PID);
-  e.comm = Str(a, VGPU_A_EVENT_COMM);
-  e.size = U64(a, VGPU_A_EVENT_SIZE);
-  e.charged = U64(a, VGPU_A_EVENT_CHARGED);
-  e.quota = U64(a, VGPU_A_SLOT_MEM_QUOTA);
-  e.detail = Str(a, VGPU_A_EVENT_DETAIL);
-  return e;
-}
-
-Result<SlotInfo> ParseSlotMessage(nl_msg* msg) {
-  nlattr* attrs[VGPU_A_MAX + 1] = {};
-  if (int err = genlmsg_parse(nlmsg_hdr(msg), 0, attrs, VGPU_A_MAX, SlotPolicy()); err < 0) {
-    return DataLossError(std::string("malformed slot message: ") + nl_geterror(err));
-  }
-  return ParseSlot(attrs);
-}
-
-Status KernelError(std::string_view what, int neg_errno, std::string_view extack) {
-  std::string msg(what);
-  msg += ": ";
-  msg += extack.empty() ? std::string(strerror(-neg_errno)) : std::string(extack);
-  switch (-neg_errno) {
-    case EPERM:
-    case EACCES:
-      return PermissionDeniedError(msg + " (needs CAP_SYS_ADMIN)");
-    case ENOENT:
-      return NotFoundError(msg);
-    case EBUSY:
-      return FailedPreconditionError(msg);
-    case ENOSPC:
-      return ResourceExhaustedError(msg);
-    case ENODEV:
-      return UnavailableError(msg);
-    case EOPNOTSUPP:
-      return UnimplementedError(msg);
-    case EINVAL:
-    case ERANGE:
-      return InvalidArgumentError(msg);
-    default:
-      return ErrnoError(what, -neg_errno);
-  }
-}
 
 void Client::SockDeleter::operator()(nl_sock* s) const { nl_socket_free(s); }
 
