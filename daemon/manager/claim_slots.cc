@@ -83,8 +83,7 @@ Result<SlotRecord> SlotManager::CreateForClaimUnsaved(slots::SlotConfig config,
     return ResourceExhaustedError(
         "gpu" + std::to_string(request.gpu) + " has " +
         std::to_string((gpu->memory_bytes - std::min(memory_used, gpu->memory_bytes)) >> 20) +
-        " MiB unbooked, the claim asks for " + std::to_string(config.mem_quota >> 20) +
-        " MiB");
+        " MiB unbooked, the claim asks for " + std::to_string(config.mem_quota >> 20) + " MiB");
   }
   if (cores_used + config.compute_share > 100) {
     return ResourceExhaustedError("gpu" + std::to_string(request.gpu) + " has " +
