@@ -136,6 +136,10 @@ const std::vector<Flag>& Flags() {
                 "--enforcement=auto without vgpu.ko runs the (soft) shim instead of failing"),
       STR_FLAG("module-state-file", module_state_file,
                "the module installer's outcome file, published as a label and metric"),
+      STR_FLAG("kubelet-api", kubelet_api, "device-plugin | dra (a DRA kubelet plugin)"),
+      STR_FLAG("dra-driver-name", dra_driver_name, "DRA driver name (with --kubelet-api=dra)"),
+      STR_FLAG("kubelet-dir", kubelet_dir,
+               "kubelet root holding plugins_registry/ and plugins/ (with --kubelet-api=dra)"),
   };
   return flags;
 }
@@ -373,6 +377,18 @@ Status Validate(const Config& c) {
   if (c.unknown_policy != "refuse" && c.unknown_policy != "allow-log") {
     return InvalidArgumentError("--unknown-policy: expected refuse or allow-log, got '" +
                                 c.unknown_policy + "'");
+  }
+  if (c.kubelet_api != "device-plugin" && c.kubelet_api != "dra") {
+    return InvalidArgumentError("--kubelet-api: expected device-plugin or dra, got '" +
+                                c.kubelet_api + "'");
+  }
+  if (c.dra() && c.standalone) {
+    return InvalidArgumentError("--kubelet-api=dra: cannot be combined with --standalone");
+  }
+  if (c.dra() && (c.dra_driver_name.empty() || c.dra_driver_name.size() > 63 ||
+                  c.dra_driver_name.find('/') != std::string::npos)) {
+    return InvalidArgumentError("--dra-driver-name: '" + c.dra_driver_name +
+                                "' is not a DNS subdomain of at most 63 characters");
   }
   if (!c.share_mode && c.standalone) {
     return InvalidArgumentError("--standalone: needs --share-mode=true (it creates shared slots)");

@@ -98,34 +98,39 @@ std::string GrantBuilder::CdiSpecPath(uint32_t slot_id) const {
   return options_.cdi_spec_dir + "/" + kind + "_slot" + std::to_string(slot_id) + ".json";
 }
 
-Status GrantBuilder::WriteCdiSpec(const slots::SlotRecord& r) const {
+std::string CdiSpecText(const std::string& kind, std::span<const CdiDevice> devices) {
   // CDI SPEC.md: hostPath on deviceNodes needs cdiVersion >= 0.5.0; declare the lowest that
   // covers the fields used, since loaders reject newer versions they do not know.
-  Grant g = Make(r);
-  nlohmann::json edits = {{"env", nlohmann::json::array()},
-                          {"deviceNodes", nlohmann::json::array()},
-                          {"mounts", nlohmann::json::array()}};
-  for (const auto& [k, v] : g.edits.envs) {
-    edits["env"].push_back(k + "=" + v);
+  nlohmann::json list = nlohmann::json::array();
+  for (const CdiDevice& d : devices) {
+    nlohmann::json edits = {{"env", nlohmann::json::array()},
+                            {"deviceNodes", nlohmann::json::array()},
+                            {"mounts", nlohmann::json::array()}};
+    for (const auto& [k, v] : d.edits.envs) {
+      edits["env"].push_back(k + "=" + v);
+    }
+    for (const auto& n : d.edits.devices) {
+      edits["deviceNodes"].push_back({{"path", n.container_path},
+                                      {"hostPath", n.host_path},
+                                      {"permissions", n.permissions + "m"}});
+    }
+    for (const auto& m : d.edits.mounts) {
+      edits["mounts"].push_back(
+          {{"hostPath", m.host_path},
+           {"containerPath", m.container_path},
+           {"options", {m.read_only ? "ro" : "rw", "nosuid", "nodev", "bind"}}});
+    }
+    list.push_back({{"name", d.name}, {"containerEdits", edits}});
   }
-  for (const auto& d : g.edits.devices) {
-    edits["deviceNodes"].push_back({{"path", d.container_path},
-                                    {"hostPath", d.host_path},
-                                    {"permissions", d.permissions + "m"}});
-  }
-  for (const auto& m : g.edits.mounts) {
-    edits["mounts"].push_back(
-        {{"hostPath", m.host_path},
-         {"containerPath", m.container_path},
-         {"options", {m.read_only ? "ro" : "rw", "nosuid", "nodev", "bind"}}});
-  }
-  nlohmann::json spec = {
-      {"cdiVersion", "0.5.0"},
-      {"kind", options_.cdi_kind},
-      {"devices", {{{"name", "slot" + std::to_string(r.config.id)}, {"containerEdits", edits}}}}};
+  nlohmann::json spec = {{"cdiVersion", "0.5.0"}, {"kind", kind}, {"devices", list}};
+  return spec.dump(2) + "\n";
+}
+
+Status GrantBuilder::WriteCdiSpec(const slots::SlotRecord& r) const {
+  const CdiDevice one[] = {{"slot" + std::to_string(r.config.id), Make(r).edits}};
   std::error_code ec;
   std::filesystem::create_directories(options_.cdi_spec_dir, ec);
-  return slots::WriteFileAtomically(CdiSpecPath(r.config.id), spec.dump(2) + "\n")
+  return slots::WriteFileAtomically(CdiSpecPath(r.config.id), CdiSpecText(options_.cdi_kind, one))
       .Annotate("CDI spec for slot " + std::to_string(r.config.id));
 }
 

@@ -27,6 +27,7 @@
 #include "vgpu/alloc/placement.h"
 #include "vgpu/checkpoint/checkpoint.h"
 #include "vgpu/config/config.h"
+#include "vgpu/dra/dra_node.h"
 #include "vgpu/health/health_monitor.h"
 #include "vgpu/health/nvml_xid_source.h"
 #include "vgpu/health/slot_manager_sink.h"
@@ -189,8 +190,10 @@ class Daemon {
   }
 
   Status PodResources() {
-    if (cfg_.standalone) {
-      LogInfo("event=startup step=pod-resources skipped=standalone");
+    if (cfg_.standalone || cfg_.dra()) {
+      // DRA slots belong to claims, which the kubelet unprepares itself: no orphan check.
+      LogInfo(std::string("event=startup step=pod-resources skipped=") +
+              (cfg_.dra() ? "dra" : "standalone"));
       return OkStatus();
     }
     pod_resources_ = podresources::MakeGrpcPodResourcesClient(cfg_.pod_resources_socket,
@@ -466,6 +469,10 @@ class Daemon {
     if (cfg_.standalone) {
       return OkStatus();
     }
+    if (cfg_.dra()) {
+      dra_ = std::make_unique<dra::DraNode>(cfg_, *slots_);
+      return dra_->Start();
+    }
     std::vector<plugin::PluginOptions> resources;
     if (cfg_.share_mode) {
       resources.push_back({cfg_.device_plugin_path, "vgpu-vcuda-core.sock", cfg_.core_resource,
@@ -491,8 +498,10 @@ class Daemon {
   }
 
   Status RegisterAll() {
-    if (cfg_.standalone) {
-      LogInfo("event=startup step=register skipped=standalone");
+    if (cfg_.standalone || cfg_.dra()) {
+      // A DRA plugin registers by its socket in plugins_registry/ (the kubelet dials it).
+      LogInfo(std::string("event=startup step=register skipped=") +
+              (cfg_.dra() ? "dra" : "standalone"));
       return OkStatus();
     }
     fs::path kubelet(cfg_.KubeletSocket());
@@ -588,6 +597,9 @@ class Daemon {
     if (watcher_) {
       watcher_->Stop();
     }
+    if (dra_) {
+      dra_->Stop();
+    }
     for (auto& p : plugins_) {
       p->Stop();
     }
@@ -607,6 +619,7 @@ class Daemon {
   std::unique_ptr<ControlServer> control_;
   std::vector<std::unique_ptr<plugin::PluginServer>> plugins_;
   std::unique_ptr<plugin::KubeletWatcher> watcher_;
+  std::unique_ptr<dra::DraNode> dra_;
   std::unique_ptr<health::NvmlXidSource> xid_source_;
   std::unique_ptr<health::SlotManagerHealthSink> health_sink_;
   std::unique_ptr<health::HealthMonitor> health_;

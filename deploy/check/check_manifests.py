@@ -34,7 +34,13 @@ SAME_PATH_MOUNTS = ["/var/lib/kubelet/device-plugins", "/var/lib/kubelet/pod-res
                     "/etc/vgpu-manager/vm", "/etc/vgpu-manager/checkpoint"]
 OTHER_HOST_MOUNTS = {"/dev": "/dev", "/sys": "/sys", "/": "/host"}  # host path -> mount path
 OVERLAYS = {"module": {"enforcement": "auto", "installer": True},
-            "shim": {"enforcement": "shim", "installer": False}}
+            "shim": {"enforcement": "shim", "installer": False},
+            "dra": {"enforcement": "auto", "installer": True}}
+DRA_DRIVER = "gpu.vgpu.io"
+# DRA mode: the kubelet's plugin directories and the CDI spec directory, same path on the host.
+DRA_MOUNTS = ["/var/lib/kubelet/plugins_registry", "/var/lib/kubelet/plugins", "/var/run/cdi"]
+# Exactly what the DRA plugin calls in resource.k8s.io (daemon/dra), nothing more.
+DRA_RULES = {"resourceclaims": {"get"}, "resourceslices": {"list", "create", "update", "delete"}}
 
 failures = []
 
@@ -289,6 +295,63 @@ def check_examples(where, docs):
         fail(where, f"examples cover {sorted(kinds_seen)}; need fractional and whole")
 
 
+def check_dra(where, docs):
+    ds = find(docs, "DaemonSet", "vgpu-manager")
+    if not ds:
+        return
+    spec = ds[0]["spec"]["template"]["spec"]
+    manager = spec["containers"][0]
+    flags = flag_args(manager)
+    if flags.get("kubelet-api") != "dra" or flags.get("dra-driver-name") != DRA_DRIVER:
+        fail(where, f"--kubelet-api=dra --dra-driver-name={DRA_DRIVER} expected, got {flags}")
+    mounts = host_mounts(spec, manager)
+    for path in DRA_MOUNTS:
+        if path not in mounts or mounts[path]["mountPath"] != path or mounts[path].get("readOnly"):
+            fail(where, f"{path} must be a writable hostPath mount at the same path")
+    if flags.get("cdi-spec-dir") != "/var/run/cdi" or flags.get("kubelet-dir") != "/var/lib/kubelet":
+        fail(where, "--cdi-spec-dir=/var/run/cdi and --kubelet-dir=/var/lib/kubelet expected")
+    roles = find(docs, "ClusterRole", "vgpu-manager-dra")
+    rules = {}
+    for rule in (roles[0].get("rules", []) if roles else []):
+        if rule.get("apiGroups") != ["resource.k8s.io"]:
+            fail(where, f"vgpu-manager-dra grants outside resource.k8s.io: {rule}")
+        for r in rule.get("resources", []):
+            rules.setdefault(r, set()).update(rule.get("verbs", []))
+    if rules != DRA_RULES:
+        fail(where, f"vgpu-manager-dra must grant exactly {DRA_RULES}, grants {rules}")
+    if not any(b["roleRef"]["name"] == "vgpu-manager-dra" for b in find(docs, "ClusterRoleBinding")):
+        fail(where, "no ClusterRoleBinding of vgpu-manager-dra")
+    classes = {d["metadata"]["name"]: d for d in find(docs, "DeviceClass")}
+    for name, kind in (("gpu-share.vgpu.io", "share"), ("gpu-whole.vgpu.io", "whole")):
+        expr = " ".join(s.get("cel", {}).get("expression", "")
+                        for s in classes.get(name, {}).get("spec", {}).get("selectors", []))
+        if f'device.driver == "{DRA_DRIVER}"' not in expr or f'== "{kind}"' not in expr:
+            fail(where, f"DeviceClass {name} must select {DRA_DRIVER} devices of type {kind}")
+
+
+def check_dra_examples(where, docs):
+    templates = {d["metadata"]["name"]: d for d in find(docs, "ResourceClaimTemplate")}
+    classes_used = set()
+    for t in templates.values():
+        for r in t["spec"]["spec"]["devices"]["requests"]:
+            exact = r.get("exactly", {})
+            classes_used.add(exact.get("deviceClassName"))
+            caps = exact.get("capacity", {}).get("requests", {})
+            if exact.get("deviceClassName") == "gpu-share.vgpu.io" and set(caps) != {"memory", "cores"}:
+                fail(where, f"template {t['metadata']['name']}: a share asks for memory and cores")
+    if classes_used != {"gpu-share.vgpu.io", "gpu-whole.vgpu.io"}:
+        fail(where, f"templates use classes {sorted(map(str, classes_used))}; need share and whole")
+    for p in find(docs, "Pod"):
+        claims = {c["name"]: c.get("resourceClaimTemplateName") for c in p["spec"].get("resourceClaims", [])}
+        if not claims or any(t not in templates for t in claims.values()):
+            fail(f"{where} Pod/{p['metadata']['name']}", "must claim through a template of this render")
+        for c in p["spec"]["containers"]:
+            if not {x["name"] for x in c.get("resources", {}).get("claims", [])} <= set(claims):
+                fail(f"{where} Pod/{p['metadata']['name']}", "container uses an undeclared claim")
+    if len(find(docs, "Pod")) < 2:
+        fail(where, "expected a fractional and a whole-GPU DRA example pod")
+
+
 def manager_flags(binary):
     r = subprocess.run([binary, "--help"], capture_output=True, text=True)
     text = r.stdout + r.stderr
@@ -323,12 +386,17 @@ def main():
         check_images(where, docs, images_dir, used_images)
         check_rbac(where, docs)
         check_manager(where, docs, overlay, known_flags)
+        if overlay == "dra":
+            check_dra(where, docs)
         if OVERLAYS[overlay]["installer"]:
             check_installer(where, docs, docs)
         elif find(docs, "DaemonSet", "vgpu-module-installer"):
             fail(where, "shim mode must not install the module")
         print(f"{where}: {len(docs)} objects: " +
               ", ".join(sorted(f"{d['kind']}/{d['metadata']['name']}" for d in docs)))
+    dra_examples = render(kubectl, os.path.join(deploy, "overlays", "dra", "examples"))
+    check_common("overlays/dra/examples", dra_examples)
+    check_dra_examples("overlays/dra/examples", dra_examples)
     docs = render(kubectl, os.path.join(deploy, "examples"))
     check_common("examples", docs)
     check_examples("examples", docs)

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_stats.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "fake_kubelet.h"
 #include "manager_process.h"
@@ -41,22 +42,10 @@ using vgpu::alloc::ResourceKind;
 constexpr int kAllocations = 1000;
 constexpr int kUnitsPerAlloc = 2;
 
-double Micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
-
-struct Stats {
-  double min, p50, p99, max;
-};
-
-Stats Summarize(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  auto at = [&](double q) { return v[std::min(v.size() - 1, static_cast<size_t>(q * v.size()))]; };
-  return {v.front(), at(0.50), at(0.99), v.back()};
-}
-
-void Print(const char* what, const Stats& s) {
-  std::printf("  %-44s min %8.1f us  p50 %8.1f us  p99 %8.1f us  max %8.1f us\n", what, s.min,
-              s.p50, s.p99, s.max);
-}
+using vgpu::bench::Micros;
+using vgpu::bench::Print;
+using vgpu::bench::Stats;
+using vgpu::bench::Summarize;
 
 // The i-th allocation's memory IDs: GPU i%8, units consecutive per GPU.
 std::vector<std::string> MemIds(int i, int gpus) {
@@ -69,16 +58,7 @@ std::vector<std::string> MemIds(int i, int gpus) {
   return ids;
 }
 
-long RssKiB(pid_t pid, const char* field) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(field, 0) == 0) {
-      return std::stol(line.substr(std::string(field).size()));
-    }
-  }
-  return -1;
-}
+long RssKiB(pid_t pid, const char* field) { return vgpu::bench::ProcStatusKiB(pid, field); }
 
 int InProcess(const std::string& dir, const std::string& checkpoint_dir, const char* label,
               size_t compact_after) {

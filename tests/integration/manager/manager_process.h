@@ -25,6 +25,7 @@ class ManagerProcess {
   // Waits for the process to exit by itself (e.g. a crash point).
   bool WaitExit(int timeout_ms, int* status);
   bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
   // The recorded machine the manager discovers (--gpu-fixture); two 16 GiB GPUs by default.
   void set_fixture(std::string path) { fixture_ = std::move(path); }
 

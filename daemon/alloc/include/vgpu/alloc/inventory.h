@@ -23,6 +23,7 @@ struct GpuInfo {
   std::string pci_root;
   std::vector<std::string> pci_path;
   std::vector<topology::NvLinkPeer> nvlinks;
+  std::string name;  // product name ("NVIDIA H100 80GB HBM3"), informational
 };
 
 struct Inventory {

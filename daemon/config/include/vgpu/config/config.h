@@ -61,6 +61,13 @@ struct Config {
   // The module installer's outcome ("kmod <version>" or "shim <reason>",
   // deploy/images/module-installer): published as a label and metric; empty: none.
   std::string module_state_file;
+  // Which kubelet API hands out the slots: "device-plugin" (extended resources) or "dra" (a
+  // DRA kubelet plugin, daemon/dra). One at a time: both would book the same GPU twice.
+  std::string kubelet_api = "device-plugin";
+  std::string dra_driver_name = "gpu.vgpu.io";  // DRA driver name (a DNS subdomain)
+  // Holds plugins_registry/ (registration socket) and plugins/<driver>/ (service socket).
+  std::string kubelet_dir = "/var/lib/kubelet";
+  bool dra() const { return kubelet_api == "dra"; }
 
   std::string KubeletSocket() const;
   std::string ControlSocket() const;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "vgpu/manager/manager_options.h"
 #include "vgpu/slots/slot.h"
@@ -13,6 +14,14 @@
 #include "vgpu/status.h"
 
 namespace vgpu::manager {
+
+// A CDI spec (cdiVersion 0.5.0) of `kind` with one device per (name, edits), as JSON text.
+// The device plugin writes one per slot, the DRA plugin one per claim (daemon/dra).
+struct CdiDevice {
+  std::string name;
+  slots::ContainerEdits edits;
+};
+std::string CdiSpecText(const std::string& kind, std::span<const CdiDevice> devices);
 
 class GrantBuilder {
  public:

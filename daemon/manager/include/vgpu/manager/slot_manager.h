@@ -51,6 +51,17 @@ struct DeviceEntry {
   int numa = -1;
 };
 
+// What one DRA allocation result asks for (SlotManager::CreateForClaim).
+struct ClaimSlotRequest {
+  std::string name;  // unique per claim and result: the idempotency key
+  uint32_t gpu = 0;
+  bool exclusive = false;     // whole GPU: no quota, full share
+  uint64_t memory_bytes = 0;  // shares: rounded up to the memory unit
+  uint32_t core_percent = 100;
+  slots::ManagedPolicy managed_policy = slots::ManagedPolicy::kRefuse;
+  std::string claim_namespace, claim_name;
+};
+
 struct ReconcileReport {
   int restored = 0;   // checkpoint record with its live slot
   int recreated = 0;  // checkpoint record whose slot was gone: created again
@@ -112,6 +123,19 @@ class SlotManager {
                                          std::string label);
   Status DeleteSlot(uint32_t id);
 
+  // DRA claims (daemon/dra): a slot named by the caller, with the quota and share the
+  // scheduler allocated. Idempotent: a slot of that name with the same enforcement is returned
+  // as it is; one with different settings is kFailedPrecondition. The node re-checks what the
+  // scheduler booked: a whole GPU needs a GPU without slots, a share needs a GPU not held whole
+  // whose quotas and shares still fit (kResourceExhausted otherwise). The record is on disk
+  // before this returns, so a prepared claim survives SIGKILL. Claim slots are never reclaimed
+  // as orphans (manual), their owner is the claim (pod_namespace/pod_name).
+  Result<slots::SlotRecord> CreateForClaim(const ClaimSlotRequest& request);
+  // Destroys the slot named `name`; OK when there is none (unprepare is idempotent).
+  Status DestroyNamed(const std::string& name);
+  // What a container of `slot` gets (the device plugin's grant, one definition).
+  Grant GrantFor(const slots::SlotRecord& slot) const { return grants_.Make(slot); }
+
   // Read-only view for metrics, the control API and tests; in id order.
   std::vector<slots::SlotRecord> Snapshot() const;
   // The enforcement backend's counters for slot `id` (metrics). Not under mu_: the backend
@@ -158,6 +182,8 @@ class SlotManager {
   std::vector<TrackedSlot*> SlotsOfLocked(const podresources::ContainerAssignment& owner);
   Result<Grant> AllocateMemoryLocked(const alloc::IdSet& set, const std::vector<std::string>& ids);
   Result<Grant> AllocateWholeLocked(const std::vector<alloc::DeviceId>& gpus);
+  Result<slots::SlotRecord> CreateForClaimUnsaved(slots::SlotConfig config,
+                                                  const ClaimSlotRequest& request);
   void BumpLocked();
 
   ManagerOptions options_;
