@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "vgpu/slots/shim_backend.h"
+#include "vgpu/slots/slot_record_json.h"
 
 namespace vgpu::checkpoint {
 namespace {
@@ -24,25 +25,6 @@ constexpr int kOldestVersion = 1;  // snapshot only, no journal
 uint32_t Crc32(std::string_view data) {
   return static_cast<uint32_t>(
       ::crc32(0L, reinterpret_cast<const Bytef*>(data.data()), static_cast<uInt>(data.size())));
-}
-
-json ToJson(const slots::SlotRecord& r) {
-  const slots::SlotConfig& c = r.config;
-  json j{{"id", c.id},
-         {"name", c.name},
-         {"gpu", c.gpu},
-         {"gpu_uuid", c.gpu_uuid},
-         {"exclusive", c.exclusive},
-         {"memory_ids", r.memory_ids},
-         {"core_ids", r.core_ids},
-         {"gpu_ids", r.gpu_ids},
-         {"pod_namespace", r.pod_namespace},
-         {"pod_name", r.pod_name},
-         {"container", r.container},
-         {"linked", r.linked},
-         {"manual", r.manual}};
-  SettingsToJson(c, j);  // the slot's settings under their schema names
-  return j;
 }
 
 // Records of versions 1 and 2 (before uapi/vgpu_slot_fields.h) spelled two settings otherwise
@@ -91,7 +73,9 @@ Result<slots::SlotRecord> FromJson(const json& record) {
 
 }  // namespace
 
-std::string RecordJson(const slots::SlotRecord& record) { return ToJson(record).dump(); }
+std::string RecordJson(const slots::SlotRecord& record) {
+  return slots::SlotRecordToJson(record).dump();
+}
 
 std::string SerializeEncoded(const std::vector<const std::string*>& record_json) {
   // Exactly what json{{"slots", [...]}}.dump() prints, without building the tree again.

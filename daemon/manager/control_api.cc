@@ -12,30 +12,12 @@
 #include <optional>
 
 #include "vgpu/manager/log.h"
+#include "vgpu/slots/slot_record_json.h"
 
 namespace vgpu::manager {
 namespace {
 
 using nlohmann::json;
-
-json SlotJson(const slots::SlotRecord& r) {
-  const auto& c = r.config;
-  json j{{"id", c.id},
-         {"name", c.name},
-         {"gpu", c.gpu},
-         {"gpu_uuid", c.gpu_uuid},
-         {"exclusive", c.exclusive},
-         {"memory_ids", r.memory_ids},
-         {"core_ids", r.core_ids},
-         {"gpu_ids", r.gpu_ids},
-         {"pod_namespace", r.pod_namespace},
-         {"pod_name", r.pod_name},
-         {"container", r.container},
-         {"linked", r.linked},
-         {"manual", r.manual}};
-  SettingsToJson(c, j);
-  return j;
-}
 
 std::string Error(const Status& s) { return json{{"ok", false}, {"error", s.ToString()}}.dump(); }
 
@@ -50,7 +32,7 @@ std::string HandleControlRequest(SlotManager& slots, bool standalone, std::strin
   if (op == "list") {
     json list = json::array();
     for (const auto& r : slots.Snapshot()) {
-      list.push_back(SlotJson(r));
+      list.push_back(slots::SlotRecordToJson(r));
     }
     return json{{"ok", true}, {"slots", list}}.dump();
   }
@@ -96,7 +78,7 @@ std::string HandleControlRequest(SlotManager& slots, bool standalone, std::strin
   if (!r.ok()) {
     return Error(r.status());
   }
-  return json{{"ok", true}, {"slot", SlotJson(*r)}}.dump();
+  return json{{"ok", true}, {"slot", slots::SlotRecordToJson(*r)}}.dump();
 }
 
 ControlServer::ControlServer(std::string socket_path, SlotManager& slots, bool standalone)

@@ -174,8 +174,9 @@ TEST(HealthToSlotManagerTest, BothDirectionsReachListAndWatch) {
   fs::path dir = mkdtemp(tmpl);
   slots::FakeSlotBackend backend;
   checkpoint::CheckpointStore store(dir / "cp");
-  std::vector<alloc::GpuInfo> gpus = {{0, "GPU-int-0", 16ull << 30, 0, "0000:17:00.0", "", {}, {}},
-                                      {1, "GPU-int-1", 16ull << 30, 0, "0000:18:00.0", "", {}, {}}};
+  std::vector<alloc::GpuInfo> gpus = {
+      {0, "GPU-int-0", 16ull << 30, 0, "0000:17:00.0", "", {}, {}, ""},
+      {1, "GPU-int-1", 16ull << 30, 0, "0000:18:00.0", "", {}, {}, ""}};
   auto placer = alloc::MakePlacer("firstfit", gpus);
   ASSERT_TRUE(placer.ok());
   auto now = std::chrono::steady_clock::now();

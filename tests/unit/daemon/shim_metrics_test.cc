@@ -31,7 +31,7 @@ class ShimMetricsTest : public ::testing::Test {
     backend_ = std::make_unique<slots::ShimSlotBackend>(
         slots::ShimBackendOptions{dir_ / "slots", "", "/usr/local/vgpu/libvgpu-shim.so"});
     store_ = std::make_unique<checkpoint::CheckpointStore>(dir_ / "cp");
-    gpus_ = {{0, "GPU-a", 4ull << 30, 0, "0000:01:00.0", "", {}, {}}};
+    gpus_ = {{0, "GPU-a", 4ull << 30, 0, "0000:01:00.0", "", {}, {}, ""}};
     ManagerOptions o;
     o.cdi_kind = "vgpu.io/slot";
     o.cdi_spec_dir = (dir_ / "cdi").string();

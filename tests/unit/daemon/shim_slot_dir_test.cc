@@ -118,7 +118,7 @@ TEST_F(ShimSlotDirTest, AGarbageConfigIsReportedNotFatal) {
 TEST_F(ShimSlotDirTest, ReconcileRestoresAGarbageConfigFromTheCheckpoint) {
   slots::ShimSlotBackend backend({.root = dir_ / "slots", .ledger_root = dir_ / "ledgers"});
   checkpoint::CheckpointStore store(dir_ / "cp");
-  std::vector<alloc::GpuInfo> gpus = {{0, "GPU-a", 4ull << 30, 0, "0000:01:00.0", "", {}, {}}};
+  std::vector<alloc::GpuInfo> gpus = {{0, "GPU-a", 4ull << 30, 0, "0000:01:00.0", "", {}, {}, ""}};
   auto make = [&] {
     auto placer = alloc::MakePlacer("firstfit", gpus);
     EXPECT_TRUE(placer.ok());

@@ -83,8 +83,8 @@ class SlotManagerTest : public ::testing::Test {
     char tmpl[] = "/tmp/vgpu-slotmgr-XXXXXX";
     dir_ = ::mkdtemp(tmpl);
     store_ = std::make_unique<checkpoint::CheckpointStore>(dir_ / "cp");
-    gpus_ = {{0, "GPU-a", 4ull << 30, 0, "0000:01:00.0", "", {}, {}},
-             {1, "GPU-b", 4ull << 30, 1, "0000:02:00.0", "", {}, {}}};
+    gpus_ = {{0, "GPU-a", 4ull << 30, 0, "0000:01:00.0", "", {}, {}, ""},
+             {1, "GPU-b", 4ull << 30, 1, "0000:02:00.0", "", {}, {}, ""}};
   }
   ~SlotManagerTest() override { fs::remove_all(dir_); }
 

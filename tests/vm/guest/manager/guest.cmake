@@ -8,8 +8,8 @@ set(manager_guest_srcs
   daemon/checkpoint/checkpoint.cc daemon/checkpoint/checkpoint_writer.cc
   daemon/alloc/device_ids.cc daemon/alloc/placement.cc
   daemon/slots/kmod_backend.cc daemon/slots/shim_backend.cc
-  daemon/slots/slot_config_file.cc
-  shim/preload/ledger.cc shim/preload/log.cc
+  daemon/slots/slot_config_file.cc daemon/slots/slot_record_json.cc
+  shim/ledger/ledger_reader.cc
   topology/src/topology.cc topology/src/placement.cc topology/src/evaluators.cc)
 list(TRANSFORM manager_guest_srcs PREPEND ${PROJECT_SOURCE_DIR}/)
 target_sources(vmguest_manager_manager_kmod_test PRIVATE ${manager_guest_srcs})

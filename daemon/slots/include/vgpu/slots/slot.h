@@ -54,7 +54,7 @@ struct ContainerEdits {
 };
 
 // What the enforcement backend has counted for one slot. Fields a backend does not know stay
-// zero: the shim's ledger (shim/preload/ledger.h, version 3) holds the charged bytes and peak
+// zero: the shim's ledger (uapi/vgpu_ledger.h, read through shim/ledger/ledger_reader.h) holds the charged bytes and peak
 // and the compute counters its members' controllers publish once a second (a dead member's
 // are kept in the ledger's accumulators, so the totals never go down), but not denials or
 // unknown ioctls; vgpu.ko (uapi/vgpu_genl.h VGPU_STAT_*) knows them all. The compute counters

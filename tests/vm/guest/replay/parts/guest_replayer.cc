@@ -384,7 +384,7 @@ Outcome RunGuest(const std::vector<Line>& lines, const Expected& exp, const RunC
   spec.gpu = 0;
   spec.flags = VGPU_SLOT_F_UVM;
   spec.config.name = cfg.name;
-  spec.config.unknown = vgpu::kmod::UnknownPolicy::kRefuse;  // the offline replay is strict
+  spec.config.unknown_policy = vgpu::kmod::UnknownPolicy::kRefuse;  // the offline replay is strict
   if (cfg.quota) spec.config.mem_quota = cfg.quota;
   auto slot = (*nl)->CreateSlot(spec);
   if (!slot.ok()) {
