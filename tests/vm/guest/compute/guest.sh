@@ -28,7 +28,7 @@ grep -q '"share_1s_pm"' $OUT/inspect.json
 [ "$(cat /sys/class/vgpu/vgpuctl$id/compute_mode)" = weight ]
 [ -r /sys/class/vgpu/vgpuctl$id/stats/throttled_ns ]
 if ./vgpuctl set $id --mode fair 2>$OUT/err.txt; then echo "vgpuctl accepted --mode fair"; exit 1; fi
-grep -q "use cap or weight" $OUT/err.txt
+grep -q "'fair' is not one of cap | weight" $OUT/err.txt
 
 # Unload with a controlled slot (its thread running): the thread stops, re-opens every gate and
 # drops its slot reference before the slot table goes (a leaked reference WARNs, which panics

@@ -54,11 +54,11 @@ struct ContainerEdits {
 };
 
 // What the enforcement backend has counted for one slot. Fields a backend does not know stay
-// zero: the shim's ledger (uapi/vgpu_ledger.h, read through shim/ledger/ledger_reader.h) holds the charged bytes and peak
-// and the compute counters its members' controllers publish once a second (a dead member's
-// are kept in the ledger's accumulators, so the totals never go down), but not denials or
-// unknown ioctls; vgpu.ko (uapi/vgpu_genl.h VGPU_STAT_*) knows them all. The compute counters
-// are 0 while a slot is not under control (share 100 in cap mode).
+// zero: the shim's ledger (uapi/vgpu_ledger.h, read through shim/ledger/ledger_reader.h) holds the
+// charged bytes and peak and the compute counters its members' controllers publish once a second (a
+// dead member's are kept in the ledger's accumulators, so the totals never go down), but not
+// denials or unknown ioctls; vgpu.ko (uapi/vgpu_genl.h VGPU_STAT_*) knows them all. The compute
+// counters are 0 while a slot is not under control (share 100 in cap mode).
 struct SlotUsage {
   uint64_t memory_charged_bytes = 0;   // bytes charged to the slot's live processes now
   uint64_t memory_peak_bytes = 0;      // highest charge seen over the slot's life
