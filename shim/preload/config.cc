@@ -122,16 +122,19 @@ std::string ApplySetting(SlotConfig& cfg, const std::string& key, const std::str
     return "bad value '" + value + "' for " + key + " (want " + want + ")";
   };
   // A u64 setting counts bytes and may carry a binary suffix; a u32 is a plain decimal.
-#define VGPU_NUMBER_SETTING(field, wire, unit, def, min, max, attr, env)                     \
-  if (key == #field) {                                                                       \
-    const bool bytes = sizeof(slot_schema::wire) == 8;                                       \
-    std::optional<uint64_t> v = bytes ? ParseBytes(value) : ParseU64(value);                 \
-    if (!v || !InRange(*v, min, max)) {                                                      \
-      return bad(bytes ? std::string("bytes, optionally with K/M/G/T")                       \
-                       : "a number in " + std::to_string(min) + ".." + std::to_string(max)); \
-    }                                                                                        \
-    cfg.field = static_cast<slot_schema::wire>(*v);                                          \
-    return "";                                                                               \
+#define VGPU_NUMBER_SETTING(field, wire, unit, def, min, max, attr, env)     \
+  if (key == #field) {                                                       \
+    const bool bytes = sizeof(slot_schema::wire) == 8;                       \
+    std::optional<uint64_t> v = bytes ? ParseBytes(value) : ParseU64(value); \
+    if (!v || !InRange(*v, min, max)) {                                      \
+      return bad(bytes ? std::string("bytes, optionally with K/M/G/T")       \
+                       : std::string("a number in ")                         \
+                             .append(std::to_string(min))                    \
+                             .append("..")                                   \
+                             .append(std::to_string(max)));                  \
+    }                                                                        \
+    cfg.field = static_cast<slot_schema::wire>(*v);                          \
+    return "";                                                               \
   }
   VGPU_SLOT_NUMBERS(VGPU_NUMBER_SETTING)
 #undef VGPU_NUMBER_SETTING
@@ -140,7 +143,8 @@ std::string ApplySetting(SlotConfig& cfg, const std::string& key, const std::str
     *out = (v);                   \
     return "";                    \
   }                               \
-  want += (want.empty() ? "" : "|") + std::string(name);
+  if (!want.empty()) want += '|'; \
+  want += (name);
 #define VGPU_ENUM_SETTING(field, type, values, def, max, attr, env) \
   if (key == #field) {                                              \
     uint32_t* out = &cfg.field;                                     \
