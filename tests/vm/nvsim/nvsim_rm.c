@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * nvsim RM core: clients, the object tree, video memory, RM_ALLOC and RM_FREE (reference/
+ * nvsim RM core: clients, the object tree, video memory, RM_ALLOC and RM_FREE (docs/
  * nvidia-rm-abi.md §3-§4, §9.2-§9.3). The controls are in nvsim_ctrl.c, the memory the CPU
  * maps (ALLOC_MEMORY, MAP/UNMAP) and VID_HEAP INFO in nvsim_mem.c; all three work on the
  * table here, under nvsim_rm_lock (nvsim.h). Statuses follow nvstatuscodes.h; where the real
