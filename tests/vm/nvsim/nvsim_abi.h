@@ -39,6 +39,14 @@
 #define NV_ESC_RM_FREE 0x29
 #define NV_ESC_RM_CONTROL 0x2A
 #define NV_ESC_RM_ALLOC 0x2B
+
+/*
+ * RM function numbers (nvos.h): what nvidia_kernel_rmapi_ops_t.op holds for an in-kernel caller
+ * (nv-kernel-rmapi-ops.h), where the ioctl path numbers the same calls by escape.
+ */
+#define NV01_FREE 0x00
+#define NV04_ALLOC 0x15
+#define NV04_CONTROL 0x36
 #define NV_ESC_RM_DUP_OBJECT 0x34
 #define NV_ESC_RM_SHARE 0x35
 #define NV_ESC_RM_VID_HEAP_CONTROL 0x4A
