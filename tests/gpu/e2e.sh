@@ -285,8 +285,12 @@ for wl in ("matmul", "graph"):
             print(f"cap {c} {wl}|FAIL|no result (see logs/cap-{wl}-{c}.err)"); continue
         w = [100.0 * v / base for v in x["per_s"][1:]]
         err = max(abs(v - c) for v in w)
-        # The slot's metric against the driver's utilization while the capped loop ran (GPU time,
-        # not work: the cap holds work, so the time share is below the cap where the clock boosts).
+        # The slot's achieved share is the controller's measure of the slot's *work*: GPU time
+        # weighted by the SM clock relative to the saturated clock (docs/operator-guide.md,
+        # "Metrics"), i.e. a throughput share of the bare GPU. So it is checked against the
+        # throughput measured here (windows after the first), within the caps' 3 points; the
+        # driver's utilization (GPU time, below the cap where the duty-cycled clock boosts) is
+        # printed beside it, not compared.
         m, u = [], []
         scrape = os.path.join(logs, f"cap-{wl}-{c}.scrape")
         for l in open(scrape) if os.path.exists(scrape) else ():
@@ -294,16 +298,18 @@ for wl in ("matmul", "graph"):
             if len(p) == 3:
                 m.append(100 * float(p[1])); u.append(float(p[2]))
         tail = len(m) // 2  # the second half: the loop is running capped
-        agree = ""
+        measured = S.median(w)
         if m[tail:]:
             am, au = S.median(m[tail:]), S.median(u[tail:])
-            agree = f"; achieved-share metric {am:.1f} % vs driver util {au:.0f} %"
-            ok_m = abs(am - au) <= 5
+            ok_m = abs(am - measured) <= 3
+            agree = (f"achieved-share metric {am:.1f} % (median of the scrapes' second half: "
+                     f"{' '.join(f'{v:.1f}' for v in m[tail:])}) vs measured throughput {measured:.1f} % "
+                     f"of bare, difference {abs(am - measured):.1f}; driver GPU-time util {au:.0f} %")
         else:
-            ok_m = False
+            ok_m, agree = False, "no scrape"
         print(f"cap {c} {wl}|{'PASS' if err <= 3 else 'FAIL'}|windows {' '.join(f'{v:.1f}' for v in w)} "
               f"% of bare ({base:.0f} steps/s), worst error {err:.1f}")
-        print(f"metrics: achieved share, cap {c} {wl}|{'PASS' if ok_m else 'FAIL'}|{agree.lstrip('; ')}")
+        print(f"metrics: achieved share, cap {c} {wl}|{'PASS' if ok_m else 'FAIL'}|{agree}")
     for a, b in ((30, 70), (10, 90)):
         A, B = r.get(f"weight-{wl}-{a}-A"), r.get(f"weight-{wl}-{a}-B")
         if not (A and B):
