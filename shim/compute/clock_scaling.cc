@@ -12,6 +12,13 @@ void ClockScalingLearner::Add(uint64_t busy_ns, uint64_t fb_ns, uint32_t u_pm) {
   if (b == nullptr) {
     return;  // between the bins: says little about c
   }
+  if (b == &lift_) {
+    // Forget: each busy ns added takes 1 / kLiftMemoryNs of the old weight away.
+    const double keep = 1.0 - std::min(1.0, static_cast<double>(busy_ns) / kLiftMemoryNs);
+    lift_.busy_ns = static_cast<uint64_t>(static_cast<double>(lift_.busy_ns) * keep);
+    lift_.fb_ns = static_cast<uint64_t>(static_cast<double>(lift_.fb_ns) * keep);
+    lift_.busy_u *= keep;
+  }
   b->busy_ns += busy_ns;
   b->fb_ns += std::min(fb_ns, busy_ns * 10);  // a sample's fb is <= 100 % of its period
   b->busy_u += static_cast<double>(busy_ns) * u_pm;

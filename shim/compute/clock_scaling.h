@@ -25,8 +25,12 @@
 // its saturated clock, as in the start-up probe and any saturated quiet span) and the lifted bin
 // (u <= kLiftMaxPm: a capped tenant's on phases, where the duty-cycled GPU boosts). Each bin keeps
 // sums of busy, fb and busy * u, so its rho is a ratio of sums (no per-span division by a small
-// fb). Learned once both bins hold enough busy time and the bins' u are apart; from then on every
-// span refines it (the sums are cumulative: c describes the loop, which seldom changes).
+// fb). Learned once both bins hold enough busy time and the bins' u are apart. The reference bin
+// is cumulative (the saturated state does not change); the lifted bin forgets with a memory of
+// kLiftMemoryNs of busy time, because the lifted state does: measured on the H200 (docs/results/
+// e2e-h200.md, run D), the first capped seconds after the probe, while the card is still at its
+// power limit, do less work per boosted busy second (c from them: 0.24-0.55) than the steady
+// state (0.6-0.78), and a cumulative bin carried them for many seconds (cap 90 delivered 92 %).
 //
 // When it cannot learn: a tenant that moves no DRAM (fb per GR busy below kMinRhoPm in the
 // reference bin), that never boosts (no lifted span: a GPU that is not power-limited runs the
@@ -48,6 +52,7 @@ class ClockScalingLearner {
   static constexpr uint32_t kLiftMaxPm = 950;  // u <= 0.95: boosted 5 % or more
   static constexpr uint64_t kRefBusyNs = 100'000'000;
   static constexpr uint64_t kLiftBusyNs = 100'000'000;
+  static constexpr uint64_t kLiftMemoryNs = 1'000'000'000;
   static constexpr uint32_t kMinRhoPm = 5;   // 0.5 % DRAM busy per GR busy second
   static constexpr uint32_t kMinGapPm = 30;  // the bins' mean u at least 0.03 apart
 

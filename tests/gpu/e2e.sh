@@ -125,7 +125,7 @@ elif admit mem 100 $QUOTA_UNITS; then
     awk -F', ' -v p="$pid" '$1 == p {print $2}')
   charged=$(util metric "$url" vgpu_slot_memory_charged_bytes slot="$(slot_of mem)")
   peak=$(util metric "$url" vgpu_slot_memory_peak_bytes slot="$(slot_of mem)")
-  view=$(in_pod "$out/grants/mem.json" nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>&1 | head -1)
+  view=$(in_pod "$out/grants/mem.json" nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>"$out/logs/view.err" | head -1)
   wait $m
   read -r alloc vtotal < <(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(j["allocated_mib"], j["view_total"])' "$out/mem.json" 2>/dev/null)
   python3 - "$QUOTA" "${smi:-x}" "${charged:-x}" "${peak:-x}" "${alloc:-x}" "${vtotal:-x}" "${view:-x}" >"$work/memrows" <<'PY'

@@ -95,5 +95,16 @@ TEST(ClockScaling, ClampedToTheModel) {
   EXPECT_EQ(hi.c_pm(), 1000u);
 }
 
+// The lifted state changes (the first capped seconds after the probe do less work per boosted
+// busy second than the steady state, run D on the H200): c follows the recent boosted spans.
+TEST(ClockScaling, FollowsTheLiftedStateAsItChanges) {
+  ClockScalingLearner l;
+  Feed(l, 0.3, 0.12, 1.3, 6, 20);
+  ASSERT_TRUE(l.learned());
+  EXPECT_NEAR(l.c_pm(), 300, 15);
+  Feed(l, 0.7, 0.12, 1.3, 0, 60);  // 60 spans of 67 ms busy: 4 s of busy time later
+  EXPECT_NEAR(l.c_pm(), 700, 20) << "a cumulative bin would still read ~0.6";
+}
+
 }  // namespace
 }  // namespace vgpu::shim::compute
