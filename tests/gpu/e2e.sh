@@ -193,8 +193,8 @@ done
 
 # --- caps ----------------------------------------------------------------------------------------
 scrape() {  # TAG: the slot's achieved share and the GPU's utilization once a second, until killed
-  while :; do
-    echo "$(date +%s.%N) $(util metric "$url" vgpu_slot_core_achieved_ratio slot="$(slot_of "$1")") $(bare nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits)"
+  while :; do  # CLOCK_MONOTONIC, as bench.py's t0: the verdict picks the measured windows' scrapes
+    echo "$(python3 -c 'import time; print(time.monotonic())') $(util metric "$url" vgpu_slot_core_achieved_ratio slot="$(slot_of "$1")") $(bare nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits)"
     sleep 1
   done
 }
@@ -291,22 +291,27 @@ for wl in ("matmul", "graph"):
         # throughput measured here (windows after the first), within the caps' 3 points; the
         # driver's utilization (GPU time, below the cap where the duty-cycled clock boosts) is
         # printed beside it, not compared.
+        # The scrapes taken while the measured windows after the first ran: the metric is the
+        # controller's last 1 s, published once a second and sampled by the manager once a second,
+        # so a scrape at T covers about [T - 3, T - 1]; [t0 + 2, t0 + secs] keeps the probe's
+        # ungated second and the process's exit out.
         m, u = [], []
         scrape = os.path.join(logs, f"cap-{wl}-{c}.scrape")
+        t0, secs = x["t0"], x["seconds"]
         for l in open(scrape) if os.path.exists(scrape) else ():
             p = l.split()
-            if len(p) == 3:
+            if len(p) == 3 and t0 + 2 <= float(p[0]) <= t0 + secs:
                 m.append(100 * float(p[1])); u.append(float(p[2]))
-        tail = len(m) // 2  # the second half: the loop is running capped
         measured = S.median(w)
-        if m[tail:]:
-            am, au = S.median(m[tail:]), S.median(u[tail:])
+        if m:
+            am, au = S.median(m), S.median(u)
             ok_m = abs(am - measured) <= 3
-            agree = (f"achieved-share metric {am:.1f} % (median of the scrapes' second half: "
-                     f"{' '.join(f'{v:.1f}' for v in m[tail:])}) vs measured throughput {measured:.1f} % "
-                     f"of bare, difference {abs(am - measured):.1f}; driver GPU-time util {au:.0f} %")
+            agree = (f"achieved-share metric {am:.1f} % (median of the scrapes in the measured "
+                     f"windows: {' '.join(f'{v:.1f}' for v in m)}) vs measured throughput "
+                     f"{measured:.1f} % of bare, difference {abs(am - measured):.1f}; driver "
+                     f"GPU-time util {au:.0f} %")
         else:
-            ok_m, agree = False, "no scrape"
+            ok_m, agree = False, "no scrape in the measured windows"
         print(f"cap {c} {wl}|{'PASS' if err <= 3 else 'FAIL'}|windows {' '.join(f'{v:.1f}' for v in w)} "
               f"% of bare ({base:.0f} steps/s), worst error {err:.1f}")
         print(f"metrics: achieved share, cap {c} {wl}|{'PASS' if ok_m else 'FAIL'}|{agree}")
