@@ -18,9 +18,12 @@
 #define VGPU_NLA_u32 NLA_U32
 #define VGPU_NLA_u64 NLA_U64
 
-/* Each number setting's valid range, inclusive, from its schema row. */
+/*
+ * Each number setting's valid range, inclusive, from its schema row. Not const:
+ * 6.1's struct nla_policy points at a mutable one (6.12's at a const one).
+ */
 #define VGPU_NL_NUMBER_RANGE(field, wire, unit, def, lo, hi, attr, env) \
-	static const struct netlink_range_validation vgpu_nl_range_##field = { \
+	static struct netlink_range_validation vgpu_nl_range_##field = {       \
 		.min = (lo),                                                   \
 		.max = (hi),                                                   \
 	};
