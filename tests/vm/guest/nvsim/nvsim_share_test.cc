@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <memory>
+
 #include "nvsim_rm.h"
 
 using namespace nvsim_test;
@@ -55,6 +57,24 @@ int64_t Share(int ctl, uint32_t client, uint32_t object, uint16_t type, uint32_t
   p.sharePolicy.action = action;
   Rc rc = RawIoctl(ctl, NV_ESC_RM_SHARE, &p, sizeof(p));
   return rc.ret ? -rc.err : p.status;
+}
+
+// EXPORT_OBJECTS_TO_FD of one object of a's client into export fd @efd (maxObjects 1 when
+// the fd is new); the params (2 KiB) stay for the caller to reuse.
+std::unique_ptr<nv0000_export_objects_to_fd_params> ExportParams(const Session& a, int efd,
+                                                                 uint32_t mem) {
+  auto ex = std::make_unique<nv0000_export_objects_to_fd_params>();
+  ex->fd = efd;
+  ex->hDevice = a.device;
+  ex->maxObjects = 1;
+  ex->metadata[0] = 4;
+  ex->objects[0] = mem;
+  ex->numObjects = 1;
+  return ex;
+}
+int64_t Export(const Session& a, nv0000_export_objects_to_fd_params* ex) {
+  return Control(a.ctl, a.client, a.client, NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECTS_TO_FD, ex,
+                 sizeof(*ex));
 }
 
 TEST(NvsimShare, ADupKeepsTheMemoryUntilTheLastReferenceGoes) {
@@ -126,21 +146,10 @@ TEST(NvsimShare, AnExportFdHoldsTheMemoryUntilItCloses) {
   ASSERT_EQ(AllocVidmem(a.ctl, a.client, a.device, &mem, &size), NV_OK);
   int efd = open("/dev/nvidiactl", O_RDWR);
   ASSERT_GE(efd, 0);
-  auto* ex = new nv0000_export_objects_to_fd_params{};
-  ex->fd = efd;
-  ex->hDevice = a.device;
-  ex->maxObjects = 1;
-  ex->metadata[0] = 4;
-  ex->objects[0] = mem;
-  ex->numObjects = 1;
-  ASSERT_EQ(Control(a.ctl, a.client, a.client, NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECTS_TO_FD, ex,
-                    sizeof(*ex)),
-            NV_OK);
+  auto ex = ExportParams(a, efd, mem);
+  ASSERT_EQ(Export(a, ex.get()), NV_OK);
   ex->index = 1;  // past maxObjects
-  EXPECT_EQ(Control(a.ctl, a.client, a.client, NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECTS_TO_FD, ex,
-                    sizeof(*ex)),
-            NV_ERR_OUT_OF_RANGE);
-  delete ex;
+  EXPECT_EQ(Export(a, ex.get()), NV_ERR_OUT_OF_RANGE);
   nv0000_get_export_object_info_params info{};
   info.fd = efd;
   ASSERT_EQ(Control(b.ctl, b.client, b.client, NV0000_CTRL_CMD_OS_UNIX_GET_EXPORT_OBJECT_INFO,
@@ -187,16 +196,8 @@ TEST(NvsimShare, ClosingTheExportFdDropsItsReference) {
   uint64_t size = 16 * kMiB;
   ASSERT_EQ(AllocVidmem(a.ctl, a.client, a.device, &mem, &size), NV_OK);
   int efd = open("/dev/nvidiactl", O_RDWR);
-  auto* ex = new nv0000_export_objects_to_fd_params{};
-  ex->fd = efd;
-  ex->hDevice = a.device;
-  ex->maxObjects = 1;
-  ex->objects[0] = mem;
-  ex->numObjects = 1;
-  ASSERT_EQ(Control(a.ctl, a.client, a.client, NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECTS_TO_FD, ex,
-                    sizeof(*ex)),
-            NV_OK);
-  delete ex;
+  ASSERT_GE(efd, 0);
+  ASSERT_EQ(Export(a, ExportParams(a, efd, mem).get()), NV_OK);
   close(efd);
   EXPECT_EQ(a.HeapFree(), free0 - size);
   ASSERT_EQ(Free(a.ctl, a.client, a.device, mem), NV_OK);
