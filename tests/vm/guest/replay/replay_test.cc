@@ -144,12 +144,6 @@ const char* NotReplayableHere(const std::string& trace) {
        "shows issue 17 F3: after the exporter frees its memory (seq 1096) the slot is charged "
        "8 MiB less than nvsim holds, the export fd the importer received keeps it (and under a "
        "quota an export of a refused object fails the chain of controls after it)"},
-      {"nvidia-smi-q.jsonl.gz",
-       "recorded while other processes used the GPU: offline the core hid them from GET_PIDS, "
-       "nvsim has none"},
-      {"nvidia-smi-apps.jsonl.gz",
-       "recorded while other processes used the GPU: offline the core hid them from GET_PIDS, "
-       "nvsim has none"},
   };
   auto it = kWhy.find(trace);
   return it == kWhy.end() ? nullptr : it->second;
