@@ -379,6 +379,10 @@ static noinline long vgpu_forward_translated(struct vgpu_file *vf,
 			vgpu_fd_restore(&fix[nfix]);
 			rc = -EINVAL;
 		} else if (!rc) {
+			/* Export fds keep their objects' charge (core
+			 * export.c, F3): the core needs the file. */
+			if (fix[nfix].tmp >= 0)
+				vcore_call_set_fd_file(call, i, fix[nfix].core);
 			nfix++;
 		}
 	}

@@ -44,6 +44,7 @@
 #include <linux/delay.h>
 #include <linux/uaccess.h>
 
+#include "core_host.h"
 #include "vgpu.h"
 
 /* A temporary fd this module installed and has not closed yet. */
@@ -231,6 +232,7 @@ int vgpu_fd_translate(struct vgpu_file *vf, struct vgpu_fd_fix *fix,
 		return -EPERM; /* another tenant's file */
 	}
 	fix->kind = pf->kind;
+	fix->core = pf->filter ? pf->filter->core : NULL;
 	/* Pairs with close_fd in vgpu_fd_restore. */
 	/* REGISTER_FD (a ctl fd named on a dev file) leaves the driver holding
 	 * the ctl file. */

@@ -163,11 +163,16 @@ static inline bool vgpu_file_revoked(struct vgpu_file *vf)
 }
 
 /* fwd.c: forwarding helpers. */
+struct vcore_file;
+
 struct vgpu_fd_fix {
 	u32 __user *uaddr;	  /* where the fd number lives in user memory */
 	int orig;		  /* the number the caller wrote */
 	int tmp;		  /* the temporary real fd installed, or -1 */
 	enum vgpu_node_kind kind; /* of the proxy file it named */
+	/* The core's record of that proxy file, for vcore_call_set_fd_file
+	 * (compared, never dereferenced, after the fd reference is put). */
+	struct vcore_file *core;
 };
 int vgpu_fd_translate(struct vgpu_file *vf, struct vgpu_fd_fix *fix,
 		      u32 __user *uaddr, int fd);

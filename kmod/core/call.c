@@ -121,6 +121,13 @@ const struct vcore_fd_field *vcore_call_fd(const struct vcore_call *call,
 	return &call->fds[i];
 }
 
+void vcore_call_set_fd_file(struct vcore_call *call, unsigned int i,
+			    struct vcore_file *file)
+{
+	if (call && i < call->n_fds)
+		call->fd_files[i] = file;
+}
+
 unsigned int vcore_call_buffer_count(const struct vcore_call *call)
 {
 	return call ? call->n_bufs : 0;

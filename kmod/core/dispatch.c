@@ -426,8 +426,13 @@ static void call_free(struct vcore_call *call)
 	/* A claim no record took over (rm_alloc.c, client ops). */
 	if (call->client_claim)
 		slot->client_ops->release(slot->priv, call->client_claim);
-	if (call->new_obj)
+	/* One record, or a chain linked by hnext (export.c). */
+	while (call->new_obj) {
+		struct vcore_obj *next = call->new_obj->hnext;
+
 		slot->ops->free(slot->priv, call->new_obj);
+		call->new_obj = next;
+	}
 	call_put(slot, call);
 }
 

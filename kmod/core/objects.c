@@ -67,46 +67,65 @@ static void tree_unlink(struct vcore_obj *obj)
 }
 
 /*
+ * A record that is a dup of @obj: the table's objects first, then the holds of
+ * the export files (export.c), so that a charge goes to a tenant's handle when
+ * one is left and to an export file only otherwise.
+ */
+static struct vcore_obj *find_dup_of(struct vcore_slot *slot,
+				     const struct vcore_obj *obj)
+{
+	struct vcore_file *f;
+	struct vcore_obj *o;
+	vcore_u32 b;
+
+	for (b = 0; b < VCORE_OBJ_BUCKETS; b++)
+		for (o = slot->buckets[b]; o; o = o->hnext)
+			if (o->dup_src == obj)
+				return o;
+	for (f = slot->files; f; f = f->next)
+		for (o = f->holds; o; o = o->hnext)
+			if (o->dup_src == obj)
+				return o;
+	return VCORE_NULL;
+}
+
+/*
  * A freed object whose memory is still referenced by a dup keeps the
  * memory alive in RM: hand the charge to one surviving dup instead of
  * refunding it.
  */
-static vcore_bool pass_charge_to_dup(struct vcore_slot *slot,
-				     struct vcore_obj *obj)
+vcore_bool vcore_obj_pass_charge_to_dup_locked(struct vcore_slot *slot,
+					       struct vcore_obj *obj)
 {
-	vcore_u32 b;
+	struct vcore_obj *o;
 
 	if (!slot->n_dups)
 		return 0;
-	for (b = 0; b < VCORE_OBJ_BUCKETS; b++) {
-		struct vcore_obj *o;
-
-		for (o = slot->buckets[b]; o; o = o->hnext) {
-			if (o->dup_src == obj) {
-				o->charged += obj->charged;
-				obj->charged = 0;
-				return 1;
-			}
-		}
-	}
-	return 0;
+	o = find_dup_of(slot, obj);
+	if (!o)
+		return 0;
+	o->charged += obj->charged;
+	obj->charged = 0;
+	return 1;
 }
 
-static void clear_dup_links(struct vcore_slot *slot, struct vcore_obj *obj)
+/*
+ * RM's dup of a dup references the same memory (mem.c memCopyConstruct_IMPL):
+ * when @obj goes, its dups become dups of @obj's own source, so that the
+ * charge still follows the last reference (an import of an export hold whose
+ * file closed while the exported object lives, export.c).
+ */
+void vcore_obj_unlink_dups_locked(struct vcore_slot *slot,
+				  struct vcore_obj *obj)
 {
-	vcore_u32 b;
+	struct vcore_obj *o;
 
 	if (!slot->n_dups)
 		return;
-	for (b = 0; b < VCORE_OBJ_BUCKETS; b++) {
-		struct vcore_obj *o;
-
-		for (o = slot->buckets[b]; o; o = o->hnext) {
-			if (o->dup_src == obj) {
-				o->dup_src = VCORE_NULL;
-				slot->n_dups--;
-			}
-		}
+	while ((o = find_dup_of(slot, obj)) != VCORE_NULL) {
+		o->dup_src = obj->dup_src;
+		if (!o->dup_src)
+			slot->n_dups--;
 	}
 }
 
@@ -128,7 +147,7 @@ static void release_one(struct vcore_slot *slot, struct vcore_obj *obj)
 {
 	const struct vcore_ledger_ops *l = slot->ledger.ops;
 
-	if (obj->charged && !pass_charge_to_dup(slot, obj) &&
+	if (obj->charged && !vcore_obj_pass_charge_to_dup_locked(slot, obj) &&
 	    !pass_charge_to_process(slot, obj))
 		vcore_charge_refund(slot, obj->charged);
 	if (obj->xdup_client && l->dup)
@@ -136,7 +155,7 @@ static void release_one(struct vcore_slot *slot, struct vcore_obj *obj)
 		       0);
 	if (obj->h_object == obj->h_client && l->client)
 		l->client(slot->ledger.priv, obj->h_client, 0);
-	clear_dup_links(slot, obj);
+	vcore_obj_unlink_dups_locked(slot, obj);
 	if (obj->dup_src) {
 		obj->dup_src = VCORE_NULL;
 		slot->n_dups--;
@@ -162,6 +181,22 @@ static void release_one(struct vcore_slot *slot, struct vcore_obj *obj)
 	hash_unlink(slot, obj);
 	tree_unlink(obj);
 	slot->ops->free(slot->priv, obj);
+}
+
+/*
+ * An export hold (export.c) goes with its export file, or is replaced: its
+ * charge passes to a surviving dup (an import), to another process's dup,
+ * or is refunded. It is not in the table and counts as no object.
+ */
+void vcore_obj_drop_hold_locked(struct vcore_slot *slot, struct vcore_obj *hold)
+{
+	if (hold->charged && !vcore_obj_pass_charge_to_dup_locked(slot, hold) &&
+	    !pass_charge_to_process(slot, hold))
+		vcore_charge_refund(slot, hold->charged);
+	vcore_obj_unlink_dups_locked(slot, hold);
+	if (hold->dup_src)
+		slot->n_dups--;
+	slot->ops->free(slot->priv, hold);
 }
 
 /* Iterative post-order walk: the tree depth is attacker-controlled. */

@@ -423,6 +423,9 @@ void vcore_file_close(struct vcore_file *file)
 	/* rm_cleanup_file_private frees every client of this file
 	 * (osapi.c:2858-2920, abi.md §9.1). */
 	vcore_obj_free_file_clients_locked(slot, file);
+	/* The driver's export objects go with the export file's last
+	 * reference (rmobjexportimport.c, RmFreeObjExportHandle). */
+	vcore_export_holds_free_locked(slot, file);
 	if (file->prev)
 		file->prev->next = file->next;
 	else

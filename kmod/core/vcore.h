@@ -460,6 +460,16 @@ struct vcore_fd_field {
 };
 
 unsigned int vcore_call_fd_count(const struct vcore_call *call);
+/*
+ * The host names the core's file behind fd field @i (a file of this slot it
+ * translated, or NULL), before the real call. The core keeps the charge of
+ * objects exported to a file with that file (EXPORT_OBJECTS_TO_FD): the
+ * driver's export object holds the memory until the file's last close
+ * (docs/security/kernel-lifetime-compute.md, F3). The core checks in
+ * vcore_post that the file is still open in the slot.
+ */
+void vcore_call_set_fd_file(struct vcore_call *call, unsigned int i,
+			    struct vcore_file *file);
 /* NULL when @i >= count. Valid until vcore_post. */
 const struct vcore_fd_field *vcore_call_fd(const struct vcore_call *call,
 					   unsigned int i);

@@ -222,6 +222,8 @@ struct vcore_obj {
 	 */
 	vcore_bool confirmed;
 	vcore_bool unverified;
+	/* Holds (export.c): the export file's slot index of this object. */
+	vcore_u32 hold_index;
 };
 
 struct vcore_file {
@@ -238,6 +240,12 @@ struct vcore_file {
 	 * the same pid skips the slot lock (vcore_note_pid).
 	 */
 	vcore_u64 pid_seen;
+	/*
+	 * Objects exported to this file (EXPORT_OBJECTS_TO_FD, export.c):
+	 * one hold each, linked by hnext, never in the slot's table (no
+	 * tenant handle names them). Slot lock.
+	 */
+	struct vcore_obj *holds;
 	struct vcore_file *next;
 	struct vcore_file *prev;
 };
@@ -336,6 +344,19 @@ void vcore_obj_free_tree_locked(struct vcore_slot *slot, struct vcore_obj *obj);
 void vcore_obj_free_file_clients_locked(struct vcore_slot *slot,
 					struct vcore_file *file);
 void vcore_obj_free_all_locked(struct vcore_slot *slot);
+/* A freed @obj's charge to a surviving dup (its own dups, then the export
+ * holds): 1 when passed. */
+vcore_bool vcore_obj_pass_charge_to_dup_locked(struct vcore_slot *slot,
+					       struct vcore_obj *obj);
+/* @obj goes: its dups become dups of what it was a dup of (same memory). */
+void vcore_obj_unlink_dups_locked(struct vcore_slot *slot,
+				  struct vcore_obj *obj);
+/* Free one export hold (not in the table), passing on or refunding its
+ * charge; the caller unlinked it from its file. */
+void vcore_obj_drop_hold_locked(struct vcore_slot *slot, struct vcore_obj *hold);
+/* export.c: drop every hold of @file, passing on or refunding its charge. */
+void vcore_export_holds_free_locked(struct vcore_slot *slot,
+				    struct vcore_file *file);
 
 /* slot.c */
 void vcore_lock(struct vcore_slot *slot);
@@ -427,6 +448,9 @@ struct vcore_call {
 	vcore_bool reply_handle_from_buf; /* NVOS32: hMemory in top-level */
 	vcore_bool restore_event_data;	  /* NV0005.data back to the caller's */
 	vcore_u32 free_client, free_object;
+	/* The host's vcore_file behind each fd field (vcore_call_set_fd_file),
+	 * NULL when not given. */
+	struct vcore_file *fd_files[VCORE_CALL_MAX_FDS];
 	/* DUP_OBJECT from a client of another process of this slot. */
 	vcore_bool xdup;
 	vcore_u32 client_claim; /* a client handle claimed for this call */
@@ -594,6 +618,8 @@ enum vcore_verdict vcore_ctrl_fb_get_info(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_get_pids(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_get_pid_info(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_unix_fd_at0(struct vcore_call *call);
+enum vcore_verdict vcore_ctrl_unix_export_objects(struct vcore_call *call);
+enum vcore_verdict vcore_ctrl_unix_import_objects(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_unix_export_object_to_fd(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_unix_create_export_fd(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_attach_gpu(struct vcore_call *call);

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "kmod/core/abi/ctrl.h"
+
 namespace vgpu::trace {
 namespace {
 
@@ -136,23 +138,67 @@ vcore_file* Replayer::FileFor(uint32_t pid, int fd, const std::string& dev) {
   vcore_file* f = vcore_file_open(slot_, kind, nullptr);
   if (f != nullptr) {
     files_[{pid, fd}] = f;
+    refs_[f] = 1;
   }
   return f;
+}
+
+void Replayer::Unref(vcore_file* f) {
+  auto it = refs_.find(f);
+  if (it != refs_.end() && --it->second == 0) {
+    refs_.erase(it);
+    vcore_file_close(f);
+  }
 }
 
 void Replayer::Close(uint32_t pid, int fd) {
   auto it = files_.find({pid, fd});
   if (it != files_.end()) {
-    vcore_file_close(it->second);
+    vcore_file* f = it->second;
     files_.erase(it);
+    Unref(f);
   }
 }
 
 void Replayer::Finish() {
-  for (auto& [key, f] : files_) {
-    vcore_file_close(f);
+  while (!files_.empty()) {
+    Close(files_.begin()->first.pid, files_.begin()->first.fd);
   }
-  files_.clear();
+  if (in_flight_ != nullptr) {
+    Unref(in_flight_);
+  }
+  in_flight_ = in_flight_src_ = nullptr;
+}
+
+// The recording shows neither the exporter's sendmsg nor the importer's recvmsg, only the
+// importer's fd number in GET_EXPORT_OBJECT_INFO / IMPORT_OBJECTS_FROM_FD, one it never opened:
+// that number gets the file of the last export (what the receiver got).
+void Replayer::NameFdFiles(vcore_call* call, uint32_t pid) {
+  const uint32_t cmd = vcore_call_cmd(call);
+  const bool receives = cmd == NV0000_CTRL_CMD_OS_UNIX_GET_EXPORT_OBJECT_INFO ||
+                        cmd == NV0000_CTRL_CMD_OS_UNIX_IMPORT_OBJECTS_FROM_FD;
+  for (unsigned i = 0; i < vcore_call_fd_count(call); ++i) {
+    const vcore_fd_field* fd = vcore_call_fd(call, i);
+    if (fd->value < 0) {
+      continue;
+    }
+    auto it = files_.find({pid, fd->value});
+    if (it == files_.end() && in_flight_ != nullptr && receives) {
+      it = files_.emplace(FileKey{pid, fd->value}, in_flight_).first;  // the reference moves
+      in_flight_ = in_flight_src_ = nullptr;
+    }
+    if (it == files_.end()) {
+      continue;
+    }
+    vcore_call_set_fd_file(call, i, it->second);
+    if (cmd == NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECTS_TO_FD && it->second != in_flight_src_) {
+      if (in_flight_ != nullptr) {
+        Unref(in_flight_);
+      }
+      in_flight_ = in_flight_src_ = it->second;
+      ++refs_[it->second];
+    }
+  }
 }
 
 bool Replayer::FeedLine(const std::string& line, std::string* err) {
@@ -245,6 +291,7 @@ bool Replayer::FeedLine(const std::string& line, std::string* err) {
                      static_cast<vcore_u32>(j.value("tid", pid))};
   vcore_call* call = nullptr;
   vcore_verdict v = vcore_pre(file, static_cast<vcore_u32>(req), arg, &ctx, &call);
+  NameFdFiles(call, static_cast<uint32_t>(pid));
   int rc = 0;
   if (v == VCORE_FORWARD || v == VCORE_FORWARD_REWRITTEN) {
     // The recording is the driver: its reply lands in the caller's memory.

@@ -73,11 +73,21 @@ class Replayer {
   };
   vcore_file* FileFor(uint32_t pid, int fd, const std::string& dev);
   void Close(uint32_t pid, int fd);
+  // Files are shared like the kernel's: an fd received over SCM_RIGHTS is another reference.
+  void Unref(vcore_file* f);
+  // Names the files behind the call's fd fields to the core (vcore_call_set_fd_file).
+  void NameFdFiles(vcore_call* call, uint32_t pid);
 
   ReplayOptions opts_;
   SimHost host_;
   vcore_slot* slot_ = nullptr;
   std::map<FileKey, vcore_file*> files_;
+  std::map<vcore_file*, int> refs_;  // references per file: fds of files_, in_flight_
+  // The file of the last EXPORT_OBJECTS_TO_FD, in flight to its receiver (a reference), and the
+  // file it was taken from; the same inference as the guest replay
+  // (tests/vm/guest/replay/README.md, "Export fds received over SCM_RIGHTS").
+  vcore_file* in_flight_ = nullptr;
+  vcore_file* in_flight_src_ = nullptr;
   uint64_t lines_ = 0;
   uint64_t events_ = 0;
   uint64_t max_charged_ = 0;

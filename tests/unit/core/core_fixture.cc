@@ -165,6 +165,8 @@ CoreTest::Outcome CoreTest::Call(uint32_t req, uint64_t arg, vcore_file* file, u
     o.forwarded = true;
     for (unsigned i = 0; i < vcore_call_fd_count(call); ++i) {
       o.fds.push_back(*vcore_call_fd(call, i));
+      auto f = fd_files_.find(o.fds.back().value);
+      if (f != fd_files_.end()) vcore_call_set_fd_file(call, i, f->second);
     }
     rm_.Serve(mem_, req, arg);
     rc = rm_.rc;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <vector>
 
 #include "shim/trace/replay_host.h"
@@ -106,6 +107,9 @@ class CoreTest : public ::testing::Test {
   FakeRm rm_;
   vcore_slot* slot_ = nullptr;
   vcore_file* ctl_ = nullptr;
+  // fd numbers the "host" resolves to files of the slot (vcore_call_set_fd_file), as
+  // kmod/filter.c does for the fds it translates.
+  std::map<int32_t, vcore_file*> fd_files_;
 };
 
 }  // namespace vgpu::core_test

@@ -157,7 +157,7 @@ TEST(Lifetime, DmabufExportOfMemoryNotOwnedOrChargedIsRefused) {
 // tries to allocate again under the 64 MiB quota. Disabled until the core's ledger follows export
 // objects (docs/security/kernel-lifetime-compute.md, F3); run with
 // --gtest_also_run_disabled_tests.
-TEST(Lifetime, DISABLED_ExportFdKeepsTheChargeWhileTheDriverHoldsTheMemory) {
+TEST(Lifetime, ExportFdKeepsTheChargeWhileTheDriverHoldsTheMemory) {
   ScopedSlot slot(64 * kMiB, "export-fd");
   ASSERT_TRUE(slot.ok());
   Session s;
