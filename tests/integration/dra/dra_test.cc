@@ -119,6 +119,21 @@ TEST_F(DraTest, PublishesCountersAndDevicesSlicesFieldByField) {
       EXPECT_EQ(a["resource.kubernetes.io/numaNode"]["int"], 0);
       EXPECT_EQ(a["nvlinkPeers"]["string"], "");
       EXPECT_EQ(a["type"]["string"], d == &share ? "share" : "whole");
+      // DeviceAttribute versions are semantic versions: "9.0" and "535.104.05" as written.
+      EXPECT_EQ(a["cudaComputeCapability"], (json{{"version", "9.0.0"}}));
+      EXPECT_EQ(a["driverVersion"], (json{{"version", "535.104.5"}}));
+      // Nothing else, and each value is exactly one of DeviceAttribute's four members.
+      std::set<std::string> keys;
+      for (const auto& [key, value] : a.items()) {
+        keys.insert(key);
+        ASSERT_EQ(value.size(), 1u) << key;
+        EXPECT_TRUE(value.contains("int") || value.contains("bool") || value.contains("string") ||
+                    value.contains("version"))
+            << key;
+      }
+      EXPECT_EQ(keys, (std::set<std::string>{"uuid", "productName", "index", "pciBusID",
+                                             "resource.kubernetes.io/numaNode", "nvlinkPeers",
+                                             "type", "cudaComputeCapability", "driverVersion"}));
     }
   }
 }
