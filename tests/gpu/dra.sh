@@ -45,18 +45,7 @@ work=/tmp/vgpu-dra.$$  # short: unix socket paths
 mkdir -p "$work"
 port=$((20000 + $$ % 10000))
 url=http://127.0.0.1:$port/metrics
-ROWS=()
-row() { ROWS+=("| $1 | $2 | $3 |"); echo "[$2] $1: $3"; }
-run() { exec "$bundle/lib/ld-linux-x86-64.so.2" --library-path "$bundle/lib" "$@"; }  # replaces the caller
-util() { python3 "$e2e/e2e_util.py" "$@"; }
-unset_vgpu=(-u LD_PRELOAD)
-for v in $(env | sed -n 's/^\(VGPU_[A-Z0-9_]*\)=.*/\1/p'); do unset_vgpu+=(-u "$v"); done
-in_pod() {  # SPEC.json CMD...: CMD started as a container with that CDI spec's edits
-  local g=$1
-  shift
-  env "${unset_vgpu[@]}" unshare -m --propagation private \
-    bash -c "$(util grant-sh "$g")"$'\nexec "$@"' in_pod "$@"
-}
+source "$e2e/pod.sh"  # row, run, util, in_pod, bare
 json_get() {  # JSON KEY...: the value at that path (lists by index); booleans as true/false
   python3 -c 'import json, sys
 v = json.loads(sys.argv[1])
@@ -129,7 +118,7 @@ if [[ $parts == *" mem "* ]]; then
   for _ in $(seq 300); do [[ -e $work/ready ]] && break; kill -0 $m 2>/dev/null || break; sleep 0.1; done
   sleep 2  # one metrics sample period and a bit
   pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' "$out/mem.json" 2>/dev/null)
-  smi=$(env "${unset_vgpu[@]}" nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits |
+  smi=$(bare nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits |
     awk -F', ' -v p="$pid" '$1 == p {print $2}')
   charged=$(util metric "$url" vgpu_slot_memory_charged_bytes slot="$slot")
   peak=$(util metric "$url" vgpu_slot_memory_peak_bytes slot="$slot")
