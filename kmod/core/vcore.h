@@ -243,6 +243,13 @@ enum vcore_managed_policy {
 struct vcore_slot_config {
 	vcore_u32 id;		   /* slot number, for log lines */
 	vcore_u64 mem_quota_bytes; /* 0 = unlimited */
+	/*
+	 * Driver system memory (class NV01_MEMORY_SYSTEM) the slot's objects
+	 * may hold, in bytes; 0 = unlimited. The driver's pages are charged
+	 * to no memory cgroup (docs/security/kernel-lifetime-compute.md,
+	 * F10). Taken at vcore_slot_create; vcore_slot_update_config keeps it.
+	 */
+	vcore_u64 sysmem_budget_bytes;
 	enum vcore_unknown_policy unknown_policy;
 	enum vcore_managed_policy managed_policy;
 	/* Use the newest known tables for a driver the core does not know. */
