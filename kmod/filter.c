@@ -495,6 +495,8 @@ vgpu_filter_call(struct vgpu_file *vf, unsigned int cmd, unsigned long arg)
 
 	v = vcore_pre_lean(vf->filter->core, cmd, (vcore_uptr_t)arg, &ctx,
 			   &call);
+	if (v == VCORE_ANSWERED) /* the driver ran the core's copy */
+		return vcore_post(call, 0);
 	if (v != VCORE_FORWARD && v != VCORE_FORWARD_REWRITTEN) {
 		const char *why = call ? vcore_call_reason(call) : "no memory";
 

@@ -456,6 +456,7 @@ int vcore_post(struct vcore_call *call, int rc)
 		return -VCORE_ENOMEM;
 	switch (call->verdict) {
 	case VCORE_REFUSE_STATUS:
+	case VCORE_ANSWERED:
 		ret = 0;
 		goto unwind;
 	case VCORE_REFUSE_ERRNO:

@@ -459,6 +459,10 @@ enum vcore_verdict vcore_refuse_errno(struct vcore_call *call, int err,
 				      const char *reason);
 enum vcore_verdict vcore_refuse_status(struct vcore_call *call,
 				       vcore_u32 status, const char *reason);
+/* The driver's answer to a call the host issued with the core's copy
+ * (VCORE_ANSWERED): @status written into the user's struct. */
+enum vcore_verdict vcore_answer_status(struct vcore_call *call,
+				       vcore_u32 status);
 enum vcore_verdict vcore_policy_unknown(struct vcore_call *call,
 					struct vcore_unknown_list *list,
 					vcore_u32 number, int strict_errno,
