@@ -49,19 +49,7 @@ CAPS=${E2E_CAPS:-10 30 50 70 90}
 LOOPS=${E2E_LOOPS:-matmul graph}
 PAIRS=${E2E_PAIRS:-30:70 10:90}
 part() { [[ $parts == *" $1 "* ]]; }
-ROWS=()
-row() { ROWS+=("| $1 | $2 | $3 |"); echo "[$2] $1: $3"; }
-run() { exec "$bundle/lib/ld-linux-x86-64.so.2" --library-path "$bundle/lib" "$@"; }  # replaces the caller
-util() { python3 "$e2e/e2e_util.py" "$@"; }
-unset_vgpu=(-u LD_PRELOAD)
-for v in $(env | sed -n 's/^\(VGPU_[A-Z0-9_]*\)=.*/\1/p'); do unset_vgpu+=(-u "$v"); done
-in_pod() {  # GRANT.json CMD...: CMD started as a container with that grant
-  local g=$1
-  shift
-  env "${unset_vgpu[@]}" unshare -m --propagation private \
-    bash -c "$(util grant-sh "$g")"$'\nexec "$@"' in_pod "$@"
-}
-bare() { env "${unset_vgpu[@]}" "$@"; }
+source "$e2e/pod.sh"  # row, run, util, in_pod, bare
 slot_of() { util grant-env "$out/grants/$1.json" VGPU_SLOT_ID; }  # the metrics' slot label
 
 # --- the manager with a fake kubelet ------------------------------------------------------------
