@@ -70,6 +70,10 @@ ShimFile* FileFor(int fd, DevKind kind) {
   return f;
 }
 
+ShimFile* KnownFile(int fd) {
+  return fd < 0 || fd >= kMaxFiles ? nullptr : files[fd].load(std::memory_order_acquire);
+}
+
 int AfterOpen(int fd, const char* path) {
   if (Mode() & kModeCount) {
     Count(counters.opens);

@@ -44,6 +44,8 @@ extern std::atomic<ShimFile*> files[kMaxFiles];
 
 // The record of `fd`, attaching it to the core on first sight; nullptr: refuse the call.
 ShimFile* FileFor(int fd, DevKind kind);
+// The file this process tracks for fd, or nullptr; never attaches one.
+ShimFile* KnownFile(int fd);
 // Drops one reference; the last one closes the core's file (after the real close).
 void ReleaseFile(ShimFile* f);
 // After a real open of `path` returned `fd`: classify and attach it. -1 (EACCES): refused.

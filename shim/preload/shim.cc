@@ -299,6 +299,13 @@ int FilteredIoctl(int fd, DevKind kind, unsigned long req, void* arg) {
   vcore_call* call = nullptr;
   vcore_verdict v = vcore_pre(f->core, static_cast<vcore_u32>(req),
                               reinterpret_cast<vcore_uptr_t>(arg), &ctx, &call);
+  // Export fds keep their objects' charge (kmod/core/export.c): name the files this process
+  // tracks (compared by the core against the slot's open files, never dereferenced).
+  for (unsigned i = 0; i < vcore_call_fd_count(call); ++i) {
+    if (ShimFile* ff = KnownFile(vcore_call_fd(call, i)->value)) {
+      vcore_call_set_fd_file(call, i, ff->core);
+    }
+  }
   uint32_t nr = call != nullptr ? vcore_call_nr(call) : rm::IocNr(req);
   uint32_t cmd = call != nullptr ? vcore_call_cmd(call) : 0;
   int rc = 0;

@@ -139,11 +139,19 @@ void ReplayAndCompare(const std::string& trace, uint64_t quota, Expected* exp_ou
 // Recordings the guest cannot replay yet, and why (README: "Not replayed in the guest"). The
 // offline strict replay of each still runs in make test (tests/unit/core/replay_test.cc).
 const char* NotReplayableHere(const std::string& trace) {
+  static const std::map<std::string, const char*> kWhy = {};
+  auto it = kWhy.find(trace);
+  return it == kWhy.end() ? nullptr : it->second;
+}
+
+// Recordings whose run under the quota just below the peak (peak - 2 MiB) is left out, and why.
+const char* NotReplayableJustBelowPeak(const std::string& trace) {
   static const std::map<std::string, const char*> kWhy = {
       {"cuda-ipc-fd.jsonl.gz",
-       "shows issue 17 F3: after the exporter frees its memory (seq 1096) the slot is charged "
-       "8 MiB less than nvsim holds, the export fd the importer received keeps it (and under a "
-       "quota an export of a refused object fails the chain of controls after it)"},
+       "the quota refuses the 8 MiB allocation that is then exported: nvsim refuses the export "
+       "of the missing object (0x57) and the export fd never becomes one, so the controls on it "
+       "after it fail too (0x3b), which divergence rule 3 does not follow; charges and refusals "
+       "agree"},
   };
   auto it = kWhy.find(trace);
   return it == kWhy.end() ? nullptr : it->second;
@@ -172,6 +180,11 @@ TEST_P(Replay, QuotaBelowPeakDenies) {
   std::vector<uint64_t> quotas = {free_run.peak / 2 / kMiB * kMiB, free_run.peak - 2 * kMiB};
   quotas.resize(std::min<size_t>(quotas.size(), std::max(runs, 1)));
   for (uint64_t q : quotas) {
+    const char* why = NotReplayableJustBelowPeak(GetParam());
+    if (q == free_run.peak - 2 * kMiB && why) {
+      printf("%s: quota %" PRIu64 " left out: %s\n", GetParam().c_str(), q, why);
+      continue;
+    }
     SCOPED_TRACE("quota " + std::to_string(q));
     Expected e;
     ReplayAndCompare(GetParam(), q, &e);
