@@ -153,10 +153,9 @@ TEST(Lifetime, DmabufExportOfMemoryNotOwnedOrChargedIsRefused) {
 // F3 (issue 17): an export fd keeps the memory the driver exported (nvsim models it as the 580
 // driver does: an export object is a dup in the driver's export client, released with the fd,
 // tests/vm/nvsim/README.md), so the charge must last as long. The tenant exports each 64 MiB
-// allocation to a ctl file of its own slot, frees the handle (the core refunds it today) and
-// tries to allocate again under the 64 MiB quota. Disabled until the core's ledger follows export
-// objects (docs/security/kernel-lifetime-compute.md, F3); run with
-// --gtest_also_run_disabled_tests.
+// allocation to a ctl file of its own slot, frees the handle and tries to allocate again under
+// the 64 MiB quota: the export file's hold keeps the charge (kmod/core/export.c). Before the
+// holds: 192 MiB held by the driver, 0 charged (docs/security/kernel-lifetime-compute.md, F3).
 TEST(Lifetime, ExportFdKeepsTheChargeWhileTheDriverHoldsTheMemory) {
   ScopedSlot slot(64 * kMiB, "export-fd");
   ASSERT_TRUE(slot.ok());
