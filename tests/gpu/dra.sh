@@ -112,17 +112,7 @@ fi
 
 # --- the workload in the claim's CDI environment ------------------------------------------------
 if [[ $parts == *" mem "* ]]; then
-  rm -f "$work/ready"
-  in_pod "$spec" python3 "$e2e/mem.py" "$work/ready" 6 >"$out/mem.json" 2>"$out/logs/mem.err" &
-  m=$!
-  for _ in $(seq 300); do [[ -e $work/ready ]] && break; kill -0 $m 2>/dev/null || break; sleep 0.1; done
-  sleep 2  # one metrics sample period and a bit
-  pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' "$out/mem.json" 2>/dev/null)
-  smi=$(bare nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits |
-    awk -F', ' -v p="$pid" '$1 == p {print $2}')
-  charged=$(util metric "$url" vgpu_slot_memory_charged_bytes slot="$slot")
-  peak=$(util metric "$url" vgpu_slot_memory_peak_bytes slot="$slot")
-  wait $m
+  mem_in_pod "$spec" "$slot"
   python3 - "$QUOTA" "$out/mem.json" "${smi:-x}" "${charged:-x}" "${peak:-x}" >"$work/memrows" <<'PY'
 import json, sys
 q, path, smi, charged, peak = int(sys.argv[1]), sys.argv[2], *sys.argv[3:]

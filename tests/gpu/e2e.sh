@@ -103,18 +103,8 @@ start_manager "$out/logs/manager.log" --virtual-manager-path="$work/vm" --checkp
 if ! part mem; then
   :
 elif admit mem 100 $QUOTA_UNITS; then
-  rm -f "$work/ready"
-  in_pod "$out/grants/mem.json" python3 "$e2e/mem.py" "$work/ready" 6 >"$out/mem.json" 2>"$out/logs/mem.err" &
-  m=$!
-  for _ in $(seq 300); do [[ -e $work/ready ]] && break; kill -0 $m 2>/dev/null || break; sleep 0.1; done
-  sleep 2  # one metrics sample period and a bit
-  pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' "$out/mem.json" 2>/dev/null)
-  smi=$(bare nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits |
-    awk -F', ' -v p="$pid" '$1 == p {print $2}')
-  charged=$(util metric "$url" vgpu_slot_memory_charged_bytes slot="$(slot_of mem)")
-  peak=$(util metric "$url" vgpu_slot_memory_peak_bytes slot="$(slot_of mem)")
-  view=$(in_pod "$out/grants/mem.json" nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>"$out/logs/view.err" | head -1)
-  wait $m
+  read_view() { view=$(in_pod "$out/grants/mem.json" nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>"$out/logs/view.err" | head -1); }
+  mem_in_pod "$out/grants/mem.json" "$(slot_of mem)" read_view
   read -r alloc vtotal < <(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(j["allocated_mib"], j["view_total"])' "$out/mem.json" 2>/dev/null)
   python3 - "$QUOTA" "${smi:-x}" "${charged:-x}" "${peak:-x}" "${alloc:-x}" "${vtotal:-x}" "${view:-x}" >"$work/memrows" <<'PY'
 import sys

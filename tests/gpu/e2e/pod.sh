@@ -8,6 +8,9 @@
 #                           bound in a private mount namespace, its environment exported over the
 #                           machine's own without any VGPU_* or LD_PRELOAD (nothing set by hand)
 #   bare CMD...             CMD without any VGPU_* or LD_PRELOAD of the machine's
+#   mem_in_pod GRANT SLOT [CMD...]  e2e/mem.py in_pod GRANT (its JSON line in $out/mem.json);
+#                           while it holds what it got: smi= the driver's per-process MiB for it,
+#                           charged= and peak= slot SLOT's metrics from $url, then CMD
 # shellcheck shell=bash
 ROWS=()
 row() { ROWS+=("| $1 | $2 | $3 |"); echo "[$2] $1: $3"; }
@@ -22,3 +25,19 @@ in_pod() {
     bash -c "$(util grant-sh "$g")"$'\nexec "$@"' in_pod "$@"
 }
 bare() { env "${unset_vgpu[@]}" "$@"; }
+mem_in_pod() {
+  local g=$1 slot=$2 m pid
+  shift 2
+  rm -f "$work/ready"
+  in_pod "$g" python3 "$e2e/mem.py" "$work/ready" 6 >"$out/mem.json" 2>"$out/logs/mem.err" &
+  m=$!
+  for _ in $(seq 300); do [[ -e $work/ready ]] && break; kill -0 $m 2>/dev/null || break; sleep 0.1; done
+  sleep 2  # one metrics sample period and a bit
+  pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' "$out/mem.json" 2>/dev/null)
+  smi=$(bare nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits |
+    awk -F', ' -v p="$pid" '$1 == p {print $2}')
+  charged=$(util metric "$url" vgpu_slot_memory_charged_bytes slot="$slot")
+  peak=$(util metric "$url" vgpu_slot_memory_peak_bytes slot="$slot")
+  "$@"
+  wait $m
+}
