@@ -193,6 +193,7 @@ const struct vcore_host_ops vgpu_host_ops = {
 	.log = vgpu_host_log,
 	.clock_ns = vgpu_host_clock_ns,
 	.driver_memory = vgpu_trusted_driver_memory,
+	.control_copy = vgpu_trusted_control_copy,
 };
 
 /* Client records confirmed by the driver (kmod/core/vcore.h, trusted.c). */

@@ -39,6 +39,19 @@ module_param(allow_unknown_driver, bool, 0444);
 MODULE_PARM_DESC(allow_unknown_driver, "Use the newest ABI tables for a driver "
 				       "version the core does not know");
 
+/*
+ * Driver system memory (class 0x3e) one slot may hold, read when a slot is
+ * created (issue 17, F10): nvidia.ko charges it to no memory cgroup. libcuda
+ * takes about 70 MiB per context (tests/data/traces), and a slot holds at
+ * most 16 contexts (VCORE_SLOT_MAX_TSGS / 4), so 2 GiB leaves headroom.
+ * 0 = unlimited.
+ */
+static unsigned int slot_sysmem_mib = 2048;
+module_param(slot_sysmem_mib, uint, 0644);
+MODULE_PARM_DESC(slot_sysmem_mib,
+		 "Driver system memory per slot in MiB, taken at slot creation "
+		 "(0: unlimited)");
+
 #define NV01_DEVICE_0	       0x80
 #define NV_ESC_RM_ALLOC	       0x2b
 #define NV_ESC_IOCTL_XFER_CMD  0xd3
@@ -83,6 +96,7 @@ static void vgpu_fill_config(struct vgpu_slot *slot,
 	memset(cc, 0, sizeof(*cc));
 	cc->id = slot->id;
 	cc->mem_quota_bytes = slot->cfg.mem_quota;
+	cc->sysmem_budget_bytes = (u64)READ_ONCE(slot_sysmem_mib) << 20;
 	cc->unknown_policy = slot->cfg.unknown_policy == VGPU_UNKNOWN_ALLOW_LOG
 				     ? VCORE_UNKNOWN_PERMISSIVE
 				     : VCORE_UNKNOWN_STRICT;
@@ -481,6 +495,8 @@ vgpu_filter_call(struct vgpu_file *vf, unsigned int cmd, unsigned long arg)
 
 	v = vcore_pre_lean(vf->filter->core, cmd, (vcore_uptr_t)arg, &ctx,
 			   &call);
+	if (v == VCORE_ANSWERED) /* the driver ran the core's copy */
+		return vcore_post(call, 0);
 	if (v != VCORE_FORWARD && v != VCORE_FORWARD_REWRITTEN) {
 		const char *why = call ? vcore_call_reason(call) : "no memory";
 

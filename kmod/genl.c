@@ -22,7 +22,7 @@
  * Each number setting's valid range, inclusive, from its schema row. Not const:
  * 6.1's struct nla_policy points at a mutable one (6.12's at a const one).
  */
-#define VGPU_NL_NUMBER_RANGE(field, wire, unit, def, lo, hi, attr, env) \
+#define VGPU_NL_NUMBER_RANGE(field, wire, unit, def, lo, hi, attr, env)        \
 	static struct netlink_range_validation vgpu_nl_range_##field = {       \
 		.min = (lo),                                                   \
 		.max = (hi),                                                   \
@@ -31,10 +31,10 @@ VGPU_SLOT_NUMBERS(VGPU_NL_NUMBER_RANGE)
 #undef VGPU_NL_NUMBER_RANGE
 
 /* A setting's policy: its row's range; an enum's valid values 1 .. max - 1. */
-#define VGPU_NL_NUMBER_POLICY(field, wire, unit, def, lo, hi, attr, env) \
+#define VGPU_NL_NUMBER_POLICY(field, wire, unit, def, lo, hi, attr, env)       \
 	[attr] = NLA_POLICY_FULL_RANGE(VGPU_NLA_##wire, &vgpu_nl_range_##field),
 #define VGPU_NL_ENUM_POLICY(field, cxx_type, values, def, sentinel, attr, env) \
-	[attr] = NLA_POLICY_RANGE(NLA_U32, 1, (sentinel) - 1),
+	[attr] = NLA_POLICY_RANGE(NLA_U32, 1, (sentinel)-1),
 
 static const struct nla_policy vgpu_policy[VGPU_A_MAX + 1] = {
 	[VGPU_A_SLOT_ID] = NLA_POLICY_MAX(NLA_U32, VGPU_MAX_SLOTS - 1),
@@ -42,8 +42,8 @@ static const struct nla_policy vgpu_policy[VGPU_A_MAX + 1] = {
 	[VGPU_A_SLOT_NAME] = {.type = NLA_NUL_STRING,
 			      .len = VGPU_SLOT_NAME_LEN - 1},
 	VGPU_SLOT_NUMBERS(VGPU_NL_NUMBER_POLICY)
-	VGPU_SLOT_ENUMS(VGPU_NL_ENUM_POLICY)
-	[VGPU_A_SLOT_FLAGS] = NLA_POLICY_MASK(NLA_U32, __VGPU_SLOT_F_ALL),
+		VGPU_SLOT_ENUMS(VGPU_NL_ENUM_POLICY)[VGPU_A_SLOT_FLAGS] =
+			NLA_POLICY_MASK(NLA_U32, __VGPU_SLOT_F_ALL),
 	[VGPU_A_DEL_FLAGS] = NLA_POLICY_MASK(NLA_U32, __VGPU_DEL_F_ALL),
 	/* Output only: refused in requests. */
 	[VGPU_A_SLOT_STATE] = {.type = NLA_REJECT},
@@ -147,7 +147,7 @@ static int vgpu_nl_slot_new(struct sk_buff *skb, struct genl_info *info)
 	struct vgpu_slot_config cfg = {
 #define VGPU_CFG_DEFAULT(field, type, unit_or_values, def, ...) .field = (def),
 		VGPU_SLOT_NUMBERS(VGPU_CFG_DEFAULT)
-		VGPU_SLOT_ENUMS(VGPU_CFG_DEFAULT)
+			VGPU_SLOT_ENUMS(VGPU_CFG_DEFAULT)
 #undef VGPU_CFG_DEFAULT
 	};
 	u32 mask, flags = 0, id;

@@ -20,7 +20,8 @@ bool vgpu_genl_is_live(void);
  * genl_slot.c. Every slot setting is one row of the schema
  * (uapi/vgpu_slot_fields.h); these walk the rows.
  */
-/* Reads the settings present in @info into @cfg; returns the VGPU_CFG() mask. */
+/* Reads the settings present in @info into @cfg; returns the VGPU_CFG() mask.
+ */
 u32 vgpu_nl_parse_config(struct genl_info *info, struct vgpu_slot_config *cfg);
 /* Puts slot @slot as VGPU_CMD_SLOT_GET describes it. */
 int vgpu_nl_put_slot(struct sk_buff *skb, struct vgpu_slot *slot);

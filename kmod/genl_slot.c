@@ -29,9 +29,9 @@ static int vgpu_nl_put_setting_u64(struct sk_buff *skb, int attr, u64 v)
 static int vgpu_nl_put_settings(struct sk_buff *skb,
 				const struct vgpu_slot_config *cfg)
 {
-#define VGPU_NL_PUT_NUMBER(field, wire, unit, def, lo, hi, attr, env) \
+#define VGPU_NL_PUT_NUMBER(field, wire, unit, def, lo, hi, attr, env)          \
 	vgpu_nl_put_setting_##wire(skb, attr, cfg->field) ||
-#define VGPU_NL_PUT_ENUM(field, cxx_type, values, def, sentinel, attr, env) \
+#define VGPU_NL_PUT_ENUM(field, cxx_type, values, def, sentinel, attr, env)    \
 	vgpu_nl_put_setting_u32(skb, attr, cfg->field) ||
 	if (VGPU_SLOT_NUMBERS(VGPU_NL_PUT_NUMBER)
 		    VGPU_SLOT_ENUMS(VGPU_NL_PUT_ENUM) 0)
@@ -51,15 +51,15 @@ u32 vgpu_nl_parse_config(struct genl_info *info, struct vgpu_slot_config *cfg)
 		mask |= VGPU_CFG(name);
 	}
 	/* The policy already checked each value against its row's range. */
-#define VGPU_NL_GET_NUMBER(field, wire, unit, def, lo, hi, attr, env) \
-	if (a[attr]) {                                                 \
-		cfg->field = nla_get_##wire(a[attr]);                  \
-		mask |= VGPU_CFG(field);                               \
+#define VGPU_NL_GET_NUMBER(field, wire, unit, def, lo, hi, attr, env)          \
+	if (a[attr]) {                                                         \
+		cfg->field = nla_get_##wire(a[attr]);                          \
+		mask |= VGPU_CFG(field);                                       \
 	}
-#define VGPU_NL_GET_ENUM(field, cxx_type, values, def, sentinel, attr, env) \
-	if (a[attr]) {                                                       \
-		cfg->field = nla_get_u32(a[attr]);                           \
-		mask |= VGPU_CFG(field);                                     \
+#define VGPU_NL_GET_ENUM(field, cxx_type, values, def, sentinel, attr, env)    \
+	if (a[attr]) {                                                         \
+		cfg->field = nla_get_u32(a[attr]);                             \
+		mask |= VGPU_CFG(field);                                       \
 	}
 	VGPU_SLOT_NUMBERS(VGPU_NL_GET_NUMBER)
 	VGPU_SLOT_ENUMS(VGPU_NL_GET_ENUM)

@@ -273,8 +273,8 @@ int vgpu_slot_update(u32 id, const struct vgpu_slot_config *cfg, u32 mask)
 	mutex_lock(&slot->lock);
 	if (mask & VGPU_CFG(name))
 		strscpy(slot->cfg.name, cfg->name, sizeof(slot->cfg.name));
-#define VGPU_CFG_COPY(field, ...)                  \
-	if (mask & VGPU_CFG(field))                \
+#define VGPU_CFG_COPY(field, ...)                                              \
+	if (mask & VGPU_CFG(field))                                            \
 		slot->cfg.field = cfg->field;
 	VGPU_SLOT_NUMBERS(VGPU_CFG_COPY)
 	VGPU_SLOT_ENUMS(VGPU_CFG_COPY)

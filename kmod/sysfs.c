@@ -2,8 +2,8 @@
 /*
  * Per-slot configuration and counters under /sys/class/vgpu/<node>/, read-only
  * (changes go through netlink, admin-only). The settings' files come from the
- * slot schema's rows, as netlink's attributes do. Every node of a slot shows the same
- * slot. The device is destroyed before the slot can be freed
+ * slot schema's rows, as netlink's attributes do. Every node of a slot shows
+ * the same slot. The device is destroyed before the slot can be freed
  * (vgpu_slot_destroy), and sysfs drains active readers on removal, so drvdata
  * is valid in every show().
  */
@@ -52,7 +52,7 @@ static DEVICE_ATTR_RO(name);
  * a number in decimal, an enum by its value's name (what the slot config file,
  * the JSON and the command lines say; "default" for 0).
  */
-#define VGPU_SETTING_SHOW(field, fmt, expr)                                   \
+#define VGPU_SETTING_SHOW(field, fmt, expr)                                    \
 	static ssize_t field##_show(struct device *dev,                        \
 				    struct device_attribute *attr, char *buf)  \
 	{                                                                      \
@@ -66,25 +66,24 @@ static DEVICE_ATTR_RO(name);
 	}                                                                      \
 	static DEVICE_ATTR_RO(field);
 
-#define VGPU_NUMBER_SETTING_ATTR(field, wire, unit, def, lo, hi, attr, env)   \
+#define VGPU_NUMBER_SETTING_ATTR(field, wire, unit, def, lo, hi, attr, env)    \
 	VGPU_SETTING_SHOW(field, "%llu", (unsigned long long)slot->cfg.field)
 VGPU_SLOT_NUMBERS(VGPU_NUMBER_SETTING_ATTR)
 #undef VGPU_NUMBER_SETTING_ATTR
 
-#define VGPU_SETTING_VALUE_CASE(value, text) \
-	case value:                          \
+#define VGPU_SETTING_VALUE_CASE(value, text)                                   \
+	case value:                                                            \
 		return text;
-#define VGPU_ENUM_SETTING_ATTR(field, cxx_type, values, def, sentinel, attr, \
-			       env)                                           \
-	static const char *field##_value_name(u32 v)                          \
-	{                                                                     \
-		switch (v) {                                                  \
-		values(VGPU_SETTING_VALUE_CASE)                               \
-		case 0:                                                       \
-			return VGPU_SLOT_ENUM_DEFAULT_NAME;                   \
-		}                                                             \
-		return "unset";                                               \
-	}                                                                     \
+#define VGPU_ENUM_SETTING_ATTR(field, cxx_type, values, def, sentinel, attr,   \
+			       env)                                            \
+	static const char *field##_value_name(u32 v)                           \
+	{                                                                      \
+		switch (v) {                                                   \
+			values(VGPU_SETTING_VALUE_CASE) case 0                 \
+			    : return VGPU_SLOT_ENUM_DEFAULT_NAME;              \
+		}                                                              \
+		return "unset";                                                \
+	}                                                                      \
 	VGPU_SETTING_SHOW(field, "%s", field##_value_name(slot->cfg.field))
 VGPU_SLOT_ENUMS(VGPU_ENUM_SETTING_ATTR)
 #undef VGPU_ENUM_SETTING_ATTR
@@ -124,9 +123,9 @@ static struct attribute *vgpu_slot_attrs[] = {
 	&dev_attr_name.attr,
 #define VGPU_SETTING_ATTR_PTR(field, ...) &dev_attr_##field.attr,
 	VGPU_SLOT_NUMBERS(VGPU_SETTING_ATTR_PTR)
-	VGPU_SLOT_ENUMS(VGPU_SETTING_ATTR_PTR)
+			VGPU_SLOT_ENUMS(VGPU_SETTING_ATTR_PTR)
 #undef VGPU_SETTING_ATTR_PTR
-	&dev_attr_open_files.attr,
+		& dev_attr_open_files.attr,
 	&dev_attr_pids.attr,
 	NULL,
 };

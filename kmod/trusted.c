@@ -350,3 +350,17 @@ int vgpu_trusted_driver_memory(void *priv, vcore_u32 h_client,
 	}
 	return 0;
 }
+
+/*
+ * A control the core checked, issued with the core's private copy of its
+ * params through the driver's in-kernel entry (vcore.h, control_copy): the
+ * driver reads no user memory, so a sibling thread cannot change what it
+ * runs after the check (issue 17, F7). The core asks only for objects it
+ * recorded under the caller's own client.
+ */
+int vgpu_trusted_control_copy(void *priv, vcore_u32 h_client,
+			      vcore_u32 h_object, vcore_u32 cmd, void *params,
+			      vcore_u32 size, vcore_u32 *status)
+{
+	return vgpu_rm_control(h_client, h_object, cmd, params, size, status);
+}

@@ -17,6 +17,9 @@ int vgpu_trusted_driver_memory(void *priv, vcore_u32 h_client,
 int vgpu_trusted_client_claim(void *priv, vcore_u32 *h_client);
 void vgpu_trusted_client_release(void *priv, vcore_u32 h_client);
 int vgpu_trusted_driver_has(void *priv, vcore_u32 h_client, vcore_u32 h_object);
+int vgpu_trusted_control_copy(void *priv, vcore_u32 h_client,
+			      vcore_u32 h_object, vcore_u32 cmd, void *params,
+			      vcore_u32 size, vcore_u32 *status);
 void vgpu_trusted_exit(void);
 
 #endif /* VGPU_KMOD_TRUSTED_H */

@@ -53,24 +53,30 @@ struct vgpu_proc {
  */
 struct vgpu_slot_config {
 	char name[VGPU_SLOT_NAME_LEN];
-#define VGPU_CFG_NUMBER_MEMBER(field, wire, unit, def, lo, hi, attr, env) \
+#define VGPU_CFG_NUMBER_MEMBER(field, wire, unit, def, lo, hi, attr, env)      \
 	wire field;
 	VGPU_SLOT_NUMBERS(VGPU_CFG_NUMBER_MEMBER)
 #undef VGPU_CFG_NUMBER_MEMBER
-#define VGPU_CFG_ENUM_MEMBER(field, cxx_type, values, def, sentinel, attr, env) \
+#define VGPU_CFG_ENUM_MEMBER(field, cxx_type, values, def, sentinel, attr,     \
+			     env)                                              \
 	u32 field;
 	VGPU_SLOT_ENUMS(VGPU_CFG_ENUM_MEMBER)
 #undef VGPU_CFG_ENUM_MEMBER
 };
 
-/* Which config fields vgpu_slot_update replaces: VGPU_CFG(name), VGPU_CFG(<setting>). */
+/* Which config fields vgpu_slot_update replaces: VGPU_CFG(name),
+ * VGPU_CFG(<setting>). */
+/* The X-macro lists are not statements: kept as written. */
+/* clang-format off */
 enum vgpu_cfg_bit {
 	VGPU_CFG_BIT_name,
 #define VGPU_CFG_BIT_OF(field, ...) VGPU_CFG_BIT_##field,
-	VGPU_SLOT_NUMBERS(VGPU_CFG_BIT_OF) VGPU_SLOT_ENUMS(VGPU_CFG_BIT_OF)
+	VGPU_SLOT_NUMBERS(VGPU_CFG_BIT_OF)
+	VGPU_SLOT_ENUMS(VGPU_CFG_BIT_OF)
 #undef VGPU_CFG_BIT_OF
 	VGPU_CFG_BITS
 };
+/* clang-format on */
 #define VGPU_CFG(field) BIT(VGPU_CFG_BIT_##field)
 
 struct vgpu_slot {

@@ -440,6 +440,12 @@ static void call_unwind(struct vcore_call *call)
 		vcore_unlock(call->slot);
 		call->reserved = 0;
 	}
+	if (call->sysmem_reserved) {
+		vcore_lock(call->slot);
+		call->slot->sysmem_held -= call->sysmem_reserved;
+		vcore_unlock(call->slot);
+		call->sysmem_reserved = 0;
+	}
 }
 
 int vcore_post(struct vcore_call *call, int rc)
@@ -450,6 +456,7 @@ int vcore_post(struct vcore_call *call, int rc)
 		return -VCORE_ENOMEM;
 	switch (call->verdict) {
 	case VCORE_REFUSE_STATUS:
+	case VCORE_ANSWERED:
 		ret = 0;
 		goto unwind;
 	case VCORE_REFUSE_ERRNO:

@@ -38,6 +38,21 @@ enum vcore_verdict vcore_refuse_status(struct vcore_call *call,
 	return call->verdict;
 }
 
+enum vcore_verdict vcore_answer_status(struct vcore_call *call,
+				       vcore_u32 status)
+{
+	const struct vcore_esc_row *row = call->esc;
+
+	if (!row || (row->flags & VCORE_ESC_NO_STATUS) ||
+	    vcore_user_write(call, call->arg + call->status_off, &status,
+			     sizeof(status)))
+		return vcore_refuse_errno(call, -VCORE_EFAULT,
+					  "status unwritable");
+	call->verdict = VCORE_ANSWERED;
+	call->rm_status = status;
+	return call->verdict;
+}
+
 enum vcore_verdict vcore_policy_unknown(struct vcore_call *call,
 					struct vcore_unknown_list *list,
 					vcore_u32 number, int strict_errno,

@@ -131,6 +131,7 @@ static void release_one(struct vcore_slot *slot, struct vcore_obj *obj)
 	if (obj->charged && !pass_charge_to_dup(slot, obj) &&
 	    !pass_charge_to_process(slot, obj))
 		vcore_charge_refund(slot, obj->charged);
+	slot->sysmem_held -= obj->sysmem;
 	if (obj->xdup_client && l->dup)
 		l->dup(slot->ledger.priv, obj->xdup_client, obj->xdup_object,
 		       0);

@@ -82,6 +82,41 @@ static enum vcore_verdict reserve(struct vcore_call *call, vcore_u64 bytes,
 }
 
 /*
+ * Reserve the driver system memory of a class 0x3e allocation against the
+ * slot's budget (issue 17, F10): nvidia.ko allocates these pages with
+ * GFP_KERNEL and no __GFP_ACCOUNT (nv_alloc_system_pages, nv-vm.c), so
+ * neither the pod's memory cgroup nor any process's RSS sees them, and a
+ * tenant could take the node's memory. RM rounds to pages and writes the
+ * size back (sysmemConstruct_IMPL, system_mem.c); post settles at the larger
+ * of the two.
+ */
+static enum vcore_verdict
+reserve_sysmem(struct vcore_call *call, const vcore_u8 *params, vcore_u32 psize)
+{
+	struct vcore_slot *slot = call->slot;
+	vcore_u64 budget = slot->cfg.sysmem_budget_bytes, bytes;
+	vcore_bool over;
+
+	if (!budget)
+		return VCORE_FORWARD;
+	if (!params || psize < sizeof(NV_MEMORY_ALLOCATION_PARAMS))
+		return vcore_refuse_status(
+			call, NV_ERR_INVALID_ARGUMENT,
+			"system memory alloc without params");
+	bytes = round_up(vcore_rd64(params, 64), SZ_4K);
+	vcore_lock(slot);
+	over = bytes > budget || slot->sysmem_held > budget - bytes;
+	if (!over)
+		slot->sysmem_held += bytes;
+	vcore_unlock(slot);
+	if (over)
+		return vcore_refuse_status(call, NV_ERR_NO_MEMORY,
+					   "system memory budget exceeded");
+	call->sysmem_reserved = bytes;
+	return VCORE_FORWARD;
+}
+
+/*
  * The class decides what an allocation means. @params is the private copy
  * of the class params (NULL when the escape has none), @psize its length.
  */
@@ -144,6 +179,8 @@ static enum vcore_verdict alloc_by_class(struct vcore_call *call, vcore_u32 cls,
 			round_up(vcore_rd64(params, NV00F8_ALLOC_SIZE_OFF),
 				 SZ_2M),
 			SZ_2M);
+	case VCORE_CLS_SYSMEM:
+		return reserve_sysmem(call, params, psize);
 	case VCORE_CLS_QUOTA_REFUSED:
 		if (vcore_slot_has_quota(call->slot))
 			return vcore_refuse_status(
@@ -251,6 +288,7 @@ enum vcore_verdict vcore_esc_rm_alloc(struct vcore_call *call)
 	row = vcore_abi_class(call->slot->abi, cls);
 	if (row && row->params_size && p) {
 		vcore_bool need = row->kind == VCORE_CLS_VIDMEM ||
+				  row->kind == VCORE_CLS_SYSMEM ||
 				  row->kind == VCORE_CLS_FABRIC ||
 				  row->kind == VCORE_CLS_TSG ||
 				  row->kind == VCORE_CLS_EVENT;
@@ -319,6 +357,15 @@ enum vcore_verdict vcore_esc_rm_alloc_memory(struct vcore_call *call)
 	call->h_parent = vcore_rd32(call->argbuf, 4);
 	vcore_add_fd(call, call->arg + 48,
 		     (vcore_s32)vcore_rd32(call->argbuf, 48), VCORE_FD_NV_ANY);
+	/* Legacy system memory (NVOS02 pLimit) is not counted against the
+	 * sysmem budget: refused under one (libcuda pins its host memory
+	 * as 0x71, tests/data/traces). */
+	if (cls == NV01_MEMORY_SYSTEM && call->slot->cfg.sysmem_budget_bytes) {
+		call->cmd = cls;
+		return vcore_refuse_status(call, NV_ERR_NOT_SUPPORTED,
+					   "legacy system memory under a "
+					   "system memory budget");
+	}
 	switch (cls) {
 	case NV01_MEMORY_LOCAL_USER:
 	case NV01_MEMORY_SYSTEM:
@@ -385,12 +432,19 @@ enum vcore_verdict vcore_esc_vid_heap_control(struct vcore_call *call)
 			call, NV_ERR_NOT_SUPPORTED,
 			"VID_HEAP allocation without a provided handle "
 			"under a quota");
+	attr = vcore_rd32(a, NVOS32_ALLOCSIZE_ATTR_OFF);
+	/* System memory the sysmem budget does not count (F10): refused. */
+	if (!(flags & NVOS32_ALLOC_FLAGS_VIRTUAL) &&
+	    NVOS32_ATTR_LOCATION(attr) == NVOS32_ATTR_LOCATION_PCI &&
+	    call->slot->cfg.sysmem_budget_bytes)
+		return vcore_refuse_status(call, NV_ERR_NOT_SUPPORTED,
+					   "VID_HEAP system memory under a "
+					   "system memory budget");
 	call->h_parent = vcore_rd32(a, 4);
 	v = prealloc_obj(call);
 	if (v != VCORE_FORWARD)
 		return v;
 	call->reply_handle_from_buf = 1;
-	attr = vcore_rd32(a, NVOS32_ALLOCSIZE_ATTR_OFF);
 	if (flags & NVOS32_ALLOC_FLAGS_VIRTUAL) {
 		call->new_obj->cls = NV50_MEMORY_VIRTUAL;
 		return VCORE_FORWARD;

@@ -63,6 +63,25 @@ static int restore_event_data(struct vcore_call *call)
 	return vcore_user_write(call, b->uaddr + 16, &data, sizeof(data));
 }
 
+/*
+ * The system memory a class 0x3e allocation holds: what pre reserved, or
+ * the size the driver wrote back when larger (a sibling thread raised the
+ * size between the private copy and the driver's read). The budget can go
+ * over by that much once; later allocations are refused until it is back.
+ */
+static vcore_u64 sysmem_settled(struct vcore_call *call)
+{
+	vcore_u64 reply = 0;
+
+	if (!call->sysmem_reserved || call->params_buf < 0 ||
+	    vcore_user_read(call, &reply,
+			    call->bufs[call->params_buf].uaddr + 64,
+			    sizeof(reply)))
+		return call->sysmem_reserved;
+	reply = round_up(reply, 0x1000);
+	return reply > call->sysmem_reserved ? reply : call->sysmem_reserved;
+}
+
 int vcore_post_alloc(struct vcore_call *call)
 {
 	struct vcore_slot *slot = call->slot;
@@ -72,6 +91,7 @@ int vcore_post_alloc(struct vcore_call *call)
 	vcore_bool have_trusted = 0, is_root, confirmed = 0;
 	struct vcore_overquota oq;
 	vcore_bool over = 0;
+	vcore_u64 sysmem;
 	int ret = 0;
 
 	/* A failed restore is reported, but the object is still recorded. */
@@ -188,7 +208,11 @@ int vcore_post_alloc(struct vcore_call *call)
 		/* The client's owner file is where its objects die. */
 	}
 	obj->h_object = h_new;
+	sysmem = sysmem_settled(call);
 	vcore_lock(slot);
+	slot->sysmem_held += sysmem - call->sysmem_reserved;
+	obj->sysmem = sysmem;
+	call->sysmem_reserved = 0; /* now owned by the object */
 	if (charge > call->reserved) {
 		vcore_charge_force(slot, charge - call->reserved);
 		if (vcore_slot_has_quota(slot) &&

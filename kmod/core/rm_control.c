@@ -194,9 +194,10 @@ enum vcore_verdict vcore_ctrl_sched_reserved(struct vcore_call *call)
  * registry marks the TSG scheduled only when RM said NV_OK, so that the
  * controllers never touch a TSG that is not on the runlist yet (vcore.h).
  * bEnable comes from the core's private copy taken in pre, never from a
- * second read of user memory: a thread that rewrites it during the call can
- * make the driver and the registry disagree, and the only TSG that can then
- * be mis-controlled is the racing tenant's own.
+ * second read of user memory. With the host's control_copy the driver runs
+ * that same copy (tsg_schedule_copy); without it (the shim) a thread that
+ * rewrites bEnable during the call can make the driver and the registry
+ * disagree.
  */
 static int tsg_schedule_post(struct vcore_call *call)
 {
@@ -218,12 +219,60 @@ static int tsg_schedule_post(struct vcore_call *call)
 	return 0;
 }
 
+/*
+ * A TSG the registry thinks is scheduled while the driver has it off the
+ * runlist made every off edge of the compute gate PREEMPT(bWait=1) it, which
+ * waits RM's whole timeout with the GPU's lock held, stalling every slot's
+ * control on that GPU (F7). So the driver must schedule exactly what the
+ * registry records: the core's copy goes to the driver through the host's
+ * in-kernel entry, for a TSG recorded under the caller's own client (the
+ * kernel entry skips RM's ownership check). The reply is the driver's status.
+ * false: not issued (no host op, not a recorded TSG of the caller's, or the
+ * driver could not be asked): forward as usual.
+ */
+static vcore_bool tsg_schedule_copy(struct vcore_call *call, int i,
+				    enum vcore_verdict *v)
+{
+	struct vcore_slot *slot = call->slot;
+	vcore_u32 h_client = vcore_rd32(call->argbuf, 0);
+	vcore_u32 h_tsg = vcore_rd32(call->argbuf, 4), status = 0;
+	vcore_u8 prm[sizeof(NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS)];
+	struct vcore_obj *tsg;
+	vcore_bool on;
+
+	if (!slot->ops->control_copy || call->bufs[i].len != sizeof(prm) ||
+	    !vcore_own_client(call, h_client))
+		return 0;
+	vcore_lock(slot);
+	tsg = ctrl_tsg_locked(call);
+	vcore_unlock(slot);
+	if (!tsg)
+		return 0;
+	vcore_memcpy(prm, call->bufs[i].priv, sizeof(prm));
+	if (slot->ops->control_copy(slot->priv, h_client, h_tsg, call->cmd, prm,
+				    sizeof(prm), &status))
+		return 0;
+	on = prm[0] != 0;
+	vcore_lock(slot);
+	tsg = ctrl_tsg_locked(call);
+	if (status == NV_OK && tsg && tsg->scheduled != on) {
+		tsg->scheduled = on;
+		slot->tsg_gen++;
+	}
+	vcore_unlock(slot);
+	*v = vcore_answer_status(call, status);
+	return 1;
+}
+
 enum vcore_verdict vcore_ctrl_tsg_schedule(struct vcore_call *call)
 {
 	int i = copy_params(call);
+	enum vcore_verdict v;
 
 	if (i < 0)
 		return params_fault(call, i);
+	if (tsg_schedule_copy(call, i, &v))
+		return v;
 	call->post = VCORE_POST_CTRL;
 	call->ctrl_post = tsg_schedule_post;
 	return VCORE_FORWARD;

@@ -335,6 +335,8 @@ int vcore_slot_update_config(struct vcore_slot *slot,
 	vcore_lock(slot);
 	slot->cfg.id = cfg->id;
 	slot->cfg.mem_quota_bytes = cfg->mem_quota_bytes;
+	/* sysmem_budget_bytes stays as created: sysmem_held may exceed a
+	 * lowered budget, and the budget is the node's, not the tenant's. */
 	slot->cfg.unknown_policy = cfg->unknown_policy;
 	slot->cfg.managed_policy = cfg->managed_policy;
 	vcore_unlock(slot);

@@ -141,6 +141,21 @@ struct vcore_host_ops {
 	 */
 	int (*driver_memory)(void *priv, vcore_u32 h_client, vcore_u32 h_parent,
 			     vcore_u32 h_object, vcore_u64 *bytes);
+	/*
+	 * Optional: issue RM_CONTROL @cmd on (@h_client, @h_object) with
+	 * @params, the core's private copy of @size bytes, through the
+	 * driver's in-kernel entry, so that the driver reads the parameters
+	 * the core checked and no user memory (issue 17, F7: a sibling's
+	 * store into nested params between the core's read and the driver's).
+	 * 0 and the driver's status in @status, or a negative error when the
+	 * driver cannot be asked (the core then forwards the call as usual).
+	 * The core asks only for controls on objects it recorded under a
+	 * client the caller's file created. Called from vcore_pre in the
+	 * calling task, slot lock not held. The shim leaves it NULL.
+	 */
+	int (*control_copy)(void *priv, vcore_u32 h_client, vcore_u32 h_object,
+			    vcore_u32 cmd, void *params, vcore_u32 size,
+			    vcore_u32 *status);
 };
 
 /*
@@ -243,6 +258,13 @@ enum vcore_managed_policy {
 struct vcore_slot_config {
 	vcore_u32 id;		   /* slot number, for log lines */
 	vcore_u64 mem_quota_bytes; /* 0 = unlimited */
+	/*
+	 * Driver system memory (class NV01_MEMORY_SYSTEM) the slot's objects
+	 * may hold, in bytes; 0 = unlimited. The driver's pages are charged
+	 * to no memory cgroup (docs/security/kernel-lifetime-compute.md,
+	 * F10). Taken at vcore_slot_create; vcore_slot_update_config keeps it.
+	 */
+	vcore_u64 sysmem_budget_bytes;
 	enum vcore_unknown_policy unknown_policy;
 	enum vcore_managed_policy managed_policy;
 	/* Use the newest known tables for a driver the core does not know. */
@@ -375,6 +397,11 @@ enum vcore_verdict {
 	VCORE_REFUSE_STATUS = 2,
 	/* Refused with an errno; vcore_post returns it (negative). */
 	VCORE_REFUSE_ERRNO = 3,
+	/* Answered by the driver through the host's control_copy with the
+	 * core's private copy: the driver's status is already written into
+	 * the user's struct; the host returns 0 without forwarding. Not a
+	 * refusal. */
+	VCORE_ANSWERED = 4,
 };
 
 struct vcore_call_ctx {

@@ -78,7 +78,9 @@ enum vcore_class_kind {
 	VCORE_CLS_ROOT,	    /* an RM client */
 	VCORE_CLS_VIDMEM,   /* physical vidmem, NV_MEMORY_ALLOCATION_PARAMS */
 	VCORE_CLS_FABRIC,   /* physical vidmem, NV00F8 allocSize */
-	VCORE_CLS_UNCHARGED_MEM, /* sysmem, VA, OS descriptors */
+	VCORE_CLS_SYSMEM,   /* driver sysmem, NV_MEMORY_ALLOCATION_PARAMS:
+			     * the slot's sysmem budget (F10) */
+	VCORE_CLS_UNCHARGED_MEM, /* VA, OS descriptors (the tenant's pages) */
 	VCORE_CLS_QUOTA_REFUSED, /* refused when a memory quota is set */
 	VCORE_CLS_TSG,
 	VCORE_CLS_CHANNEL,
@@ -194,6 +196,7 @@ struct vcore_obj {
 	vcore_u32 cls;
 	vcore_u32 pid;
 	vcore_u64 charged;	   /* bytes charged in the ledger for this */
+	vcore_u64 sysmem;	   /* bytes of the slot's sysmem_held */
 	struct vcore_obj *hnext;   /* hash chain */
 	struct vcore_obj *parent;  /* NULL for clients */
 	struct vcore_obj *child;   /* first child */
@@ -265,6 +268,9 @@ struct vcore_slot {
 	 * mode): the app's own SET_TIMESLICE is recorded, not forwarded. */
 	vcore_bool host_owns_timeslice;
 	vcore_u32 n_channels; /* live channels (class 0x??6f) */
+	/* Driver system memory the records hold (VCORE_CLS_SYSMEM), against
+	 * cfg.sysmem_budget_bytes; reservations of calls in flight included. */
+	vcore_u64 sysmem_held;
 
 	/* Lock-free (relaxed atomics): stats.ioctls and views_rewritten. */
 	vcore_u64 ioctls;
@@ -419,11 +425,12 @@ struct vcore_call {
 	vcore_ctrl_post_fn ctrl_post;
 	struct vcore_obj *new_obj; /* preallocated record */
 	vcore_u32 h_parent;
-	vcore_u64 reserved;		  /* ledger bytes reserved in pre */
-	vcore_u32 page_align;		  /* rounding for the settle */
-	int params_buf;			  /* bufs index of class/ctrl params */
-	vcore_u32 reply_size_off;	  /* offset of the size in the reply */
-	vcore_u32 reply_size_buf;	  /* bufs index holding it */
+	vcore_u64 reserved;	   /* ledger bytes reserved in pre */
+	vcore_u64 sysmem_reserved; /* sysmem_held bytes reserved in pre */
+	vcore_u32 page_align;	   /* rounding for the settle */
+	int params_buf;		   /* bufs index of class/ctrl params */
+	vcore_u32 reply_size_off;  /* offset of the size in the reply */
+	vcore_u32 reply_size_buf;  /* bufs index holding it */
 	vcore_bool reply_handle_from_buf; /* NVOS32: hMemory in top-level */
 	vcore_bool restore_event_data;	  /* NV0005.data back to the caller's */
 	vcore_u32 free_client, free_object;
@@ -452,6 +459,10 @@ enum vcore_verdict vcore_refuse_errno(struct vcore_call *call, int err,
 				      const char *reason);
 enum vcore_verdict vcore_refuse_status(struct vcore_call *call,
 				       vcore_u32 status, const char *reason);
+/* The driver's answer to a call the host issued with the core's copy
+ * (VCORE_ANSWERED): @status written into the user's struct. */
+enum vcore_verdict vcore_answer_status(struct vcore_call *call,
+				       vcore_u32 status);
 enum vcore_verdict vcore_policy_unknown(struct vcore_call *call,
 					struct vcore_unknown_list *list,
 					vcore_u32 number, int strict_errno,

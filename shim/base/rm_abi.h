@@ -10,6 +10,11 @@ namespace vgpu::shim::rm {
 
 inline constexpr uint32_t IocNr(unsigned long req) { return req & 0xff; }
 inline constexpr uint32_t IocSize(unsigned long req) { return (req >> 16) & 0x3fff; }
+// _IOWR('F', nr, size): how libcuda encodes every escape (nv-ioctl-numbers.h NV_IOCTL_MAGIC).
+inline constexpr unsigned long IocEscape(uint32_t nr, uint32_t size) {
+  return (3ul << 30) | (static_cast<unsigned long>(size) << 16) | (0x46ul << 8) | nr;
+}
+inline constexpr uint32_t kIocSizeMax = 0x3fff;
 
 inline constexpr uint32_t kEscRmAllocMemory = 0x27;
 inline constexpr uint32_t kEscRmFree = 0x29;

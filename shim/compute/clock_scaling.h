@@ -34,9 +34,13 @@
 //
 // When it cannot learn: a tenant that moves no DRAM (fb per GR busy below kMinRhoPm in the
 // reference bin), that never boosts (no lifted span: a GPU that is not power-limited runs the
-// same clock capped and uncapped, q = 1 whatever c is), or whose spans are shared with another
-// slot's (the caller skips those: fb is the whole GPU's). Then c stays at kPriorPm, the model's
-// own statement that compute-bound work scales with the clock (c = 1), not a measured figure.
+// same clock capped and uncapped, q = 1 whatever c is), or that shares the GPU with another
+// slot's processes: fb is the whole GPU's and a sample names only the process on the engine at
+// its end, so the host feeds no span while any sample of the last 2 s named a process outside the
+// slot (compute_measure.cc). Then c stays what it was learned while alone, or kPriorPm, the
+// model's own statement that compute-bound work scales with the clock (c = 1), not a measured
+// figure. Not covered: DRAM traffic of another process that never holds the GR engine at a
+// sample's end (copy engines); a tenant that shares its GPU from its start keeps the prior.
 // Pure logic (no clock, no threads): the meter thread feeds it, unit tests drive it against the
 // model with known c (tests/unit/shim/compute/clock_scaling_test.cc).
 #pragma once

@@ -209,6 +209,7 @@ class ComputeHost {
     uint32_t mhz;
   };
   std::vector<UnbinnedSpan> unbinned_;  // meter thread: spans before the reference was known
+  uint64_t last_foreign_ns_ = 0;        // meter thread: the last span naming a non-member
   std::atomic<uint32_t> scaling_pm_{0};
   std::atomic<bool> scaling_learned_{false};
   std::atomic<uint32_t> rho_ref_pm_{0}, rho_lift_pm_{0}, u_lift_pm_{0};  // for the log

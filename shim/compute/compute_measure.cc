@@ -63,6 +63,7 @@ constexpr uint64_t kClockBindRetryNs = 1'000'000'000;
 // Spans kept for c's learner until the reference is known: the probe's (at most
 // ref_probe_max_ns, ~13 spans of 200 ms by default) with room to spare.
 constexpr size_t kMaxUnbinned = 64;
+constexpr uint64_t kForeignQuietNs = 2'000'000'000;
 // NV2080_CTRL_CMD_GPU_GET_GID_INFO (ctrl2080gpu.h): index@0 flags@4 length@8 data[256]@12;
 // flags 0 = FORMAT_ASCII | TYPE_SHA1 gives "GPU-%08x-%04x-%04x-%04x-%012x", NVML's UUID form.
 constexpr uint32_t kCtrlGpuGetGidInfo = 0x2080014a;
@@ -193,8 +194,16 @@ void ComputeHost::MeasureOnce() {
   foreign_busy_total_ += d.other_busy_ns;
   // Work, not time ("Clock weighting"). Both sides of a weight split ran at the same clock, so
   // the weighting leaves weight shares as they were.
+  // fb is the whole GPU's DRAM traffic, and a sample names only the process on the engine at its
+  // end: another process's traffic also hides in samples that name the slot. So c learns only
+  // while no sample has named anyone outside the slot for kForeignQuietNs.
+  const uint64_t now_ns = MonotonicNs();
+  if (d.other_busy_ns != 0) {
+    last_foreign_ns_ = now_ns;
+  }
+  const bool shared = last_foreign_ns_ != 0 && now_ns - last_foreign_ns_ < kForeignQuietNs;
   const uint64_t q = WorkPerTime(d.own_busy_ns + d.member_busy_ns + d.unattributed_busy_ns,
-                                 d.span_ns, d.fb_busy_ns, d.other_busy_ns != 0);
+                                 d.span_ns, d.fb_busy_ns, shared);
   std::lock_guard<std::mutex> lock(rep_mu_);
   reports_.push_back({kSlot, 0, slot * q / 1000, d.span_ns, end});
   reports_.push_back({kForeign, 0, d.other_busy_ns * q / 1000, d.span_ns, end});
@@ -239,8 +248,8 @@ void ComputeHost::Publish() {
 }
 
 // Meter thread: folds the clock samples taken since the last span, learns the reference and c.
-// `shared`: a process outside the slot was named in the span, so its fb (the whole GPU's DRAM
-// busy) is not the slot's work signal.
+// `shared`: a process outside the slot was named recently, so the span's fb (the whole GPU's
+// DRAM busy) is not the slot's work signal.
 uint32_t ComputeHost::WorkPerTime(uint64_t busy_ns, uint64_t span_ns, uint64_t fb_ns, bool shared) {
   if (cfg_.clock == nullptr) {
     return 1000;

@@ -199,6 +199,26 @@ size_t AllocStatusOffset(uint32_t nr, uint32_t size) {
   return 0;
 }
 
+// An XFER the core unwrapped goes to the driver as its inner escape, with the number, size and
+// pointer the core read and checked: the header stays in the tenant's memory, where a sibling
+// thread can store another escape into it after the core's read, and the driver would read it
+// again (nvidia_ioctl, nv.c; docs/security.md F2). The driver decodes only _IOC_NR and _IOC_SIZE,
+// so the unwrapped call is the one it would have run. false: the inner size (16384, the one XFER
+// size over _IOC_SIZE; no 580 escape has it) cannot be carried.
+bool UnwrapXfer(const vcore_call* call, unsigned long* req, void** arg) {
+  vcore_u32 nr = 0, size = 0;
+  vcore_uptr_t inner = 0;
+  if (!vcore_call_unwrapped(call, &nr, &size, &inner)) {
+    return true;
+  }
+  if (size > rm::kIocSizeMax) {
+    return false;
+  }
+  *req = rm::IocEscape(nr, size);
+  *arg = reinterpret_cast<void*>(inner);
+  return true;
+}
+
 void UndoOverquota(ShimState* st, const PendingOverquota& p, uint32_t nr, unsigned long req,
                    void* arg) {
   size_t status_off = rm::IocNr(req) == nr ? AllocStatusOffset(nr, rm::IocSize(req)) : 0;
@@ -284,8 +304,12 @@ int FilteredIoctl(int fd, DevKind kind, unsigned long req, void* arg) {
   int rc = 0;
   int real_ret = 0;
   if (v == VCORE_FORWARD || v == VCORE_FORWARD_REWRITTEN) {
-    real_ret = real::Ioctl(fd, req, arg);
-    rc = real_ret < 0 ? -errno : 0;
+    if (UnwrapXfer(call, &req, &arg)) {
+      real_ret = real::Ioctl(fd, req, arg);
+      rc = real_ret < 0 ? -errno : 0;
+    } else {
+      rc = -EINVAL;  // an inner size _IOC_SIZE cannot carry
+    }
   } else if (call != nullptr) {
     const char* what = kind == DevKind::kUvm     ? "UVM ioctl"
                        : nr == rm::kEscRmAlloc   ? "RM_ALLOC"

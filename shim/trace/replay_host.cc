@@ -162,6 +162,7 @@ const vcore_host_ops SimHost::kOps = {
     .clock_ns = OpClockNs,
     .pid_in_slot = nullptr,
     .driver_memory = nullptr,  // the replay has no driver to ask
+    .control_copy = nullptr,
 };
 
 const vcore_host_ops kSimOpsWithPids = {
@@ -177,6 +178,7 @@ const vcore_host_ops kSimOpsWithPids = {
     .clock_ns = OpClockNs,
     .pid_in_slot = OpPidInSlot,
     .driver_memory = nullptr,
+    .control_copy = nullptr,
 };
 
 }  // namespace vgpu::trace

@@ -101,6 +101,7 @@ class CoreTest : public ::testing::Test {
   vcore_stats Stats();
   uint64_t Charged() { return Stats().charged_bytes; }
 
+  uint64_t sysmem_budget_ = 0;  // vcore_slot_config.sysmem_budget_bytes of the next MakeSlot
   SimHost host_;
   SimMemory mem_;
   FakeRm rm_;

@@ -25,6 +25,40 @@ TEST_F(CoreTest, ChargesTheSizeTheDriverReportsAndRefundsOnFree) {
   EXPECT_EQ(Stats().charged_peak_bytes, 66 * kMiB);
 }
 
+// F10 (docs/security/kernel-lifetime-compute.md): the driver's system memory is charged to no
+// memory cgroup, so a slot's class 0x3e objects are held to its budget, apart from the video
+// memory quota; a free gives the room back, and the legacy paths the budget does not count are
+// refused.
+TEST_F(CoreTest, SystemMemoryIsHeldToTheSlotsBudget) {
+  sysmem_budget_ = 8 * kMiB;
+  MakeSlot(64 * kMiB);
+  uint32_t c, d, s;
+  Session(&c, &d, &s);
+  NV_MEMORY_ALLOCATION_PARAMS m{};
+  m.owner = c;
+  m.size = 3 * kMiB;
+  EXPECT_EQ(Alloc(c, d, 0x5c000030, NV01_MEMORY_SYSTEM, Bytes(m)).verdict, VCORE_FORWARD);
+  EXPECT_EQ(Alloc(c, d, 0x5c000031, NV01_MEMORY_SYSTEM, Bytes(m)).verdict, VCORE_FORWARD);
+  Outcome o = Alloc(c, d, 0x5c000032, NV01_MEMORY_SYSTEM, Bytes(m));
+  EXPECT_EQ(o.verdict, VCORE_REFUSE_STATUS) << "9 MiB on an 8 MiB budget";
+  EXPECT_FALSE(o.forwarded);
+  EXPECT_EQ(Get<uint32_t>(mem_, kArg + 40), NV_ERR_NO_MEMORY);
+  Free(c, d, 0x5c000030);
+  EXPECT_EQ(Alloc(c, d, 0x5c000032, NV01_MEMORY_SYSTEM, Bytes(m)).verdict, VCORE_FORWARD);
+  EXPECT_EQ(Charged(), 0u) << "system memory is not video memory";
+  // 6 MiB held: 2 more fill the budget exactly, and then nothing fits.
+  m.size = 2 * kMiB;
+  EXPECT_EQ(Alloc(c, d, 0x5c000033, NV01_MEMORY_SYSTEM, Bytes(m)).verdict, VCORE_FORWARD);
+  EXPECT_EQ(Alloc(c, d, 0x5c000034, NV01_MEMORY_SYSTEM, Bytes(m)).verdict, VCORE_REFUSE_STATUS);
+  // Freeing the client frees everything under it.
+  Free(c, c, c);
+  uint32_t c2, d2, s2;
+  Session(&c2, &d2, &s2);
+  m.owner = c2;
+  m.size = 8 * kMiB;
+  EXPECT_EQ(Alloc(c2, d2, 0x5c000040, NV01_MEMORY_SYSTEM, Bytes(m)).verdict, VCORE_FORWARD);
+}
+
 TEST_F(CoreTest, RefusesOverQuotaExactlyAsTheDriverDoes) {
   MakeSlot(64 * kMiB);
   uint32_t c, d, s;

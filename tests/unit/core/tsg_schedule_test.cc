@@ -170,5 +170,76 @@ TEST_F(TsgScheduleTest, AWrongParamsSizeIsRefusedAndSchedulesNothing) {
   EXPECT_FALSE(Walk().tsg_scheduled);
 }
 
+// The kernel host's control_copy (vcore.h): the driver gets the core's copy, not user memory.
+struct CopiedControl {
+  int calls = 0;
+  uint32_t h_client = 0, h_object = 0, cmd = 0;
+  std::vector<uint8_t> params;
+  uint32_t status = NV_OK;
+  int err = 0;  // != 0: the driver cannot be asked
+};
+CopiedControl* g_copied = nullptr;
+
+int ControlCopy(void*, vcore_u32 h_client, vcore_u32 h_object, vcore_u32 cmd, void* params,
+                vcore_u32 size, vcore_u32* status) {
+  ++g_copied->calls;
+  if (g_copied->err) return g_copied->err;
+  g_copied->h_client = h_client;
+  g_copied->h_object = h_object;
+  g_copied->cmd = cmd;
+  g_copied->params.assign(static_cast<uint8_t*>(params), static_cast<uint8_t*>(params) + size);
+  *status = g_copied->status;
+  return 0;
+}
+vcore_host_ops OpsWithControlCopy() {
+  vcore_host_ops ops = SimHost::kOps;
+  ops.control_copy = ControlCopy;
+  return ops;
+}
+const vcore_host_ops kCopyOps = OpsWithControlCopy();
+
+// F7 (docs/security/kernel-lifetime-compute.md): a thread that rewrote bEnable between the core's
+// read and the driver's left the driver and the registry disagreeing. With the host's in-kernel
+// entry the core's copy is what the driver runs, and the call is answered, never forwarded.
+TEST_F(TsgScheduleTest, WithTheKernelEntryTheDriverSchedulesThePrivateCopy) {
+  CopiedControl copied;
+  g_copied = &copied;
+  MakeSlot(0, VCORE_UNKNOWN_STRICT, &kCopyOps);
+  Session(&client_, &device_, &subdevice_);
+  NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS t{};
+  t.engineType = NV2080_ENGINE_TYPE_GRAPHICS;
+  ASSERT_EQ(Alloc(client_, device_, kTsg, KEPLER_CHANNEL_GROUP_A, Bytes(t)).verdict, VCORE_FORWARD);
+  Outcome o = Control(client_, kTsg, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, ScheduleParams(true));
+  EXPECT_EQ(o.verdict, VCORE_ANSWERED);
+  EXPECT_FALSE(o.forwarded) << "the driver would read the params from user memory again";
+  EXPECT_EQ(o.ret, 0);
+  ASSERT_EQ(copied.calls, 1);
+  EXPECT_EQ(copied.h_client, client_);
+  EXPECT_EQ(copied.h_object, kTsg);
+  EXPECT_EQ(copied.cmd, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE);
+  EXPECT_EQ(copied.params, ScheduleParams(true));
+  EXPECT_EQ(Get<uint32_t>(mem_, kArg + 28), NV_OK) << "the driver's status, in NVOS54.status";
+  EXPECT_TRUE(Walk().tsg_scheduled);
+  EXPECT_EQ(Stats().denied, 0u) << "an answered call is no refusal";
+  // The driver's refusal is the caller's answer, and changes nothing.
+  copied.status = NV_ERR_GENERIC;
+  EXPECT_EQ(Control(client_, kTsg, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, ScheduleParams(false)).verdict,
+            VCORE_ANSWERED);
+  EXPECT_EQ(Get<uint32_t>(mem_, kArg + 28), NV_ERR_GENERIC);
+  EXPECT_TRUE(Walk().tsg_scheduled);
+  // Not a recorded TSG: never issued with kernel privilege, forwarded as the tenant's own call.
+  copied.status = NV_OK;
+  EXPECT_EQ(
+      Control(client_, device_, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, ScheduleParams(true)).verdict,
+      VCORE_FORWARD);
+  EXPECT_EQ(copied.calls, 2);
+  // A driver that cannot be asked: forwarded, and the registry follows the copy as without it.
+  copied.err = -5;
+  EXPECT_EQ(Control(client_, kTsg, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, ScheduleParams(false)).verdict,
+            VCORE_FORWARD);
+  EXPECT_FALSE(Walk().tsg_scheduled);
+  g_copied = nullptr;
+}
+
 }  // namespace
 }  // namespace vgpu::core_test

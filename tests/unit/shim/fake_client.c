@@ -5,6 +5,8 @@
 //   hold N: N allocations, print READY, sleep until killed.
 //   managed: mmap 2 MiB of nvidia-uvm.
 //   counters: the shim's diagnostic counters around a few known calls (VGPU_SHIM_COUNT).
+//   xfer: an XFER-wrapped 2 MiB allocation, then an XFER-wrapped control whose 32 bytes read
+//         as NVOS21 allocate 96 MiB (security review F2): what the fake driver holds each time.
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -220,6 +222,38 @@ int main(int argc, char** argv) {
            (unsigned long long)(b.mmaps - a.mmaps), (unsigned long long)(b.opens - a.opens),
            (unsigned long long)(b.closes - a.closes));
     munmap(m, 4096);
+    return 0;
+  }
+  if (strcmp(mode, "xfer") == 0) {
+    uint64_t (*used)(void) = (uint64_t(*)(void))dlsym(RTLD_DEFAULT, "vshim_fakenv_used_bytes");
+    if (used == NULL) return 1;
+    typedef struct {
+      uint32_t cmd, size;
+      uint64_t ptr;
+    } Xfer;
+    // A plain XFER-wrapped RM_ALLOC (NVOS64): the filter must see and charge it.
+    uint8_t mp[128] = {0};
+    uint64_t size = 2u << 20;
+    memcpy(mp + 64, &size, 8);
+    Nvos64 a = {client, DEVICE, MEM0, 0x40, (uint64_t)(uintptr_t)mp, 0, 0, 0, 0, 0};
+    Xfer x = {0x2b, sizeof a, (uint64_t)(uintptr_t)&a};
+    int rc = ioctl(ctl, 0xC01046D3ul, &x);
+    printf("XFER_ALLOC rc=%d status=0x%x driver_mib=%llu\n", rc, a.status,
+           (unsigned long long)(used() >> 20));
+    View("xfer-alloc");
+    // NVOS21 {client, DEVICE, 0x101, 0x40, &mp, 0, status}: read as NVOS54 it is control 0x101
+    // (NV0000 GET_BUILD_VERSION, any size) on the device; as NVOS21 an allocation of 96 MiB.
+    uint8_t big[128] = {0};
+    uint64_t big_size = 96u << 20;
+    memcpy(big + 64, &big_size, 8);
+    uint32_t nvos21[8] = {client, DEVICE, 0x101, 0x40, 0, 0, 0, 0};
+    uint64_t p = (uint64_t)(uintptr_t)big;
+    memcpy(&nvos21[4], &p, 8);
+    Xfer y = {0x2a, sizeof nvos21, (uint64_t)(uintptr_t)nvos21};
+    rc = ioctl(ctl, 0xC01046D3ul, &y);
+    printf("XFER_SWAPPED rc=%d status=0x%x driver_mib=%llu\n", rc, nvos21[7],
+           (unsigned long long)(used() >> 20));
+    View("xfer-swapped");
     return 0;
   }
   if (strcmp(mode, "hold") == 0) {

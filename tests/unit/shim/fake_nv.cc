@@ -3,8 +3,10 @@
 // $VGPU_DEV_DIR (plain files standing in for /dev/nvidiactl etc.). It models just what the
 // tests drive: root client, device, subdevice, class-0x40 video memory from a 16 GiB heap
 // (sizes rounded to 2 MiB, NV_ERR_NO_MEMORY when exhausted), RM_FREE of memory and of clients,
-// FB_GET_INFO_V2 and CHECK_VERSION_STR. Layouts: nvidia-rm-abi.md §3-§5.
+// FB_GET_INFO_V2, CHECK_VERSION_STR and NV_ESC_IOCTL_XFER_CMD. Layouts: nvidia-rm-abi.md §1.3,
+// §3-§5.
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -52,7 +54,7 @@ void Put(void* p, size_t off, T v) {
   memcpy(static_cast<uint8_t*>(p) + off, &v, sizeof v);
 }
 
-int RmAlloc(void* a) {  // NVOS64
+int RmAlloc(void* a, uint32_t size) {  // NVOS64 (48 B) or NVOS21 (32 B)
   uint32_t h_root = Get<uint32_t>(a, 0), h_new = Get<uint32_t>(a, 8), cls = Get<uint32_t>(a, 12);
   void* params = reinterpret_cast<void*>(Get<uint64_t>(a, 16));
   uint32_t status = 0;
@@ -77,7 +79,7 @@ int RmAlloc(void* a) {  // NVOS64
       memory[{h_root, h_new}] = size;
     }
   }
-  Put<uint32_t>(a, 40, status);
+  Put<uint32_t>(a, size == 48 ? 40 : 28, status);
   return 0;
 }
 
@@ -130,11 +132,39 @@ int RmControl(void* a) {  // NVOS54
   return 0;
 }
 
+int FakeIoctl(int fd, unsigned long req, void* arg);
+
+// NV_ESC_IOCTL_XFER_CMD as nvidia_ioctl (nv.c) runs it: the driver reads the 16-byte header
+// {cmd@0, size@4, ptr@8} itself and runs the inner escape on ptr (size <= 16384, no nesting).
+// FAKENV_XFER_REWRITE_CMD=N stores N into the header's cmd just before that read, once, in the
+// first XFER that carries another cmd: a sibling thread's store between a filter's check of the
+// header and the driver's own read, made deterministic.
+int Xfer(int fd, void* hdr) {
+  static bool rewritten = false;
+  if (const char* rewrite = getenv("FAKENV_XFER_REWRITE_CMD")) {
+    uint32_t to = static_cast<uint32_t>(strtoul(rewrite, nullptr, 0));
+    std::lock_guard<std::mutex> lock(mu);
+    if (!rewritten && Get<uint32_t>(hdr, 0) != to) {
+      Put<uint32_t>(hdr, 0, to);
+      rewritten = true;
+    }
+  }
+  uint32_t cmd = Get<uint32_t>(hdr, 0), size = Get<uint32_t>(hdr, 4);
+  if (cmd == 0xd3 || size > 16384) {
+    errno = EINVAL;
+    return -1;
+  }
+  return FakeIoctl(fd, (size << 16) | (0x46u << 8) | cmd,
+                   reinterpret_cast<void*>(Get<uint64_t>(hdr, 8)));
+}
+
 int FakeIoctl(int fd, unsigned long req, void* arg) {
   uint32_t nr = req & 0xff, size = (req >> 16) & 0x3fff;
-  (void)fd;
-  if (nr == 0x2b && size == 48) {
-    return RmAlloc(arg);
+  if (nr == 0xd3 && size == 16) {
+    return Xfer(fd, arg);
+  }
+  if (nr == 0x2b && (size == 48 || size == 32)) {
+    return RmAlloc(arg, size);
   }
   if (nr == 0x29 && size == 16) {
     return RmFree(arg);
@@ -151,6 +181,12 @@ int FakeIoctl(int fd, unsigned long req, void* arg) {
 }
 
 }  // namespace
+
+// What the fake driver holds in video memory, for a client to compare with what the shim charged.
+extern "C" __attribute__((visibility("default"))) uint64_t vshim_fakenv_used_bytes() {
+  std::lock_guard<std::mutex> lock(mu);
+  return used;
+}
 
 extern "C" __attribute__((visibility("default"))) int ioctl(int fd, unsigned long req, ...) {
   va_list ap;

@@ -90,6 +90,25 @@ TEST_F(ShimPreloadTest, AllocationGrownBehindTheCheckIsUndone) {
   EXPECT_NE(err_.find("object freed"), std::string::npos) << err_;
 }
 
+// Security review F2 in shim mode: the header of NV_ESC_IOCTL_XFER_CMD lives in the tenant's
+// memory, so a sibling thread can store another escape into it after the shim read it. The fake
+// driver stores RM_ALLOC there just before its own read (FAKENV_XFER_REWRITE_CMD). The shim must
+// issue the inner call it checked, so the driver never reads a header at all: it runs the
+// harmless control the core saw, and holds only the 2 MiB the slot was charged for.
+TEST_F(ShimPreloadTest, XferHeaderTheDriverRunsIsTheOneTheShimChecked) {
+  ASSERT_EQ(Run("VGPU_MEMORY_QUOTA=64M FAKENV_XFER_REWRITE_CMD=0x2b", "xfer"), 0) << out_ << err_;
+  // A wrapped allocation is still seen and charged.
+  EXPECT_NE(out_.find("XFER_ALLOC rc=0 status=0x0 driver_mib=2"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("VIEW xfer-alloc rc=0 status=0x0 total=67108864 free=65011712"),
+            std::string::npos)
+      << out_;
+  // The swapped header reaches no driver read: 96 MiB would sit uncharged on a 64 MiB slot.
+  EXPECT_NE(out_.find("XFER_SWAPPED rc=0 status=0x0 driver_mib=2"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("VIEW xfer-swapped rc=0 status=0x0 total=67108864 free=65011712"),
+            std::string::npos)
+      << out_;
+}
+
 // vshim_hooks.h as shim/compute uses it: lifecycle events for TSGs, channels and clients, the
 // owning ctl fd, and an RM control issued around the filter.
 TEST_F(ShimPreloadTest, HooksReportTsgChannelAndClientLifecycle) {

@@ -128,6 +128,7 @@ struct nvsim_obj {
 	bool share_all;
 	u32 share_client;          /* a client handle, 0: none */
 	pid_t share_pid;           /* 0: none */
+	u64 sysmem;                /* bytes of nvsim_sysmem_bytes (class 0x3e) */
 	struct nvsim_tsg *tsg;     /* KEPLER_CHANNEL_GROUP_A */
 	bool channel_disabled;     /* channels: FIFO_DISABLE_CHANNELS */
 };
@@ -135,6 +136,7 @@ struct nvsim_obj {
 extern struct mutex nvsim_rm_lock;
 extern struct nvsim_gpu nvsim_gpus[NVSIM_MAX_GPUS];
 extern unsigned int nvsim_num_gpus;
+extern unsigned long nvsim_sysmem_bytes; /* nvsim_rm_lock */
 extern const struct file_operations nvsim_fops;
 
 /* Where the params of one RM call live: the caller's user memory, or kernel memory

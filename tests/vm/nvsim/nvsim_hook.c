@@ -75,6 +75,15 @@ NVSIM_REWRITE_PARAMS(free, "RM_FREE");
 static struct nvsim_rewrite rewrite_xfer;
 NVSIM_REWRITE_PARAMS(xfer, "XFER header");
 
+/*
+ * The same for the params of the process's next NV_ESC_RM_CONTROL (NVOS54 params@16,
+ * paramsSize@24), one byte at rewrite_ctrl_offset (controls have NvBool fields, e.g.
+ * GPFIFO_SCHEDULE's bEnable), just before nvsim copies the params in: a sibling's store into the
+ * nested params of a control between a proxy's check of them and the driver's own read.
+ */
+static struct nvsim_rewrite rewrite_ctrl;
+NVSIM_REWRITE_PARAMS(ctrl, "RM_CONTROL's params");
+
 static bool nvsim_rewrite(struct nvsim_rewrite *h, void __user *uptr, size_t size)
 {
 	int tgid = READ_ONCE(h->tgid);
@@ -91,9 +100,27 @@ static bool nvsim_rewrite(struct nvsim_rewrite *h, void __user *uptr, size_t siz
 	return true;
 }
 
+static void nvsim_rewrite_ctrl(void __user *uptr, size_t size)
+{
+	int tgid = READ_ONCE(rewrite_ctrl.tgid);
+	unsigned int off = READ_ONCE(rewrite_ctrl.offset);
+	struct nvos54 p;
+
+	if (!tgid || tgid != task_tgid_nr(current) || size != sizeof(p) ||
+	    copy_from_user(&p, uptr, sizeof(p)) || off >= p.paramsSize || !p.params)
+		return;
+	if (cmpxchg(&rewrite_ctrl.tgid, tgid, 0) != tgid)
+		return;
+	if (put_user((u8)READ_ONCE(rewrite_ctrl.value), (u8 __user *)u64_to_user_ptr(p.params) + off))
+		return;
+	WRITE_ONCE(rewrite_ctrl.done, rewrite_ctrl.done + 1);
+}
+
 /* true: the RM_ALLOC hook fired for this call (its after-store is due after the copy-out). */
 bool nvsim_rewrite_alloc(unsigned int nr, void __user *uptr, size_t size)
 {
+	if (nr == NV_ESC_RM_CONTROL)
+		nvsim_rewrite_ctrl(uptr, size);
 	if (nr == NV_ESC_RM_ALLOC)
 		return nvsim_rewrite(&rewrite_alloc, uptr, size);
 	if (nr == NV_ESC_RM_FREE)

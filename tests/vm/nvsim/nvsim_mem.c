@@ -158,6 +158,11 @@ void nvsim_rm_update_mapping_info(const struct nvsim_caller *c, struct nvos56 *p
 	mutex_unlock(&nvsim_rm_lock);
 }
 
+/* System memory the driver holds for class 0x3e objects (nvsim_alloc_class, nvsim_rm.c). */
+unsigned long nvsim_sysmem_bytes;
+module_param_named(sysmem_bytes, nvsim_sysmem_bytes, ulong, 0444);
+MODULE_PARM_DESC(sysmem_bytes, "bytes of system memory held for NV01_MEMORY_SYSTEM objects");
+
 /*
  * Class 0x40 objects ALLOC_MEMORY made as NV01_MEMORY_LOCAL_PHYSICAL (all of FB) since load: the
  * admin callers' path of the legacy heap query (nvsim_rm_alloc_memory).

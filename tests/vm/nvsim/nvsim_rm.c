@@ -79,6 +79,7 @@ static void nvsim_obj_release(struct nvsim_obj *obj)
 
 	if (obj->mem)
 		nvsim_mem_put(gpu, obj->mem);
+	nvsim_sysmem_bytes -= obj->sysmem;
 	if (obj->tsg)
 		nvsim_sched_tsg_destroy(gpu, obj->tsg);
 	if (NVSIM_IS_CHANNEL_CLASS(obj->hclass) && obj->parent && obj->parent->tsg)
@@ -253,6 +254,25 @@ static u32 nvsim_alloc_class(const struct nvsim_caller *c, struct nvsim_client *
 		obj->vidmem = size;
 		prm->mem.size = size; /* in/out: the size actually allocated */
 		return NV_OK;
+	case NV01_MEMORY_SYSTEM:
+		/*
+		 * sysmemConstruct_IMPL (src/nvidia/src/kernel/mem_mgr/system_mem.c): size 0 is
+		 * refused, the size allocated is written back. The pages come from nv_alloc_pages
+		 * -> nv_alloc_system_pages (kernel-open/nvidia/nv.c, nv-vm.c) with GFP_KERNEL and
+		 * no __GFP_ACCOUNT: kernel memory no process and no memory cgroup is charged for.
+		 * nvsim counts it (nvsim_sysmem_bytes) and allocates nothing.
+		 */
+		if (!gpu)
+			return NV_ERR_INVALID_OBJECT_PARENT;
+		if (!prm->mem.size)
+			return NV_ERR_INVALID_ARGUMENT;
+		size = PAGE_ALIGN(prm->mem.size);
+		if (size < prm->mem.size)
+			return NV_ERR_NO_MEMORY; /* approx */
+		nvsim_sysmem_bytes += size;
+		obj->sysmem = size;
+		prm->mem.size = size;
+		return NV_OK;
 	case NV50_MEMORY_VIRTUAL: /* a VA reservation: consumes no video memory */
 		return gpu ? NV_OK : NV_ERR_INVALID_OBJECT_PARENT;
 	case NV04_DISPLAY_COMMON:
@@ -280,6 +300,7 @@ static void nvsim_alloc_class_undo(struct nvsim_obj *parent, struct nvsim_obj *o
 {
 	if (obj->mem)
 		nvsim_mem_put(obj->gpu, obj->mem);
+	nvsim_sysmem_bytes -= obj->sysmem;
 	if (obj->tsg)
 		nvsim_sched_tsg_destroy(obj->gpu, obj->tsg);
 	if (NVSIM_IS_CHANNEL_CLASS(obj->hclass) && parent && parent->tsg)
@@ -330,7 +351,7 @@ u32 nvsim_rm_vid_heap_alloc_size(const struct nvsim_caller *c, struct nvsim_clie
 		return status;
 	}
 	memcpy(p->data + NVOS32_ALLOCSIZE_HMEMORY_DOFF, &obj->handle, sizeof(obj->handle));
-	if (obj->vidmem)
+	if (obj->vidmem || obj->sysmem)
 		memcpy(p->data + NVOS32_ALLOCSIZE_SIZE_DOFF, &prm.mem.size, sizeof(prm.mem.size));
 	return NV_OK;
 }

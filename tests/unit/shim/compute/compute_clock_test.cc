@@ -85,13 +85,18 @@ class FakeRm {
         const double x = Cycled(last) ? kLiftedMhz / kSaturatedMhz : 1.0;
         fb_in_sample +=
             static_cast<double>(upto - last) * rho_saturated / (c_true / x + 1.0 - c_true);
+      } else if (other_pid != 0) {  // the other process runs while the tenant is held off
+        busy_in_sample += upto - last;
+        fb_in_sample += static_cast<double>(upto - last) * other_rho;
       }
       last = upto;
       if (upto < boundary) {
         break;
       }
+      const bool foreign = other_pid != 0 && !enabled;  // on the engine at the sampling instant
       samples.push_back({boundary, static_cast<uint32_t>(busy_in_sample * 10000 / 10'000'000),
-                         static_cast<uint32_t>(fb_in_sample * 10000 / 10'000'000)});
+                         static_cast<uint32_t>(fb_in_sample * 10000 / 10'000'000),
+                         foreign ? other_pid : static_cast<uint32_t>(getpid())});
       busy_in_sample = 0;
       fb_in_sample = 0;
       sample_start = boundary;
@@ -107,8 +112,7 @@ class FakeRm {
       memcpy(e, &s.ts, 8);
       memcpy(e + kSampleGrOffset, &s.gr, 4);
       memcpy(e + kSampleFbOffset, &s.fb, 4);
-      const uint32_t pid = static_cast<uint32_t>(getpid());
-      memcpy(e + kSampleGrOffset + 8, &pid, 4);
+      memcpy(e + kSampleGrOffset + 8, &s.pid, 4);
     }
     if (samples.size() > kPerfmonSampleCount - 1) {
       samples.erase(samples.begin(), samples.end() - (kPerfmonSampleCount - 1));
@@ -145,9 +149,14 @@ class FakeRm {
   uint64_t last = 0, sample_start = 0, busy_in_sample = 0, busy_total = 0;
   // The tenant's DRAM traffic (perfmon's fb engine): none unless a test sets rho_saturated.
   double rho_saturated = 0, c_true = 0, fb_in_sample = 0;
+  // Another process on the GPU (0: none): it runs whenever the tenant's channels are disabled,
+  // with other_rho DRAM busy per busy ns, and a sample names it when it ends in such a time.
+  uint32_t other_pid = 0;
+  double other_rho = 0;
   struct Sample {
     uint64_t ts;
     uint32_t gr, fb;  // 0.01 %
+    uint32_t pid;
   };
   std::vector<Sample> samples;
 };
@@ -331,6 +340,31 @@ TEST(ComputeClock, LearnsTheClockScalingFromTheTenantsDramTraffic) {
   EXPECT_NEAR(c.clock_scaling_pm, 600, 60);
   EXPECT_NEAR(c.work_per_time_pm, 1136, 25);
   EXPECT_NEAR(share, 0.50 / 1.136, 0.05);
+}
+
+// Another process runs on the GPU while the tenant is held off, with three times its DRAM traffic
+// per busy second. A span that names it carries that traffic, not the slot's: the host skips such
+// spans, so c is still the tenant's (learned from the spans of the tenant alone) or not learned;
+// fed them, the learner reads the other process's traffic as boosted work (c near 1).
+TEST(ComputeClock, SpansSharedWithAnotherProcessTeachNothing) {
+  FakeRm rm;
+  rm.rho_saturated = 0.2;
+  rm.c_true = 0.6;
+  rm.other_pid = static_cast<uint32_t>(getpid()) + 1;
+  rm.other_rho = 0.6;
+  DutyClock clock(rm);
+  ComputeHost h(Config(50, &clock), FakeRm::Control, &rm);
+  ASSERT_TRUE(StartWithTenant(h));
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  const ComputeCounters c = h.Counters();
+  EXPECT_TRUE(h.Stop());
+  EXPECT_GT(c.foreign_busy_ns, 0u);
+  EXPECT_EQ(c.ref_clock_mhz, 1000u);
+  if (c.clock_scaling_learned) {
+    EXPECT_NEAR(c.clock_scaling_pm, 600, 100);
+  } else {
+    EXPECT_EQ(c.clock_scaling_pm, ClockScalingLearner::kPriorPm);
+  }
 }
 
 // A tenant that moves no DRAM gives no work signal: c stays the prior (c = 1, q = x), unlearned.

@@ -1,8 +1,10 @@
-// Per-slot limits on scheduling objects (F11.1 of the security review;
-// docs/security/kernel-lifetime-compute.md): channel ids are GPU-wide, so one tenant must not be
-// able to take them all, and every TSG and channel of a slot must be one the compute controller
-// can gate. libcuda makes 4 TSGs and 20 channels per context, all channels under a TSG. Linked
-// into vgpu_gtest (guest.cmake).
+// Per-slot limits (docs/security/kernel-lifetime-compute.md). F11.1: channel ids are GPU-wide, so
+// one tenant must not be able to take them all, and every TSG and channel of a slot must be one
+// the compute controller can gate. libcuda makes 4 TSGs and 20 channels per context, all channels
+// under a TSG. F10: the driver's system memory is charged to no memory cgroup, so each slot has a
+// budget for it. Linked into vgpu_gtest (guest.cmake).
+#include <fstream>
+
 #include "vgpu_rm.h"
 
 namespace vgpu_test {
@@ -37,6 +39,73 @@ TEST(Limits, TsgsAndChannelsPerSlotAreCapped) {
   EXPECT_EQ(AllocChannel(s, 0xd1000000, 0xd2100000), NV_OK);
   // A channel straight under the device gets an RM-internal TSG no controller can gate.
   EXPECT_NE(AllocChannel(s, s.device, 0xd2200000), NV_OK) << "device-parented channel granted";
+}
+
+// vgpu.ko's per-slot system-memory budget in MiB, read at slot creation (~0: no such parameter).
+uint64_t SysmemBudgetMiB() {
+  std::ifstream f("/sys/module/vgpu/parameters/slot_sysmem_mib");
+  uint64_t v = ~0ull;
+  f >> v;
+  return v;
+}
+bool SetSysmemBudgetMiB(uint64_t mib) {
+  std::ofstream f("/sys/module/vgpu/parameters/slot_sysmem_mib");
+  f << mib;
+  f.flush();
+  return f.good();
+}
+
+// F10: class 0x3e pages are the driver's (nv_alloc_system_pages, GFP_KERNEL without
+// __GFP_ACCOUNT): no process RSS, no memory cgroup. A tenant of a 64 MiB slot asks for 100 x 64 MiB
+// of them; the slot's budget (256 MiB here) must bound what the driver holds for it, a free must
+// give room again, and the slot's process exit must give it all back.
+TEST(Limits, SystemMemoryPerSlotIsCapped) {
+  const uint64_t saved = SysmemBudgetMiB();
+  const bool set = SetSysmemBudgetMiB(256);
+  ScopedSlot slot(64 * kMiB, "sysmem");
+  if (set) SetSysmemBudgetMiB(saved);
+  ASSERT_TRUE(slot.ok());
+  const uint64_t base = ReadNvsimParam("sysmem_bytes");
+  uint64_t peak = 0;
+  int granted = 0, refused = 0;
+  {
+    Session s;
+    ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
+    for (uint32_t i = 0; i < 100; ++i) {
+      nv_memory_allocation_params mp{};
+      mp.owner = s.client;
+      mp.size = 64 * kMiB;
+      uint32_t h = 0xd3000000 + i;
+      const int64_t st = Alloc(s.ctl, s.client, s.device, &h, NV01_MEMORY_SYSTEM, &mp);
+      if (st == NV_OK) {
+        ++granted;
+      } else {
+        EXPECT_EQ(st, NV_ERR_NO_MEMORY) << "allocation " << i;
+        ++refused;
+      }
+    }
+    peak = ReadNvsimParam("sysmem_bytes") - base;
+    std::printf(
+        "sysmem: budget parameter %s, %d of 100 x 64 MiB granted, %d refused; the driver "
+        "holds %llu MiB of system memory for the slot\n",
+        set ? "set to 256 MiB" : "absent", granted, refused,
+        static_cast<unsigned long long>(peak / kMiB));
+    EXPECT_TRUE(set) << "vgpu.ko has no per-slot system-memory budget";
+    EXPECT_LE(peak, 256 * kMiB) << "system memory outside every cgroup and every budget";
+    EXPECT_EQ(granted, 4);
+    // A free gives room again; a page-rounded small one fits in what is left.
+    if (granted > 0) {
+      EXPECT_EQ(Free(s.ctl, s.client, s.device, 0xd3000000), NV_OK);
+      nv_memory_allocation_params mp{};
+      mp.owner = s.client;
+      mp.size = 64 * kMiB;
+      uint32_t h = 0xd3100000;
+      EXPECT_EQ(Alloc(s.ctl, s.client, s.device, &h, NV01_MEMORY_SYSTEM, &mp), NV_OK);
+    }
+  }
+  EXPECT_EQ(ReadNvsimParam("sysmem_bytes"), base);
+  // The budget did not touch the video memory quota.
+  EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 0u);
 }
 
 }  // namespace
