@@ -30,11 +30,8 @@ bundle=$(cd "$1" && pwd)
 out=${2:-$root/build/gpu/dra}
 mkdir -p "$out/logs"
 out=$(cd "$out" && pwd)
-if [[ ${3:-} != --prebuilt ]]; then
-  bash "$root/tests/gpu/build.sh" >"$out/logs/build.txt" 2>&1 || { tail -20 "$out/logs/build.txt"; exit 1; }
-fi
-shim=$root/build/gpu/libvgpu-shim.so
-[[ -f $shim ]] || { echo "no $shim"; exit 1; }
+source "$e2e/pod.sh"  # build_shim, row, run, util, in_pod, bare, mem_in_pod
+build_shim "${3:-}" || exit 1
 export PYTHONUNBUFFERED=1
 DRIVER=gpu.vgpu.io
 NODE=dra-gpu-node
@@ -45,7 +42,6 @@ work=/tmp/vgpu-dra.$$  # short: unix socket paths
 mkdir -p "$work"
 port=$((20000 + $$ % 10000))
 url=http://127.0.0.1:$port/metrics
-source "$e2e/pod.sh"  # row, run, util, in_pod, bare
 json_get() {  # JSON KEY...: the value at that path (lists by index); booleans as true/false
   python3 -c 'import json, sys
 v = json.loads(sys.argv[1])

@@ -30,11 +30,8 @@ bundle=$(cd "$1" && pwd)
 out=${2:-$root/build/gpu/e2e}
 mkdir -p "$out/logs" "$out/grants"
 out=$(cd "$out" && pwd)
-if [[ ${3:-} != --prebuilt ]]; then
-  bash "$root/tests/gpu/build.sh" >"$out/logs/build.txt" 2>&1 || { tail -20 "$out/logs/build.txt"; exit 1; }
-fi
-shim=$root/build/gpu/libvgpu-shim.so
-[[ -f $shim ]] || { echo "no $shim"; exit 1; }
+source "$e2e/pod.sh"  # build_shim, row, run, util, in_pod, bare, mem_in_pod
+build_shim "${3:-}" || exit 1
 export PYTHONUNBUFFERED=1
 SECS=${E2E_SECS:-5}     # measured seconds per cap run
 WARM=${E2E_WARMUP_S:-3} # unmeasured: the settle and the reference clock's probe (ref_clock_probe.h)
@@ -49,7 +46,6 @@ CAPS=${E2E_CAPS:-10 30 50 70 90}
 LOOPS=${E2E_LOOPS:-matmul graph}
 PAIRS=${E2E_PAIRS:-30:70 10:90}
 part() { [[ $parts == *" $1 "* ]]; }
-source "$e2e/pod.sh"  # row, run, util, in_pod, bare
 slot_of() { util grant-env "$out/grants/$1.json" VGPU_SLOT_ID; }  # the metrics' slot label
 
 # --- the manager with a fake kubelet ------------------------------------------------------------

@@ -1,5 +1,7 @@
-# Sourced by tests/gpu/e2e.sh and tests/gpu/dra.sh (which set $bundle and $e2e first): running
-# programs the way the product path needs on the GPU machine.
+# Sourced by tests/gpu/e2e.sh and tests/gpu/dra.sh (which set $root, $bundle, $e2e and $out
+# first): running programs the way the product path needs on the GPU machine.
+#   build_shim [--prebuilt] tests/gpu/build.sh (log in $out/logs/build.txt) unless --prebuilt;
+#                           sets shim= build/gpu/libvgpu-shim.so, fails when it is not there
 #   row NAME RESULT DETAIL  one check of the summary (ROWS), echoed as it happens
 #   run PROG ARGS...        a bundled program through the carried loader and libraries; replaces
 #                           the caller (exec), so $! of `(run ...) &` is the program itself
@@ -12,6 +14,13 @@
 #                           while it holds what it got: smi= the driver's per-process MiB for it,
 #                           charged= and peak= slot SLOT's metrics from $url, then CMD
 # shellcheck shell=bash
+build_shim() {
+  if [[ ${1:-} != --prebuilt ]]; then
+    bash "$root/tests/gpu/build.sh" >"$out/logs/build.txt" 2>&1 || { tail -20 "$out/logs/build.txt"; return 1; }
+  fi
+  shim=$root/build/gpu/libvgpu-shim.so
+  [[ -f $shim ]] || { echo "no $shim"; return 1; }
+}
 ROWS=()
 row() { ROWS+=("| $1 | $2 | $3 |"); echo "[$2] $1: $3"; }
 run() { exec "$bundle/lib/ld-linux-x86-64.so.2" --library-path "$bundle/lib" "$@"; }
