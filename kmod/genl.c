@@ -3,33 +3,47 @@
  * The control family (uapi/vgpu_genl.h is its manual). Three tables, as in
  * wireguard's netlink.c: the attribute policy (malformed input dies before any
  * handler), the ops (mutations admin-only), the family (init namespace only).
+ * How a slot's attributes are read and written is genl_slot.c; the event group
+ * genl_event.c.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/capability.h>
-#include <linux/sched.h>
-#include <linux/slab.h>
 #include <net/genetlink.h>
 #include <net/netlink.h>
 
-#include "vgpu.h"
-#include "core/vcore.h"
-#include "core/sched/vcore_sched.h"
+#include "genl.h"
+
+/* A schema row's wire type (uapi/vgpu_slot_fields.h) as its attribute type. */
+#define VGPU_NLA_u32 NLA_U32
+#define VGPU_NLA_u64 NLA_U64
+
+/*
+ * Each number setting's valid range, inclusive, from its schema row. Not const:
+ * 6.1's struct nla_policy points at a mutable one (6.12's at a const one).
+ */
+#define VGPU_NL_NUMBER_RANGE(field, wire, unit, def, lo, hi, attr, env)        \
+	static struct netlink_range_validation vgpu_nl_range_##field = {       \
+		.min = (lo),                                                   \
+		.max = (hi),                                                   \
+	};
+VGPU_SLOT_NUMBERS(VGPU_NL_NUMBER_RANGE)
+#undef VGPU_NL_NUMBER_RANGE
+
+/* A setting's policy: its row's range; an enum's valid values 1 .. max - 1. */
+#define VGPU_NL_NUMBER_POLICY(field, wire, unit, def, lo, hi, attr, env)       \
+	[attr] = NLA_POLICY_FULL_RANGE(VGPU_NLA_##wire, &vgpu_nl_range_##field),
+#define VGPU_NL_ENUM_POLICY(field, cxx_type, values, def, sentinel, attr, env) \
+	[attr] = NLA_POLICY_RANGE(NLA_U32, 1, (sentinel)-1),
 
 static const struct nla_policy vgpu_policy[VGPU_A_MAX + 1] = {
 	[VGPU_A_SLOT_ID] = NLA_POLICY_MAX(NLA_U32, VGPU_MAX_SLOTS - 1),
 	[VGPU_A_SLOT_GPU] = NLA_POLICY_MAX(NLA_U32, 254),
 	[VGPU_A_SLOT_NAME] = {.type = NLA_NUL_STRING,
 			      .len = VGPU_SLOT_NAME_LEN - 1},
-	[VGPU_A_SLOT_MEM_QUOTA] = {.type = NLA_U64},
-	[VGPU_A_SLOT_COMPUTE_SHARE] = NLA_POLICY_RANGE(NLA_U32, 1, 100),
-	[VGPU_A_SLOT_COMPUTE_MODE] =
-		NLA_POLICY_RANGE(NLA_U32, 1, __VGPU_COMPUTE_MAX - 1),
-	[VGPU_A_SLOT_MANAGED_POLICY] =
-		NLA_POLICY_RANGE(NLA_U32, 1, __VGPU_MANAGED_MAX - 1),
-	[VGPU_A_SLOT_UNKNOWN_POLICY] =
-		NLA_POLICY_RANGE(NLA_U32, 1, __VGPU_UNKNOWN_MAX - 1),
-	[VGPU_A_SLOT_FLAGS] = NLA_POLICY_MASK(NLA_U32, __VGPU_SLOT_F_ALL),
+	VGPU_SLOT_NUMBERS(VGPU_NL_NUMBER_POLICY)
+		VGPU_SLOT_ENUMS(VGPU_NL_ENUM_POLICY)[VGPU_A_SLOT_FLAGS] =
+			NLA_POLICY_MASK(NLA_U32, __VGPU_SLOT_F_ALL),
 	[VGPU_A_DEL_FLAGS] = NLA_POLICY_MASK(NLA_U32, __VGPU_DEL_F_ALL),
 	/* Output only: refused in requests. */
 	[VGPU_A_SLOT_STATE] = {.type = NLA_REJECT},
@@ -52,9 +66,15 @@ static const struct nla_policy vgpu_policy[VGPU_A_MAX + 1] = {
 	[VGPU_A_EVENT_DETAIL] = {.type = NLA_REJECT},
 	[VGPU_A_PAD] = {.type = NLA_REJECT},
 };
+#undef VGPU_NL_ENUM_POLICY
+#undef VGPU_NL_NUMBER_POLICY
 
-static struct genl_family vgpu_genl_family;
 static bool vgpu_genl_live;
+
+bool vgpu_genl_is_live(void)
+{
+	return READ_ONCE(vgpu_genl_live);
+}
 
 /*
  * GENL_ADMIN_PERM checks CAP_NET_ADMIN in the initial user namespace; slots are
@@ -67,135 +87,6 @@ static int vgpu_nl_admin(struct sk_buff *skb, struct genl_info *info)
 		return 0;
 	GENL_SET_ERR_MSG(info, "vgpu: changing slots needs CAP_SYS_ADMIN");
 	return -EPERM;
-}
-
-static int vgpu_nl_put_stats(struct sk_buff *skb, struct vgpu_slot *slot)
-{
-	struct vcore_sched_slot_stats cst;
-	struct vcore_stats *cs;
-	struct nlattr *nest;
-	u64 v[__VGPU_STAT_MAX] = {};
-	struct vgpu_compute_host_stats hs;
-	u64 unknown;
-	int s, i;
-
-	cs = kzalloc(sizeof(*cs), GFP_KERNEL);
-	if (!cs)
-		return -ENOMEM;
-	vgpu_filter_stats(slot, cs);
-	unknown = 0;
-	for (i = 0; i < cs->unknown_escapes.n; i++)
-		unknown += cs->unknown_escapes.count[i];
-	for (i = 0; i < cs->unknown_controls.n; i++)
-		unknown += cs->unknown_controls.count[i];
-	for (i = 0; i < cs->unknown_classes.n; i++)
-		unknown += cs->unknown_classes.count[i];
-
-	for (s = 1; s < __VGPU_STAT_MAX; s++)
-		v[s] = atomic64_read(&slot->stats[s]);
-	v[VGPU_STAT_MEM_CHARGED] = vgpu_filter_charged(slot);
-	v[VGPU_STAT_MEM_PEAK] = vgpu_filter_peak(slot);
-	v[VGPU_STAT_MEM_DENIALS] = cs->denied_quota;
-	v[VGPU_STAT_IOCTLS] = cs->ioctls;
-	v[VGPU_STAT_IOCTL_REFUSED] = cs->denied + v[VGPU_STAT_FD_REFUSED];
-	v[VGPU_STAT_UNKNOWN_IOCTLS] = unknown;
-	v[VGPU_STAT_MANAGED_DENIALS] = cs->uvm_mmap_refused;
-	v[VGPU_STAT_VIEWS_REWRITTEN] = cs->views_rewritten;
-	v[VGPU_STAT_OVERQUOTA] = cs->overquota_events;
-	v[VGPU_STAT_MALFORMED] = cs->malformed;
-	v[VGPU_STAT_OBJECTS] = cs->objects;
-	v[VGPU_STAT_CLIENTS] = cs->clients;
-	v[VGPU_STAT_TSGS] = cs->tsgs;
-	kfree(cs);
-	if (vgpu_compute_slot_stats(slot, &cst, &hs)) {
-		v[VGPU_STAT_GPU_BUSY_NS] = cst.busy_ns;
-		v[VGPU_STAT_THROTTLED_NS] = cst.throttled_ns;
-		v[VGPU_STAT_OVERSHOOT_NS] = cst.overshoot_ns;
-		v[VGPU_STAT_DEBT_NS] = cst.debt_ns;
-		v[VGPU_STAT_SHARE_1S_PM] = cst.share_1s_pm;
-		v[VGPU_STAT_SHARE_10S_PM] = cst.share_10s_pm;
-		v[VGPU_STAT_GATE_ACTIONS] = cst.gate_actions;
-		v[VGPU_STAT_TIMESLICE_US] = cst.timeslice_us;
-		v[VGPU_STAT_COMPUTE_ERRORS] = hs.errors;
-		v[VGPU_STAT_CONTROL_LATE_NS] = hs.late_ns;
-	}
-
-	nest = nla_nest_start(skb, VGPU_A_SLOT_STATS);
-	if (!nest)
-		return -EMSGSIZE;
-	for (s = 1; s < __VGPU_STAT_MAX; s++) {
-		if (s == VGPU_STAT_PAD)
-			continue;
-		if (nla_put_u64_64bit(skb, s, v[s], VGPU_STAT_PAD)) {
-			nla_nest_cancel(skb, nest);
-			return -EMSGSIZE;
-		}
-	}
-	nla_nest_end(skb, nest);
-	return 0;
-}
-
-static int vgpu_nl_put_node(struct sk_buff *skb, struct vgpu_slot *slot,
-			    enum vgpu_node_kind kind, int attr)
-{
-	char name[32];
-
-	if (!slot->real[kind].dentry)
-		return 0;
-	snprintf(name, sizeof(name), vgpu_node_name_fmt(kind), slot->id);
-	return nla_put_string(skb, attr, name);
-}
-
-static int vgpu_nl_put_slot_locked(struct sk_buff *skb, struct vgpu_slot *slot)
-{
-	struct vgpu_proc *p;
-	struct nlattr *procs;
-
-	lockdep_assert_held(&slot->lock);
-	if (nla_put_u32(skb, VGPU_A_SLOT_ID, slot->id) ||
-	    nla_put_u32(skb, VGPU_A_SLOT_GPU, slot->gpu) ||
-	    nla_put_string(skb, VGPU_A_SLOT_NAME, slot->cfg.name) ||
-	    nla_put_u64_64bit(skb, VGPU_A_SLOT_MEM_QUOTA, slot->cfg.mem_quota,
-			      VGPU_A_PAD) ||
-	    nla_put_u32(skb, VGPU_A_SLOT_COMPUTE_SHARE,
-			slot->cfg.compute_share) ||
-	    nla_put_u32(skb, VGPU_A_SLOT_COMPUTE_MODE,
-			slot->cfg.compute_mode ?: VGPU_COMPUTE_CAP) ||
-	    nla_put_u32(skb, VGPU_A_SLOT_MANAGED_POLICY,
-			slot->cfg.managed_policy) ||
-	    nla_put_u32(skb, VGPU_A_SLOT_UNKNOWN_POLICY,
-			slot->cfg.unknown_policy) ||
-	    nla_put_u32(skb, VGPU_A_SLOT_FLAGS, slot->flags) ||
-	    nla_put_u32(skb, VGPU_A_SLOT_STATE, slot->state) ||
-	    nla_put_u32(skb, VGPU_A_SLOT_OPEN_FILES, slot->open_files) ||
-	    vgpu_nl_put_node(skb, slot, VGPU_NODE_CTL, VGPU_A_SLOT_NODE_CTL) ||
-	    vgpu_nl_put_node(skb, slot, VGPU_NODE_DEV, VGPU_A_SLOT_NODE_DEV) ||
-	    vgpu_nl_put_node(skb, slot, VGPU_NODE_UVM, VGPU_A_SLOT_NODE_UVM))
-		return -EMSGSIZE;
-	procs = nla_nest_start(skb, VGPU_A_SLOT_PROCS);
-	if (!procs)
-		return -EMSGSIZE;
-	list_for_each_entry(p, &slot->procs, node)
-	{
-		if (nla_put_u32(skb, VGPU_A_PROC_PID, p->tgid)) {
-			nla_nest_cancel(skb, procs);
-			return -EMSGSIZE;
-		}
-	}
-	nla_nest_end(skb, procs);
-	return 0;
-}
-
-static int vgpu_nl_put_slot(struct sk_buff *skb, struct vgpu_slot *slot)
-{
-	int err;
-
-	mutex_lock(&slot->lock);
-	err = vgpu_nl_put_slot_locked(skb, slot);
-	mutex_unlock(&slot->lock);
-	if (!err)
-		err = vgpu_nl_put_stats(skb, slot);
-	return err;
 }
 
 /* Replies with one slot message (cmd @cmd) to the requester. */
@@ -234,59 +125,14 @@ out_put:
 	return err;
 }
 
-/* Reads the config attributes present in @info into @cfg; returns the
- * VGPU_CFG_* mask. */
-static u32 vgpu_nl_parse_config(struct genl_info *info,
-				struct vgpu_slot_config *cfg)
-{
-	struct nlattr **a = info->attrs;
-	u32 mask = 0;
-
-	if (a[VGPU_A_SLOT_NAME]) {
-		nla_strscpy(cfg->name, a[VGPU_A_SLOT_NAME], sizeof(cfg->name));
-		mask |= VGPU_CFG_NAME;
-	}
-	if (a[VGPU_A_SLOT_MEM_QUOTA]) {
-		cfg->mem_quota = nla_get_u64(a[VGPU_A_SLOT_MEM_QUOTA]);
-		mask |= VGPU_CFG_QUOTA;
-	}
-	if (a[VGPU_A_SLOT_COMPUTE_SHARE]) {
-		cfg->compute_share = nla_get_u32(a[VGPU_A_SLOT_COMPUTE_SHARE]);
-		mask |= VGPU_CFG_SHARE;
-	}
-	if (a[VGPU_A_SLOT_COMPUTE_MODE]) {
-		cfg->compute_mode = nla_get_u32(a[VGPU_A_SLOT_COMPUTE_MODE]);
-		mask |= VGPU_CFG_MODE;
-	}
-	if (a[VGPU_A_SLOT_MANAGED_POLICY]) {
-		cfg->managed_policy =
-			nla_get_u32(a[VGPU_A_SLOT_MANAGED_POLICY]);
-		mask |= VGPU_CFG_MANAGED;
-	}
-	if (a[VGPU_A_SLOT_UNKNOWN_POLICY]) {
-		cfg->unknown_policy =
-			nla_get_u32(a[VGPU_A_SLOT_UNKNOWN_POLICY]);
-		mask |= VGPU_CFG_UNKNOWN;
-	}
-	return mask;
-}
-
-/*
- * Hands slot @id's share and mode to the compute controller (compute.c).
- * @mode: a new mode to record first (slot.c's update does not know it), or 0.
- */
-static int vgpu_nl_compute_apply(struct genl_info *info, u32 id, u32 mode)
+/* Hands slot @id's share and mode to the compute controller (compute.c). */
+static int vgpu_nl_compute_apply(struct genl_info *info, u32 id)
 {
 	struct vgpu_slot *slot = vgpu_slot_lookup(id); /* pairs with put */
 	int err;
 
 	if (!slot)
 		return -ENOENT;
-	if (mode) {
-		mutex_lock(&slot->lock);
-		slot->cfg.compute_mode = mode;
-		mutex_unlock(&slot->lock);
-	}
 	err = vgpu_compute_slot_apply(slot);
 	vgpu_slot_put(slot);
 	if (err)
@@ -297,10 +143,12 @@ static int vgpu_nl_compute_apply(struct genl_info *info, u32 id, u32 mode)
 
 static int vgpu_nl_slot_new(struct sk_buff *skb, struct genl_info *info)
 {
+	/* Every setting not given takes its schema row's default. */
 	struct vgpu_slot_config cfg = {
-		.compute_share = 100,
-		.compute_mode = VGPU_COMPUTE_CAP,
-		.unknown_policy = VGPU_UNKNOWN_REFUSE,
+#define VGPU_CFG_DEFAULT(field, type, unit_or_values, def, ...) .field = (def),
+		VGPU_SLOT_NUMBERS(VGPU_CFG_DEFAULT)
+			VGPU_SLOT_ENUMS(VGPU_CFG_DEFAULT)
+#undef VGPU_CFG_DEFAULT
 	};
 	u32 mask, flags = 0, id;
 	int err;
@@ -311,7 +159,8 @@ static int vgpu_nl_slot_new(struct sk_buff *skb, struct genl_info *info)
 	if (GENL_REQ_ATTR_CHECK(info, VGPU_A_SLOT_GPU))
 		return -EINVAL;
 	mask = vgpu_nl_parse_config(info, &cfg);
-	if (!(mask & VGPU_CFG_MANAGED))
+	/* Managed memory's "default" is decided once, at creation. */
+	if (!(mask & VGPU_CFG(managed_policy)))
 		cfg.managed_policy = cfg.mem_quota
 					     ? VGPU_MANAGED_REFUSE
 					     : VGPU_MANAGED_ALLOW_UNCOUNTED;
@@ -329,7 +178,7 @@ static int vgpu_nl_slot_new(struct sk_buff *skb, struct genl_info *info)
 			info, "vgpu: driver version not supported (see dmesg)");
 	if (err)
 		return err;
-	err = vgpu_nl_compute_apply(info, id, 0);
+	err = vgpu_nl_compute_apply(info, id);
 	if (err) {
 		/* No slot without the share it was asked for. */
 		vgpu_slot_destroy(id, VGPU_DEL_F_DEFER);
@@ -361,9 +210,8 @@ static int vgpu_nl_slot_set(struct sk_buff *skb, struct genl_info *info)
 		GENL_SET_ERR_MSG(info, "vgpu: no such slot");
 	if (err)
 		return err;
-	if (mask & (VGPU_CFG_SHARE | VGPU_CFG_MODE)) {
-		err = vgpu_nl_compute_apply(
-			info, id, mask & VGPU_CFG_MODE ? cfg.compute_mode : 0);
+	if (mask & (VGPU_CFG(compute_share) | VGPU_CFG(compute_mode))) {
+		err = vgpu_nl_compute_apply(info, id);
 		if (err)
 			return err;
 	}
@@ -519,7 +367,7 @@ static const struct genl_multicast_group vgpu_mcgrps[] = {
 	{.name = VGPU_GENL_MCGRP_EVENTS, .flags = GENL_MCAST_CAP_NET_ADMIN},
 };
 
-static struct genl_family vgpu_genl_family __ro_after_init = {
+struct genl_family vgpu_genl_family __ro_after_init = {
 	.ops = vgpu_genl_ops,
 	.n_ops = ARRAY_SIZE(vgpu_genl_ops),
 	/* Every op validates strictly (unknown attributes, trailing data). */
@@ -534,74 +382,6 @@ static struct genl_family vgpu_genl_family __ro_after_init = {
 	/* .netnsok unset: the family exists in the initial network namespace
 	   only. */
 };
-
-/* ---- events ---------------------------------------------------------- */
-
-static struct sk_buff *vgpu_event_new(struct vgpu_slot *slot, u32 type,
-				      void **hdr)
-{
-	struct sk_buff *skb;
-
-	if (!READ_ONCE(vgpu_genl_live) ||
-	    !genl_has_listeners(&vgpu_genl_family, &init_net, 0))
-		return NULL;
-	skb = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
-	if (!skb)
-		return NULL;
-	*hdr = genlmsg_put(skb, 0, 0, &vgpu_genl_family, 0, VGPU_CMD_EVENT);
-	if (!*hdr || nla_put_u32(skb, VGPU_A_EVENT_TYPE, type) ||
-	    nla_put_u32(skb, VGPU_A_SLOT_ID, slot->id)) {
-		nlmsg_free(skb);
-		return NULL;
-	}
-	return skb;
-}
-
-static void vgpu_event_send(struct sk_buff *skb, void *hdr)
-{
-	genlmsg_end(skb, hdr);
-	genlmsg_multicast(&vgpu_genl_family, skb, 0, 0, GFP_KERNEL);
-}
-
-void vgpu_event_proc(struct vgpu_slot *slot, u32 type, pid_t pid,
-		     const char *comm)
-{
-	struct sk_buff *skb;
-	void *hdr;
-
-	skb = vgpu_event_new(slot, type, &hdr);
-	if (!skb)
-		return;
-	if ((pid && nla_put_u32(skb, VGPU_A_EVENT_PID, pid)) ||
-	    (comm && nla_put_string(skb, VGPU_A_EVENT_COMM, comm))) {
-		nlmsg_free(skb);
-		return;
-	}
-	vgpu_event_send(skb, hdr);
-}
-
-void vgpu_event_refusal(struct vgpu_slot *slot, u32 type, u64 size, u64 charged,
-			const char *detail)
-{
-	struct sk_buff *skb;
-	void *hdr;
-
-	skb = vgpu_event_new(slot, type, &hdr);
-	if (!skb)
-		return;
-	if (nla_put_u32(skb, VGPU_A_EVENT_PID, task_tgid_nr(current)) ||
-	    nla_put_string(skb, VGPU_A_EVENT_COMM, current->comm) ||
-	    (size &&
-	     nla_put_u64_64bit(skb, VGPU_A_EVENT_SIZE, size, VGPU_A_PAD)) ||
-	    nla_put_u64_64bit(skb, VGPU_A_EVENT_CHARGED, charged, VGPU_A_PAD) ||
-	    nla_put_u64_64bit(skb, VGPU_A_SLOT_MEM_QUOTA,
-			      READ_ONCE(slot->cfg.mem_quota), VGPU_A_PAD) ||
-	    nla_put_string(skb, VGPU_A_EVENT_DETAIL, detail)) {
-		nlmsg_free(skb);
-		return;
-	}
-	vgpu_event_send(skb, hdr);
-}
 
 /*
  * The compute controller's lifetime rides on the control plane's: it is only

@@ -26,18 +26,13 @@
 #define NV_ERR_GENERIC 0xffffu
 #define NV_VERSION_MAX 64
 
-/* rm_kernel_rmapi_op() numbers its calls by RM function (nvos.h). */
+/*
+ * rm_kernel_rmapi_op() numbers its calls by RM function (nvos.h), not by
+ * ioctl escape; the test guest's nvsim.ko does the same.
+ */
 #define NV01_FREE    0x00u
 #define NV04_ALLOC   0x15u
 #define NV04_CONTROL 0x36u
-/*
- * nvsim.ko, the test guest's stand-in driver, numbers them by ioctl escape
- * instead (tests/vm/nvsim/nvsim_rmops.h); vgpu_rm_bind tells the two apart
- * by probing (see there).
- */
-#define NV_ESC_RM_FREE	  0x29u
-#define NV_ESC_RM_CONTROL 0x2au
-#define NV_ESC_RM_ALLOC	  0x2bu
 
 struct nvidia_stack_s; /* opaque, as nvidia-modeset treats it */
 
@@ -96,17 +91,6 @@ static_assert(offsetof(struct vgpu_nv_rm_ops, op) == 7 * sizeof(void *));
 
 typedef u32 (*vgpu_get_rm_ops_fn)(struct vgpu_nv_rm_ops *ops);
 
-/* Op numbers of the bound driver. */
-struct vgpu_rm_opcodes {
-	u32 free, alloc, control;
-	const char *name;
-};
-
-static const struct vgpu_rm_opcodes vgpu_rm_nv_opcodes = {NV01_FREE, NV04_ALLOC,
-							  NV04_CONTROL, "NV04"};
-static const struct vgpu_rm_opcodes vgpu_rm_esc_opcodes = {
-	NV_ESC_RM_FREE, NV_ESC_RM_ALLOC, NV_ESC_RM_CONTROL, "escape (nvsim)"};
-
 /*
  * vgpu_rm_lock protects the binding's setup and teardown. Calls read it
  * without the lock once vgpu_rm_ready is set (release/acquire): the ops never
@@ -116,7 +100,6 @@ static DEFINE_MUTEX(vgpu_rm_lock);
 static bool vgpu_rm_ready;
 static void *vgpu_rm_sym; /* holds the nvidia.ko reference (symbol_put_addr) */
 static struct vgpu_nv_rm_ops vgpu_rm;
-static const struct vgpu_rm_opcodes *vgpu_rm_codes;
 static char vgpu_rm_ver[NV_VERSION_MAX];
 
 /* Driver ABI generations whose structs above were checked. */
@@ -138,29 +121,10 @@ static int vgpu_rm_issue(const struct vgpu_nv_rm_ops *ops,
 	return 0;
 }
 
-/*
- * A NULL control (cmd 0) on client 0 changes nothing and fails in any
- * driver, but a driver that understood the op writes its status. A driver
- * that did not leaves control.status alone (nvsim writes free.status, which
- * overlays control.flags).
- */
-static int vgpu_rm_probe(const struct vgpu_nv_rm_ops *ops, u32 control_code,
-			 bool *understood)
-{
-	struct vgpu_nv_kernel_op op = {.op = control_code};
-	int err;
-
-	op.params.control.status = 0xdead0000u;
-	err = vgpu_rm_issue(ops, &op);
-	*understood = !err && op.params.control.status != 0xdead0000u;
-	return err;
-}
-
 static int vgpu_rm_bind_locked(void)
 {
 	struct vgpu_nv_rm_ops ops = {.version_string = ""};
 	vgpu_get_rm_ops_fn get;
-	bool ok = false;
 	void *sym;
 	int err;
 
@@ -192,25 +156,11 @@ static int vgpu_rm_bind_locked(void)
 			vgpu_rm_ver);
 		goto err_put;
 	}
-	err = vgpu_rm_probe(&ops, NV04_CONTROL, &ok);
-	if (!err && ok) {
-		vgpu_rm_codes = &vgpu_rm_nv_opcodes;
-	} else if (!err) {
-		err = vgpu_rm_probe(&ops, NV_ESC_RM_CONTROL, &ok);
-		vgpu_rm_codes = &vgpu_rm_esc_opcodes;
-	}
-	if (err || !ok) {
-		pr_warn("in-kernel RM: driver %s answered no control (%d)\n",
-			vgpu_rm_ver, err);
-		err = err ? err : -EPROTO;
-		goto err_put;
-	}
 	vgpu_rm = ops;
 	vgpu_rm_sym = sym;
 	/* Pairs with smp_load_acquire in vgpu_rm_get. */
 	smp_store_release(&vgpu_rm_ready, true);
-	pr_info("in-kernel RM: bound to driver %s (%s op numbers)\n",
-		vgpu_rm_ver, vgpu_rm_codes->name);
+	pr_info("in-kernel RM: bound to driver %s\n", vgpu_rm_ver);
 	return 0;
 
 err_put:
@@ -272,7 +222,7 @@ int vgpu_rm_control(u32 hclient, u32 hobject, u32 cmd, void *params, u32 size,
 	err = vgpu_rm_get();
 	if (err)
 		return err;
-	op.op = vgpu_rm_codes->control;
+	op.op = NV04_CONTROL;
 	op.params.control = (struct vgpu_nvos54){
 		.hClient = hclient,
 		.hObject = hobject,
@@ -296,7 +246,7 @@ int vgpu_rm_free(u32 hclient, u32 hparent, u32 hobject, u32 *status)
 	err = vgpu_rm_get();
 	if (err)
 		return err;
-	op.op = vgpu_rm_codes->free;
+	op.op = NV01_FREE;
 	op.params.free = (struct vgpu_nvos00){
 		.hRoot = hclient,
 		.hObjectParent = hparent,
@@ -319,7 +269,7 @@ int vgpu_rm_alloc(u32 hclient, u32 hparent, u32 *hobject, u32 hclass,
 	err = vgpu_rm_get();
 	if (err)
 		return err;
-	op.op = vgpu_rm_codes->alloc;
+	op.op = NV04_ALLOC;
 	op.params.alloc = (struct vgpu_nvos64){
 		.hRoot = hclient,
 		.hObjectParent = hparent,

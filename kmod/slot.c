@@ -271,16 +271,14 @@ int vgpu_slot_update(u32 id, const struct vgpu_slot_config *cfg, u32 mask)
 		return -ENOENT;
 	}
 	mutex_lock(&slot->lock);
-	if (mask & VGPU_CFG_NAME)
+	if (mask & VGPU_CFG(name))
 		strscpy(slot->cfg.name, cfg->name, sizeof(slot->cfg.name));
-	if (mask & VGPU_CFG_QUOTA)
-		slot->cfg.mem_quota = cfg->mem_quota;
-	if (mask & VGPU_CFG_SHARE)
-		slot->cfg.compute_share = cfg->compute_share;
-	if (mask & VGPU_CFG_MANAGED)
-		slot->cfg.managed_policy = cfg->managed_policy;
-	if (mask & VGPU_CFG_UNKNOWN)
-		slot->cfg.unknown_policy = cfg->unknown_policy;
+#define VGPU_CFG_COPY(field, ...)                                              \
+	if (mask & VGPU_CFG(field))                                            \
+		slot->cfg.field = cfg->field;
+	VGPU_SLOT_NUMBERS(VGPU_CFG_COPY)
+	VGPU_SLOT_ENUMS(VGPU_CFG_COPY)
+#undef VGPU_CFG_COPY
 	vgpu_filter_slot_config(slot);
 	mutex_unlock(&slot->lock);
 	vgpu_slot_bump();

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Per-slot configuration and counters under /sys/class/vgpu/<node>/, read-only
- * (changes go through netlink, admin-only). Every node of a slot shows the same
- * slot. The device is destroyed before the slot can be freed
+ * (changes go through netlink, admin-only). The settings' files come from the
+ * slot schema's rows, as netlink's attributes do. Every node of a slot shows
+ * the same slot. The device is destroyed before the slot can be freed
  * (vgpu_slot_destroy), and sysfs drains active readers on removal, so drvdata
  * is valid in every show().
  */
@@ -33,7 +34,25 @@ static ssize_t gpu_show(struct device *dev, struct device_attribute *attr,
 }
 static DEVICE_ATTR_RO(gpu);
 
-#define VGPU_CFG_ATTR(field, fmt)                                              \
+static ssize_t name_show(struct device *dev, struct device_attribute *attr,
+			 char *buf)
+{
+	struct vgpu_slot *slot = vgpu_dev_slot(dev);
+	ssize_t n;
+
+	mutex_lock(&slot->lock);
+	n = sysfs_emit(buf, "%s\n", slot->cfg.name);
+	mutex_unlock(&slot->lock);
+	return n;
+}
+static DEVICE_ATTR_RO(name);
+
+/*
+ * One file per slot setting, named as its schema row (uapi/vgpu_slot_fields.h):
+ * a number in decimal, an enum by its value's name (what the slot config file,
+ * the JSON and the command lines say; "default" for 0).
+ */
+#define VGPU_SETTING_SHOW(field, fmt, expr)                                    \
 	static ssize_t field##_show(struct device *dev,                        \
 				    struct device_attribute *attr, char *buf)  \
 	{                                                                      \
@@ -41,31 +60,34 @@ static DEVICE_ATTR_RO(gpu);
 		ssize_t n;                                                     \
                                                                                \
 		mutex_lock(&slot->lock);                                       \
-		n = sysfs_emit(buf, fmt "\n", slot->cfg.field);                \
+		n = sysfs_emit(buf, fmt "\n", expr);                           \
 		mutex_unlock(&slot->lock);                                     \
 		return n;                                                      \
 	}                                                                      \
-	static DEVICE_ATTR_RO(field)
+	static DEVICE_ATTR_RO(field);
 
-VGPU_CFG_ATTR(name, "%s");
-VGPU_CFG_ATTR(mem_quota, "%llu");
-VGPU_CFG_ATTR(compute_share, "%u");
-VGPU_CFG_ATTR(managed_policy, "%u");
-VGPU_CFG_ATTR(unknown_policy, "%u");
+#define VGPU_NUMBER_SETTING_ATTR(field, wire, unit, def, lo, hi, attr, env)    \
+	VGPU_SETTING_SHOW(field, "%llu", (unsigned long long)slot->cfg.field)
+VGPU_SLOT_NUMBERS(VGPU_NUMBER_SETTING_ATTR)
+#undef VGPU_NUMBER_SETTING_ATTR
 
-static ssize_t compute_mode_show(struct device *dev,
-				 struct device_attribute *attr, char *buf)
-{
-	struct vgpu_slot *slot = vgpu_dev_slot(dev);
-	ssize_t n;
-
-	mutex_lock(&slot->lock);
-	n = sysfs_emit(buf, "%s\n",
-		       vgpu_compute_mode_name(slot->cfg.compute_mode));
-	mutex_unlock(&slot->lock);
-	return n;
-}
-static DEVICE_ATTR_RO(compute_mode);
+#define VGPU_SETTING_VALUE_CASE(value, text)                                   \
+	case value:                                                            \
+		return text;
+#define VGPU_ENUM_SETTING_ATTR(field, cxx_type, values, def, sentinel, attr,   \
+			       env)                                            \
+	static const char *field##_value_name(u32 v)                           \
+	{                                                                      \
+		switch (v) {                                                   \
+			values(VGPU_SETTING_VALUE_CASE) case 0                 \
+			    : return VGPU_SLOT_ENUM_DEFAULT_NAME;              \
+		}                                                              \
+		return "unset";                                                \
+	}                                                                      \
+	VGPU_SETTING_SHOW(field, "%s", field##_value_name(slot->cfg.field))
+VGPU_SLOT_ENUMS(VGPU_ENUM_SETTING_ATTR)
+#undef VGPU_ENUM_SETTING_ATTR
+#undef VGPU_SETTING_VALUE_CASE
 
 static ssize_t open_files_show(struct device *dev,
 			       struct device_attribute *attr, char *buf)
@@ -99,12 +121,11 @@ static struct attribute *vgpu_slot_attrs[] = {
 	&dev_attr_slot_id.attr,
 	&dev_attr_gpu.attr,
 	&dev_attr_name.attr,
-	&dev_attr_mem_quota.attr,
-	&dev_attr_compute_share.attr,
-	&dev_attr_compute_mode.attr,
-	&dev_attr_managed_policy.attr,
-	&dev_attr_unknown_policy.attr,
-	&dev_attr_open_files.attr,
+#define VGPU_SETTING_ATTR_PTR(field, ...) &dev_attr_##field.attr,
+	VGPU_SLOT_NUMBERS(VGPU_SETTING_ATTR_PTR)
+			VGPU_SLOT_ENUMS(VGPU_SETTING_ATTR_PTR)
+#undef VGPU_SETTING_ATTR_PTR
+		& dev_attr_open_files.attr,
 	&dev_attr_pids.attr,
 	NULL,
 };

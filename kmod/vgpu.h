@@ -20,6 +20,7 @@
 #include <linux/types.h>
 
 #include "../uapi/vgpu_genl.h"
+#include "../uapi/vgpu_slot_fields.h"
 
 /* Each slot owns VGPU_MINORS_PER_SLOT minors: id * VGPU_MINORS_PER_SLOT + kind.
  */
@@ -43,14 +44,40 @@ struct vgpu_proc {
 	unsigned int files;
 };
 
+/*
+ * A slot's label and settings. The settings are the schema's rows
+ * (uapi/vgpu_slot_fields.h), one member each, named as the row: netlink
+ * (genl.c, genl_slot.c), sysfs (sysfs.c) and updates (slot.c) walk the same
+ * rows, so a setting added to the schema is served everywhere or the module
+ * does not build. Numbers have the row's wire type; an enum is its u32 value.
+ */
 struct vgpu_slot_config {
 	char name[VGPU_SLOT_NAME_LEN];
-	u64 mem_quota;
-	u32 compute_share;
-	u32 compute_mode; /* enum vgpu_compute_mode */
-	u32 managed_policy;
-	u32 unknown_policy;
+#define VGPU_CFG_NUMBER_MEMBER(field, wire, unit, def, lo, hi, attr, env)      \
+	wire field;
+	VGPU_SLOT_NUMBERS(VGPU_CFG_NUMBER_MEMBER)
+#undef VGPU_CFG_NUMBER_MEMBER
+#define VGPU_CFG_ENUM_MEMBER(field, cxx_type, values, def, sentinel, attr,     \
+			     env)                                              \
+	u32 field;
+	VGPU_SLOT_ENUMS(VGPU_CFG_ENUM_MEMBER)
+#undef VGPU_CFG_ENUM_MEMBER
 };
+
+/* Which config fields vgpu_slot_update replaces: VGPU_CFG(name),
+ * VGPU_CFG(<setting>). */
+/* The X-macro lists are not statements: kept as written. */
+/* clang-format off */
+enum vgpu_cfg_bit {
+	VGPU_CFG_BIT_name,
+#define VGPU_CFG_BIT_OF(field, ...) VGPU_CFG_BIT_##field,
+	VGPU_SLOT_NUMBERS(VGPU_CFG_BIT_OF)
+	VGPU_SLOT_ENUMS(VGPU_CFG_BIT_OF)
+#undef VGPU_CFG_BIT_OF
+	VGPU_CFG_BITS
+};
+/* clang-format on */
+#define VGPU_CFG(field) BIT(VGPU_CFG_BIT_##field)
 
 struct vgpu_slot {
 	/*
@@ -118,14 +145,6 @@ u32 vgpu_slots_count(void);
 void vgpu_slot_attach(struct vgpu_slot *slot, pid_t tgid);
 void vgpu_slot_detach(struct vgpu_slot *slot, pid_t tgid);
 const char *vgpu_node_name_fmt(enum vgpu_node_kind kind);
-
-/* Which config fields vgpu_slot_update replaces. */
-#define VGPU_CFG_NAME	 BIT(0)
-#define VGPU_CFG_QUOTA	 BIT(1)
-#define VGPU_CFG_SHARE	 BIT(2)
-#define VGPU_CFG_MANAGED BIT(3)
-#define VGPU_CFG_UNKNOWN BIT(4)
-#define VGPU_CFG_MODE	 BIT(5)
 
 static inline void vgpu_stat_inc(struct vgpu_slot *slot, enum vgpu_stat_attr s)
 {

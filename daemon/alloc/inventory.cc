@@ -17,7 +17,8 @@ Result<Inventory> FromTopology(const std::vector<topology::Gpu>& gpus, std::stri
           "libnvidia-ml.so.1 visible to the manager?)");
     }
     inv.gpus.push_back({static_cast<uint32_t>(g.index), g.uuid, g.memory_bytes, g.numa_node,
-                        g.pci_bus_id, g.pci_root, g.pci_path, g.nvlinks, g.name});
+                        g.pci_bus_id, g.pci_root, g.pci_path, g.nvlinks, g.name,
+                        g.compute_capability, g.driver_version});
   }
   if (inv.gpus.empty()) {
     return NotFoundError("no NVIDIA GPUs found (" + inv.source + ")");

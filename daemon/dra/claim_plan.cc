@@ -28,40 +28,50 @@ bool ConfigApplies(const json& config, const std::string& request) {
                      [&](const json& r) { return r.is_string() && (r == request || r == parent); });
 }
 
+// The settings a claim's opaque config may choose, by their slot-schema names
+// (uapi/vgpu_slot_fields.h): the others are the scheduler's (mem_quota, compute_share come from
+// consumedCapacity) or the node's (unknown_policy lets unknown ioctls through: not a tenant's
+// choice).
+constexpr std::string_view kClaimSettings[] = {"compute_mode", "managed_policy"};
+
 Status ApplyParameters(const json& params, PlannedDevice& device) {
   if (!params.is_object()) {
     return InvalidArgumentError("opaque parameters must be an object");
-  }
-  for (const auto& [key, value] : params.items()) {
-    if (key == "apiVersion" || key == "kind") {
-      continue;
-    }
-    if (!value.is_string()) {
-      return InvalidArgumentError("opaque parameter " + key + " must be a string");
-    }
-    std::string v = value.get<std::string>();
-    if (key == "managedPolicy") {
-      auto p = ParseManagedPolicy(v);
-      if (!p.ok()) {
-        return p.status().Annotate("opaque parameter managedPolicy");
-      }
-      device.managed_policy = *p;
-    } else if (key == "computeMode") {
-      // The slot schema of this manager has one compute mode, the cap (a share is a ceiling).
-      if (v != "cap") {
-        return UnimplementedError("opaque parameter computeMode: '" + v +
-                                  "' is not offered by this manager (use cap)");
-      }
-    } else {
-      return InvalidArgumentError("opaque parameter '" + key +
-                                  "' is unknown (known: managedPolicy, computeMode)");
-    }
   }
   if (Str(params, "apiVersion") != kConfigApiVersion || Str(params, "kind") != kConfigKind) {
     return InvalidArgumentError(std::string("opaque parameters must be apiVersion ") +
                                 kConfigApiVersion + ", kind " + kConfigKind + "; got " +
                                 Str(params, "apiVersion") + ", " + Str(params, "kind"));
   }
+  // Parsed into a copy of the device's settings by the schema's own text codec, so a value is
+  // spelled and range-checked exactly as in the slot config file, the checkpoint and vgpuctl.
+  SlotSettings settings;
+  settings.compute_mode = device.compute_mode;
+  settings.managed_policy = device.managed_policy;
+  for (const auto& [key, value] : params.items()) {
+    if (key == "apiVersion" || key == "kind") {
+      continue;
+    }
+    auto in = [&key](auto&& names) {
+      return std::find(std::begin(names), std::end(names), key) != std::end(names);
+    };
+    if (!in(kClaimSettings)) {
+      return InvalidArgumentError(
+          "opaque parameter '" + key + "' " +
+          (in(SettingKeys()) ? "is not a claim's to set (the allocation or the node decides it)"
+                             : "is unknown") +
+          "; a claim may set compute_mode, managed_policy");
+    }
+    if (!value.is_string()) {
+      return InvalidArgumentError("opaque parameter '" + key + "' must be a string");
+    }
+    Status s = SetSettingFromText(settings, key, value.get<std::string>());
+    if (!s.ok()) {
+      return s.Annotate("opaque parameter");
+    }
+  }
+  device.compute_mode = settings.compute_mode;
+  device.managed_policy = settings.managed_policy;
   return OkStatus();
 }
 

@@ -31,6 +31,7 @@ Result<std::vector<PreparedDevice>> ClaimPreparer::Prepare(const ClaimPlan& plan
     req.exclusive = d.exclusive;
     req.memory_bytes = d.memory_bytes;
     req.core_percent = d.core_percent;
+    req.compute_mode = d.compute_mode;
     req.managed_policy = d.managed_policy;
     req.claim_namespace = plan.claim.namespace_;
     req.claim_name = plan.claim.name;

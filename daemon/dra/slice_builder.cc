@@ -1,6 +1,8 @@
 #include "vgpu/dra/slice_builder.h"
 
 #include <algorithm>
+#include <charconv>
+#include <string_view>
 
 #include "vgpu/dra/device_model.h"
 #include "vgpu/dra/quantity.h"
@@ -46,6 +48,35 @@ std::string NvLinkPeers(const std::vector<alloc::GpuInfo>& gpus, const alloc::Gp
   return out;
 }
 
+// A DeviceAttribute "version" must be a semantic version (resource.k8s.io/v1): "9.0" becomes
+// "9.0.0", NVIDIA's "535.104.05" becomes "535.104.5" (no leading zeros). Empty when `text` is
+// not one to three dot-separated numbers; the attribute is then left out.
+std::string SemanticVersion(std::string_view text) {
+  std::string out;
+  int parts = 0;
+  while (parts < 3 && !text.empty()) {
+    size_t dot = text.find('.');
+    std::string_view part = text.substr(0, dot);
+    uint64_t v = 0;
+    auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+    if (part.empty() || ec != std::errc() || end != part.data() + part.size()) {
+      return "";
+    }
+    out += (parts++ == 0 ? "" : ".") + std::to_string(v);
+    text = dot == std::string_view::npos ? std::string_view() : text.substr(dot + 1);
+    if (dot != std::string_view::npos && text.empty()) {
+      return "";  // "9."
+    }
+  }
+  if (!text.empty() || parts == 0) {
+    return "";
+  }
+  for (; parts < 3; ++parts) {
+    out += ".0";
+  }
+  return out;
+}
+
 json Attributes(const std::vector<alloc::GpuInfo>& gpus, const alloc::GpuInfo& g, bool share) {
   json a = {{"uuid", {{"string", g.uuid}}},
             {"index", {{"int", g.index}}},
@@ -54,6 +85,13 @@ json Attributes(const std::vector<alloc::GpuInfo>& gpus, const alloc::GpuInfo& g
             {"nvlinkPeers", {{"string", NvLinkPeers(gpus, g)}}}};
   if (!g.name.empty()) {
     a["productName"] = {{"string", g.name}};
+  }
+  // The names NVIDIA's DRA driver gives them, so selectors carry over.
+  if (std::string v = SemanticVersion(g.compute_capability); !v.empty()) {
+    a["cudaComputeCapability"] = {{"version", v}};
+  }
+  if (std::string v = SemanticVersion(g.driver_version); !v.empty()) {
+    a["driverVersion"] = {{"version", v}};
   }
   if (g.numa >= 0) {
     a["resource.kubernetes.io/numaNode"] = {{"int", g.numa}};

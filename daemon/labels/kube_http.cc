@@ -28,18 +28,33 @@ std::string ApiMessage(const std::string& body) {
   return body.substr(0, 200);
 }
 
-Result<KubeResponse> SendKubeRequest(const KubeEndpoint& endpoint, const KubeRequest& request) {
+KubeHttpClient::KubeHttpClient(KubeEndpoint endpoint) : endpoint_(std::move(endpoint)) {
   GlobalInitOnce();
-  const std::string url = endpoint.server + request.path;
-  CURL* curl = curl_easy_init();
+  curl_ = curl_easy_init();
+}
+
+KubeHttpClient::~KubeHttpClient() {
+  if (curl_ != nullptr) {
+    curl_easy_cleanup(static_cast<CURL*>(curl_));
+  }
+}
+
+Result<KubeResponse> KubeHttpClient::Send(const KubeRequest& request) {
+  std::lock_guard lock(mu_);
+  CURL* curl = static_cast<CURL*>(curl_);
   if (curl == nullptr) return InternalError("curl_easy_init failed");
+  curl_easy_reset(curl);  // keeps the connection cache, drops the last request's options
+  const std::string url = endpoint_.server + request.path;
   curl_slist* headers = nullptr;
   std::string content_type = "Content-Type: " + request.content_type;
   if (!request.content_type.empty()) headers = curl_slist_append(headers, content_type.c_str());
   headers = curl_slist_append(headers, "Accept: application/json");
+  // libcurl would otherwise ask before sending a large body and wait up to a second for the
+  // server's "100 Continue"; the API server takes every body anyway.
+  headers = curl_slist_append(headers, "Expect:");
   std::string auth;
-  if (!endpoint.token.empty()) {
-    auth = "Authorization: Bearer " + endpoint.token;
+  if (!endpoint_.token.empty()) {
+    auth = "Authorization: Bearer " + endpoint_.token;
     headers = curl_slist_append(headers, auth.c_str());
   }
   KubeResponse out;
@@ -54,23 +69,24 @@ Result<KubeResponse> SendKubeRequest(const KubeEndpoint& endpoint, const KubeReq
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &out.body);
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout.count()));
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
   curl_easy_setopt(curl, CURLOPT_USERAGENT, "vgpu-manager");
-  if (!endpoint.ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, endpoint.ca_file.c_str());
-  curl_blob ca{const_cast<char*>(endpoint.ca_pem.data()), endpoint.ca_pem.size(), CURL_BLOB_COPY};
-  if (!endpoint.ca_pem.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &ca);
-  if (endpoint.insecure_skip_tls_verify) {
+  if (!endpoint_.ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, endpoint_.ca_file.c_str());
+  curl_blob ca{const_cast<char*>(endpoint_.ca_pem.data()), endpoint_.ca_pem.size(), CURL_BLOB_COPY};
+  if (!endpoint_.ca_pem.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &ca);
+  if (endpoint_.insecure_skip_tls_verify) {
     curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 0L);
     curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
   }
-  if (!endpoint.client_cert_file.empty()) {
-    curl_easy_setopt(curl, CURLOPT_SSLCERT, endpoint.client_cert_file.c_str());
-    curl_easy_setopt(curl, CURLOPT_SSLKEY, endpoint.client_key_file.c_str());
+  if (!endpoint_.client_cert_file.empty()) {
+    curl_easy_setopt(curl, CURLOPT_SSLCERT, endpoint_.client_cert_file.c_str());
+    curl_easy_setopt(curl, CURLOPT_SSLKEY, endpoint_.client_key_file.c_str());
   }
-  curl_blob cert{const_cast<char*>(endpoint.client_cert_pem.data()),
-                 endpoint.client_cert_pem.size(), CURL_BLOB_COPY};
-  curl_blob key{const_cast<char*>(endpoint.client_key_pem.data()), endpoint.client_key_pem.size(),
+  curl_blob cert{const_cast<char*>(endpoint_.client_cert_pem.data()),
+                 endpoint_.client_cert_pem.size(), CURL_BLOB_COPY};
+  curl_blob key{const_cast<char*>(endpoint_.client_key_pem.data()), endpoint_.client_key_pem.size(),
                 CURL_BLOB_COPY};
-  if (!endpoint.client_cert_pem.empty()) {
+  if (!endpoint_.client_cert_pem.empty()) {
     curl_easy_setopt(curl, CURLOPT_SSLCERTTYPE, "PEM");
     curl_easy_setopt(curl, CURLOPT_SSLCERT_BLOB, &cert);
     curl_easy_setopt(curl, CURLOPT_SSLKEY_BLOB, &key);
@@ -78,11 +94,14 @@ Result<KubeResponse> SendKubeRequest(const KubeEndpoint& endpoint, const KubeReq
   CURLcode rc = curl_easy_perform(curl);
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &out.http_status);
   curl_slist_free_all(headers);
-  curl_easy_cleanup(curl);
   if (rc != CURLE_OK) {
     return UnavailableError(request.method + " " + url + ": " + curl_easy_strerror(rc));
   }
   return out;
+}
+
+Result<KubeResponse> SendKubeRequest(const KubeEndpoint& endpoint, const KubeRequest& request) {
+  return KubeHttpClient(endpoint).Send(request);
 }
 
 }  // namespace vgpu::labels

@@ -21,6 +21,7 @@ Result<SlotRecord> SlotManager::CreateForClaim(const ClaimSlotRequest& request) 
   config.gpu_uuid = gpu->uuid;
   config.unknown_policy = options_.unknown_policy;
   config.exclusive = request.exclusive;
+  config.compute_mode = request.compute_mode;
   if (request.exclusive) {
     config.mem_quota = 0;  // unlimited: the claim has the GPU to itself
     config.compute_share = 100;

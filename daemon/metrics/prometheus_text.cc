@@ -121,12 +121,15 @@ constexpr SlotFamily kSlotFamilies[] = {
     {"vgpu_slot_core_share_ratio", "gauge", "Configured compute share of the slot (1 = whole GPU).",
      [](const SlotStats& s) { return s.core_share_ratio; }},
     {"vgpu_slot_core_achieved_ratio", "gauge",
-     "Measured share of GPU time the slot got over the last 1 s.",
+     "The slot's share of the GPU's throughput over the last 1 s, as its compute controller "
+     "measures it: GPU time weighted by the SM clock it ran at against the clock the slot's "
+     "saturating work sustains (what a cap holds; plain GPU time where no clock is known).",
      [](const SlotStats& s) { return s.core_achieved_ratio; }},
     {"vgpu_slot_core_achieved_10s_ratio", "gauge",
-     "Measured share of GPU time the slot got over the last 10 s.",
+     "The same share of the GPU's throughput over the last 10 s.",
      [](const SlotStats& s) { return s.core_achieved_10s_ratio; }},
-    {"vgpu_slot_busy_seconds_total", "counter", "GPU time the slot's work ran.",
+    {"vgpu_slot_busy_seconds_total", "counter",
+     "GPU time the slot's work ran (time, not clock-weighted).",
      [](const SlotStats& s) { return s.busy_seconds; }},
     {"vgpu_slot_throttled_seconds_total", "counter",
      "Time the slot's channels were held off the GPU to enforce its share.",

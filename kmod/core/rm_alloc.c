@@ -90,9 +90,8 @@ static enum vcore_verdict reserve(struct vcore_call *call, vcore_u64 bytes,
  * size back (sysmemConstruct_IMPL, system_mem.c); post settles at the larger
  * of the two.
  */
-static enum vcore_verdict reserve_sysmem(struct vcore_call *call,
-					 const vcore_u8 *params,
-					 vcore_u32 psize)
+static enum vcore_verdict
+reserve_sysmem(struct vcore_call *call, const vcore_u8 *params, vcore_u32 psize)
 {
 	struct vcore_slot *slot = call->slot;
 	vcore_u64 budget = slot->cfg.sysmem_budget_bytes, bytes;
@@ -101,8 +100,9 @@ static enum vcore_verdict reserve_sysmem(struct vcore_call *call,
 	if (!budget)
 		return VCORE_FORWARD;
 	if (!params || psize < sizeof(NV_MEMORY_ALLOCATION_PARAMS))
-		return vcore_refuse_status(call, NV_ERR_INVALID_ARGUMENT,
-					   "system memory alloc without params");
+		return vcore_refuse_status(
+			call, NV_ERR_INVALID_ARGUMENT,
+			"system memory alloc without params");
 	bytes = round_up(vcore_rd64(params, 64), SZ_4K);
 	vcore_lock(slot);
 	over = bytes > budget || slot->sysmem_held > budget - bytes;

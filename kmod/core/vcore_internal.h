@@ -425,12 +425,12 @@ struct vcore_call {
 	vcore_ctrl_post_fn ctrl_post;
 	struct vcore_obj *new_obj; /* preallocated record */
 	vcore_u32 h_parent;
-	vcore_u64 reserved;		  /* ledger bytes reserved in pre */
-	vcore_u64 sysmem_reserved;	  /* sysmem_held bytes reserved in pre */
-	vcore_u32 page_align;		  /* rounding for the settle */
-	int params_buf;			  /* bufs index of class/ctrl params */
-	vcore_u32 reply_size_off;	  /* offset of the size in the reply */
-	vcore_u32 reply_size_buf;	  /* bufs index holding it */
+	vcore_u64 reserved;	   /* ledger bytes reserved in pre */
+	vcore_u64 sysmem_reserved; /* sysmem_held bytes reserved in pre */
+	vcore_u32 page_align;	   /* rounding for the settle */
+	int params_buf;		   /* bufs index of class/ctrl params */
+	vcore_u32 reply_size_off;  /* offset of the size in the reply */
+	vcore_u32 reply_size_buf;  /* bufs index holding it */
 	vcore_bool reply_handle_from_buf; /* NVOS32: hMemory in top-level */
 	vcore_bool restore_event_data;	  /* NV0005.data back to the caller's */
 	vcore_u32 free_client, free_object;

@@ -39,6 +39,8 @@ struct ComputePublication {
 };
 using PublishFn = void (*)(void* ctx, const ComputePublication& p);
 
+inline constexpr uint32_t kLearnClockScaling = UINT32_MAX;
+
 struct ComputeConfig {
   uint32_t share = 100;                  // 1..100
   uint32_t mode = VCORE_SCHED_MODE_CAP;  // VCORE_SCHED_MODE_CAP or _WEIGHT
@@ -61,7 +63,9 @@ struct ComputeConfig {
   // Cap with a clock and no ref_clock_mhz: the start-up probe that learns it (ref_clock_probe.h)
   // runs for at most this long after the first settled context; 0: no probe.
   uint64_t ref_probe_max_ns = RefClockProbe::kDefaultMaxNs;
-  uint32_t clock_scaling_pm = 700;      // share of the work's time that scales with the clock
+  // c, the permille of the work's time that scales with the clock: learned per tenant and GPU
+  // (clock_scaling.h) unless configured (tests that want it fixed).
+  uint32_t clock_scaling_pm = kLearnClockScaling;
   uint64_t clock_poll_ns = 20'000'000;  // SM clock sample interval while gated on
   // The slot's other processes (nullptr: the slot is this process alone, as in the standalone
   // GPU test preload). Not owned.
@@ -91,6 +95,8 @@ struct ComputeCounters {
   uint32_t busy_clock_mhz = 0;       // mean SM clock of the last measured span's on phases
   uint32_t ref_clock_mhz = 0;        // configured or learned saturated uncapped clock
   uint32_t work_per_time_pm = 1000;  // last weight applied to measured GPU time (permille)
+  uint32_t clock_scaling_pm = 0;     // c in use: configured, learned, or the learner's prior
+  bool clock_scaling_learned = false;
   // The reference clock's start-up probe: 0 none, 1 probing, 2 learned, 3 gave up.
   uint32_t ref_probe_state = 0;
   uint64_t own_busy_ns = 0;      // busy in samples naming this process

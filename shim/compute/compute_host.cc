@@ -44,6 +44,9 @@ ComputeHost::ComputeHost(const ComputeConfig& cfg, RmControlFn rm, void* rm_ctx)
   probing_ = cfg_.mode == VCORE_SCHED_MODE_CAP && cfg_.share < 100 && cfg_.clock != nullptr &&
              cfg_.ref_clock_mhz == 0 && cfg_.ref_probe_max_ns != 0;
   probe_state_.store(probing_ ? 1 : 0);
+  scaling_pm_.store(cfg_.clock_scaling_pm != kLearnClockScaling
+                        ? std::min<uint32_t>(cfg_.clock_scaling_pm, 1000)
+                        : ClockScalingLearner::kPriorPm);
   vcore_sched_params p;
   vcore_sched_params_default(&p);
   p.weight_window_ns = cfg_.weight_window_ns;
@@ -210,7 +213,8 @@ void ComputeHost::Loop() {
                 "overshoot_ms=%.1f throttled_ms=%.1f ts_us=%u gates=%llu controls=%llu "
                 "errors=%llu bad_cmd=%#x bad_status=%#x samples=%llu period_us=%llu "
                 "measure_errors=%llu preempts=%llu preempt_skips=%llu preempt_max_ms=%.1f "
-                "clk_mhz=%u ref_mhz=%u work_pm=%u probe=%u watchdog=%llu enables_deferred=%llu\n",
+                "clk_mhz=%u ref_mhz=%u work_pm=%u probe=%u c_pm=%u c_learned=%d rho_ref_pm=%u "
+                "rho_lift_pm=%u u_lift_pm=%u watchdog=%llu enables_deferred=%llu\n",
                 now / 1e9, st.share, st.mode, st.share_1s_pm, st.share_10s_pm, st.duty_pm,
                 st.debt_ns / 1e6, st.overshoot_ns / 1e6, st.throttled_ns / 1e6, st.timeslice_us,
                 static_cast<unsigned long long>(st.gate_actions),
@@ -222,8 +226,9 @@ void ComputeHost::Loop() {
                 static_cast<unsigned long long>(pre_done_.load()),
                 static_cast<unsigned long long>(pre_skips_.load()), pre_max_ns_.load() / 1e6,
                 busy_mhz_.load(), cfg_.ref_clock_mhz != 0 ? cfg_.ref_clock_mhz : ref_mhz_.load(),
-                work_pm_.load(), probe_state_.load(),
-                static_cast<unsigned long long>(watchdog_releases_.load()),
+                work_pm_.load(), probe_state_.load(), scaling_pm_.load(),
+                scaling_learned_.load() ? 1 : 0, rho_ref_pm_.load(), rho_lift_pm_.load(),
+                u_lift_pm_.load(), static_cast<unsigned long long>(watchdog_releases_.load()),
                 static_cast<unsigned long long>(enables_deferred_));
       }
       const uint64_t cap = now + kMaxSleepNs;
@@ -349,6 +354,8 @@ ComputeCounters ComputeHost::Counters() {
   c.ref_clock_mhz = cfg_.ref_clock_mhz != 0 ? cfg_.ref_clock_mhz : ref_mhz_.load();
   c.work_per_time_pm = work_pm_.load();
   c.ref_probe_state = probe_state_.load();
+  c.clock_scaling_pm = scaling_pm_.load();
+  c.clock_scaling_learned = scaling_learned_.load();
   c.control_errors += pre_errors_.load();
   c.own_busy_ns = own_busy_total_.load();
   c.member_busy_ns = member_busy_total_.load();

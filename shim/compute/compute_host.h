@@ -48,6 +48,7 @@ extern "C" {
 #include "sched/vcore_sched.h"
 }
 
+#include "shim/compute/clock_scaling.h"
 #include "shim/compute/compute_config.h"
 #include "shim/compute/perfmon.h"
 #include "shim/compute/ref_clock_probe.h"
@@ -114,7 +115,7 @@ class ComputeHost {
   static void* ClockMain(void* self);
   void ClockOnce();  // clock thread
   // Weight (permille) for GPU time measured over a span: clock while busy / reference clock.
-  uint32_t WorkPerTime(uint64_t busy_ns, uint64_t span_ns);
+  uint32_t WorkPerTime(uint64_t busy_ns, uint64_t span_ns, uint64_t fb_ns, bool shared);
   bool StopWorkers();
   static void* WatchdogMain(void* self);
   void Loop();
@@ -202,6 +203,16 @@ class ComputeHost {
   // probe_state_ (0 none, 1 probing, 2 learned, 3 gave up); the control thread holds the
   // controller at share 100 while probing_ and applies the slot's share when the probe ends.
   RefClockProbe probe_;
+  ClockScalingLearner scaling_;  // meter thread; c_pm_ published for the counters
+  struct UnbinnedSpan {
+    uint64_t busy_ns, fb_ns;
+    uint32_t mhz;
+  };
+  std::vector<UnbinnedSpan> unbinned_;  // meter thread: spans before the reference was known
+  uint64_t last_foreign_ns_ = 0;        // meter thread: the last span naming a non-member
+  std::atomic<uint32_t> scaling_pm_{0};
+  std::atomic<bool> scaling_learned_{false};
+  std::atomic<uint32_t> rho_ref_pm_{0}, rho_lift_pm_{0}, u_lift_pm_{0};  // for the log
   std::atomic<uint32_t> probe_state_{0};
   bool probing_ = false;  // ctl_mu_
   void EndProbeIfDone();  // control thread, ctl_mu_ held

@@ -45,13 +45,11 @@ constexpr size_t kMaxUnpublished = 4 * kPerfmonSampleCount;
 //    on from spans with no off edge for kLearnQuietNs and >= 90 % busy, as an exponential
 //    average over kLearnSpans spans (~1 s at 200 ms); or configured (compute_ref_clock_mhz, for
 //    a test that wants it fixed). Before any is known q = 1 (the time cap).
-//  - c (clock_scaling_pm, default 700): measured on the H200 (docs/results/compute-h200.md,
-//    run 3, q = x there): the bf16 matmul loop's work per busy second rose 1.10-1.19x where the
-//    reported SM clock rose 1.14-1.35x (1980 MHz in the on phases vs 1467-1476 MHz saturated),
-//    c = (1 - 1/r) / (1 - 1/x) = 0.5-1.0 across caps and the two loops, median ~0.7. A reported
-//    clock overstates the effective one when the card's fast power limiter acts within an on
-//    phase; c = 1 is the pure-compute model. It is a calibration per GPU model and kind of
-//    load, configurable, not a law.
+//  - c (the fraction of the busy time that scales with the clock): learned per tenant and GPU
+//    from the same perfmon samples' DRAM (fb) busy, which is proportional to work for a given
+//    loop (clock_scaling.h says how, and why not a constant: the H200 bf16 matmul loop's c was
+//    0.5-1.0 across caps, docs/results/compute-h200.md, run 3); until it has learned, the model's
+//    prior c = 1. Configured (compute_clock_scaling_pm) only by tests that want it fixed.
 //  - q is clamped to [1, kMaxWorkPerTimePm / 1000]: a GPU running slower than its reference
 //    (thermal throttling, or idle clocks sampled in a light tenant's on phase) is not credited,
 //    so a cap never gives more GPU time than its share; 1.5 bounds what a bad sample can take
@@ -62,6 +60,10 @@ constexpr uint64_t kLearnQuietNs = 1'000'000'000;
 constexpr uint32_t kLearnSpans = 4;
 constexpr uint32_t kMaxWorkPerTimePm = 1500;
 constexpr uint64_t kClockBindRetryNs = 1'000'000'000;
+// Spans kept for c's learner until the reference is known: the probe's (at most
+// ref_probe_max_ns, ~13 spans of 200 ms by default) with room to spare.
+constexpr size_t kMaxUnbinned = 64;
+constexpr uint64_t kForeignQuietNs = 2'000'000'000;
 // NV2080_CTRL_CMD_GPU_GET_GID_INFO (ctrl2080gpu.h): index@0 flags@4 length@8 data[256]@12;
 // flags 0 = FORMAT_ASCII | TYPE_SHA1 gives "GPU-%08x-%04x-%04x-%04x-%012x", NVML's UUID form.
 constexpr uint32_t kCtrlGpuGetGidInfo = 0x2080014a;
@@ -192,8 +194,16 @@ void ComputeHost::MeasureOnce() {
   foreign_busy_total_ += d.other_busy_ns;
   // Work, not time ("Clock weighting"). Both sides of a weight split ran at the same clock, so
   // the weighting leaves weight shares as they were.
-  const uint64_t q =
-      WorkPerTime(d.own_busy_ns + d.member_busy_ns + d.unattributed_busy_ns, d.span_ns);
+  // fb is the whole GPU's DRAM traffic, and a sample names only the process on the engine at its
+  // end: another process's traffic also hides in samples that name the slot. So c learns only
+  // while no sample has named anyone outside the slot for kForeignQuietNs.
+  const uint64_t now_ns = MonotonicNs();
+  if (d.other_busy_ns != 0) {
+    last_foreign_ns_ = now_ns;
+  }
+  const bool shared = last_foreign_ns_ != 0 && now_ns - last_foreign_ns_ < kForeignQuietNs;
+  const uint64_t q = WorkPerTime(d.own_busy_ns + d.member_busy_ns + d.unattributed_busy_ns,
+                                 d.span_ns, d.fb_busy_ns, shared);
   std::lock_guard<std::mutex> lock(rep_mu_);
   reports_.push_back({kSlot, 0, slot * q / 1000, d.span_ns, end});
   reports_.push_back({kForeign, 0, d.other_busy_ns * q / 1000, d.span_ns, end});
@@ -237,8 +247,10 @@ void ComputeHost::Publish() {
   publications_++;
 }
 
-// Meter thread: folds the clock samples taken since the last span, learns the reference.
-uint32_t ComputeHost::WorkPerTime(uint64_t busy_ns, uint64_t span_ns) {
+// Meter thread: folds the clock samples taken since the last span, learns the reference and c.
+// `shared`: a process outside the slot was named recently, so the span's fb (the whole GPU's
+// DRAM busy) is not the slot's work signal.
+uint32_t ComputeHost::WorkPerTime(uint64_t busy_ns, uint64_t span_ns, uint64_t fb_ns, bool shared) {
   if (cfg_.clock == nullptr) {
     return 1000;
   }
@@ -270,10 +282,30 @@ uint32_t ComputeHost::WorkPerTime(uint64_t busy_ns, uint64_t span_ns) {
     ref = ref == 0 ? busy : (ref * (kLearnSpans - 1) + busy) / kLearnSpans;
   }
   ref_mhz_.store(ref, std::memory_order_relaxed);
+  // c's learner (clock_scaling.h) bins spans by u = ref / clock; the probe's spans, the
+  // reference bin's first, come before the reference is known, so they wait for it.
+  if (n != 0 && !shared && unbinned_.size() < kMaxUnbinned) {
+    unbinned_.push_back({busy_ns, fb_ns, busy});
+  }
+  if (ref != 0) {
+    for (const UnbinnedSpan& u : unbinned_) {
+      scaling_.Add(u.busy_ns, u.fb_ns,
+                   static_cast<uint32_t>(std::min<uint64_t>(uint64_t{ref} * 1000 / u.mhz, 10'000)));
+    }
+    unbinned_.clear();
+  }
+  const bool configured = cfg_.clock_scaling_pm != kLearnClockScaling;
+  const uint32_t c_pm =
+      configured ? std::min<uint32_t>(cfg_.clock_scaling_pm, 1000) : scaling_.c_pm();
+  scaling_pm_.store(c_pm, std::memory_order_relaxed);
+  scaling_learned_.store(!configured && scaling_.learned(), std::memory_order_relaxed);
+  rho_ref_pm_.store(scaling_.rho_ref_pm(), std::memory_order_relaxed);
+  rho_lift_pm_.store(scaling_.rho_lift_pm(), std::memory_order_relaxed);
+  u_lift_pm_.store(scaling_.u_lift_pm(), std::memory_order_relaxed);
   uint32_t q = 1000;
   if (busy != 0 && ref != 0) {
     // q = 1 / (c / x + 1 - c) = 1000 * busy / (c * ref + (1 - c) * busy), in permille.
-    const uint64_t c = std::min<uint32_t>(cfg_.clock_scaling_pm, 1000);
+    const uint64_t c = c_pm;
     const uint64_t den = c * ref + (1000 - c) * busy;
     q = static_cast<uint32_t>(std::clamp<uint64_t>(
         den != 0 ? uint64_t{busy} * 1'000'000 / den : 1000, 1000, kMaxWorkPerTimePm));

@@ -20,8 +20,11 @@
 //                                                        skips the probe (tests that want it
 //                                                        fixed)
 //   compute_clock_scaling_pm / VGPU_COMPUTE_CLOCK_SCALING_PM  permille of the work's time that
-//                                                        scales with the SM clock (default 700,
-//                                                        measured on the H200: compute_measure.cc)
+//                                                        scales with the SM clock. Not for
+//                                                        operators: by default each tenant learns
+//                                                        it from its own perfmon samples
+//                                                        (clock_scaling.h); setting it fixes it
+//                                                        (tests that want it fixed)
 #include <fcntl.h>
 #include <unistd.h>
 

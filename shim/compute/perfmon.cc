@@ -45,6 +45,7 @@ bool PerfmonConsume(const void* params, PerfmonClassifyFn classify, void* ctx, u
     uint64_t ts;
     uint32_t util;
     uint32_t proc;
+    uint32_t fb_util;
   };
   Sample s[kPerfmonSampleCount];
   uint32_t n = 0;
@@ -52,7 +53,8 @@ bool PerfmonConsume(const void* params, PerfmonClassifyFn classify, void* ctx, u
     const uint8_t* e = b + 16 + static_cast<size_t>(i) * kPerfmonSampleSize;
     const uint64_t ts = Load64(e);
     if (ts != 0) {
-      s[n++] = {ts, Load32(e + kSampleGrOffset), Load32(e + kSampleGrOffset + 8)};
+      s[n++] = {ts, Load32(e + kSampleGrOffset), Load32(e + kSampleGrOffset + 8),
+                Load32(e + kSampleFbOffset)};
     }
   }
   std::sort(s, s + n, [](const Sample& x, const Sample& y) { return x.ts < y.ts; });
@@ -76,7 +78,8 @@ bool PerfmonConsume(const void* params, PerfmonClassifyFn classify, void* ctx, u
     if (!primed || s[k].ts <= *last_ts) {
       continue;
     }
-    const uint64_t busy = period * (s[k].util > 10000 ? 10000 : s[k].util) / 10000;
+    const uint64_t busy = period * std::min<uint32_t>(s[k].util, 10000) / 10000;
+    out->fb_busy_ns += period * std::min<uint32_t>(s[k].fb_util, 10000) / 10000;
     if (s[k].proc == kGpumonPidInvalid || s[k].proc == 0) {
       out->unattributed_busy_ns += busy;
       out->unattributed[out->n_unattributed++] = {s[k].ts, busy};  // < kPerfmonSampleCount

@@ -41,6 +41,7 @@ inline constexpr uint8_t kGpumonSampleTypePerfmonUtil = 2;
 inline constexpr uint32_t kGpumonPidInvalid = 0xffffffffu;
 // Offsets inside one sample: base.timeStamp @0, then 6 engine samples of 128 bytes (fb, gr,
 // nvenc, nvdec, nvjpg, nvofa); an engine sample is util@0 vgpuScale@4 procId@8 subProcessID@12.
+inline constexpr size_t kSampleFbOffset = 8;
 inline constexpr size_t kSampleGrOffset = 8 + 128;
 
 // Fills the request header of a params buffer of kPerfmonParamsSize bytes (zeroes the rest).
@@ -63,10 +64,14 @@ struct PerfmonDelta {
   uint64_t member_busy_ns = 0;        // GR busy in samples that name another slot member
   uint64_t other_busy_ns = 0;         // GR busy in samples that name a process outside the slot
   uint64_t unattributed_busy_ns = 0;  // GR busy in samples that name no process (see below)
-  uint64_t span_ns = 0;               // wall time the new samples cover
-  uint64_t end_ts = 0;                // timestamp of the newest new sample (its period's end)
-  uint32_t samples = 0;               // new samples consumed
-  uint64_t period_ns = 0;             // last sample period seen (0: unknown yet)
+  // The frame buffer's (DRAM's) busy time in all new samples, whoever they name: the work signal
+  // of the clock-scaling learner (clock_scaling.h), used only for spans that name no process
+  // outside the slot.
+  uint64_t fb_busy_ns = 0;
+  uint64_t span_ns = 0;    // wall time the new samples cover
+  uint64_t end_ts = 0;     // timestamp of the newest new sample (its period's end)
+  uint32_t samples = 0;    // new samples consumed
+  uint64_t period_ns = 0;  // last sample period seen (0: unknown yet)
   // The unattributed samples one by one (timestamp as RM gave it, busy ns), oldest first. Every
   // process of a slot reads the same ring, so a slot-wide counter of them must count each
   // sample once, whichever member read it first: the timestamp is what makes that possible

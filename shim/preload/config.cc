@@ -303,6 +303,13 @@ std::string LoadSlotConfig(SlotConfig& cfg, GetEnvFn getenv_fn) {
       continue;
     }
     if (from_file) {
+      // The manager's grant exports the slot's id beside its config (daemon/manager/
+      // grant_builder.cc): the same id overrides nothing, so it is not reported as ignored (every
+      // process of every pod logged a warning for it).
+      if (e.key != nullptr && strcmp(e.key, "slot_id") == 0 &&
+          Trim(v) == std::to_string(cfg.slot_id)) {
+        continue;
+      }
       cfg.ignored_env.push_back(e.env);
       continue;
     }

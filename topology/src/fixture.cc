@@ -67,6 +67,8 @@ Result<Gpu> ParseGpu(const json& entry, size_t position) {
   VGPU_RETURN_IF_ERROR(Read(entry, where, "index", true, gpu.index));
   VGPU_RETURN_IF_ERROR(Read(entry, where, "uuid", false, gpu.uuid));
   VGPU_RETURN_IF_ERROR(Read(entry, where, "name", false, gpu.name));
+  VGPU_RETURN_IF_ERROR(Read(entry, where, "compute_capability", false, gpu.compute_capability));
+  VGPU_RETURN_IF_ERROR(Read(entry, where, "driver_version", false, gpu.driver_version));
   if (auto it = entry.find("memory_bytes");
       it != entry.end() && it->is_number_integer() && !it->is_number_unsigned()) {
     return FieldError(where, "memory_bytes", "must not be negative");  // get<> would wrap it

@@ -49,7 +49,14 @@ std::string GpuToJson(const Gpu& gpu) {
   auto field = [&s](std::string_view key, const std::string& value, bool last = false) {
     s += Indent(3) + Quote(key) + ": " + value + (last ? "\n" : ",\n");
   };
+  // Written only when known: fixtures recorded before NVML was asked for them stay as they are.
+  if (!gpu.compute_capability.empty()) {
+    field("compute_capability", Quote(gpu.compute_capability));
+  }
   field("cpu_affinity", Quote(gpu.cpu_affinity));
+  if (!gpu.driver_version.empty()) {
+    field("driver_version", Quote(gpu.driver_version));
+  }
   field("index", std::to_string(gpu.index));
   field("memory_bytes", std::to_string(gpu.memory_bytes));
   field("name", Quote(gpu.name));

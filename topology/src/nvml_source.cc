@@ -21,6 +21,7 @@ constexpr nvmlReturn_t NVML_ERROR_INVALID_ARGUMENT = 2;
 constexpr nvmlReturn_t NVML_ERROR_NOT_SUPPORTED = 3;
 constexpr unsigned NVML_DEVICE_UUID_V2_BUFFER_SIZE = 96;
 constexpr unsigned NVML_DEVICE_NAME_V2_BUFFER_SIZE = 96;
+constexpr unsigned NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE = 80;
 constexpr unsigned NVML_NVLINK_MAX_LINKS = 18;          // nvml.h of r535..r580
 constexpr unsigned NVML_NVLINK_DEVICE_TYPE_GPU = 0x00;  // nvmlIntNvLinkDeviceType_t
 constexpr unsigned NVML_NVLINK_DEVICE_TYPE_SWITCH = 0x02;
@@ -60,6 +61,8 @@ struct NvmlApi {
   nvmlReturn_t (*GetNvLinkState)(nvmlDevice_t, unsigned, int*) = nullptr;
   nvmlReturn_t (*GetNvLinkRemotePciInfo)(nvmlDevice_t, unsigned, nvmlPciInfo_t*) = nullptr;
   nvmlReturn_t (*GetNvLinkRemoteDeviceType)(nvmlDevice_t, unsigned, unsigned*) = nullptr;
+  nvmlReturn_t (*GetComputeCapability)(nvmlDevice_t, int*, int*) = nullptr;
+  nvmlReturn_t (*GetDriverVersion)(char*, unsigned) = nullptr;
 };
 
 // Owns the dlopen handle; closes it on every path.
@@ -134,6 +137,8 @@ class NvmlSource final : public GpuSource {
     lib.Bind("nvmlDeviceGetNvLinkState", api.GetNvLinkState);
     lib.Bind("nvmlDeviceGetNvLinkRemotePciInfo_v2", api.GetNvLinkRemotePciInfo);
     lib.Bind("nvmlDeviceGetNvLinkRemoteDeviceType", api.GetNvLinkRemoteDeviceType);
+    lib.Bind("nvmlDeviceGetCudaComputeCapability", api.GetComputeCapability);
+    lib.Bind("nvmlSystemGetDriverVersion", api.GetDriverVersion);
 
     Session session(api);
     if (nvmlReturn_t rc = session.Start(); rc != NVML_SUCCESS) {
@@ -142,6 +147,12 @@ class NvmlSource final : public GpuSource {
     unsigned count = 0;
     if (nvmlReturn_t rc = api.GetCount(&count); rc != NVML_SUCCESS) {
       return UnavailableError("nvml: nvmlDeviceGetCount_v2: " + Describe(api, rc));
+    }
+    std::string driver_version;  // one per node; informational, so a failure leaves it empty
+    std::array<char, NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE> version{};
+    if (api.GetDriverVersion != nullptr &&
+        api.GetDriverVersion(version.data(), version.size()) == NVML_SUCCESS) {
+      driver_version = version.data();
     }
     std::vector<Gpu> gpus;
     std::vector<std::vector<std::pair<std::string, unsigned>>> remotes(count);  // bus id, type
@@ -155,6 +166,7 @@ class NvmlSource final : public GpuSource {
       if (!gpu.ok()) {
         return gpu.status();
       }
+      gpu->driver_version = driver_version;
       gpus.push_back(std::move(*gpu));
     }
     ClassifyPeers(gpus, remotes);
@@ -186,6 +198,11 @@ class NvmlSource final : public GpuSource {
       return UnavailableError(where + "nvmlDeviceGetMemoryInfo: " + Describe(api, rc));
     }
     gpu.memory_bytes = memory.total;
+    int major = 0, minor = 0;
+    if (api.GetComputeCapability != nullptr &&
+        api.GetComputeCapability(device, &major, &minor) == NVML_SUCCESS) {
+      gpu.compute_capability = std::to_string(major) + "." + std::to_string(minor);
+    }
     nvmlPciInfo_t pci{};
     if (nvmlReturn_t rc = api.GetPciInfo(device, &pci); rc != NVML_SUCCESS) {
       return UnavailableError(where + "nvmlDeviceGetPciInfo_v3: " + Describe(api, rc));

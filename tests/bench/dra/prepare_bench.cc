@@ -11,6 +11,10 @@
 // Three runs; per run and over all, p50/p99 of both and the ratios of min and median, and the
 // p99 difference (target <= 2 ms). RSS (VmRSS and the peak VmHWM) from /proc at the end
 // (target <= 40 MiB). No timed assertions: the numbers go to docs/results/dra.md.
+//
+// Usage: dra_prepare_bench [STATE_DIR_PARENT] (default /tmp). Each prepare fsyncs the slot's
+// config, the checkpoint and the CDI spec; on a tmpfs parent (/dev/shm) those cost nothing, so
+// the two runs separate the manager's own work from the disk's flush latency.
 #include <sys/types.h>
 
 #include <algorithm>
@@ -56,9 +60,13 @@ void Compare(const char* title, const std::vector<double>& prep, const std::vect
 
 }  // namespace
 
-int main() {
-  std::string tmpl = "/tmp/vgpu-dra-bench-XXXXXX";
-  std::string dir = ::mkdtemp(tmpl.data());
+int main(int argc, char** argv) {
+  std::string tmpl = std::string(argc > 1 ? argv[1] : "/tmp") + "/vgpu-dra-bench-XXXXXX";
+  if (::mkdtemp(tmpl.data()) == nullptr) {
+    std::perror(tmpl.c_str());
+    return 1;
+  }
+  const std::string dir = tmpl;
   vgpu::testing::FakeApiServer api;
   api.WriteKubeconfig(dir + "/kubeconfig");
   vgpu::testing::ManagerProcess manager(VGPU_MANAGER_BIN, dir);
@@ -77,8 +85,8 @@ int main() {
   }
   std::printf(
       "dra_prepare_bench: vgpu-manager --kubelet-api=dra, shim backend, %d GPUs "
-      "(dgx-h100-8gpu-nvswitch.json), %d claims per run, %d live, %d runs\n",
-      kGpus, kClaims, kLive, kRuns);
+      "(dgx-h100-8gpu-nvswitch.json), %d claims per run, %d live, %d runs, state in %s\n",
+      kGpus, kClaims, kLive, kRuns, dir.c_str());
   std::vector<double> all_prep, all_base;
   int failures = 0;
   for (int run = 0; run < kRuns; ++run) {

@@ -14,7 +14,7 @@ done
 g++ -std=c++20 -O2 -g -fPIC -Wall -Wextra -Werror -fno-exceptions -fvisibility=hidden \
   -I"$root" -Ikmod/core -shared -o "$out/libvgpu-compute-preload.so" \
   tests/gpu/compute/preload.cc shim/compute/compute_host.cc shim/compute/compute_gate.cc \
-  shim/compute/compute_objects.cc shim/compute/ref_clock_probe.cc \
+  shim/compute/compute_objects.cc shim/compute/ref_clock_probe.cc shim/compute/clock_scaling.cc \
   shim/compute/compute_measure.cc shim/compute/perfmon.cc shim/compute/sm_clock.cc \
   "$out"/vcore_sched*.o -lpthread -ldl -Wl,-z,now -Wl,--no-undefined
 echo "built $out/libvgpu-compute-preload.so"

@@ -28,9 +28,15 @@ def wait(path, timeout=60):
         time.sleep(0.05)
 
 
+def holds(t, v):
+    """Every byte of t is v, checked by reductions: (t == v).all() would allocate a bool tensor as
+    large as t, 4 GiB more in the slot, and the harness's charged-once check would see it."""
+    return t.min().item() == v and t.max().item() == v
+
+
 def child(q, done, stage_file, go_file):
     t = q.get()
-    ok = bool((t == 7).all().item())
+    ok = holds(t, 7)
     t.add_(1)
     torch.cuda.synchronize()
     stage(stage_file, "child")
@@ -56,7 +62,7 @@ def main():
     p.join(15)
     if p.exitcode is None:
         p.kill()
-    ok = child_saw and bool((t == 8).all().item())
+    ok = child_saw and holds(t, 8)
     print(json.dumps({"child_exit": p.exitcode, "child_read_ok": child_saw, "shared_write_ok": ok,
                       "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")}), flush=True)
     return 0 if ok and p.exitcode == 0 else 1

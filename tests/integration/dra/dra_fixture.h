@@ -72,6 +72,14 @@ class DraFixture : public ::testing::Test {
                                 {"consumedCapacity", {{"memory", memory}, {"cores", cores}}}}});
     return MakeClaim("default", name, uid, kDriver, kNode, results, config);
   }
+  // A claim's opaque config for this driver with `settings` (apiVersion and kind filled in).
+  static nlohmann::json GpuConfig(nlohmann::json settings) {
+    settings["apiVersion"] = "gpu.vgpu.io/v1alpha1";
+    settings["kind"] = "GpuConfig";
+    return nlohmann::json::array(
+        {{{"source", "FromClaim"},
+          {"opaque", {{"driver", kDriver}, {"parameters", std::move(settings)}}}}});
+  }
   nlohmann::json WholeClaim(const std::string& name, const std::string& uid, int gpu) {
     return MakeClaim("default", name, uid, kDriver, kNode,
                      nlohmann::json::array({{{"device", "gpu-" + std::to_string(gpu)}}}));

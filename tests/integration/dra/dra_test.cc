@@ -119,6 +119,21 @@ TEST_F(DraTest, PublishesCountersAndDevicesSlicesFieldByField) {
       EXPECT_EQ(a["resource.kubernetes.io/numaNode"]["int"], 0);
       EXPECT_EQ(a["nvlinkPeers"]["string"], "");
       EXPECT_EQ(a["type"]["string"], d == &share ? "share" : "whole");
+      // DeviceAttribute versions are semantic versions: "9.0" and "535.104.05" as written.
+      EXPECT_EQ(a["cudaComputeCapability"], (json{{"version", "9.0.0"}}));
+      EXPECT_EQ(a["driverVersion"], (json{{"version", "535.104.5"}}));
+      // Nothing else, and each value is exactly one of DeviceAttribute's four members.
+      std::set<std::string> keys;
+      for (const auto& [key, value] : a.items()) {
+        keys.insert(key);
+        ASSERT_EQ(value.size(), 1u) << key;
+        EXPECT_TRUE(value.contains("int") || value.contains("bool") || value.contains("string") ||
+                    value.contains("version"))
+            << key;
+      }
+      EXPECT_EQ(keys, (std::set<std::string>{"uuid", "productName", "index", "pciBusID",
+                                             "resource.kubernetes.io/numaNode", "nvlinkPeers",
+                                             "type", "cudaComputeCapability", "driverVersion"}));
     }
   }
 }
@@ -206,14 +221,8 @@ TEST_F(DraTest, PerClaimErrorsForOverCapacityUidMismatchAndUnknownDevice) {
   api_->PutClaim(WholeClaim("whole", "uid-whole", 0));                // gpu0 has a share
   api_->PutClaim(ShareClaim("stale", "uid-new", 1, "1Gi", "10"));     // kubelet asks uid-old
   api_->PutClaim(WholeClaim("ghost", "uid-ghost", 7));                // no gpu7
-  api_->PutClaim(ShareClaim("weight", "uid-weight", 1, "1Gi", "10",
-                            json::array({{{"source", "FromClaim"},
-                                          {"opaque",
-                                           {{"driver", kDriver},
-                                            {"parameters",
-                                             {{"apiVersion", "gpu.vgpu.io/v1alpha1"},
-                                              {"kind", "GpuConfig"},
-                                              {"computeMode", "weight"}}}}}}})));
+  api_->PutClaim(
+      ShareClaim("weight", "uid-weight", 1, "1Gi", "10", GpuConfig({{"compute_mode", "turbo"}})));
   drav1::NodePrepareResourcesResponse resp;
   ASSERT_TRUE(kubelet_
                   ->Prepare({{"default", "big", "uid-big"},
@@ -236,7 +245,8 @@ TEST_F(DraTest, PerClaimErrorsForOverCapacityUidMismatchAndUnknownDevice) {
   EXPECT_NE(err("uid-old").find("FAILED_PRECONDITION"), std::string::npos) << err("uid-old");
   EXPECT_NE(err("uid-old").find("uid-new"), std::string::npos);
   EXPECT_NE(err("uid-ghost").find("no such device"), std::string::npos) << err("uid-ghost");
-  EXPECT_NE(err("uid-weight").find("computeMode"), std::string::npos) << err("uid-weight");
+  EXPECT_NE(err("uid-weight").find("compute_mode: 'turbo'"), std::string::npos)
+      << err("uid-weight");
   EXPECT_NE(err("uid-missing").find("not in the API server"), std::string::npos);
   for (const char* uid :
        {"uid-over", "uid-mem", "uid-whole", "uid-old", "uid-ghost", "uid-weight", "uid-missing"}) {
@@ -244,6 +254,51 @@ TEST_F(DraTest, PerClaimErrorsForOverCapacityUidMismatchAndUnknownDevice) {
     EXPECT_TRUE(ClaimSlots(uid).empty()) << uid;
   }
   EXPECT_EQ(manager_->Slots().size(), 1u);
+}
+
+TEST_F(DraTest, OpaqueConfigChoosesWeightModeAndManagedPolicyOfTheSlot) {
+  StartManager();
+  api_->PutClaim(
+      ShareClaim("tuned", "uid-tuned", 0, "2Gi", "30",
+                 GpuConfig({{"compute_mode", "weight"}, {"managed_policy", "allow-uncounted"}})));
+  api_->PutClaim(ShareClaim("plain", "uid-plain", 1, "2Gi", "30"));
+  api_->PutClaim(ShareClaim("typo", "uid-typo", 1, "1Gi", "10", GpuConfig({{"computemode", "x"}})));
+  drav1::NodePrepareResourcesResponse resp;
+  ASSERT_TRUE(kubelet_
+                  ->Prepare({{"default", "tuned", "uid-tuned"},
+                             {"default", "plain", "uid-plain"},
+                             {"default", "typo", "uid-typo"}},
+                            &resp)
+                  .ok());
+  ASSERT_EQ(resp.claims().at("uid-tuned").error(), "");
+  ASSERT_EQ(resp.claims().at("uid-plain").error(), "");
+  EXPECT_NE(resp.claims().at("uid-typo").error().find("opaque parameter 'computemode' is unknown"),
+            std::string::npos)
+      << resp.claims().at("uid-typo").error();
+  EXPECT_TRUE(ClaimSlots("uid-typo").empty());
+  auto tuned = ClaimSlots("uid-tuned"), plain = ClaimSlots("uid-plain");
+  ASSERT_EQ(tuned.size(), 1u);
+  ASSERT_EQ(plain.size(), 1u);
+  EXPECT_EQ(tuned[0]["compute_mode"], "weight");
+  EXPECT_EQ(tuned[0]["managed_policy"], "allow-uncounted");
+  EXPECT_EQ(tuned[0]["compute_share"], 30);
+  EXPECT_EQ(plain[0]["compute_mode"], "cap");
+  EXPECT_EQ(plain[0]["managed_policy"], "refuse");
+  // What the shim enforces: the slot's config file carries the schema's keys.
+  std::ifstream config(manager_->SlotRoot() + "/" + tuned[0]["id"].dump() + "/config");
+  std::string text((std::istreambuf_iterator<char>(config)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("compute_mode=weight\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("managed_policy=allow-uncounted\n"), std::string::npos) << text;
+  // Idempotent with the same config; the setting survives a restart (it is in the checkpoint).
+  manager_->Kill(SIGKILL);
+  StartManager();
+  auto again = ClaimSlots("uid-tuned");
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0]["compute_mode"], "weight");
+  drav1::NodePrepareResourcesResponse retry;
+  ASSERT_TRUE(kubelet_->Prepare({{"default", "tuned", "uid-tuned"}}, &retry).ok());
+  EXPECT_EQ(retry.claims().at("uid-tuned").error(), "");
+  EXPECT_EQ(ClaimSlots("uid-tuned").size(), 1u);
 }
 
 TEST_F(DraTest, WholeGpuClaimGetsAnExclusiveSlot) {

@@ -8,6 +8,14 @@ namespace vgpu::testing {
 using nlohmann::json;
 
 FakeApiServer::FakeApiServer() {
+  // cpp-httplib writes a response's headers and body in two send()s and leaves Nagle on by
+  // default: the body then waits for the client's delayed ACK of the headers, ~40 ms on Linux
+  // loopback, on every keep-alive request. A real API server (Go's net/http) writes with Nagle
+  // off, so the fixture must too, or every prepare measures the fixture's 40 ms.
+  server_.set_tcp_nodelay(true);
+  // cpp-httplib also closes a keep-alive connection after 5 requests; a real API server keeps it
+  // until it is idle, so the client's reconnects would be the fixture's cost too.
+  server_.set_keep_alive_max_count(1000000);
   Route();
   port_ = server_.bind_to_any_port("127.0.0.1");
   thread_ = std::thread([this] { server_.listen_after_bind(); });

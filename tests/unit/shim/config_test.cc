@@ -170,6 +170,22 @@ TEST_F(LoadSlotConfigTest, TenantEnvironmentCannotLoosenTheSlotConfig) {
                                       "VGPU_LEDGER", "VGPU_SHIM_PASSTHROUGH"}));
 }
 
+// The manager's grant carries VGPU_SLOT_ID with the slot's own id beside VGPU_CONFIG: not an
+// override, so no warning; another id is one.
+TEST_F(LoadSlotConfigTest, TheGrantsOwnSlotIdIsNotReportedAsIgnored) {
+  env_["VGPU_CONFIG"] = Write("mem_quota = 8G\nslot_id = 7\n");
+  env_["VGPU_SLOT_ID"] = "7";
+  SlotConfig cfg;
+  ASSERT_EQ(LoadSlotConfig(cfg, FakeGetenv), "");
+  EXPECT_EQ(cfg.slot_id, 7u);
+  EXPECT_TRUE(cfg.ignored_env.empty());
+  env_["VGPU_SLOT_ID"] = "8";
+  SlotConfig other;
+  ASSERT_EQ(LoadSlotConfig(other, FakeGetenv), "");
+  EXPECT_EQ(other.slot_id, 7u);
+  EXPECT_EQ(other.ignored_env, (std::vector<std::string>{"VGPU_SLOT_ID"}));
+}
+
 TEST_F(LoadSlotConfigTest, BadEnvValueNamesTheVariable) {
   env_["VGPU_POLICY"] = "lenient";
   SlotConfig cfg;

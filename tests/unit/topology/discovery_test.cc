@@ -106,6 +106,8 @@ TEST(NvmlSourceTest, ReadsDevicesAndAggregatesNvLinksPerPeer) {
   const Gpu& gpu = (*gpus)[1];
   EXPECT_EQ(gpu.uuid, "GPU-fake-1");
   EXPECT_EQ(gpu.name, "NVIDIA Fake H200");
+  EXPECT_EQ(gpu.compute_capability, "9.0");
+  EXPECT_EQ(gpu.driver_version, "535.104.05");
   EXPECT_EQ(gpu.memory_bytes, (140ull << 30) + 1);
   EXPECT_EQ(gpu.pci_bus_id, "0000:1b:00.0");  // from NVML's "00000000:1B:00.0"
   EXPECT_EQ(gpu.cpu_affinity, "0-3,64");
@@ -135,6 +137,8 @@ TEST(NvmlSourceTest, OlderDriverWithoutRemoteTypeClassifiesRemotesByBusId) {
     Result<std::vector<Gpu>> gpus = MakeNvmlSource(FAKE_NVML_OLD_PATH)->Discover();
     ASSERT_TRUE(gpus.ok()) << gpus.status().ToString();
     EXPECT_EQ((*gpus)[0].nvlinks.at(0).kind, NvLinkPeer::Kind::kGpu);
+    EXPECT_EQ((*gpus)[0].compute_capability, "");  // entry points missing: unknown, no error
+    EXPECT_EQ((*gpus)[0].driver_version, "");
   }
   {
     ShapeEnv shape("switch");

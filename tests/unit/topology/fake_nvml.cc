@@ -4,8 +4,9 @@
 //   switch    4 GPUs, 6 links each: 3 to NVSwitch 0000:e0:00.0, 3 to NVSwitch 0000:e1:00.0
 //   nolink    2 GPUs without NVLink (NOT_SUPPORTED)
 //   noinit    nvmlInit_v2 fails with NVML_ERROR_DRIVER_NOT_LOADED
-// Built twice: with FAKE_NVML_OLD it lacks nvmlDeviceGetNvLinkRemoteDeviceType, like drivers
-// before it existed, so the source must classify remotes by itself.
+// Built twice: with FAKE_NVML_OLD it lacks nvmlDeviceGetNvLinkRemoteDeviceType (and the compute
+// capability and driver version calls), like drivers before it existed, so the source must
+// classify remotes by itself and leave those two unknown.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -114,6 +115,16 @@ int nvmlDeviceGetNvLinkRemotePciInfo_v2(void* device, unsigned link, PciInfo* pc
   return 0;
 }
 #ifndef FAKE_NVML_OLD
+int nvmlDeviceGetCudaComputeCapability(void*, int* major, int* minor) {
+  *major = 9;
+  *minor = 0;
+  return 0;
+}
+// A real version string with a zero-led component, which semantic versions do not allow.
+int nvmlSystemGetDriverVersion(char* version, unsigned length) {
+  std::snprintf(version, length, "535.104.05");
+  return 0;
+}
 int nvmlDeviceGetNvLinkRemoteDeviceType(void*, unsigned, unsigned* type) {
   *type = Shape() == "switch" ? 2 : 0;
   return 0;

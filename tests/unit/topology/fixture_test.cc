@@ -56,6 +56,8 @@ TEST(FixtureTest, WriterEscapesAndKeepsEveryField) {
   Gpu gpu;
   gpu.uuid = "GPU-1";
   gpu.name = "NVIDIA H200";
+  gpu.compute_capability = "9.0";
+  gpu.driver_version = "570.124.06";
   gpu.memory_bytes = 150754820096ull;
   gpu.numa_node = 1;
   gpu.pci_bus_id = "0000:18:00.0";
@@ -73,6 +75,8 @@ TEST(FixtureTest, WriterEscapesAndKeepsEveryField) {
   const Gpu& got = back->gpus[0];
   EXPECT_EQ(got.memory_bytes, gpu.memory_bytes);
   EXPECT_EQ(got.numa_node, 1);
+  EXPECT_EQ(got.compute_capability, "9.0");
+  EXPECT_EQ(got.driver_version, "570.124.06");
   EXPECT_EQ(got.pci_path, gpu.pci_path);
   ASSERT_EQ(got.nvlinks.size(), 2u);
   EXPECT_EQ(got.nvlinks[0].kind, NvLinkPeer::Kind::kSwitch);

@@ -80,6 +80,15 @@ struct nvsim_file {
 	struct nvsim_gpu *gpu;     /* NULL: the ctl node */
 	struct file *ctl_filp;     /* REGISTER_FD target, reference held until release */
 	struct nvsim_mmap_ctx *mmap_ctx;
+	/*
+	 * An export fd (a ctl file, nvsim_share.c; nv_file_private_t's handles, maxHandles,
+	 * deviceInstance, metadata in the 580 driver): handles of the export client's dups,
+	 * 0 = empty slot; freed with the file. nvsim_rm_lock.
+	 */
+	u32 *export_handles;
+	u16 export_max;
+	u32 export_device;
+	u8 export_metadata[NV0000_OS_UNIX_EXPORT_OBJECT_FD_BUFFER_SIZE];
 };
 
 struct nvsim_client {
@@ -94,6 +103,17 @@ struct nvsim_client {
 	unsigned int nobjects;
 };
 
+/*
+ * The video memory of one allocation. Every Memory object that refers to it (the allocation
+ * and each dup, export and import of it) holds a reference; it returns to the heap with the
+ * last one, as the 580 driver's memory descriptor does (mem_mgr/mem.c memCopyConstruct_IMPL:
+ * memdescAddRef, DupCount).
+ */
+struct nvsim_mem {
+	unsigned int refs;
+	u64 bytes;
+};
+
 struct nvsim_obj {
 	u32 handle;
 	u32 hclass;
@@ -102,7 +122,12 @@ struct nvsim_obj {
 	struct list_head children;
 	struct list_head sibling;
 	struct nvsim_gpu *gpu;     /* set for NV01_DEVICE_0 and everything below it */
-	u64 vidmem;                /* bytes charged to gpu (class 0x40) */
+	u64 vidmem;                /* bytes of video memory it refers to (class 0x40) */
+	struct nvsim_mem *mem;     /* that memory, shared with its dups */
+	/* RM_SHARE policies granting RS_ACCESS_DUP_OBJECT beyond the default (same pid). */
+	bool share_all;
+	u32 share_client;          /* a client handle, 0: none */
+	pid_t share_pid;           /* 0: none */
 	u64 sysmem;                /* bytes of nvsim_sysmem_bytes (class 0x3e) */
 	struct nvsim_tsg *tsg;     /* KEPLER_CHANNEL_GROUP_A */
 	bool channel_disabled;     /* channels: FIFO_DISABLE_CHANNELS */
@@ -162,6 +187,17 @@ struct nvsim_obj *nvsim_obj_find(struct nvsim_client *cl, u32 handle);
 u32 nvsim_obj_insert(struct nvsim_client *cl, struct nvsim_obj *parent, struct nvsim_obj *obj,
 		     u32 handle);
 void nvsim_obj_destroy(struct nvsim_obj *root);
+
+void nvsim_mem_put(struct nvsim_gpu *gpu, struct nvsim_mem *mem);
+
+/* nvsim_share.c: objects shared between clients (RM_DUP_OBJECT, RM_SHARE, export fds). */
+void nvsim_rm_dup(const struct nvsim_caller *c, struct nvos55 *p);
+void nvsim_rm_share(const struct nvsim_caller *c, struct nvos57 *p);
+u32 nvsim_ctrl_export_objects(struct nvsim_ctrl_ctx *x, void *buf);
+u32 nvsim_ctrl_import_objects(struct nvsim_ctrl_ctx *x, void *buf);
+u32 nvsim_ctrl_export_info(struct nvsim_ctrl_ctx *x, void *buf);
+void nvsim_export_release(struct nvsim_file *nvf);
+void nvsim_share_exit(void);
 
 /* osIsGpuAccessible (§9.3.2), nvsim_rm.c */
 bool nvsim_gpu_accessible(struct nvsim_gpu *gpu);

@@ -39,6 +39,14 @@
 #define NV_ESC_RM_FREE 0x29
 #define NV_ESC_RM_CONTROL 0x2A
 #define NV_ESC_RM_ALLOC 0x2B
+
+/*
+ * RM function numbers (nvos.h): what nvidia_kernel_rmapi_ops_t.op holds for an in-kernel caller
+ * (nv-kernel-rmapi-ops.h), where the ioctl path numbers the same calls by escape.
+ */
+#define NV01_FREE 0x00
+#define NV04_ALLOC 0x15
+#define NV04_CONTROL 0x36
 #define NV_ESC_RM_DUP_OBJECT 0x34
 #define NV_ESC_RM_SHARE 0x35
 #define NV_ESC_RM_VID_HEAP_CONTROL 0x4A
@@ -514,5 +522,87 @@ struct uvm_unregister_gpu_params {
 
 /* nvsim's GPU UUIDs: "nvsim-gpu" then zeros, the GPU index in the last byte. */
 #define NVSIM_GPU_UUID_PREFIX "nvsim-gpu"
+
+/*
+ * Object sharing between clients (open-gpu-kernel-modules 580:
+ * src/common/sdk/nvidia/inc/nvos.h NVOS55/NVOS57, src/common/sdk/nvidia/inc/rs_access.h,
+ * src/common/sdk/nvidia/inc/ctrl/ctrl0000/ctrl0000unix.h).
+ */
+struct nvos55 { /* RM_DUP_OBJECT */
+	__u32 hClient;
+	__u32 hParent;
+	__u32 hObject;    /* in: the new handle (0: RM picks), out: the handle */
+	__u32 hClientSrc;
+	__u32 hObjectSrc;
+	__u32 flags;
+	__u32 status;
+};
+NVSIM_ASSERT(sizeof(struct nvos55) == 28, "NVOS55 is 28 B");
+
+struct rs_share_policy {
+	__u32 target;
+	__u32 accessMask; /* RS_ACCESS_MASK, one limb */
+	__u16 type;       /* RS_SHARE_TYPE_ */
+	__u8 action;      /* RS_SHARE_ACTION_FLAG_ */
+	__u8 pad;
+};
+#define RS_SHARE_TYPE_ALL 1
+#define RS_SHARE_TYPE_CLIENT 3
+#define RS_SHARE_TYPE_PID 4
+#define RS_SHARE_ACTION_FLAG_REVOKE 0x1
+
+struct nvos57 { /* RM_SHARE */
+	__u32 hClient;
+	__u32 hObject;
+	struct rs_share_policy sharePolicy;
+	__u32 status;
+};
+NVSIM_ASSERT(sizeof(struct nvos57) == 24, "NVOS57 is 24 B");
+
+#define NV0000_CTRL_CMD_OS_UNIX_GET_EXPORT_OBJECT_INFO 0x3d08
+#define NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECTS_TO_FD 0x3d0b
+#define NV0000_CTRL_CMD_OS_UNIX_IMPORT_OBJECTS_FROM_FD 0x3d0c
+#define NV0000_OS_UNIX_EXPORT_OBJECT_FD_BUFFER_SIZE 64
+#define NV0000_CTRL_OS_UNIX_EXPORT_OBJECTS_TO_FD_MAX_OBJECTS 512
+#define NV0000_CTRL_OS_UNIX_IMPORT_OBJECTS_TO_FD_MAX_OBJECTS 128
+#define NV0000_CTRL_CMD_OS_UNIX_IMPORT_OBJECT_TYPE_NONE 0
+#define NV0000_CTRL_CMD_OS_UNIX_IMPORT_OBJECT_TYPE_VIDMEM 1
+#define NV0000_CTRL_CMD_OS_UNIX_IMPORT_OBJECT_TYPE_SYSMEM 2
+#define NV_ERR_INVALID_PARAMETER 0x3B
+#define NV_ERR_OUT_OF_RANGE 0x5B
+#define NV_ERR_INVALID_REQUEST 0x3F
+
+struct nv0000_get_export_object_info_params {
+	__s32 fd;
+	__u32 deviceInstance;
+	__u32 gpuInstanceId;
+	__u16 maxObjects;
+	__u8 metadata[NV0000_OS_UNIX_EXPORT_OBJECT_FD_BUFFER_SIZE];
+	__u8 pad[2];
+};
+NVSIM_ASSERT(sizeof(struct nv0000_get_export_object_info_params) == 80, "GET_EXPORT_OBJECT_INFO is 80 B");
+
+struct nv0000_export_objects_to_fd_params {
+	__s32 fd;
+	__u32 hDevice;
+	__u16 maxObjects;
+	__u8 metadata[NV0000_OS_UNIX_EXPORT_OBJECT_FD_BUFFER_SIZE];
+	__u8 pad[2];
+	__u32 objects[NV0000_CTRL_OS_UNIX_EXPORT_OBJECTS_TO_FD_MAX_OBJECTS];
+	__u16 numObjects;
+	__u16 index;
+};
+NVSIM_ASSERT(sizeof(struct nv0000_export_objects_to_fd_params) == 2128, "EXPORT_OBJECTS_TO_FD is 2128 B");
+NVSIM_ASSERT(offsetof(struct nv0000_export_objects_to_fd_params, objects) == 76, "objects @76");
+
+struct nv0000_import_objects_from_fd_params {
+	__s32 fd;
+	__u32 hParent;
+	__u32 objects[NV0000_CTRL_OS_UNIX_IMPORT_OBJECTS_TO_FD_MAX_OBJECTS];
+	__u8 objectTypes[NV0000_CTRL_OS_UNIX_IMPORT_OBJECTS_TO_FD_MAX_OBJECTS];
+	__u16 numObjects;
+	__u16 index;
+};
+NVSIM_ASSERT(sizeof(struct nv0000_import_objects_from_fd_params) == 652, "IMPORT_OBJECTS_FROM_FD is 652 B");
 
 #endif /* NVSIM_ABI_H */

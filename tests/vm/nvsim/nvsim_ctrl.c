@@ -276,6 +276,15 @@ static const struct nvsim_ctrl {
 	{ NV0041_CTRL_CMD_GET_SURFACE_INFO, NV0041_GET_SURFACE_INFO_PARAMS_SIZE, NV50_MEMORY_VIRTUAL,
 	  nvsim_ctrl_surface_info },
 	{ 0xd02 /* NV0000_CTRL_CMD_CLIENT_GET_HANDLE_INFO */, 16, NV01_ROOT_CLIENT, nvsim_ctrl_handle_info },
+	/* Export fds (nvsim_share.c). */
+	{ NV0000_CTRL_CMD_OS_UNIX_GET_EXPORT_OBJECT_INFO,
+	  sizeof(struct nv0000_get_export_object_info_params), NV01_ROOT_CLIENT, nvsim_ctrl_export_info },
+	{ NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECTS_TO_FD,
+	  sizeof(struct nv0000_export_objects_to_fd_params), NV01_ROOT_CLIENT,
+	  nvsim_ctrl_export_objects },
+	{ NV0000_CTRL_CMD_OS_UNIX_IMPORT_OBJECTS_FROM_FD,
+	  sizeof(struct nv0000_import_objects_from_fd_params), NV01_ROOT_CLIENT,
+	  nvsim_ctrl_import_objects },
 };
 
 void nvsim_rm_control(const struct nvsim_caller *c, struct nvos54 *p)

@@ -50,7 +50,7 @@ static int __init nvsim_kclient_init(void)
 		return -ENOMEM;
 
 	if (hclient && htsg) {
-		op.op = NV_ESC_RM_CONTROL;
+		op.op = NV04_CONTROL;
 		op.params.control = (struct nvos54){ .hClient = hclient, .hObject = htsg,
 			.cmd = NVA06C_CTRL_CMD_SET_TIMESLICE, .params = (uintptr_t)&ts,
 			.paramsSize = sizeof(ts) };
@@ -62,19 +62,19 @@ static int __init nvsim_kclient_init(void)
 	}
 
 	/* A kernel client: no fd-table check for the device. */
-	op = (nvidia_kernel_rmapi_ops_t){ .op = NV_ESC_RM_ALLOC };
+	op = (nvidia_kernel_rmapi_ops_t){ .op = NV04_ALLOC };
 	op.params.alloc.hClass = NV01_ROOT_CLIENT;
 	ops.op(sp, &op);
 	client = op.params.alloc.hObjectNew;
 	ret = nvsim_kclient_check(op.params.alloc.status == NV_OK, "kernel client alloc");
 	if (ret)
 		goto out;
-	op = (nvidia_kernel_rmapi_ops_t){ .op = NV_ESC_RM_ALLOC };
+	op = (nvidia_kernel_rmapi_ops_t){ .op = NV04_ALLOC };
 	op.params.alloc = (struct nvos64){ .hRoot = client, .hObjectParent = client,
 		.hClass = NV01_DEVICE_0, .pAllocParms = (uintptr_t)&dev };
 	ops.op(sp, &op);
 	ret = nvsim_kclient_check(op.params.alloc.status == NV_OK, "kernel device alloc");
-	op = (nvidia_kernel_rmapi_ops_t){ .op = NV_ESC_RM_FREE };
+	op = (nvidia_kernel_rmapi_ops_t){ .op = NV01_FREE };
 	op.params.free = (struct nvos00){ .hRoot = client, .hObjectParent = client,
 		.hObjectOld = client };
 	ops.op(sp, &op);

@@ -125,6 +125,7 @@ static int nvsim_release(struct inode *inode, struct file *filp)
 {
 	struct nvsim_file *nvf = nvsim_file_of(filp);
 
+	nvsim_export_release(nvf);
 	nvsim_rm_free_file_clients(nvf);
 	if (nvf->ctl_filp)
 		fput(nvf->ctl_filp);
@@ -254,6 +255,14 @@ static int nvsim_dispatch(struct nvsim_file *nvf, unsigned int nr, void *buf, si
 	case NV_ESC_RM_CONTROL:
 		NVSIM_NEED(sizeof(struct nvos54), NVSIM_CTL);
 		nvsim_rm_control(&c, buf);
+		return 0;
+	case NV_ESC_RM_DUP_OBJECT:
+		NVSIM_NEED(sizeof(struct nvos55), NVSIM_CTL);
+		nvsim_rm_dup(&c, buf);
+		return 0;
+	case NV_ESC_RM_SHARE:
+		NVSIM_NEED(sizeof(struct nvos57), NVSIM_CTL);
+		nvsim_rm_share(&c, buf);
 		return 0;
 	case NV_ESC_RM_VID_HEAP_CONTROL:
 		NVSIM_NEED(sizeof(struct nvos32), NVSIM_CTL);
@@ -468,6 +477,7 @@ static void __exit nvsim_exit(void)
 	/* Every user client belongs to an open file, which pins the module; what is left was
 	 * made through nvidia_get_rm_ops() by a kernel caller that did not free it. */
 	nvsim_rm_free_file_clients(NULL);
+	nvsim_share_exit();
 	nvsim_uvm_exit(nvsim_class);
 	for (i = nvsim_num_gpus; i--;)
 		device_destroy(nvsim_class, MKDEV(NV_MAJOR_DEVICE_NUMBER, i));

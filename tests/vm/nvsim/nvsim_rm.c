@@ -63,13 +63,22 @@ struct nvsim_obj *nvsim_obj_find(struct nvsim_client *cl, u32 handle)
 	return xa_load(&cl->objects, handle);
 }
 
+/* Drops one reference to an allocation's video memory; the last returns it to the heap. */
+void nvsim_mem_put(struct nvsim_gpu *gpu, struct nvsim_mem *mem)
+{
+	if (--mem->refs)
+		return;
+	gpu->used_bytes -= mem->bytes;
+	kfree(mem);
+}
+
 /* Release what one object holds; its children are already gone. */
 static void nvsim_obj_release(struct nvsim_obj *obj)
 {
 	struct nvsim_gpu *gpu = obj->gpu;
 
-	if (obj->vidmem)
-		gpu->used_bytes -= obj->vidmem;
+	if (obj->mem)
+		nvsim_mem_put(gpu, obj->mem);
 	nvsim_sysmem_bytes -= obj->sysmem;
 	if (obj->tsg)
 		nvsim_sched_tsg_destroy(gpu, obj->tsg);
@@ -236,6 +245,11 @@ static u32 nvsim_alloc_class(const struct nvsim_caller *c, struct nvsim_client *
 		size = round_up(prm->mem.size, NVSIM_VIDMEM_ALIGN);
 		if (gpu->used_bytes + size > gpu->heap_bytes)
 			return NV_ERR_NO_MEMORY;
+		obj->mem = kzalloc(sizeof(*obj->mem), GFP_KERNEL);
+		if (!obj->mem)
+			return NV_ERR_NO_MEMORY;
+		obj->mem->refs = 1;
+		obj->mem->bytes = size;
 		gpu->used_bytes += size;
 		obj->vidmem = size;
 		prm->mem.size = size; /* in/out: the size actually allocated */
@@ -284,8 +298,8 @@ static u32 nvsim_alloc_class(const struct nvsim_caller *c, struct nvsim_client *
 /* Undo nvsim_alloc_class for an object that could not be inserted. */
 static void nvsim_alloc_class_undo(struct nvsim_obj *parent, struct nvsim_obj *obj)
 {
-	if (obj->vidmem)
-		obj->gpu->used_bytes -= obj->vidmem;
+	if (obj->mem)
+		nvsim_mem_put(obj->gpu, obj->mem);
 	nvsim_sysmem_bytes -= obj->sysmem;
 	if (obj->tsg)
 		nvsim_sched_tsg_destroy(obj->gpu, obj->tsg);

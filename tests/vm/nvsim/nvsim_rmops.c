@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * nvsim's in-kernel RM entry point (nvsim_rmops.h, nvidia-rm-abi.md §6.3): nvidia_get_rm_ops() hands a
- * kernel caller (vgpu.ko) RM_FREE, RM_ALLOC and RM_CONTROL on kernel buffers, without the
- * client ownership check (os_info NULL, as RS_PRIV_LEVEL_KERNEL).
+ * nvsim's in-kernel RM entry point (nvsim_rmops.h, docs/nvidia-rm-abi.md §6.3): nvidia_get_rm_ops()
+ * hands a kernel caller (vgpu.ko) NV01_FREE, NV04_ALLOC and NV04_CONTROL on kernel buffers,
+ * numbered as rm_kernel_rmapi_op() numbers them, without the client ownership check (os_info
+ * NULL, as RS_PRIV_LEVEL_KERNEL). The handshake is nv-modeset-interface.c's: any version string
+ * but the driver's own is refused with NV_ERR_GENERIC and answered with the driver's.
  */
 #include <linux/module.h>
 #include <linux/slab.h>
@@ -30,13 +32,13 @@ static void nvsim_kernel_op(nvidia_stack_t *sp, nvidia_kernel_rmapi_ops_t *ops)
 	const struct nvsim_caller kc = { .os_info = NULL, .kernel = true };
 
 	switch (ops->op) {
-	case NV_ESC_RM_FREE:
+	case NV01_FREE:
 		nvsim_rm_free(&kc, &ops->params.free);
 		break;
-	case NV_ESC_RM_ALLOC:
+	case NV04_ALLOC:
 		nvsim_rm_alloc(&kc, &ops->params.alloc);
 		break;
-	case NV_ESC_RM_CONTROL:
+	case NV04_CONTROL:
 		nvsim_rm_control(&kc, &ops->params.control);
 		break;
 	default:

@@ -6,9 +6,12 @@
  * strict client-ownership check is skipped). vgpu.ko's in-kernel control path (e.g. SET_TIMESLICE
  * or GPFIFO_SCHEDULE on a tenant's TSG from its own thread) can be tested against nvsim with it.
  *
- * Differences from the real header (nv-modeset-interface.h, not vendored here): members nvsim
- * does not provide are untyped placeholders kept for position, and nvidia_kernel_rmapi_ops_t.op
- * holds the escape number of the call (NV_ESC_RM_FREE / _ALLOC / _CONTROL).
+ * As the real headers (nv-modeset-interface.h, nv-kernel-rmapi-ops.h; not vendored here) have
+ * them: nvidia_kernel_rmapi_ops_t.op holds the RM function number (NV01_FREE, NV04_ALLOC with
+ * NVOS64 params, NV04_CONTROL; nvos.h), not the ioctl escape, so vgpu.ko's in-kernel client
+ * issues exactly what it issues to nvidia.ko. Differences: members nvsim does not provide are
+ * untyped placeholders kept for position, and the params union carries only the three members
+ * nvsim serves plus room for the real union's larger ones.
  */
 #ifndef NVSIM_RMOPS_H
 #define NVSIM_RMOPS_H
@@ -18,17 +21,20 @@
 typedef struct nvidia_stack_s nvidia_stack_t;
 
 typedef struct {
-	__u32 op; /* NV_ESC_RM_FREE, NV_ESC_RM_ALLOC (NVOS64 form) or NV_ESC_RM_CONTROL */
+	__u32 op; /* NV01_FREE, NV04_ALLOC (NVOS64 form) or NV04_CONTROL */
 	union {
 		struct nvos00 free;
 		struct nvos64 alloc;
 		struct nvos54 control; /* .params is a kernel pointer */
+		__u8 room[256];
 	} params;
 } nvidia_kernel_rmapi_ops_t;
 
 typedef struct {
 	const char *version_string;
-	void *system_info;
+	struct {
+		__u8 allow_write_combining; /* NvBool */
+	} system_info;
 	int (*alloc_stack)(nvidia_stack_t **sp);
 	void (*free_stack)(nvidia_stack_t *sp);
 	void *enumerate_gpus;

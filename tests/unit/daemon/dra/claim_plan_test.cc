@@ -77,12 +77,32 @@ TEST_F(ClaimPlanTest, WholeGpuAndOtherDriversResults) {
 
 TEST_F(ClaimPlanTest, ClaimConfigOverridesClassConfigPerRequest) {
   json config = json::array(
-      {Opaque("FromClaim", Params({{"managedPolicy", "refuse"}}), json::array({"other"})),
-       Opaque("FromClaim", Params({{"managedPolicy", "allow-uncounted"}}), json::array({"gpu"})),
-       Opaque("FromClass", Params({{"managedPolicy", "refuse"}}))});
+      {Opaque("FromClaim", Params({{"managed_policy", "refuse"}}), json::array({"other"})),
+       Opaque("FromClaim", Params({{"managed_policy", "allow-uncounted"}}), json::array({"gpu"})),
+       Opaque("FromClass", Params({{"managed_policy", "refuse"}}))});
   auto plan = Plan(Claim(json::array({AllocResult("gpu-0-share", nullptr, "gpu/small")}), config));
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->devices[0].managed_policy, slots::ManagedPolicy::kAllowUncounted);
+}
+
+TEST_F(ClaimPlanTest, OpaqueConfigSetsComputeModeAndManagedPolicyBySchemaNames) {
+  json config = json::array({Opaque("FromClass", Params({{"compute_mode", "weight"}})),
+                             Opaque("FromClaim", Params({{"managed_policy", "allow-uncounted"}}))});
+  auto plan = Plan(Claim(json::array({AllocResult("gpu-0-share")}), config));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->devices[0].compute_mode, slots::ComputeMode::kWeight);
+  EXPECT_EQ(plan->devices[0].managed_policy, slots::ManagedPolicy::kAllowUncounted);
+  // Without config: cap, and the node's default managed policy.
+  auto plain = Plan(Claim(json::array({AllocResult("gpu-0-share")})));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->devices[0].compute_mode, slots::ComputeMode::kCap);
+  EXPECT_EQ(plain->devices[0].managed_policy, slots::ManagedPolicy::kRefuse);
+  // The claim's config overrides the class's for the same setting.
+  json back = json::array({Opaque("FromClaim", Params({{"compute_mode", "cap"}})),
+                           Opaque("FromClass", Params({{"compute_mode", "weight"}}))});
+  auto overridden = Plan(Claim(json::array({AllocResult("gpu-0-share")}), back));
+  ASSERT_TRUE(overridden.ok());
+  EXPECT_EQ(overridden->devices[0].compute_mode, slots::ComputeMode::kCap);
 }
 
 TEST_F(ClaimPlanTest, ErrorsNameWhatIsWrong) {
@@ -102,8 +122,28 @@ TEST_F(ClaimPlanTest, ErrorsNameWhatIsWrong) {
       {Claim(json::array({AllocResult("gpu-0")}),
              json::array({Opaque("FromClaim", Params({{"x", "1"}}))})),
        StatusCode::kInvalidArgument, "'x' is unknown"},
+      // The old camel-case spelling is not a second name of the setting.
       {Claim(json::array({AllocResult("gpu-0")}),
-             json::array({Opaque("FromClaim", json{{"managedPolicy", "refuse"}})})),
+             json::array({Opaque("FromClaim", Params({{"computeMode", "weight"}}))})),
+       StatusCode::kInvalidArgument, "'computeMode' is unknown"},
+      {Claim(json::array({AllocResult("gpu-0-share")}),
+             json::array({Opaque("FromClaim", Params({{"compute_mode", "turbo"}}))})),
+       StatusCode::kInvalidArgument, "compute_mode: 'turbo' is not one of cap | weight"},
+      {Claim(json::array({AllocResult("gpu-0-share")}),
+             json::array({Opaque("FromClaim", Params({{"managed_policy", "yes"}}))})),
+       StatusCode::kInvalidArgument, "managed_policy: 'yes' is not one of default"},
+      {Claim(json::array({AllocResult("gpu-0-share")}),
+             json::array({Opaque("FromClaim", Params({{"compute_mode", 2}}))})),
+       StatusCode::kInvalidArgument, "'compute_mode' must be a string"},
+      // Schema settings that are the allocation's or the node's, not the claim's.
+      {Claim(json::array({AllocResult("gpu-0-share")}),
+             json::array({Opaque("FromClaim", Params({{"mem_quota", "0"}}))})),
+       StatusCode::kInvalidArgument, "'mem_quota' is not a claim's to set"},
+      {Claim(json::array({AllocResult("gpu-0-share")}),
+             json::array({Opaque("FromClaim", Params({{"unknown_policy", "allow-log"}}))})),
+       StatusCode::kInvalidArgument, "'unknown_policy' is not a claim's to set"},
+      {Claim(json::array({AllocResult("gpu-0")}),
+             json::array({Opaque("FromClaim", json{{"managed_policy", "refuse"}})})),
        StatusCode::kInvalidArgument, "apiVersion gpu.vgpu.io/v1alpha1"},
   };
   for (const auto& c : cases) {

@@ -54,6 +54,34 @@ TEST(SliceBuilder, PairsOfNvLinkedGpusAndUnhealthyGpusLeftOut) {
   EXPECT_EQ(slices[0]["spec"]["sharedCounters"].size(), 8u);
 }
 
+TEST(SliceBuilder, ComputeCapabilityAndDriverVersionAreSemanticVersions) {
+  struct Case {
+    std::string written, published;  // "" published: the attribute is left out
+  } cases[] = {{"9.0", "9.0.0"},
+               {"535.104.05", "535.104.5"},
+               {"570.86.10", "570.86.10"},
+               {"12", "12.0.0"},
+               {"", ""},
+               {"9.", ""},
+               {"550.54.15.1", ""},
+               {"r535", ""},
+               {"9..0", ""}};
+  for (const Case& c : cases) {
+    alloc::GpuInfo g{0, "GPU-0", 1ull << 34, -1, "0000:17:00.0", "", {}, {}, "Test"};
+    g.compute_capability = c.written;
+    g.driver_version = c.written;
+    auto slices = BuildSlices({g}, {}, {"d.example", "n", "", 1ull << 30}, 1);
+    const json& a = slices[1]["spec"]["devices"][0]["attributes"];
+    for (const char* key : {"cudaComputeCapability", "driverVersion"}) {
+      if (c.published.empty()) {
+        EXPECT_FALSE(a.contains(key)) << c.written;
+      } else {
+        EXPECT_EQ(a[key], (json{{"version", c.published}})) << c.written;
+      }
+    }
+  }
+}
+
 TEST(SliceBuilder, SplitsLargeNodesWithinTheApiLimits) {
   std::vector<alloc::GpuInfo> gpus;
   for (uint32_t i = 0; i < 40; ++i) {

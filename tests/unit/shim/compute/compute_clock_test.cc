@@ -80,13 +80,25 @@ class FakeRm {
       if (enabled) {
         busy_in_sample += upto - last;
         busy_total += upto - last;
+        // DRAM busy in proportion to the work done: rho_saturated per busy ns at the saturated
+        // clock, times the work a busy ns does at the clock it ran at (c_true's model).
+        const double x = Cycled(last) ? kLiftedMhz / kSaturatedMhz : 1.0;
+        fb_in_sample +=
+            static_cast<double>(upto - last) * rho_saturated / (c_true / x + 1.0 - c_true);
+      } else if (other_pid != 0) {  // the other process runs while the tenant is held off
+        busy_in_sample += upto - last;
+        fb_in_sample += static_cast<double>(upto - last) * other_rho;
       }
       last = upto;
       if (upto < boundary) {
         break;
       }
-      samples.push_back({boundary, static_cast<uint32_t>(busy_in_sample * 10000 / 10'000'000)});
+      const bool foreign = other_pid != 0 && !enabled;  // on the engine at the sampling instant
+      samples.push_back({boundary, static_cast<uint32_t>(busy_in_sample * 10000 / 10'000'000),
+                         static_cast<uint32_t>(fb_in_sample * 10000 / 10'000'000),
+                         foreign ? other_pid : static_cast<uint32_t>(getpid())});
       busy_in_sample = 0;
+      fb_in_sample = 0;
       sample_start = boundary;
     }
   }
@@ -97,10 +109,10 @@ class FakeRm {
     for (uint32_t i = 0; i < n; i++) {
       const auto& s = samples[samples.size() - n + i];
       uint8_t* e = b + 16 + static_cast<size_t>(i) * kPerfmonSampleSize;
-      memcpy(e, &s.first, 8);
-      memcpy(e + kSampleGrOffset, &s.second, 4);
-      const uint32_t pid = static_cast<uint32_t>(getpid());
-      memcpy(e + kSampleGrOffset + 8, &pid, 4);
+      memcpy(e, &s.ts, 8);
+      memcpy(e + kSampleGrOffset, &s.gr, 4);
+      memcpy(e + kSampleFbOffset, &s.fb, 4);
+      memcpy(e + kSampleGrOffset + 8, &s.pid, 4);
     }
     if (samples.size() > kPerfmonSampleCount - 1) {
       samples.erase(samples.begin(), samples.end() - (kPerfmonSampleCount - 1));
@@ -122,12 +134,31 @@ class FakeRm {
     return static_cast<double>(busy_total - b0) / static_cast<double>(MonotonicNs() - t0);
   }
 
+  // A power-limited GPU as the H200 behaves (docs/results/compute-h200.md): kSaturatedMhz while
+  // the tenant saturates it, kLiftedMhz once it has been duty-cycled for a while (gated off
+  // within the last 200 ms). mu held.
+  static constexpr double kSaturatedMhz = 1000, kLiftedMhz = 1250;
+  bool Cycled(uint64_t now) const {
+    return last_disable_ns != 0 && now - last_disable_ns < 200'000'000;
+  }
+
   std::mutex mu;
   int block_disable_ms = 0;
   bool enabled = true;
   uint64_t last_disable_ns = 0;
   uint64_t last = 0, sample_start = 0, busy_in_sample = 0, busy_total = 0;
-  std::vector<std::pair<uint64_t, uint32_t>> samples;
+  // The tenant's DRAM traffic (perfmon's fb engine): none unless a test sets rho_saturated.
+  double rho_saturated = 0, c_true = 0, fb_in_sample = 0;
+  // Another process on the GPU (0: none): it runs whenever the tenant's channels are disabled,
+  // with other_rho DRAM busy per busy ns, and a sample names it when it ends in such a time.
+  uint32_t other_pid = 0;
+  double other_rho = 0;
+  struct Sample {
+    uint64_t ts;
+    uint32_t gr, fb;  // 0.01 %
+    uint32_t pid;
+  };
+  std::vector<Sample> samples;
 };
 
 class FakeClock : public ClockSource {
@@ -224,18 +255,15 @@ TEST(ComputeClock, LearnsTheReferenceWhileUngatedThenWeights) {
   EXPECT_NEAR(share, 0.50 / 1.2, 0.06);
 }
 
-// A power-limited GPU as the H200 behaves (docs/results/compute-h200.md): 1000 MHz while the
-// tenant saturates it, 1250 MHz once it has been duty-cycled for a while (gated off within the
-// last 200 ms).
+// The clock of FakeRm's power-limited GPU (FakeRm::Cycled).
 class DutyClock : public FakeClock {
  public:
   explicit DutyClock(FakeRm& rm) : rm_(rm) {}
   uint32_t SmMhz() override {
     reads++;
     std::lock_guard<std::mutex> lock(rm_.mu);
-    const bool cycled =
-        rm_.last_disable_ns != 0 && MonotonicNs() - rm_.last_disable_ns < 200'000'000;
-    return cycled ? 1250 : 1000;
+    return static_cast<uint32_t>(rm_.Cycled(MonotonicNs()) ? FakeRm::kLiftedMhz
+                                                           : FakeRm::kSaturatedMhz);
   }
 
  private:
@@ -275,20 +303,81 @@ TEST(ComputeClock, NoProbeWithAConfiguredReferenceOrWithoutAClock) {
       << "weight: both sides of the split run at the same clock";
 }
 
-// Part of the work does not scale with the clock (c = 0.7, the H200 default): a 25 % faster clock
-// is 1 / (0.7 / 1.25 + 0.3) = 1.163 times the work per busy second.
+// Part of the work does not scale with the clock, c configured (a test that wants it fixed):
+// with c = 0.7 a 25 % faster clock is 1 / (0.7 / 1.25 + 0.3) = 1.163 times the work per busy
+// second.
 TEST(ComputeClock, PartlyClockBoundWork) {
   FakeRm rm;
   FakeClock clock;
   clock.mhz = 1250;
   ComputeConfig cfg = Config(50, &clock);
   cfg.ref_clock_mhz = 1000;
-  ASSERT_EQ(cfg.clock_scaling_pm, 700u);
+  cfg.clock_scaling_pm = 700;
   ComputeHost h(cfg, FakeRm::Control, &rm);
   ASSERT_TRUE(StartWithTenant(h));
   const auto [share, c] = SettleMeasureStop(h, rm);
   EXPECT_EQ(c.work_per_time_pm, 1162u);
+  EXPECT_EQ(c.clock_scaling_pm, 700u);
+  EXPECT_FALSE(c.clock_scaling_learned) << "configured, not learned";
   EXPECT_NEAR(share, 0.50 / 1.163, 0.05);
+}
+
+// Nothing configured, as the manager's slots are: the tenant's DRAM traffic per busy second
+// rises by 1 / (0.6 / 1.25 + 0.4) = 1.136 when the duty-cycled GPU boosts, so the host learns
+// c = 0.6 (clock_scaling.h) and weights the boosted busy time by 1.136, not by the prior's 1.25
+// (c = 1) nor by a constant's.
+TEST(ComputeClock, LearnsTheClockScalingFromTheTenantsDramTraffic) {
+  FakeRm rm;
+  rm.rho_saturated = 0.2;
+  rm.c_true = 0.6;
+  DutyClock clock(rm);
+  ComputeHost h(Config(50, &clock), FakeRm::Control, &rm);
+  EXPECT_EQ(h.Counters().clock_scaling_pm, ClockScalingLearner::kPriorPm) << "before any span";
+  ASSERT_TRUE(StartWithTenant(h));
+  const auto [share, c] = SettleMeasureStop(h, rm, 2500);
+  EXPECT_EQ(c.ref_clock_mhz, 1000u);
+  EXPECT_TRUE(c.clock_scaling_learned);
+  EXPECT_NEAR(c.clock_scaling_pm, 600, 60);
+  EXPECT_NEAR(c.work_per_time_pm, 1136, 25);
+  EXPECT_NEAR(share, 0.50 / 1.136, 0.05);
+}
+
+// Another process runs on the GPU while the tenant is held off, with three times its DRAM traffic
+// per busy second. A span that names it carries that traffic, not the slot's: the host skips such
+// spans, so c is still the tenant's (learned from the spans of the tenant alone) or not learned;
+// fed them, the learner reads the other process's traffic as boosted work (c near 1).
+TEST(ComputeClock, SpansSharedWithAnotherProcessTeachNothing) {
+  FakeRm rm;
+  rm.rho_saturated = 0.2;
+  rm.c_true = 0.6;
+  rm.other_pid = static_cast<uint32_t>(getpid()) + 1;
+  rm.other_rho = 0.6;
+  DutyClock clock(rm);
+  ComputeHost h(Config(50, &clock), FakeRm::Control, &rm);
+  ASSERT_TRUE(StartWithTenant(h));
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  const ComputeCounters c = h.Counters();
+  EXPECT_TRUE(h.Stop());
+  EXPECT_GT(c.foreign_busy_ns, 0u);
+  EXPECT_EQ(c.ref_clock_mhz, 1000u);
+  if (c.clock_scaling_learned) {
+    EXPECT_NEAR(c.clock_scaling_pm, 600, 100);
+  } else {
+    EXPECT_EQ(c.clock_scaling_pm, ClockScalingLearner::kPriorPm);
+  }
+}
+
+// A tenant that moves no DRAM gives no work signal: c stays the prior (c = 1, q = x), unlearned.
+TEST(ComputeClock, NoDramTrafficKeepsThePrior) {
+  FakeRm rm;
+  DutyClock clock(rm);
+  ComputeHost h(Config(50, &clock), FakeRm::Control, &rm);
+  ASSERT_TRUE(StartWithTenant(h));
+  const auto [share, c] = SettleMeasureStop(h, rm);
+  EXPECT_FALSE(c.clock_scaling_learned);
+  EXPECT_EQ(c.clock_scaling_pm, ClockScalingLearner::kPriorPm);
+  EXPECT_EQ(c.work_per_time_pm, 1250u);
+  EXPECT_NEAR(share, 0.50 / 1.25, 0.06);
 }
 
 // A clock below the reference is not credited: never more GPU time than the share.

@@ -2,6 +2,7 @@
 set -e
 insmod ./mod/nvsim.ko num_gpus=2 vidmem_mib=1024 reserved_mib=64
 ./nvsim_test --gtest_brief=1 --gtest_output=xml:$OUT/nvsim_test.xml
+./nvsim_share_test --gtest_brief=1 --gtest_output=xml:$OUT/nvsim_share_test.xml
 # Unloading while a file is open must be refused (the fops own the module), then succeed.
 exec 3</dev/nvidiactl
 if rmmod nvsim 2>/dev/null; then echo "nvsim: rmmod succeeded with /dev/nvidiactl open"; exit 1; fi

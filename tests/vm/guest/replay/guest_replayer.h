@@ -66,6 +66,7 @@ struct Outcome {
   uint64_t lines = 0, calls = 0, events = 0;
   uint64_t issued = 0;                  // ioctls issued on a slot node
   uint64_t fds_translated = 0;          // fd fields rewritten to the replay's own files
+  uint64_t fds_received = 0;            // export fds a process got over SCM_RIGHTS (not recorded)
   uint64_t handles_pinned = 0;          // driver-chosen object handles requested as recorded
   uint64_t clients_remapped = 0;        // client handles nvsim chose differently from the recording
   uint64_t handle_fields_remapped = 0;  // fields rewritten from a recorded client handle

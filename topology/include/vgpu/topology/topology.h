@@ -52,13 +52,15 @@ struct NvLinkPeer {
 };
 
 struct Gpu {
-  int index = 0;              // NVML index order (PCI bus id order), 0..n-1
-  std::string uuid;           // "GPU-6f0c..."
-  std::string name;           // product name, informational
-  uint64_t memory_bytes = 0;  // total framebuffer
-  int numa_node = -1;         // -1: unknown / single node
-  std::string pci_bus_id;     // canonical lower-case "0000:18:00.0"
-  std::string cpu_affinity;   // cpulist of the GPU's local CPUs, "0-55,112-167"; empty: unknown
+  int index = 0;                   // NVML index order (PCI bus id order), 0..n-1
+  std::string uuid;                // "GPU-6f0c..."
+  std::string name;                // product name, informational
+  std::string compute_capability;  // CUDA compute capability, "9.0"; empty: unknown
+  std::string driver_version;      // the NVIDIA driver's, "550.54.15"; empty: unknown
+  uint64_t memory_bytes = 0;       // total framebuffer
+  int numa_node = -1;              // -1: unknown / single node
+  std::string pci_bus_id;          // canonical lower-case "0000:18:00.0"
+  std::string cpu_affinity;  // cpulist of the GPU's local CPUs, "0-55,112-167"; empty: unknown
   // The PCI tree: the host bridge ("pci0000:15", the sysfs root) and the bridges from the root
   // port down to the GPU's parent, each a canonical bus id.
   std::string pci_root;

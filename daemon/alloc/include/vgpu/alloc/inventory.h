@@ -24,6 +24,10 @@ struct GpuInfo {
   std::vector<std::string> pci_path;
   std::vector<topology::NvLinkPeer> nvlinks;
   std::string name;  // product name ("NVIDIA H100 80GB HBM3"), informational
+  // Default-initialized ({}) so that the positional initializers of older code and tests,
+  // which end at `name`, stay complete (-Wmissing-field-initializers).
+  std::string compute_capability{};  // "9.0"; empty: unknown (topology::Gpu)
+  std::string driver_version{};      // "550.54.15"; empty: unknown
 };
 
 struct Inventory {

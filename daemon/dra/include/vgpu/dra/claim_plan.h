@@ -8,7 +8,10 @@
 //   config[]:  source (FromClass before FromClaim), requests (empty: all), opaque{driver,
 //              parameters} where parameters, for this driver, is
 //              {"apiVersion": "gpu.vgpu.io/v1alpha1", "kind": "GpuConfig",
-//               "managedPolicy": "refuse" | "allow-uncounted", "computeMode": "cap"}
+//               "compute_mode": "cap" | "weight",
+//               "managed_policy": "default" | "refuse" | "allow-uncounted"}
+//              keyed and valued as the slot schema spells them (uapi/vgpu_slot_fields.h); any
+//              other key, or another value, is an error naming it
 #pragma once
 
 #include <cstdint>
@@ -43,6 +46,7 @@ struct PlannedDevice {
   bool exclusive = false;
   uint64_t memory_bytes = 0;
   uint32_t core_percent = 100;
+  slots::ComputeMode compute_mode = slots::ComputeMode::kCap;
   slots::ManagedPolicy managed_policy = slots::ManagedPolicy::kRefuse;
 };
 

@@ -1,16 +1,15 @@
-// One Kubernetes API request at a time over libcurl (Debian's libcurl4-openssl-dev), with the
-// endpoint and credentials daemon/labels reads (in-cluster service account or kubeconfig). The
-// DRA plugin needs four verbs on two resources (GET resourceclaims; GET/POST/PUT/DELETE
-// resourceslices), so this is a thin request/response call, not a client library; retries and
-// their policy belong to the callers (the kubelet retries a failed prepare, the slice publisher
-// its sync). The connection is kept alive between calls (HTTP keep-alive on one handle).
+// The DRA plugin's view of the Kubernetes API: JSON request, reply. The plugin needs four verbs
+// on two resources (GET resourceclaims; GET/POST/PUT/DELETE resourceslices), so this is a thin
+// call over the manager's one kube client (labels::KubeHttpClient: credentials, CA, timeouts,
+// one kept-alive connection), not a client library; an interface so the plugin's logic can be
+// tested without a server. Retries and their policy belong to the callers (the kubelet retries
+// a failed prepare, the slice publisher its sync).
 #pragma once
 
-#include <memory>
-#include <mutex>
 #include <string>
 
 #include "vgpu/labels/kube_endpoint.h"
+#include "vgpu/labels/kube_http.h"
 #include "vgpu/status.h"
 
 namespace vgpu::dra {
@@ -32,17 +31,15 @@ class KubeApi {
 class CurlKubeApi final : public KubeApi {
  public:
   explicit CurlKubeApi(labels::KubeEndpoint endpoint);
-  ~CurlKubeApi() override;
   Result<HttpReply> Call(const std::string& method, const std::string& path,
                          const std::string& body) override;
 
  private:
-  labels::KubeEndpoint endpoint_;
-  std::mutex mu_;  // one request at a time on the one handle
-  void* curl_ = nullptr;
+  labels::KubeHttpClient client_;
 };
 
-// The API server's "message" from a Status body, or the body itself, shortened.
+// The API server's "message" from a Status body, or the body itself, shortened
+// (labels::ApiMessage).
 std::string ApiMessage(const HttpReply& reply);
 
 }  // namespace vgpu::dra

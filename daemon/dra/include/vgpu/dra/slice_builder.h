@@ -12,7 +12,9 @@
 // holding it are unaffected; nothing new is scheduled onto it). Attributes per device:
 //   uuid, productName, pciBusID (strings), type ("share" | "whole"), index (int),
 //   nvlinkPeers (string: the indices of GPUs one NVLink or NVSwitch hop away, "1,2,3"),
-//   resource.kubernetes.io/numaNode (int, when known), resource.kubernetes.io/pcieRoot
+//   resource.kubernetes.io/numaNode (int, when known), resource.kubernetes.io/pcieRoot,
+//   cudaComputeCapability and driverVersion (versions, "9.0.0" and "535.104.5", when NVML or
+//   the fixture knows them)
 // and capacity "memory" (bytes) on both devices; "cores" (percent) on the share.
 #pragma once
 

@@ -1,9 +1,11 @@
-// One HTTP request to the Kubernetes API server with an endpoint's credentials (bearer token,
-// client certificate, CA), through libcurl. Shared by the node labeler (PATCH) and the pod
-// reader (GET); retries are the caller's.
+// HTTP requests to the Kubernetes API server with an endpoint's credentials (bearer token,
+// client certificate, CA), through libcurl: the one client of the manager, used by the node
+// labeler (PATCH), the pod reader (GET) and the DRA plugin (daemon/dra: claims and slices).
+// Retries are the caller's.
 #pragma once
 
 #include <chrono>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -25,8 +27,28 @@ struct KubeResponse {
   std::string body;
 };
 
-// UNAVAILABLE when the server was not reached (the transport's error); otherwise the response,
-// whatever its HTTP status.
+// One connection to the API server, kept alive between requests (HTTP keep-alive on one libcurl
+// handle, so a request on a hot path does not pay a TCP and TLS handshake); one request at a
+// time. Nagle is off (libcurl's default, kept) and "Expect: 100-continue" is never sent, so a
+// request with a body is one round trip.
+class KubeHttpClient {
+ public:
+  explicit KubeHttpClient(KubeEndpoint endpoint);
+  ~KubeHttpClient();
+  KubeHttpClient(const KubeHttpClient&) = delete;
+  KubeHttpClient& operator=(const KubeHttpClient&) = delete;
+
+  // UNAVAILABLE when the server was not reached (the transport's error); otherwise the
+  // response, whatever its HTTP status.
+  Result<KubeResponse> Send(const KubeRequest& request);
+
+ private:
+  const KubeEndpoint endpoint_;
+  std::mutex mu_;  // one request at a time on the one handle
+  void* curl_ = nullptr;
+};
+
+// One request on a connection of its own (callers that ask rarely).
 Result<KubeResponse> SendKubeRequest(const KubeEndpoint& endpoint, const KubeRequest& request);
 
 // The API server's Status message, when the body is a metav1.Status; else its first 200 bytes.

@@ -58,6 +58,7 @@ struct ClaimSlotRequest {
   bool exclusive = false;     // whole GPU: no quota, full share
   uint64_t memory_bytes = 0;  // shares: rounded up to the memory unit
   uint32_t core_percent = 100;
+  slots::ComputeMode compute_mode = slots::ComputeMode::kCap;
   slots::ManagedPolicy managed_policy = slots::ManagedPolicy::kRefuse;
   std::string claim_namespace, claim_name;
 };

@@ -29,6 +29,7 @@ using json = nlohmann::json;
 // Escapes (nv_escape.h) and UVM commands (uvm.h) the replayer treats specially.
 constexpr uint32_t kEscAllocMemory = 0x27, kEscFree = 0x29, kEscControl = 0x2a, kEscAlloc = 0x2b;
 constexpr uint32_t kEscMap = 0x4e, kEscUnmap = 0x4f, kEscUpdateMapping = 0x5e;
+constexpr uint32_t kEscDupObject = 0x34, kEscShare = 0x35;
 constexpr uint32_t kUvmMmInitialize = 75, kUvmInitialize = 0x30000001;
 constexpr size_t kUvmBlock = 4096;  // every UVM parameter struct of 580 is smaller
 
@@ -93,11 +94,24 @@ int StatusOffset(uint32_t nr, uint32_t size) {
       return size == 32 ? 24 : -1;
     case kEscUpdateMapping:
       return size == 40 ? 32 : -1;
+    case kEscDupObject:
+      return size == 28 ? 24 : -1;
+    case kEscShare:
+      return size == 24 ? 20 : -1;
     case kEscAllocMemory:
       return size == 56 ? 40 : -1;
     default:
       return -1;
   }
+}
+
+// The NV0000 OS_UNIX controls that name an export fd another process made
+// (ctrl0000unix.h: the importer's side of cuMemImportFromShareableHandle).
+constexpr uint32_t kCtrlGetExportObjectInfo = 0x3d08, kCtrlExportObjectsToFd = 0x3d0b,
+                   kCtrlImportObjectsFromFd = 0x3d0c;
+constexpr uint32_t kCtrlGetSurfaceInfo = 0x410110;  // NV0041_CTRL_CMD_GET_SURFACE_INFO
+bool ReceivesExportFd(uint32_t cmd) {
+  return cmd == kCtrlGetExportObjectInfo || cmd == kCtrlImportObjectsFromFd;
 }
 
 uint32_t CmdOf(uint32_t nr, const std::vector<uint8_t>& in) {
@@ -355,6 +369,11 @@ bool DivergenceAllowed(const DivergenceKey& k) {
   if (k.nr == kEscControl && k.got == kNotSupported) return true;
   // UVM: recorded without payload; nvsim models INITIALIZE/REGISTER_GPU only (README).
   if (k.uvm && k.nr != kUvmInitialize) return true;
+  // GET_SURFACE_INFO's list is a pointer inside the control's params, two levels below the
+  // ioctl argument; the recorder keeps one level, so the list is not in the trace and nvsim
+  // faults on the recorded address (README rule 4).
+  constexpr int64_t kInvalidPointer = 0x3d;
+  if (k.nr == kEscControl && k.cmd == kCtrlGetSurfaceInfo && k.got == kInvalidPointer) return true;
   return false;
 }
 
@@ -402,7 +421,12 @@ Outcome RunGuest(const std::vector<Line>& lines, const Expected& exp, const RunC
   }
 
   std::map<std::pair<uint32_t, int>, int> fds;  // (pid, recorded fd) -> replay fd
-  std::map<uint32_t, int> uvm_initialized;      // pid -> replay fd of its UVM_INITIALIZE file
+  // The last export fd (EXPORT_OBJECTS_TO_FD) as a file in flight: a dup of the exporter's file,
+  // as a socket holds one between sendmsg(SCM_RIGHTS) and recvmsg. The recording shows neither,
+  // only the importer's fd number in its GET_EXPORT_OBJECT_INFO / IMPORT_OBJECTS_FROM_FD, a
+  // number it never opened: that number gets the file in flight (what the receiver got).
+  int in_flight = -1, in_flight_src = -1;
+  std::map<uint32_t, int> uvm_initialized;  // pid -> replay fd of its UVM_INITIALIZE file
   auto close_file = [&](uint32_t pid, int rfd) {
     auto it = fds.find({pid, rfd});
     if (it == fds.end()) return;
@@ -537,15 +561,26 @@ Outcome RunGuest(const std::vector<Line>& lines, const Expected& exp, const RunC
       std::vector<std::vector<uint8_t>*> views;
       for (auto& b : bufs) views.push_back(&b);
       // (UVM blocks are built here with this replay's own fds already.)
+      const uint32_t cmd = nr == kEscControl && !uvm ? CmdOf(nr, l.in) : 0;
       for (auto [uaddr, value] :
            uvm ? std::vector<std::pair<uint64_t, int32_t>>{} : probe.Fds(node, l.req, views)) {
         auto f = fds.find({l.pid, value});
+        if (f == fds.end() && in_flight >= 0 && ReceivesExportFd(cmd)) {
+          f = fds.emplace(std::make_pair(l.pid, value), in_flight).first;
+          in_flight = in_flight_src = -1;
+          ++o.fds_received;
+        }
         if (f == fds.end()) {
           fail(l.seq, "fd field " + std::to_string(value) + " names no file the trace opened");
           continue;
         }
         memcpy(reinterpret_cast<void*>(static_cast<uintptr_t>(uaddr)), &f->second, sizeof(int32_t));
         ++o.fds_translated;
+        if (cmd == kCtrlExportObjectsToFd && f->second != in_flight_src) {
+          if (in_flight >= 0) close(in_flight);
+          in_flight = dup(f->second);
+          in_flight_src = in_flight < 0 ? -1 : f->second;
+        }
       }
       errno = 0;
       int ret = ioctl(fd, l.req, bufs[0].data());
@@ -559,7 +594,10 @@ Outcome RunGuest(const std::vector<Line>& lines, const Expected& exp, const RunC
           ++o.clients_remapped;
         }
       }
-      memory_changing = nr == kEscAlloc || nr == kEscFree || nr == kEscAllocMemory;
+      // (A dup, an export and an import take a reference to memory nvsim already holds.)
+      memory_changing = nr == kEscAlloc || nr == kEscFree || nr == kEscAllocMemory ||
+                        nr == kEscDupObject || cmd == kCtrlExportObjectsToFd ||
+                        cmd == kCtrlImportObjectsFromFd;
       // The verdict: refused by the core online exactly when offline.
       uint64_t denied_now = stats.Read("denied");
       bool denied_online = denied_now != denied_seen;
@@ -581,6 +619,13 @@ Outcome RunGuest(const std::vector<Line>& lines, const Expected& exp, const RunC
           uint32_t client = Get<uint32_t>(bufs[0], 0);
           bool refused = !uvm && (refused_objects.count({client, Get<uint32_t>(bufs[0], 4)}) ||
                                   refused_objects.count({client, Get<uint32_t>(bufs[0], 8)}));
+          // A dup of a refused object (NVOS55 hClientSrc, hObjectSrc): the dup never exists
+          // either.
+          if (!uvm && nr == kEscDupObject &&
+              refused_objects.count({Get<uint32_t>(bufs[0], 12), Get<uint32_t>(bufs[0], 16)})) {
+            refused = true;
+            refused_objects.insert({client, Get<uint32_t>(bufs[0], 8)});
+          }
           DivergenceKey k{uvm, refused, nr, uvm ? 0 : CmdOf(nr, l.in), recorded, got};
           if (DivergenceAllowed(k))
             ++o.divergences[k];
@@ -599,6 +644,7 @@ Outcome RunGuest(const std::vector<Line>& lines, const Expected& exp, const RunC
   }
   // The end of the recording is its processes' exit.
   while (!fds.empty()) close_file(fds.begin()->first.first, fds.begin()->first.second);
+  if (in_flight >= 0) close(in_flight);
   for (int d : added_dev_files) close(d);
   // A ctl file closed before the dev file registered to it is finished a few ms after that dev
   // file (the driver holds the ctl file until then; kmod/linger.c): wait for the slot's files to

@@ -6,6 +6,8 @@
 #include <sys/mman.h>
 
 #include <cstddef>
+#include <memory>
+#include <vector>
 
 #include "vgpu_rm.h"
 
@@ -146,6 +148,47 @@ TEST(Lifetime, DmabufExportOfMemoryNotOwnedOrChargedIsRefused) {
   EXPECT_EQ(rc.ret, 0) << "another tenant's memory reached the driver: " << strerror(rc.err);
   EXPECT_EQ(x.status, NV_ERR_INSUFFICIENT_PERMISSIONS);
   EXPECT_GE(a.Stat(VGPU_STAT_IOCTL_REFUSED), 1u);
+}
+
+// F3 (issue 17): an export fd keeps the memory the driver exported (nvsim models it as the 580
+// driver does: an export object is a dup in the driver's export client, released with the fd,
+// tests/vm/nvsim/README.md), so the charge must last as long. The tenant exports each 64 MiB
+// allocation to a ctl file of its own slot, frees the handle (the core refunds it today) and
+// tries to allocate again under the 64 MiB quota. Disabled until the core's ledger follows export
+// objects (docs/security/kernel-lifetime-compute.md, F3); run with
+// --gtest_also_run_disabled_tests.
+TEST(Lifetime, DISABLED_ExportFdKeepsTheChargeWhileTheDriverHoldsTheMemory) {
+  ScopedSlot slot(64 * kMiB, "export-fd");
+  ASSERT_TRUE(slot.ok());
+  Session s;
+  ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
+  const uint64_t used0 = NvsimUsedBytes();
+  std::vector<int> export_fds;
+  for (uint32_t i = 0; i < 3; ++i) {
+    const uint32_t mem = 0xe1000000 + i;
+    if (s.Vidmem(mem, 64 * kMiB) != NV_OK) break;  // the quota: the export still holds 64 MiB
+    int efd = open(slot.ctl().c_str(), O_RDWR | O_CLOEXEC);
+    ASSERT_GE(efd, 0) << strerror(errno);
+    export_fds.push_back(efd);
+    auto ex = std::make_unique<nv0000_export_objects_to_fd_params>();
+    ex->fd = efd;
+    ex->hDevice = s.device;
+    ex->maxObjects = 1;
+    ex->objects[0] = mem;
+    ex->numObjects = 1;
+    ASSERT_EQ(Control(s.ctl, s.client, s.client, NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECTS_TO_FD,
+                      ex.get(), sizeof(*ex)),
+              NV_OK);
+    ASSERT_EQ(s.FreeObj(mem), NV_OK);
+  }
+  const uint64_t held = NvsimUsedBytes() - used0;
+  const uint64_t charged = SettledCharge(slot, held);
+  EXPECT_EQ(charged, held) << "the driver holds " << (held >> 20) << " MiB for the slot, "
+                           << (charged >> 20) << " MiB charged, quota 64 MiB";
+  EXPECT_LE(held, 64 * kMiB) << "the quota holds";
+  for (int fd : export_fds) close(fd);
+  EXPECT_EQ(NvsimUsedBytes() - used0, 0u) << "closing the export fds released the memory";
+  EXPECT_EQ(SettledCharge(slot, 0), 0u);
 }
 
 }  // namespace
