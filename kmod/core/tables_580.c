@@ -162,8 +162,8 @@ static const struct vcore_esc_row esc_580[] = {
 #define CTRL_NODE_PRIVATE(cmd_)                                                \
 	{                                                                      \
 		.cmd = cmd_, .size = RMAPI_PARAM_COPY_MAX_PARAMS_SIZE,         \
-		.flags = VCORE_CTRL_ANY_SIZE,                                  \
-		.pre = vcore_ctrl_node_private, .name = #cmd_                  \
+		.flags = VCORE_CTRL_ANY_SIZE, .pre = vcore_ctrl_node_private,  \
+		.name = #cmd_                                                  \
 	}
 
 /*
