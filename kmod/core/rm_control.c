@@ -187,6 +187,20 @@ enum vcore_verdict vcore_ctrl_sched_reserved(struct vcore_call *call)
 }
 
 /*
+ * GPU accounting (NV0000 GPUACCT_*, ctrl0000gpuacct.h): the pids of every
+ * process that used a GPU, each one's utilisation and memory, and the
+ * node-wide switch and reset of that record. A tenant would read the other
+ * tenants' processes and usage, or clear their record (issue 17, F11.4).
+ * Refused for every slot; GET_ACCOUNTING_STATE (on or off) still passes.
+ */
+enum vcore_verdict vcore_ctrl_node_private(struct vcore_call *call)
+{
+	return vcore_refuse_status(call, NV_ERR_INSUFFICIENT_PERMISSIONS,
+				   "other processes' GPU accounting, or "
+				   "node-wide accounting state");
+}
+
+/*
  * NVA06C GPFIFO_SCHEDULE {NvBool bEnable, bSkipSubmit, bSkipEnable} (3 B,
  * abi.md §6.2): libcuda issues it with bEnable=1 per TSG as the last step
  * before the TSG runs, after every channel is allocated and bound by UVM

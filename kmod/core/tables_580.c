@@ -158,6 +158,14 @@ static const struct vcore_esc_row esc_580[] = {
 		.pre = vcore_ctrl_sched_reserved, .name = #cmd_                \
 	}
 
+/* Other tenants' processes, or node-wide state (rm_control.c), any size. */
+#define CTRL_NODE_PRIVATE(cmd_)                                                \
+	{                                                                      \
+		.cmd = cmd_, .size = RMAPI_PARAM_COPY_MAX_PARAMS_SIZE,         \
+		.flags = VCORE_CTRL_ANY_SIZE, .pre = vcore_ctrl_node_private,  \
+		.name = #cmd_                                                  \
+	}
+
 /*
  * Controls with behaviour (exact sizes), then the pass-through controls
  * named in nvidia-rm-abi.md or seen from libcuda/NVML by gVisor (ctrl.go).
@@ -249,11 +257,11 @@ static const struct vcore_ctrl_row ctrl_580[] = {
 	CTRL_ANY(NV0000_CTRL_CMD_GPU_QUERY_DRAIN_STATE),
 	CTRL_ANY(NV0000_CTRL_CMD_GPU_GET_MEMOP_ENABLE),
 	CTRL_ANY(NV0000_CTRL_CMD_SYNC_GPU_BOOST_GROUP_INFO),
-	CTRL_ANY(NV0000_CTRL_CMD_GPUACCT_SET_ACCOUNTING_STATE),
+	CTRL_NODE_PRIVATE(NV0000_CTRL_CMD_GPUACCT_SET_ACCOUNTING_STATE),
 	CTRL_ANY(NV0000_CTRL_CMD_GPUACCT_GET_ACCOUNTING_STATE),
-	CTRL_ANY(NV0000_CTRL_CMD_GPUACCT_GET_PROC_ACCOUNTING_INFO),
-	CTRL_ANY(NV0000_CTRL_CMD_GPUACCT_GET_ACCOUNTING_PIDS),
-	CTRL_ANY(NV0000_CTRL_CMD_GPUACCT_CLEAR_ACCOUNTING_DATA),
+	CTRL_NODE_PRIVATE(NV0000_CTRL_CMD_GPUACCT_GET_PROC_ACCOUNTING_INFO),
+	CTRL_NODE_PRIVATE(NV0000_CTRL_CMD_GPUACCT_GET_ACCOUNTING_PIDS),
+	CTRL_NODE_PRIVATE(NV0000_CTRL_CMD_GPUACCT_CLEAR_ACCOUNTING_DATA),
 	CTRL_ANY(NV0000_CTRL_CMD_CLIENT_GET_ADDR_SPACE_TYPE),
 	CTRL_ANY(NV0000_CTRL_CMD_CLIENT_SET_INHERITED_SHARE_POLICY),
 	CTRL_ANY(NV0080_CTRL_CMD_GPU_GET_CLASSLIST),

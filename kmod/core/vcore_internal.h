@@ -639,6 +639,7 @@ enum vcore_verdict vcore_ctrl_tsg_set_timeslice(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_tsg_schedule(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_tsg_preempt(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_sched_reserved(struct vcore_call *call);
+enum vcore_verdict vcore_ctrl_node_private(struct vcore_call *call);
 enum vcore_verdict vcore_esc_export_dmabuf(struct vcore_call *call);
 /* objects.c: a TSG or channel allocation past the slot's limits (vcore.h
  * VCORE_SLOT_MAX_TSGS/CHANNELS), or a channel outside a TSG, is refused. */

@@ -30,11 +30,8 @@ bundle=$(cd "$1" && pwd)
 out=${2:-$root/build/gpu/dra}
 mkdir -p "$out/logs"
 out=$(cd "$out" && pwd)
-if [[ ${3:-} != --prebuilt ]]; then
-  bash "$root/tests/gpu/build.sh" >"$out/logs/build.txt" 2>&1 || { tail -20 "$out/logs/build.txt"; exit 1; }
-fi
-shim=$root/build/gpu/libvgpu-shim.so
-[[ -f $shim ]] || { echo "no $shim"; exit 1; }
+source "$e2e/pod.sh"  # build_shim, row, run, util, in_pod, bare, mem_in_pod
+build_shim "${3:-}" || exit 1
 export PYTHONUNBUFFERED=1
 DRIVER=gpu.vgpu.io
 NODE=dra-gpu-node
@@ -45,7 +42,6 @@ work=/tmp/vgpu-dra.$$  # short: unix socket paths
 mkdir -p "$work"
 port=$((20000 + $$ % 10000))
 url=http://127.0.0.1:$port/metrics
-source "$e2e/pod.sh"  # row, run, util, in_pod, bare
 json_get() {  # JSON KEY...: the value at that path (lists by index); booleans as true/false
   python3 -c 'import json, sys
 v = json.loads(sys.argv[1])
@@ -112,17 +108,7 @@ fi
 
 # --- the workload in the claim's CDI environment ------------------------------------------------
 if [[ $parts == *" mem "* ]]; then
-  rm -f "$work/ready"
-  in_pod "$spec" python3 "$e2e/mem.py" "$work/ready" 6 >"$out/mem.json" 2>"$out/logs/mem.err" &
-  m=$!
-  for _ in $(seq 300); do [[ -e $work/ready ]] && break; kill -0 $m 2>/dev/null || break; sleep 0.1; done
-  sleep 2  # one metrics sample period and a bit
-  pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' "$out/mem.json" 2>/dev/null)
-  smi=$(bare nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits |
-    awk -F', ' -v p="$pid" '$1 == p {print $2}')
-  charged=$(util metric "$url" vgpu_slot_memory_charged_bytes slot="$slot")
-  peak=$(util metric "$url" vgpu_slot_memory_peak_bytes slot="$slot")
-  wait $m
+  mem_in_pod "$spec" "$slot"
   python3 - "$QUOTA" "$out/mem.json" "${smi:-x}" "${charged:-x}" "${peak:-x}" >"$work/memrows" <<'PY'
 import json, sys
 q, path, smi, charged, peak = int(sys.argv[1]), sys.argv[2], *sys.argv[3:]

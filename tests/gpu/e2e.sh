@@ -30,11 +30,8 @@ bundle=$(cd "$1" && pwd)
 out=${2:-$root/build/gpu/e2e}
 mkdir -p "$out/logs" "$out/grants"
 out=$(cd "$out" && pwd)
-if [[ ${3:-} != --prebuilt ]]; then
-  bash "$root/tests/gpu/build.sh" >"$out/logs/build.txt" 2>&1 || { tail -20 "$out/logs/build.txt"; exit 1; }
-fi
-shim=$root/build/gpu/libvgpu-shim.so
-[[ -f $shim ]] || { echo "no $shim"; exit 1; }
+source "$e2e/pod.sh"  # build_shim, row, run, util, in_pod, bare, mem_in_pod
+build_shim "${3:-}" || exit 1
 export PYTHONUNBUFFERED=1
 SECS=${E2E_SECS:-5}     # measured seconds per cap run
 WARM=${E2E_WARMUP_S:-3} # unmeasured: the settle and the reference clock's probe (ref_clock_probe.h)
@@ -49,7 +46,6 @@ CAPS=${E2E_CAPS:-10 30 50 70 90}
 LOOPS=${E2E_LOOPS:-matmul graph}
 PAIRS=${E2E_PAIRS:-30:70 10:90}
 part() { [[ $parts == *" $1 "* ]]; }
-source "$e2e/pod.sh"  # row, run, util, in_pod, bare
 slot_of() { util grant-env "$out/grants/$1.json" VGPU_SLOT_ID; }  # the metrics' slot label
 
 # --- the manager with a fake kubelet ------------------------------------------------------------
@@ -103,18 +99,8 @@ start_manager "$out/logs/manager.log" --virtual-manager-path="$work/vm" --checkp
 if ! part mem; then
   :
 elif admit mem 100 $QUOTA_UNITS; then
-  rm -f "$work/ready"
-  in_pod "$out/grants/mem.json" python3 "$e2e/mem.py" "$work/ready" 6 >"$out/mem.json" 2>"$out/logs/mem.err" &
-  m=$!
-  for _ in $(seq 300); do [[ -e $work/ready ]] && break; kill -0 $m 2>/dev/null || break; sleep 0.1; done
-  sleep 2  # one metrics sample period and a bit
-  pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' "$out/mem.json" 2>/dev/null)
-  smi=$(bare nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits |
-    awk -F', ' -v p="$pid" '$1 == p {print $2}')
-  charged=$(util metric "$url" vgpu_slot_memory_charged_bytes slot="$(slot_of mem)")
-  peak=$(util metric "$url" vgpu_slot_memory_peak_bytes slot="$(slot_of mem)")
-  view=$(in_pod "$out/grants/mem.json" nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>"$out/logs/view.err" | head -1)
-  wait $m
+  read_view() { view=$(in_pod "$out/grants/mem.json" nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>"$out/logs/view.err" | head -1); }
+  mem_in_pod "$out/grants/mem.json" "$(slot_of mem)" read_view
   read -r alloc vtotal < <(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(j["allocated_mib"], j["view_total"])' "$out/mem.json" 2>/dev/null)
   python3 - "$QUOTA" "${smi:-x}" "${charged:-x}" "${peak:-x}" "${alloc:-x}" "${vtotal:-x}" "${view:-x}" >"$work/memrows" <<'PY'
 import sys

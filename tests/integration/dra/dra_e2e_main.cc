@@ -18,6 +18,7 @@
 #include <sstream>
 #include <string>
 
+#include "command_loop.h"
 #include "fake_api_server.h"
 #include "fake_dra_kubelet.h"
 
@@ -68,51 +69,44 @@ int main(int argc, char** argv) {
   vgpu::testing::FakeApiServer api;
   api.WriteKubeconfig(argv[2]);
   vgpu::testing::FakeDraKubelet kubelet(argv[1]);
-  std::string line;
-  while (std::getline(std::cin, line)) {
-    std::istringstream in(line);
-    std::string cmd;
-    in >> cmd;
-    json out;
+  vgpu::testing::ServeCommands([&](const std::string& cmd, std::istringstream& in) -> json {
     ClaimId claim;
-    if (cmd == "quit") {
-      break;
-    } else if (cmd == "register") {
+    if (cmd == "register") {
       std::string driver;
       in >> driver;
-      out = {{"ok", kubelet.Register(driver, std::chrono::seconds(30))}};
-    } else if (cmd == "share") {
+      return {{"ok", kubelet.Register(driver, std::chrono::seconds(30))}};
+    }
+    if (cmd == "share") {
       std::string node, memory, cores;
       int gpu = -1;
       in >> claim.ns >> claim.name >> claim.uid >> node >> gpu >> memory >> cores;
       if (!in || gpu < 0) {
-        out = {{"ok", false}, {"error", "usage: share NS NAME UID NODE GPU MEMORY CORES"}};
-      } else {
-        json results =
-            json::array({{{"device", "gpu-" + std::to_string(gpu) + "-share"},
-                          {"shareID", "share-" + claim.uid},
-                          {"consumedCapacity", {{"memory", memory}, {"cores", cores}}}}});
-        api.PutClaim(vgpu::testing::MakeClaim(claim.ns, claim.name, claim.uid, "gpu.vgpu.io", node,
-                                              results));
-        out = {{"ok", true}};
+        return {{"ok", false}, {"error", "usage: share NS NAME UID NODE GPU MEMORY CORES"}};
       }
-    } else if (cmd == "prepare" || cmd == "unprepare") {
+      json results = json::array({{{"device", "gpu-" + std::to_string(gpu) + "-share"},
+                                   {"shareID", "share-" + claim.uid},
+                                   {"consumedCapacity", {{"memory", memory}, {"cores", cores}}}}});
+      api.PutClaim(
+          vgpu::testing::MakeClaim(claim.ns, claim.name, claim.uid, "gpu.vgpu.io", node, results));
+      return {{"ok", true}};
+    }
+    if (cmd == "prepare" || cmd == "unprepare") {
       in >> claim.ns >> claim.name >> claim.uid;
-      out = !in                ? json{{"ok", false}, {"error", "usage: " + cmd + " NS NAME UID"}}
-            : cmd == "prepare" ? Prepare(kubelet, claim)
-                               : Unprepare(kubelet, claim);
-    } else if (cmd == "slices") {
+      if (!in) {
+        return {{"ok", false}, {"error", "usage: " + cmd + " NS NAME UID"}};
+      }
+      return cmd == "prepare" ? Prepare(kubelet, claim) : Unprepare(kubelet, claim);
+    }
+    if (cmd == "slices") {
       json slices = json::array();
       for (const auto& [name, s] : api.Slices()) {
         slices.push_back(s);
       }
-      out = {{"ok", true}, {"slices", slices}};
-    } else {
-      out = {{"ok", false},
-             {"error",
-              "unknown command '" + cmd + "' (register, share, prepare, unprepare, slices, quit)"}};
+      return {{"ok", true}, {"slices", slices}};
     }
-    std::cout << out.dump() << std::endl;
-  }
+    return {{"ok", false},
+            {"error",
+             "unknown command '" + cmd + "' (register, share, prepare, unprepare, slices, quit)"}};
+  });
   return 0;
 }

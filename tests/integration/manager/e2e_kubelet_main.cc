@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "command_loop.h"
 #include "fake_kubelet.h"
 
 namespace {
@@ -54,23 +55,17 @@ int main(int argc, char** argv) {
   }
   FakeKubelet kubelet(argv[1]);
   kubelet.Start();
-  std::string line;
-  while (std::getline(std::cin, line)) {
-    std::istringstream in(line);
-    std::string cmd;
-    in >> cmd;
-    json out;
-    if (cmd == "quit") {
-      break;
-    } else if (cmd == "wait") {
+  vgpu::testing::ServeCommands([&](const std::string& cmd, std::istringstream& in) -> json {
+    if (cmd == "wait") {
       bool ok = true;
       std::string resource;
       while (in >> resource) {
         ok = ok && kubelet.WaitForRegistration(resource, {}, std::chrono::seconds(30)) &&
              kubelet.WaitForDevices(resource, std::chrono::seconds(30));
       }
-      out = {{"ok", ok}};
-    } else if (cmd == "admit") {
+      return {{"ok", ok}};
+    }
+    if (cmd == "admit") {
       std::string pod, ctr, req;
       in >> pod >> ctr;
       std::vector<std::pair<std::string, int>> order;
@@ -83,18 +78,17 @@ int main(int argc, char** argv) {
         }
         order.emplace_back(req.substr(0, eq), std::stoi(req.substr(eq + 1)));
       }
-      out = bad || order.empty() ? json{{"ok", false}, {"error", "usage: admit POD CTR RES=N..."}}
-                                 : Answer(kubelet.Admit(pod, ctr, order));
-    } else if (cmd == "remove") {
+      return bad || order.empty() ? json{{"ok", false}, {"error", "usage: admit POD CTR RES=N..."}}
+                                  : Answer(kubelet.Admit(pod, ctr, order));
+    }
+    if (cmd == "remove") {
       std::string pod;
       in >> pod;
       kubelet.RemovePod(pod);
-      out = {{"ok", true}};
-    } else {
-      out = {{"ok", false}, {"error", "unknown command '" + cmd + "' (wait, admit, remove, quit)"}};
+      return {{"ok", true}};
     }
-    std::cout << out.dump() << std::endl;
-  }
+    return {{"ok", false}, {"error", "unknown command '" + cmd + "' (wait, admit, remove, quit)"}};
+  });
   kubelet.Stop();
   return 0;
 }

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "vgpu_rm.h"
 
@@ -275,6 +276,37 @@ TEST(CallPath, DISABLED_ForkedChildNeverInheritsARealDriverFile) {
   ASSERT_EQ(waitpid(tenant, &status, 0), tenant);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
       << "status " << status << " (exit 3: a forked child held a real major-195 file)";
+}
+
+// F11.4: GPU accounting names every process that used the GPU, other tenants' included, with its
+// utilisation and memory (NV0000 GPUACCT_GET_ACCOUNTING_PIDS, GET_PROC_ACCOUNTING_INFO), and its
+// SET/CLEAR controls change node-wide state. They must not reach the driver from a tenant; the
+// accounting state itself (nvidia-smi -q) still does.
+TEST(CallPath, GpuAccountingOfOtherProcessesIsNotReadable) {
+  ScopedSlot slot(64 * kMiB);
+  ASSERT_TRUE(slot.ok());
+  Session s;
+  ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
+  struct {
+    uint32_t cmd;
+    const char* name;
+  } const kAcct[] = {{0xb01, "SET_ACCOUNTING_STATE"},
+                     {0xb03, "GET_PROC_ACCOUNTING_INFO"},
+                     {0xb04, "GET_ACCOUNTING_PIDS"},
+                     {0xb05, "CLEAR_ACCOUNTING_DATA"}};
+  std::vector<uint8_t> params(16384);
+  int reached = 0;
+  for (const auto& c : kAcct) {
+    std::fill(params.begin(), params.end(), 0);
+    const int64_t st = Control(s.ctl, s.client, s.client, c.cmd, params.data(), 16016);
+    std::printf("  GPUACCT %s: status 0x%llx\n", c.name, static_cast<unsigned long long>(st));
+    if (st != NV_ERR_INSUFFICIENT_PERMISSIONS) ++reached;
+    EXPECT_EQ(st, NV_ERR_INSUFFICIENT_PERMISSIONS) << c.name << " reached the driver";
+  }
+  std::printf("gpu accounting: %d of 4 controls reached the driver\n", reached);
+  // GET_ACCOUNTING_STATE shows only whether accounting is on: still the driver's answer.
+  EXPECT_NE(Control(s.ctl, s.client, s.client, 0xb02, params.data(), 8),
+            NV_ERR_INSUFFICIENT_PERMISSIONS);
 }
 
 // F11.4: the slot attributes that show other tenants' pids and usage are root-only.
