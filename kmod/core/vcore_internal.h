@@ -359,7 +359,8 @@ void vcore_obj_unlink_dups_locked(struct vcore_slot *slot,
 				  struct vcore_obj *obj);
 /* Free one export hold (not in the table), passing on or refunding its
  * charge; the caller unlinked it from its file. */
-void vcore_obj_drop_hold_locked(struct vcore_slot *slot, struct vcore_obj *hold);
+void vcore_obj_drop_hold_locked(struct vcore_slot *slot,
+				struct vcore_obj *hold);
 /* export.c: drop every hold of @file, passing on or refunding its charge. */
 void vcore_export_holds_free_locked(struct vcore_slot *slot,
 				    struct vcore_file *file);
