@@ -247,6 +247,11 @@ void CheckpointStore::CloseJournal() {
 }
 
 Status CheckpointStore::Append(std::string_view lines) {
+  VGPU_RETURN_IF_ERROR(Write(lines));
+  return Sync();
+}
+
+Status CheckpointStore::Write(std::string_view lines) {
   if (journal_fd_ < 0) {
     journal_fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
     if (journal_fd_ < 0) {
@@ -265,6 +270,13 @@ Status CheckpointStore::Append(std::string_view lines) {
       return ErrnoError("checkpoint: append to " + path_.string(), err);
     }
     off += static_cast<size_t>(n);
+  }
+  return OkStatus();
+}
+
+Status CheckpointStore::Sync() {
+  if (journal_fd_ < 0) {
+    return OkStatus();  // nothing written since the last snapshot, which was flushed
   }
   // The size changes with every append, so fdatasync still writes the inode's size; it skips
   // only timestamps.

@@ -1,5 +1,7 @@
 #include "vgpu/checkpoint/checkpoint_writer.h"
 
+#include <algorithm>
+
 namespace vgpu::checkpoint {
 namespace {
 
@@ -98,6 +100,13 @@ bool CheckpointWriter::Flush(std::chrono::milliseconds timeout) {
   return written_cv_.wait_for(lock, timeout, [&] { return written_seq_ >= want; });
 }
 
+bool CheckpointWriter::WaitWritten(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  uint64_t want = queued_seq_;
+  return written_cv_.wait_for(lock, timeout,
+                              [&] { return std::max(written_seq_, in_kernel_seq_) >= want; });
+}
+
 CheckpointWriter::Counters CheckpointWriter::counters() const {
   std::lock_guard lock(mu_);
   return counters_;
@@ -146,7 +155,15 @@ void CheckpointWriter::Loop() {
           s = store_.SaveEncoded(Refs(*snapshot));
         }
         if (s.ok() && !lines.empty()) {
-          s = store_.Append(lines);
+          s = store_.Write(lines);
+          if (s.ok()) {
+            // In the kernel's hands: WaitWritten's callers may go on while the disk flushes.
+            // store_mu_ before mu_ is the lock order (checkpoint_writer.h).
+            std::lock_guard written(mu_);
+            in_kernel_seq_ = std::max(in_kernel_seq_, seq);
+            written_cv_.notify_all();
+          }
+          s = s.ok() ? store_.Sync() : s;
         }
       }
     }

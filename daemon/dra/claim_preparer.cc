@@ -52,7 +52,8 @@ Result<std::vector<PreparedDevice>> ClaimPreparer::Prepare(const ClaimPlan& plan
     std::error_code ec;
     std::filesystem::create_directories(options_.cdi_spec_dir, ec);
     Status s =
-        slots::WriteFileAtomically(SpecPath(uid), manager::CdiSpecText(options_.cdi_kind, cdi));
+        slots::WriteFileAtomically(SpecPath(uid), manager::CdiSpecText(options_.cdi_kind, cdi),
+                                   slots::Durability::kProcessDeath);
     if (!s.ok()) {
       (void)Unprepare(uid);
       return s.Annotate("CDI spec of claim " + plan.claim.ToString());

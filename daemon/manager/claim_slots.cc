@@ -41,8 +41,10 @@ Result<SlotRecord> SlotManager::CreateForClaim(const ClaimSlotRequest& request) 
   }
   auto record = CreateForClaimUnsaved(config, request);
   // Outside mu_: the writer's compaction takes it (checkpoint_writer.h). The journal entry is
-  // group-committed with other claims' and on disk before the kubelet hears of the slot.
-  if (record.ok() && !writer_.Flush(kClaimFlushTimeout)) {
+  // written (group-committed with other claims') before the kubelet hears of the slot, so a
+  // restart or SIGKILL of the manager finds it; the disk flush follows on the writer thread,
+  // since after a crash of the node the kubelet prepares every claim again (docs/dra.md).
+  if (record.ok() && !writer_.WaitWritten(kClaimFlushTimeout)) {
     return UnavailableError("the checkpoint for slot " + request.name +
                             " could not be written; the kubelet retries");
   }
@@ -127,7 +129,7 @@ Status SlotManager::DestroyNamed(const std::string& name) {
     VGPU_RETURN_IF_ERROR(DestroyLocked(t->record.config.id, "its DRA claim was unprepared"));
     SaveLocked();
   }
-  if (!writer_.Flush(kClaimFlushTimeout)) {
+  if (!writer_.WaitWritten(kClaimFlushTimeout)) {
     return UnavailableError("the checkpoint without slot " + name +
                             " could not be written; the kubelet retries");
   }

@@ -84,7 +84,8 @@ Status WriteAll(int fd, std::string_view data, const std::string& what) {
 
 }  // namespace
 
-Status WriteFileAtomically(const fs::path& path, std::string_view data) {
+Status WriteFileAtomically(const fs::path& path, std::string_view data, Durability durability) {
+  const bool flush = durability == Durability::kPowerLoss;
   const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
   const std::string name = path.filename().string();
   Fd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
@@ -115,7 +116,7 @@ Status WriteFileAtomically(const fs::path& path, std::string_view data) {
   if (Status s = WriteAll(fd.get(), data, (dir / tmp).string()); !s.ok()) {
     return fail(s);
   }
-  if (::fsync(fd.get()) != 0) {
+  if (flush && ::fsync(fd.get()) != 0) {
     return fail(ErrnoError("fsync " + (dir / tmp).string(), errno));
   }
   if (::close(fd.release()) != 0) {
@@ -126,7 +127,7 @@ Status WriteFileAtomically(const fs::path& path, std::string_view data) {
     return fail(ErrnoError("rename " + tmp + " -> " + path.string(), errno));
   }
   // The rename is durable only once the directory entry is: fsync the directory too.
-  if (::fsync(dfd.get()) != 0) {
+  if (flush && ::fsync(dfd.get()) != 0) {
     return ErrnoError("fsync directory " + dir.string(), errno);
   }
   return OkStatus();
@@ -143,8 +144,8 @@ fs::path ShimSlotBackend::LedgerRoot() const {
 fs::path ShimSlotBackend::LedgerDir(uint32_t id) const { return LedgerRoot() / std::to_string(id); }
 
 Status ShimSlotBackend::WriteConfig(const SlotConfig& config) {
-  return WriteFileAtomically(SlotDir(config.id) / kSlotConfigFileName,
-                             FormatSlotConfigFile(config));
+  return WriteFileAtomically(SlotDir(config.id) / kSlotConfigFileName, FormatSlotConfigFile(config),
+                             Durability::kProcessDeath);
 }
 
 Result<uint32_t> ShimSlotBackend::Create(const SlotConfig& config) {

@@ -209,6 +209,23 @@ TEST_F(JournalTest, SynchronousSnapshotIsNeverFollowedByOlderEntries) {
   EXPECT_EQ(loaded->records[0], Record(7, "new"));
 }
 
+// WaitWritten (what a DRA prepare waits for) returns once the entries are in the file: a reader
+// that starts after it, as a restarted manager does, finds every one of them.
+TEST_F(JournalTest, WaitWrittenEntriesAreThereForTheNextReader) {
+  CheckpointStore store(dir_ / "cp");
+  ASSERT_TRUE(store.Save({}).ok());
+  CheckpointWriter writer(store, nullptr);
+  writer.Start();
+  for (uint32_t i = 0; i < 20; ++i) {
+    writer.Append(PutEntry(RecordJson(Record(i, "pod"))));
+    ASSERT_TRUE(writer.WaitWritten(std::chrono::seconds(10)));
+    CheckpointStore reader(dir_ / "cp");
+    auto loaded = reader.Load();
+    ASSERT_TRUE(loaded.ok());
+    ASSERT_EQ(loaded->records.size(), i + 1) << "entry " << i << " not written yet";
+  }
+}
+
 TEST_F(JournalTest, FailedWriteIsFollowedBySnapshotNotAppend) {
   CheckpointStore store(dir_ / "cp");
   ASSERT_TRUE(store.Save({}).ok());

@@ -68,6 +68,10 @@ class CheckpointStore {
   // file must exist (a snapshot is saved first). On error the tail may be torn: the next write
   // must be a snapshot (Save), never another Append.
   Status Append(std::string_view lines);
+  // Append in its two steps: Write hands the lines to the kernel (they survive this process's
+  // death), Sync flushes them to the disk (they survive power loss). Same error rule as Append.
+  Status Write(std::string_view lines);
+  Status Sync();
   // Missing file: empty, found=false. Corrupt file: renamed to <path>.corrupt-<unix seconds>,
   // empty records, corrupt_reason set; the caller rebuilds. Unreadable: error.
   Result<LoadResult> Load() const;

@@ -54,6 +54,11 @@ class CheckpointWriter {
   Status CompactNow(const EncodedRecords& records);
   // Waits until everything queued so far is on disk; false on timeout.
   bool Flush(std::chrono::milliseconds timeout);
+  // Waits until everything queued so far is written to the file, in the kernel's hands: it
+  // survives this process's death (SIGKILL, a restart), and the disk flush follows on the writer
+  // thread. For callers whose state a crash of the node loses anyway (a DRA claim: the kubelet
+  // prepares it again after a reboot), so a prepare need not wait on the disk. False on timeout.
+  bool WaitWritten(std::chrono::milliseconds timeout);
 
   struct Counters {
     uint64_t batches = 0;      // write()+fdatasync rounds
@@ -81,7 +86,8 @@ class CheckpointWriter {
   bool snapshot_requested_ = false;         // guarded by mu_
   bool must_snapshot_ = false;              // guarded by mu_: a write failed
   uint64_t queued_seq_ = 0;                 // guarded by mu_
-  uint64_t written_seq_ = 0;                // guarded by mu_
+  uint64_t written_seq_ = 0;                // guarded by mu_: on disk
+  uint64_t in_kernel_seq_ = 0;              // guarded by mu_: written, maybe not yet on disk
   bool stopping_ = false;                   // guarded by mu_
   Counters counters_;                       // guarded by mu_
   // One writer of the file: Loop and CompactNow. Lock order: store_mu_ may be taken alone or

@@ -57,10 +57,25 @@ class ShimSlotBackend final : public SlotBackend {
   std::vector<uint32_t> damaged_;  // guarded by mu_: found by the last List()
 };
 
+// How far WriteFileAtomically's write must have reached when it returns.
+enum class Durability {
+  // Survives power loss: the temp file is fsynced before the rename, the directory after it.
+  // For what nothing else can rebuild: the checkpoint.
+  kPowerLoss,
+  // Survives the writer's death (SIGKILL, a restart) but not necessarily power loss: temp file
+  // and rename, no flush. For files derived from the checkpoint and rewritten after a crash: a
+  // shim slot's config (start-up reconciliation restores a torn or missing one from the
+  // checkpoint, daemon/manager/reconcile.cc) and a DRA claim's CDI spec (every prepare rewrites
+  // it, and the kubelet prepares again after a reboot). Each flush costs 0.6-3 ms on a node's
+  // disk (docs/results/dra.md), on the path a pod waits on.
+  kProcessDeath,
+};
+
 // Writes `data` to `path` atomically: a fresh temp file created in the same directory through
-// the directory's fd (O_EXCL|O_NOFOLLOW: never through a link someone planted), fsync, renameat
-// over `path` (a link there is replaced, not followed), fsync of the directory. The directory
-// itself is opened with O_NOFOLLOW. Shared by the shim backend and the checkpoint.
-Status WriteFileAtomically(const std::filesystem::path& path, std::string_view data);
+// the directory's fd (O_EXCL|O_NOFOLLOW: never through a link someone planted), renameat over
+// `path` (a link there is replaced, not followed), flushed as `durability` says. The directory
+// itself is opened with O_NOFOLLOW. Shared by the shim backend, the checkpoint and the CDI specs.
+Status WriteFileAtomically(const std::filesystem::path& path, std::string_view data,
+                           Durability durability = Durability::kPowerLoss);
 
 }  // namespace vgpu::slots
