@@ -8,7 +8,8 @@
 // The journal's write+fdatasync runs on the writer thread meanwhile (group commit), competing
 // for the same cores, and compacts every 256 entries; its batch count is printed.
 // Part B (real process): the vgpu-manager binary (shim backend: one config file per slot,
-// written with fsync) driven by the fake kubelet with 1000 Allocates; RSS read from /proc.
+// written atomically without a flush: slots::Durability) driven by the fake kubelet with 1000
+// Allocates; RSS read from /proc.
 //
 // Prints p50/p99 and min/median ratios against the baseline. No timed assertions.
 #include <grpcpp/grpcpp.h>
@@ -169,7 +170,8 @@ int RealProcess(const std::string& dir) {
     }
   }
   std::printf(
-      "B. vgpu-manager process, shim backend (config file + fsync per slot), %d Allocates\n",
+      "B. vgpu-manager process, shim backend (config file per slot, written atomically), %d "
+      "Allocates\n",
       kAllocations);
   Print("Allocate (gRPC, slot dir + checkpoint)", Summarize(alloc_us));
   std::printf(
