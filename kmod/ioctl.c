@@ -22,7 +22,7 @@
 #include <linux/vmalloc.h>
 
 #include "core_host.h"
-#include "trusted.h"
+#include "driver_query.h"
 #include "vgpu.h"
 
 static char *driver_version;
