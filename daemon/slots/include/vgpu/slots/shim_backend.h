@@ -22,10 +22,10 @@
 namespace vgpu::slots {
 
 struct ShimBackendOptions {
-  std::filesystem::path root;          // <virtual-manager-path>/slots
+  std::filesystem::path root;          // <slot-path>/slots
   std::string shim_library_host = {};  // host path of libvgpu-shim.so; empty = not mounted
   std::string shim_library_container = "/usr/local/vgpu/libvgpu-shim.so";
-  // <virtual-manager-path>/ledgers; empty: <root>/.ledgers (never a slot id, so never listed)
+  // <slot-path>/ledgers; empty: <root>/.ledgers (never a slot id, so never listed)
   std::filesystem::path ledger_root = {};
 };
 
