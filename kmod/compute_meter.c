@@ -35,7 +35,7 @@
 #include <linux/slab.h>
 #include <linux/sort.h>
 
-#include "vgpu.h"
+#include "slot.h"
 #include "compute.h"
 #include "core/abi/ctrl.h"
 
