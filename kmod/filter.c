@@ -96,6 +96,7 @@ static void vgpu_fill_config(struct vgpu_slot *slot,
 	memset(cc, 0, sizeof(*cc));
 	cc->id = slot->id;
 	cc->mem_quota_bytes = slot->cfg.mem_quota;
+	cc->gpu_id = slot->gpu_id;
 	cc->sysmem_budget_bytes = (u64)READ_ONCE(slot_sysmem_mib) << 20;
 	cc->unknown_policy = slot->cfg.unknown_policy == VGPU_UNKNOWN_ALLOW_LOG
 				     ? VCORE_UNKNOWN_PERMISSIVE

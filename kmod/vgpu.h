@@ -89,6 +89,8 @@ struct vgpu_slot {
 	struct kref ref;
 	u32 id;
 	u32 gpu;
+	/* The driver's id of that GPU (slot_gpu.c), fixed at creation. */
+	u32 gpu_id;
 	u32 flags;
 	/* Real nodes, resolved at creation in the creator's (init) namespace.
 	 */
@@ -263,6 +265,8 @@ struct vcore_slot;
 struct vcore_slot *vgpu_filter_core(struct vgpu_slot *slot);
 int vgpu_filter_init(void);
 void vgpu_filter_exit(void);
+/* slot_gpu.c: slot->gpu_id from the driver's card list; -ENODEV if absent. */
+int vgpu_slot_find_gpu_id(struct vgpu_slot *slot);
 int vgpu_filter_slot_new(struct vgpu_slot *slot);
 void vgpu_filter_slot_config(struct vgpu_slot *slot);
 void vgpu_filter_slot_free(struct vgpu_slot *slot);
