@@ -21,7 +21,7 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
-#include "vgpu.h"
+#include "slot.h"
 #include "core/vcore.h"
 
 int vgpu_slot_find_gpu_id(struct vgpu_slot *slot)

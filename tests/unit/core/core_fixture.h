@@ -100,7 +100,13 @@ class CoreTest : public ::testing::Test {
   void Session(uint32_t* client, uint32_t* device, uint32_t* subdevice);
 
   vcore_stats Stats();
-  uint64_t Charged() { return Stats().charged_bytes; }
+  // The ledger's charge, as vcore_slot_charged() reads it for the kernel host's counters, and
+  // the same as the stats say.
+  uint64_t Charged() {
+    uint64_t charged = vcore_slot_charged(slot_);
+    EXPECT_EQ(charged, Stats().charged_bytes);
+    return charged;
+  }
 
   uint64_t sysmem_budget_ = 0;  // vcore_slot_config.sysmem_budget_bytes of the next MakeSlot
   SimHost host_;
@@ -109,7 +115,7 @@ class CoreTest : public ::testing::Test {
   vcore_slot* slot_ = nullptr;
   vcore_file* ctl_ = nullptr;
   // fd numbers the "host" resolves to files of the slot (vcore_call_set_fd_file), as
-  // kmod/filter.c does for the fds it translates.
+  // kmod/ioctl.c does for the fds it translates.
   std::map<int32_t, vcore_file*> fd_files_;
 };
 
