@@ -3,7 +3,8 @@
  * gpus.c - a slot is one GPU of the node (issue 17, F11.3).
  *
  * The driver names GPUs by a 32-bit id derived from the PCI address
- * (gpuGenerate32BitId; abi.md §12): NV_ESC_CARD_INFO lists them with their
+ * (gpuGenerate32BitId, src/nvidia/src/kernel/gpu/gpu.c, called from
+ * arch/nvalloc/unix/src/osinit.c): NV_ESC_CARD_INFO lists them with their
  * minor numbers, the NV0000 GPU controls list, describe and attach them by
  * id, and NV_ESC_ATTACH_GPUS_TO_FD holds the GPUs it names open until the
  * ctl file closes (nv.c nvidia_dev_get). A tenant that attaches another GPU
