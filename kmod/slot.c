@@ -181,9 +181,11 @@ int vgpu_slot_create(u32 gpu, u32 flags, const struct vgpu_slot_config *cfg,
 		goto out_unlock;
 	slot->id = err;
 	err = vgpu_slot_resolve(slot);
+	if (!err)
+		err = vgpu_slot_find_gpu_id(slot);
 	if (err)
 		goto out_remove_id;
-	slot->filter = vgpu_filter_slot_new(slot->id, &slot->cfg);
+	slot->filter = vgpu_filter_slot_new(slot->id, slot->gpu_id, &slot->cfg);
 	if (IS_ERR(slot->filter)) {
 		err = PTR_ERR(slot->filter);
 		slot->filter = NULL;

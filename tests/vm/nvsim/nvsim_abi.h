@@ -560,6 +560,63 @@ struct uvm_unregister_gpu_params {
 /* nvsim's GPU UUIDs: "nvsim-gpu" then zeros, the GPU index in the last byte. */
 #define NVSIM_GPU_UUID_PREFIX "nvsim-gpu"
 
+/* External mappings (kernel-open/nvidia-uvm/uvm_ioctl.h, uvm_types.h of 580.142): UVM_MAX_GPUS =
+ * NV_MAX_DEVICES (32) x UVM_PARENT_ID_MAX_SUB_PROCESSORS (8). */
+#define UVM_MAP_EXTERNAL_ALLOCATION 33
+#define UVM_FREE 34
+#define UVM_UNMAP_EXTERNAL 66
+#define UVM_CREATE_EXTERNAL_RANGE 73
+#define UVM_MAX_GPUS 256
+
+struct uvm_create_external_range_params {
+	__u64 base;
+	__u64 length;
+	__u32 rmStatus;
+	__u32 pad;
+};
+NVSIM_ASSERT(sizeof(struct uvm_create_external_range_params) == 24, "CREATE_EXTERNAL_RANGE 24 B");
+
+struct uvm_gpu_mapping_attributes {
+	__u8 gpuUuid[16];
+	__u32 gpuMappingType;
+	__u32 gpuCachingType;
+	__u32 gpuFormatType;
+	__u32 gpuElementBits;
+	__u32 gpuCompressionType;
+};
+NVSIM_ASSERT(sizeof(struct uvm_gpu_mapping_attributes) == 36, "UvmGpuMappingAttributes 36 B");
+
+struct uvm_map_external_allocation_params {
+	__u64 base;
+	__u64 length;
+	__u64 offset;
+	struct uvm_gpu_mapping_attributes perGpuAttributes[UVM_MAX_GPUS];
+	__u64 gpuAttributesCount;
+	__s32 rmCtrlFd;
+	__u32 hClient;
+	__u32 hMemory;
+	__u32 rmStatus;
+};
+NVSIM_ASSERT(sizeof(struct uvm_map_external_allocation_params) == 9264, "MAP_EXTERNAL 9264 B");
+NVSIM_ASSERT(offsetof(struct uvm_map_external_allocation_params, hClient) == 9252, "hClient @9252");
+
+struct uvm_free_params {
+	__u64 base;
+	__u64 length;
+	__u32 rmStatus;
+	__u32 pad;
+};
+NVSIM_ASSERT(sizeof(struct uvm_free_params) == 24, "UVM_FREE 24 B");
+
+struct uvm_unmap_external_params {
+	__u64 base;
+	__u64 length;
+	__u8 gpuUuid[16];
+	__u32 rmStatus;
+	__u32 pad;
+};
+NVSIM_ASSERT(sizeof(struct uvm_unmap_external_params) == 40, "UNMAP_EXTERNAL 40 B");
+
 /*
  * Object sharing between clients (open-gpu-kernel-modules 580:
  * src/common/sdk/nvidia/inc/nvos.h NVOS55/NVOS57, src/common/sdk/nvidia/inc/rs_access.h,

@@ -31,7 +31,8 @@ constexpr uint32_t kEscAllocMemory = 0x27, kEscFree = 0x29, kEscControl = 0x2a, 
 constexpr uint32_t kEscMap = 0x4e, kEscUnmap = 0x4f, kEscUpdateMapping = 0x5e;
 constexpr uint32_t kEscDupObject = 0x34, kEscShare = 0x35;
 constexpr uint32_t kUvmMmInitialize = 75, kUvmInitialize = 0x30000001;
-constexpr size_t kUvmBlock = 4096;  // every UVM parameter struct of 580 is smaller
+constexpr size_t kUvmBlock =
+    16384;  // every UVM parameter struct of 580 fits (MAP_EXTERNAL_ALLOCATION: 9264 B)
 
 int Nibble(char c) {
   if (c >= '0' && c <= '9') return c - '0';
