@@ -1,15 +1,22 @@
 #include "vgpu/config/config.h"
 
 #include <cctype>
-#include <charconv>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
-#include <sstream>
+
+#include "vgpu/enum_names.h"
+#include "vgpu/text.h"
 
 namespace vgpu::config {
 namespace {
+
+constexpr EnumName<Enforcement> kEnforcementNames[] = {
+    {Enforcement::kKmod, "kmod"},
+    {Enforcement::kShim, "shim"},
+    {Enforcement::kAuto, "auto"},
+};
+static_assert(ListsEach(kEnforcementNames, Enforcement::kKmod, Enforcement::kAuto));
 
 struct Flag {
   std::string_view name;
@@ -32,10 +39,11 @@ Status ParseBool(std::string_view v, bool& out) {
 
 template <typename T>
 Status ParseInt(std::string_view v, T& out) {
-  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-  if (v.empty() || ec != std::errc() || p != v.data() + v.size()) {
+  std::optional<T> number = ParseNumber<T>(v);
+  if (!number) {
     return InvalidArgumentError("expected an integer, got '" + std::string(v) + "'");
   }
+  out = *number;
   return OkStatus();
 }
 
@@ -102,16 +110,12 @@ const std::vector<Flag>& Flags() {
       BOOL_FLAG("incluster-mode", incluster_mode, "use the in-cluster service account"),
       Flag{"enforcement", "kmod | shim | auto (kmod when /sys/module/vgpu exists)", false,
            [](Config& c, std::string_view v) {
-             if (v == "kmod") {
-               c.enforcement = Enforcement::kKmod;
-             } else if (v == "shim") {
-               c.enforcement = Enforcement::kShim;
-             } else if (v == "auto") {
-               c.enforcement = Enforcement::kAuto;
-             } else {
+             std::optional<Enforcement> e = ValueOf(v, kEnforcementNames);
+             if (!e) {
                return InvalidArgumentError("expected kmod, shim or auto, got '" + std::string(v) +
                                            "'");
              }
+             c.enforcement = *e;
              return OkStatus();
            },
            [](const Config& c) { return std::string(EnforcementName(c.enforcement)); }},
@@ -163,16 +167,6 @@ Status SetFlag(Config& c, std::string_view name, std::string_view value) {
   return f->set(c, value).Annotate("--" + std::string(name));
 }
 
-Result<std::string> ReadWholeFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    return NotFoundError("cannot open " + path);
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 Status CheckFileIfSet(std::string_view flag, const std::string& path) {
   if (!path.empty() && !std::filesystem::is_regular_file(path)) {
     return InvalidArgumentError("--" + std::string(flag) + ": " + path + " is not a file");
@@ -190,17 +184,7 @@ Status CheckAbsolute(std::string_view flag, const std::string& path) {
 
 }  // namespace
 
-std::string_view EnforcementName(Enforcement e) {
-  switch (e) {
-    case Enforcement::kKmod:
-      return "kmod";
-    case Enforcement::kShim:
-      return "shim";
-    case Enforcement::kAuto:
-      return "auto";
-  }
-  return "auto";
-}
+std::string_view EnforcementName(Enforcement e) { return NameOf(e, kEnforcementNames, "auto"); }
 
 std::string Config::KubeletSocket() const {
   return kubelet_socket.empty() ? device_plugin_path + "/kubelet.sock" : kubelet_socket;
@@ -282,7 +266,7 @@ Result<Config> ParseArgs(const std::vector<std::string>& args, bool* help) {
   Config config;
   for (const auto& [name, value] : pairs) {
     if (name == "config") {
-      auto text = ReadWholeFile(value);
+      auto text = ReadFileToString(value);
       if (!text.ok()) {
         return text.status().Annotate("--config");
       }

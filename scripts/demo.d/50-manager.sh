@@ -11,13 +11,8 @@ if [[ ! -x $mgr ]]; then
   echo "vgpu-manager not built at $mgr; skipping"
   exit 0
 fi
-work=$(mktemp -d /tmp/vgpu-demo-manager-XXXXXX)
-pid=
-cleanup() {
-  if [[ -n $pid ]]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck source=scripts/demo.d/manager-scratch.bash
+. "$root/scripts/demo.d/manager-scratch.bash" manager
 
 start() {
   "$mgr" --standalone --enforcement=shim --query-port=0 \
