@@ -636,6 +636,7 @@ enum vcore_verdict vcore_ctrl_fb_get_info_v2(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_fb_get_info(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_get_pids(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_get_pid_info(struct vcore_call *call);
+enum vcore_verdict vcore_ctrl_perfmon_samples(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_unix_fd_at0(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_unix_export_objects(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_unix_import_objects(struct vcore_call *call);

@@ -31,6 +31,22 @@
 
 struct nvsim_tsg;
 
+/* One perfmon utilisation sample as nvsim_perfmon.c takes it. */
+struct nvsim_perfmon_sample {
+	u64 ts_real;               /* the period's end, real-time ns; 0: never written */
+	u32 util;                  /* GR busy over the period, 0.01 % units */
+	pid_t pid;                 /* on the GPU at the period's end (init namespace), 0: none */
+};
+
+/* The perfmon sample ring of one GPU (nvsim_perfmon.c), under the scheduler's lock. */
+struct nvsim_perfmon {
+	ktime_t start;             /* the period being sampled began here */
+	ktime_t next;              /* ... and ends here */
+	u64 busy_start;            /* nvsim_sched.busy_ns at start */
+	unsigned int head;         /* ring entry the next sample goes to */
+	struct nvsim_perfmon_sample ring[NV2080_CTRL_PERF_GPUMON_SAMPLE_COUNT_PERFMON_UTIL];
+};
+
 /* The simulated GPU time of one GPU: round-robin over runnable TSGs by timeslice. */
 struct nvsim_sched {
 	spinlock_t lock;
@@ -40,6 +56,7 @@ struct nvsim_sched {
 	ktime_t last;              /* model advanced up to here */
 	u64 busy_ns;
 	u64 idle_ns;
+	struct nvsim_perfmon pm;
 };
 
 struct nvsim_tsg {
@@ -251,7 +268,13 @@ void nvsim_sched_channels(struct nvsim_gpu *gpu, struct nvsim_tsg *tsg, int add,
 void nvsim_sched_preempt(struct nvsim_gpu *gpu, struct nvsim_tsg *tsg);
 void nvsim_sched_runtime(struct nvsim_gpu *gpu, struct nvsim_tsg *tsg,
 			 struct nvsim_tsg_runtime_params *out);
+void nvsim_sched_perfmon_copy(struct nvsim_gpu *gpu, struct nvsim_perfmon_sample *ring);
 int nvsim_debugfs_init(void);
+/* nvsim_perfmon.c: the perfmon utilisation samples, taken by nvsim_sched.c's clock. */
+void nvsim_perfmon_init(struct nvsim_sched *s);
+bool nvsim_perfmon_due(struct nvsim_sched *s, ktime_t now, ktime_t *at);
+void nvsim_perfmon_take(struct nvsim_sched *s, ktime_t at, pid_t pid);
+u32 nvsim_ctrl_perfmon_samples(struct nvsim_ctrl_ctx *x, void *buf);
 /* nvsim_uvm.c */
 struct class;
 struct nvsim_gpu *nvsim_gpu_by_uuid(const u8 *uuid);

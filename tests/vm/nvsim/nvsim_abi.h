@@ -488,6 +488,43 @@ struct nvsim_tsg_runtime_params {
 };
 NVSIM_ASSERT(sizeof(struct nvsim_tsg_runtime_params) == 32, "nvsim runtime is 32 B");
 
+/*
+ * §6.3 per-process utilisation samples (ctrl2080perf.h, ctrl2080gpumon.h of 580.142): a
+ * 16-byte header and a ring of 72 samples of 776 B; a sample is a timestamp (ns) and one
+ * engine sample each for fb, gr, nvenc, nvdec, nvjpg and nvofa.
+ */
+#define NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2 0x20802096
+#define NV2080_CTRL_GPUMON_SAMPLE_TYPE_PERFMON_UTIL 2
+#define NV2080_CTRL_PERF_GPUMON_SAMPLE_COUNT_PERFMON_UTIL 72
+#define NV2080_GPUMON_PID_INVALID 0xffffffffu
+struct nv2080_gpumon_engine_util_sample {
+	__u32 util;          /* busy over the sample's period, 0.01 % units */
+	__u32 vgpuScale;
+	__u32 procId;        /* the process on the engine when the sample was taken */
+	__u32 subProcessID;
+	char subProcessName[100];
+	__u32 pad0;
+	__u64 pOsPidInfo;    /* the driver's struct pid; 0 once translated */
+};
+NVSIM_ASSERT(sizeof(struct nv2080_gpumon_engine_util_sample) == 128, "engine sample is 128 B");
+struct nv2080_gpumon_perfmon_util_sample {
+	__u64 timeStamp;
+	struct nv2080_gpumon_engine_util_sample fb, gr, nvenc, nvdec, nvjpg, nvofa;
+};
+NVSIM_ASSERT(sizeof(struct nv2080_gpumon_perfmon_util_sample) == 776, "perfmon sample is 776 B");
+NVSIM_ASSERT(offsetof(struct nv2080_gpumon_perfmon_util_sample, gr) == 136, "sample.gr @136");
+struct nv2080_perf_get_gpumon_perfmon_util_samples_v2_params {
+	__u8 type;
+	__u8 pad0[3];
+	__u32 bufSize;       /* must be 72 * 776 */
+	__u32 count;
+	__u32 tracker;
+	struct nv2080_gpumon_perfmon_util_sample
+		samples[NV2080_CTRL_PERF_GPUMON_SAMPLE_COUNT_PERFMON_UTIL];
+};
+NVSIM_ASSERT(sizeof(struct nv2080_perf_get_gpumon_perfmon_util_samples_v2_params) == 55888,
+	     "PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2 is 55888 B");
+
 /* §7 UVM (/dev/nvidia-uvm): plain ioctl numbers, size implied by the command. */
 #define UVM_INITIALIZE 0x30000001
 #define UVM_DEINITIALIZE 0x30000002

@@ -266,6 +266,9 @@ static const struct nvsim_ctrl {
 	  nvsim_ctrl_get_timeslice },
 	{ NVA06C_CTRL_CMD_PREEMPT, sizeof(struct nva06c_preempt_params), KEPLER_CHANNEL_GROUP_A,
 	  nvsim_ctrl_preempt },
+	{ NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2,
+	  sizeof(struct nv2080_perf_get_gpumon_perfmon_util_samples_v2_params), NV20_SUBDEVICE_0,
+	  nvsim_ctrl_perfmon_samples }, /* nvsim_perfmon.c */
 	{ NVSIM_CTRL_CMD_TSG_GET_RUNTIME, sizeof(struct nvsim_tsg_runtime_params),
 	  KEPLER_CHANNEL_GROUP_A, nvsim_ctrl_tsg_runtime },
 	/* Every Memory subclass answers it (memCtrlCmdGetSurfaceInfoLvm, nvsim_surface.c). */
