@@ -258,10 +258,11 @@ static enum vcore_verdict attach_ctrl(struct vcore_call *call,
 		if (id == NV0000_CTRL_GPU_INVALID_ID)
 			break;
 		if (id != slot_gpu(call))
-			return other_gpu(call, attach ? "attach of a GPU outside "
-							"the slot"
-						      : "detach of a GPU outside "
-							"the slot");
+			return other_gpu(call,
+					 attach ? "attach of a GPU outside "
+						  "the slot"
+						: "detach of a GPU outside "
+						  "the slot");
 	}
 	h_client = vcore_rd32(call->argbuf, 0);
 	if (!attach || !slot->ops->control_copy ||
@@ -326,7 +327,8 @@ static int card_info_post(struct vcore_call *call)
 	if (vcore_user_read(call, ci, call->arg, call->size))
 		return -VCORE_EFAULT;
 	for (i = 0; i < n; i++) {
-		nv_ioctl_card_info_t *e = (nv_ioctl_card_info_t *)(ci + esz * i);
+		nv_ioctl_card_info_t *e =
+			(nv_ioctl_card_info_t *)(ci + esz * i);
 
 		if (!e->valid)
 			continue;

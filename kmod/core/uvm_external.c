@@ -39,8 +39,7 @@
 #include "rm_alloc_internal.h"
 
 /* The span [base, base + length) leading every external-mapping call. */
-static int read_span(struct vcore_call *call, vcore_u64 *base,
-		     vcore_u64 *end)
+static int read_span(struct vcore_call *call, vcore_u64 *base, vcore_u64 *end)
 {
 	vcore_u64 span[2];
 

@@ -248,11 +248,13 @@ struct vcore_file {
 	vcore_u64 pid_seen;
 	/*
 	 * Objects exported to this file (EXPORT_OBJECTS_TO_FD, export.c), or
-	 * mapped through it (a UVM file, uvm_external.c): one hold each, linked by hnext, never in the slot's table (no
-	 * tenant handle names them). Slot lock.
+	 * mapped through it (a UVM file, uvm_external.c): one hold each, linked
+	 * by hnext, never in the slot's table (no tenant handle names them).
+	 * Slot lock.
 	 */
 	struct vcore_obj *holds;
-	vcore_u32 uvm_holds; /* of them, a UVM file's mappings (uvm_external.c) */
+	vcore_u32
+		uvm_holds; /* of them, a UVM file's mappings (uvm_external.c) */
 	struct vcore_file *next;
 	struct vcore_file *prev;
 };

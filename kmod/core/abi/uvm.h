@@ -103,8 +103,8 @@ _Static_assert(sizeof(UVM_MM_INITIALIZE_PARAMS) == 8, "UVM_MM_INITIALIZE");
  * B; UVM_UNMAP_EXTERNAL_PARAMS {base, length, NvProcessorUuid gpuUuid,
  * rmStatus}: 40 B. base and length lead every one.
  */
-#define UVM_MAX_GPUS			       256u
-#define UVM_GPU_MAPPING_ATTRIBUTES_SIZE	       36u
+#define UVM_MAX_GPUS			256u
+#define UVM_GPU_MAPPING_ATTRIBUTES_SIZE 36u
 #define UVM_MAP_EXTERNAL_ALLOCATION_HCLIENT_OFF                                \
 	(24u + UVM_MAX_GPUS * UVM_GPU_MAPPING_ATTRIBUTES_SIZE + 8u + 4u)
 #define UVM_MAP_EXTERNAL_ALLOCATION_SIZE 9264u

@@ -162,6 +162,7 @@ void CoreTest::MakeSlot(uint64_t quota, vcore_unknown_policy policy, const vcore
   cfg.id = 7;
   cfg.mem_quota_bytes = quota;
   cfg.sysmem_budget_bytes = sysmem_budget_;
+  cfg.gpu_id = gpu_id_;
   cfg.unknown_policy = policy;
   snprintf(cfg.driver_version, sizeof cfg.driver_version, "580.159.04");
   int err = 0;

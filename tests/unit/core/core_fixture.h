@@ -109,6 +109,7 @@ class CoreTest : public ::testing::Test {
   }
 
   uint64_t sysmem_budget_ = 0;  // vcore_slot_config.sysmem_budget_bytes of the next MakeSlot
+  uint32_t gpu_id_ = 0;         // vcore_slot_config.gpu_id of the next MakeSlot
   SimHost host_;
   SimMemory mem_;
   FakeRm rm_;
