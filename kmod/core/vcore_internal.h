@@ -59,9 +59,28 @@ struct vcore_esc_row {
 	const char *params;
 };
 
-/* Control row flags */
+/* Control row flags (and VCORE_CTRL_VIEW below) */
 #define VCORE_CTRL_ANY_SIZE 0x1 /* size field: maximum, not exact */
 #define VCORE_CTRL_REMOVED  0x2
+/*
+ * A reply view (views.c): the control's only work is to rewrite the driver's
+ * reply after a successful call, so it needs no call record (vcore_pre_lean).
+ * Its row names the view in its flags, VCORE_CTRL_VIEW(id), and has no pre
+ * handler.
+ */
+enum vcore_view_id {
+	VCORE_VIEW_NONE = 0,
+	VCORE_VIEW_FB_INFO_V2, /* NV2080_CTRL_CMD_FB_GET_INFO_V2 */
+	VCORE_VIEWS
+};
+#define VCORE_CTRL_VIEW_SHIFT 8
+#define VCORE_CTRL_VIEW(id)   ((vcore_u32)(id) << VCORE_CTRL_VIEW_SHIFT)
+
+struct vcore_view {
+	vcore_view_fn rewrite;
+	vcore_bool under_quota; /* only on a slot with a memory quota */
+};
+extern const struct vcore_view vcore_views[VCORE_VIEWS];
 
 struct vcore_ctrl_row {
 	vcore_u32 cmd;
@@ -71,6 +90,17 @@ struct vcore_ctrl_row {
 	const char *name;
 	const char *params; /* as in vcore_esc_row; NULL for ANY_SIZE rows */
 };
+
+/* A control row's view, or NULL. */
+static inline const struct vcore_view *
+vcore_ctrl_view_of(const struct vcore_ctrl_row *row)
+{
+	vcore_u32 id = row->flags >> VCORE_CTRL_VIEW_SHIFT;
+
+	if (!id || id >= VCORE_VIEWS)
+		return 0;
+	return &vcore_views[id];
+}
 
 /* What the core does with objects of a class. */
 enum vcore_class_kind {
@@ -464,7 +494,7 @@ struct vcore_call {
 	vcore_u32 client_claim; /* a client handle claimed for this call */
 	vcore_bool client_unverified; /* the driver could not be asked */
 	int list_buf;		      /* FB_GET_INFO v1: the nested list */
-	vcore_u32 view_entries;	      /* FB_GET_INFO_V2: list length, bounded */
+	vcore_view_fn view;	      /* a view row's rewrite (views.c) */
 
 	/*
 	 * Everything above is zeroed for each call (call_init); what follows
@@ -582,10 +612,11 @@ static inline int vcore_user_read(struct vcore_call *call, void *dst,
 	return vcore_slot_user_read(call->slot, call->ctx.uctx, dst, src, n);
 }
 
-static inline int vcore_user_write(struct vcore_call *call, vcore_uptr_t dst,
-				   const void *src, vcore_size_t n)
+static inline int vcore_slot_user_write(const struct vcore_slot *slot,
+					void *uctx, vcore_uptr_t dst,
+					const void *src, vcore_size_t n)
 {
-	const struct vcore_host_ops *ops = call->slot->ops;
+	const struct vcore_host_ops *ops = slot->ops;
 	int err;
 
 	if (!n)
@@ -594,11 +625,17 @@ static inline int vcore_user_write(struct vcore_call *call, vcore_uptr_t dst,
 		return -VCORE_EFAULT;
 #ifdef VCORE_HOST_COPY_TO_USER
 	if (__builtin_expect(ops->copy_to_user == VCORE_HOST_COPY_TO_USER, 1))
-		err = VCORE_HOST_COPY_TO_USER(call->ctx.uctx, dst, src, n);
+		err = VCORE_HOST_COPY_TO_USER(uctx, dst, src, n);
 	else
 #endif
-		err = ops->copy_to_user(call->ctx.uctx, dst, src, n);
+		err = ops->copy_to_user(uctx, dst, src, n);
 	return err ? -VCORE_EFAULT : 0;
+}
+
+static inline int vcore_user_write(struct vcore_call *call, vcore_uptr_t dst,
+				   const void *src, vcore_size_t n)
+{
+	return vcore_slot_user_write(call->slot, call->ctx.uctx, dst, src, n);
 }
 
 /* Escape handlers (escapes.c, rm_alloc.c, rm_control.c) and the UVM
@@ -625,7 +662,6 @@ int vcore_post_dup(struct vcore_call *call);
 int vcore_post_vhc_info(struct vcore_call *call);
 
 /* Control handlers (rm_control.c, views.c) */
-enum vcore_verdict vcore_ctrl_fb_get_info_v2(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_fb_get_info(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_get_pids(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_get_pid_info(struct vcore_call *call);
@@ -651,6 +687,17 @@ enum vcore_verdict vcore_sched_obj_limit(struct vcore_call *call,
 vcore_u64 vcore_view_total_bytes(struct vcore_slot *slot);
 vcore_u64 vcore_view_free_bytes(struct vcore_slot *slot);
 void vcore_count_view(struct vcore_slot *slot);
+/*
+ * A view row (struct vcore_ctrl_row .view): whether the slot wants its
+ * rewrite, and vcore_pre's handler for it (vcore_pre_lean needs none).
+ */
+static inline vcore_bool vcore_view_wanted(const struct vcore_slot *slot,
+					   const struct vcore_view *view)
+{
+	return !view->under_quota || vcore_slot_has_quota(slot);
+}
+enum vcore_verdict vcore_ctrl_view(struct vcore_call *call,
+				   const struct vcore_view *view);
 int vcore_view_heap_query(struct vcore_call *call);
 
 #endif /* VCORE_INTERNAL_H */
