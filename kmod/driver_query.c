@@ -63,9 +63,9 @@
 
 #include <linux/moduleparam.h>
 
-#include "rmops.h"
+#include "core_host.h"
 #include "driver_query.h"
-#include "vgpu.h"
+#include "rmops.h"
 
 /*
  * Off only to measure what the query costs (the guest suite times allocations
