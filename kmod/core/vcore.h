@@ -174,6 +174,17 @@ int VCORE_HOST_COPY_FROM_USER(void *uctx, void *dst, vcore_uptr_t src,
 int VCORE_HOST_COPY_TO_USER(void *uctx, vcore_uptr_t dst, const void *src,
 			    vcore_size_t n);
 #endif
+/*
+ * Two small reads in one: (@d1, @s1, @n1), then (@d2, @s2, @n2), each at most
+ * 64 bytes and a multiple of 4. 0, or -VCORE_EFAULT when either faults. The
+ * kernel host makes both in one user-access window; used with
+ * VCORE_HOST_COPY_FROM_USER's ops only.
+ */
+#ifdef VCORE_HOST_COPY_FROM_USER2
+int VCORE_HOST_COPY_FROM_USER2(void *uctx, void *d1, vcore_uptr_t s1,
+			       vcore_size_t n1, void *d2, vcore_uptr_t s2,
+			       vcore_size_t n2);
+#endif
 
 /* The largest single allocation the core asks for (GET_PID_INFO params). */
 #define VCORE_MAX_ALLOC (64u * 1024u)

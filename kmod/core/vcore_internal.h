@@ -606,6 +606,32 @@ static inline int vcore_slot_user_read(const struct vcore_slot *slot,
 	return err ? -VCORE_EFAULT : 0;
 }
 
+/*
+ * Two small reads (each at most 64 bytes, a multiple of 4), in one
+ * user-access window where the host can (VCORE_HOST_COPY_FROM_USER2): 0, or
+ * -VCORE_EFAULT when either faults, without saying which.
+ */
+static inline int vcore_slot_user_read2(const struct vcore_slot *slot,
+					void *uctx, void *d1, vcore_uptr_t s1,
+					vcore_size_t n1, void *d2,
+					vcore_uptr_t s2, vcore_size_t n2)
+{
+#if defined(VCORE_HOST_COPY_FROM_USER2) && defined(VCORE_HOST_COPY_FROM_USER)
+	if (__builtin_expect(slot->ops->copy_from_user ==
+				     VCORE_HOST_COPY_FROM_USER,
+			     1)) {
+		if (s1 + n1 < s1 || s2 + n2 < s2)
+			return -VCORE_EFAULT;
+		return VCORE_HOST_COPY_FROM_USER2(uctx, d1, s1, n1, d2, s2, n2)
+			       ? -VCORE_EFAULT
+			       : 0;
+	}
+#endif
+	if (vcore_slot_user_read(slot, uctx, d1, s1, n1))
+		return -VCORE_EFAULT;
+	return vcore_slot_user_read(slot, uctx, d2, s2, n2);
+}
+
 static inline int vcore_user_read(struct vcore_call *call, void *dst,
 				  vcore_uptr_t src, vcore_size_t n)
 {

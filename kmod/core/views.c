@@ -140,14 +140,6 @@ enum vcore_verdict vcore_ctrl_view(struct vcore_call *call,
 	return VCORE_FORWARD;
 }
 
-int vcore_post_view(struct vcore_file *file, const struct vcore_reply *reply,
-		    const struct vcore_call_ctx *ctx, int rc)
-{
-	if (rc)
-		return rc;
-	return reply->view(file->slot, ctx ? ctx->uctx : VCORE_NULL, reply);
-}
-
 /* Where the list starts in the params, and where RM's status is. */
 #define FB_V2_LIST  VCORE_OFF(NV2080_CTRL_FB_GET_INFO_V2_PARAMS, fbInfoList)
 #define CTRL_STATUS VCORE_OFF(NVOS54_PARAMETERS, status)
@@ -177,16 +169,23 @@ static int fb_get_info_v2_view(struct vcore_slot *slot, void *uctx,
 	vcore_size_t head = FB_V2_LIST + FB_V2_HEAD_ENTRIES * esize, len;
 	vcore_u32 status = 1, n;
 
-	if (vcore_slot_user_read(slot, uctx, &status, reply->arg + CTRL_STATUS,
-				 sizeof(status)) ||
-	    status != NV_OK)
-		return 0;
 	if (reply->params_size < FB_V2_LIST)
 		return 0;
 	if (head > reply->params_size)
 		head = reply->params_size;
-	if (vcore_slot_user_read(slot, uctx, &r, reply->params, head))
+	/* The status and the head together (one user-access window in the
+	 * kernel); when that faults, the status alone says which answer. */
+	if (vcore_slot_user_read2(slot, uctx, &status, reply->arg + CTRL_STATUS,
+				  sizeof(status), &r, reply->params, head)) {
+		if (vcore_slot_user_read(slot, uctx, &status,
+					 reply->arg + CTRL_STATUS,
+					 sizeof(status)) ||
+		    status != NV_OK)
+			return 0;
 		return -VCORE_EFAULT;
+	}
+	if (status != NV_OK)
+		return 0;
 	n = r.fbInfoListSize;
 	if (n > (reply->params_size - FB_V2_LIST) / esize)
 		n = (reply->params_size - FB_V2_LIST) / esize;
@@ -204,6 +203,23 @@ static int fb_get_info_v2_view(struct vcore_slot *slot, void *uctx,
 		return -VCORE_EFAULT;
 	vcore_count_view(slot);
 	return 0;
+}
+
+int vcore_post_view(struct vcore_file *file, const struct vcore_reply *reply,
+		    const struct vcore_call_ctx *ctx, int rc)
+{
+	void *uctx = ctx ? ctx->uctx : VCORE_NULL;
+
+	if (rc)
+		return rc;
+	/*
+	 * The memory view by a direct call: an indirect one is a retpoline on
+	 * kernels built with them (Linux's INDIRECT_CALL_1 pattern, as
+	 * dispatch.c calls rm_control_pre).
+	 */
+	if (reply->view == fb_get_info_v2_view)
+		return fb_get_info_v2_view(file->slot, uctx, reply);
+	return reply->view(file->slot, uctx, reply);
 }
 
 /* The view rows' rewrites, by enum vcore_view_id (struct vcore_ctrl_row). */
