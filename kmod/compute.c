@@ -198,24 +198,9 @@ static u64 vgpu_compute_tick(struct vgpu_compute_gpu *g)
 	if (!g->rm_ready && now >= g->rm_retry_ns && vgpu_compute_rm_setup(g))
 		g->rm_retry_ns = now + NSEC_PER_SEC; /* no driver yet */
 	list_for_each_entry(cs, &g->slots, node) vgpu_compute_walk(cs);
-	if (!g->meter && g->rm_ready) {
-		list_for_each_entry(cs, &g->slots, node)
-		{
-			if (!cs->ntsgs)
-				continue;
-			g->meter = !vgpu_meter_tsg_runtime.probe(
-					   g, cs->tsgs[0].h_client,
-					   cs->tsgs[0].h_tsg)
-					   ? &vgpu_meter_tsg_runtime
-					   : &vgpu_meter_perfmon;
-			pr_info("gpu %u: compute shares measured with %s\n",
-				g->gpu, g->meter->name);
-			break;
-		}
-	}
 	now = ktime_get_ns();
-	if (g->meter)
-		nrep = g->meter->measure(g, now, g->reports);
+	if (g->rm_ready)
+		nrep = vgpu_compute_measure(g, now, g->reports);
 	n = vcore_sched_tick(g->sched, now, g->reports, nrep, g->acts,
 			     VCORE_SCHED_MAX_ACTIONS, &next);
 	g->enable_owed = false; /* set again by an enable still owed */
@@ -314,9 +299,7 @@ int vgpu_compute_thread(void *arg)
 	list_for_each_entry(cs, &g->slots, node)
 		vgpu_compute_gate(g, cs, false, true);
 	vgpu_compute_rm_teardown(g);
-	if (g->meter)
-		g->meter->reset(g);
-	g->meter = NULL;
+	vgpu_compute_meter_reset(g);
 	g->rm_retry_ns = 0;
 	mutex_unlock(&g->lock);
 	return 0;

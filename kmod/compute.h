@@ -56,8 +56,6 @@ const char *vgpu_compute_mode_name(u32 mode);
 #define VGPU_NV01_DEVICE_0    0x80
 #define VGPU_NV20_SUBDEVICE_0 0x2080
 #define VGPU_NV_OK	      0
-/* nvsim only (tests/vm/nvsim/nvsim_abi.h): exact GPU time of one TSG. */
-#define VGPU_NVSIM_CTRL_TSG_GET_RUNTIME 0xa06c01f0
 /* NV2080_ENGINE_TYPE_GR0: the TSGs whose timeslice sets the compute split. */
 #define VGPU_ENGINE_GR0 1
 
@@ -76,10 +74,13 @@ struct vgpu_compute_tsg {
 	 * only it is gated, preempted or given a timeslice (compute.c).
 	 */
 	bool scheduled;
-	bool seen;	 /* in the latest registry walk */
-	bool measured;	 /* consumed_ns holds a reading */
-	u64 consumed_ns; /* meter: the TSG's GPU time at the last reading */
+	bool seen; /* in the latest registry walk */
 };
+
+/* Gate edges the perfmon meter remembers per slot (compute_meter.c): at 50 ms
+ * cap periods, two per period, 64 reach back 1.6 s; samples arrive <= ~0.5 s
+ * after their period began. */
+#define VGPU_PM_EDGES 64
 
 struct vgpu_compute_slot {
 	struct list_head node;
@@ -88,16 +89,25 @@ struct vgpu_compute_slot {
 	u32 mode;	   /* enum vgpu_compute_mode */
 	u32 share;	   /* 1..100 */
 	u64 tsg_gen;	   /* registry generation of the last walk */
-	bool primed;	   /* measured at least once */
 	bool tsgs_changed; /* a TSG or channel came or went since last tick */
-	u64 last_ns;	   /* end of the last report */
 	u64 ts_issued_ns;  /* weight: when the timeslice was last written */
 	u32 ts_us;	   /* weight: the timeslice the controller chose */
 	unsigned int ntsgs;
 	struct vgpu_compute_tsg tsgs[VGPU_COMPUTE_MAX_TSGS];
 	u64 errors;	    /* RM controls that failed */
 	u64 late_ns;	    /* stalls: wake-ups > 10 ms past an edge */
-	u64 pm_pid_busy_ns; /* perfmon meter: busy attributed this tick */
+
+	/*
+	 * The perfmon meter (compute_meter.c): busy attributed this tick, and
+	 * the gate's history on the samples' clock (real time): the state that
+	 * began at each edge, a ring, newest at pm_edge_head - 1.
+	 */
+	u64 pm_busy_ns;
+	bool pm_candidate; /* open during the sample being attributed */
+	unsigned int pm_edge_head, pm_nedges;
+	u64 pm_seen_real_ns; /* the previous tick's reading */
+	u64 pm_edge_ns[VGPU_PM_EDGES];
+	bool pm_edge_gated[VGPU_PM_EDGES];
 
 	/*
 	 * The gate's protocol (compute_gate.c): the channels this host disabled
@@ -116,30 +126,6 @@ struct vgpu_compute_slot {
 	u64 enables_deferred; /* on edges that had to wait for it */
 };
 
-struct vgpu_compute_gpu;
-
-/*
- * Where measurements come from. Exactly one is chosen per GPU when the first
- * TSG is seen (probe in order): nvsim's exact per-TSG runtime, which only the
- * simulated driver serves (so it is what the guest exercises), else the
- * perfmon utilization samples of the real driver (GPU-wide, attributed by
- * pid; exercised only on a real GPU, never in the guest).
- */
-struct vgpu_compute_meter {
-	const char *name;
-	/* 0 if this source works on this GPU (tried on one live TSG). */
-	int (*probe)(struct vgpu_compute_gpu *g, u32 h_client, u32 h_tsg);
-	/*
-	 * Fills one report per slot that has news and returns how many.
-	 * Called with g->lock held, after the registry walk.
-	 */
-	unsigned int (*measure)(struct vgpu_compute_gpu *g, u64 now,
-				struct vcore_sched_report *out);
-	void (*reset)(struct vgpu_compute_gpu *g);
-};
-
-extern const struct vgpu_compute_meter vgpu_meter_tsg_runtime;
-extern const struct vgpu_compute_meter vgpu_meter_perfmon;
 
 struct vgpu_compute_gpu {
 	struct list_head node;
@@ -152,7 +138,6 @@ struct vgpu_compute_gpu {
 	bool rm_ready;
 	u64 rm_retry_ns; /* next attempt at the RM objects */
 	u32 h_client, h_device, h_subdevice; /* the module's own RM objects */
-	const struct vgpu_compute_meter *meter;
 	u64 pm_last_ts; /* perfmon meter: newest sample consumed */
 	void *pm_buf;	/* perfmon meter: the params buffer */
 	struct vcore_sched_action acts[VCORE_SCHED_MAX_ACTIONS];
@@ -184,6 +169,15 @@ int vgpu_compute_rm_control(struct vgpu_compute_gpu *g,
 			    u32 hobject, u32 cmd, void *params, u32 size);
 int vgpu_compute_rm_setup(struct vgpu_compute_gpu *g);
 void vgpu_compute_rm_teardown(struct vgpu_compute_gpu *g);
+
+/*
+ * compute_meter.c: each slot's GPU time from the driver's perfmon samples,
+ * used by the thread. Fills one report per slot that has news and returns
+ * how many; g->lock held, after the registry walk.
+ */
+unsigned int vgpu_compute_measure(struct vgpu_compute_gpu *g, u64 now,
+				  struct vcore_sched_report *out);
+void vgpu_compute_meter_reset(struct vgpu_compute_gpu *g);
 
 /* An on edge waits this long for its PREEMPT (~0.6 ms on the H200). */
 #define VGPU_COMPUTE_ENABLE_WAIT_NS (20 * NSEC_PER_MSEC)

@@ -33,6 +33,17 @@ static u32 vgpu_compute_sched_mode(u32 mode)
 
 /* ---- configuration ----------------------------------------------------- */
 
+/* The controller's defaults, with the weight window of perfmon-sampled
+ * measurements (compute_meter.c; vcore_sched.h says why). */
+static int vgpu_compute_sched_init(struct vcore_sched *s)
+{
+	struct vcore_sched_params p;
+
+	vcore_sched_params_default(&p);
+	p.weight_window_ns = VCORE_SCHED_SAMPLED_WEIGHT_WINDOW_NS;
+	return vcore_sched_init(s, &p);
+}
+
 static struct vgpu_compute_gpu *vgpu_compute_gpu_get(u32 gpu, bool create)
 {
 	struct vgpu_compute_gpu *g;
@@ -46,7 +57,7 @@ static struct vgpu_compute_gpu *vgpu_compute_gpu_get(u32 gpu, bool create)
 	if (!g)
 		return NULL;
 	g->sched = kvzalloc(sizeof(*g->sched), GFP_KERNEL);
-	if (!g->sched || vcore_sched_init(g->sched, NULL)) {
+	if (!g->sched || vgpu_compute_sched_init(g->sched)) {
 		kvfree(g->sched);
 		kvfree(g);
 		return NULL;
@@ -103,7 +114,7 @@ static void vgpu_compute_gpu_sync(struct vgpu_compute_gpu *g)
 		g->thread = NULL;
 		flush_work(&g->preempt_work);
 		/* The thread ran release_all: start afresh next time. */
-		vcore_sched_init(g->sched, NULL);
+		vgpu_compute_sched_init(g->sched);
 	} else if (g->thread) {
 		wake_up_process(g->thread);
 	}

@@ -1,27 +1,32 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Where the kernel host's measurements of each slot's GPU time come from
- * (struct vgpu_compute_meter in compute.h). Two sources, one chosen per GPU:
+ * Where the kernel host's measurements of each slot's GPU time come from:
+ * the driver's perfmon utilization samples,
+ * NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2 on the module's own
+ * subdevice, the GPU-wide samples NVML reads (docs/nvidia-rm-abi.md §6.3).
+ * It is the one source on every driver: nvsim serves the control from its
+ * GPU-time model (tests/vm/nvsim/nvsim_perfmon.c), so the guest suite runs
+ * the path a real GPU runs.
  *
- * tsg_runtime (nvsim only, and what the guest suite exercises):
- *   NVSIM_CTRL_CMD_TSG_GET_RUNTIME on each of the slot's TSGs gives the exact
- *   GPU time the model handed it; a slot's busy time is the sum of the
- *   increments since the last tick, over the span since the last tick. A TSG
- *   new since the last tick counts whole (it was created within the span);
- *   the part of a TSG's time between its last reading and its free is lost
- *   (at most one tick: <= 50 ms of one TSG).
+ * Layout: kmod/core/abi/ctrl.h (72 samples of 776 B after a 16 B header).
+ * A sample is one period's GR busy fraction (0.01 % units) and the pid that
+ * was on the engine at its end, in the caller's pid namespace: this thread's,
+ * the initial one, so the same numbers as vgpu_proc.tgid. The module's own
+ * client reads the samples unfiltered: its calls do not pass the filter
+ * core, which hides other slots' processes from a tenant's reply
+ * (kmod/core/views.c). The measured quirks are shim/compute/perfmon.h's (the
+ * same parser logic, in kernel C): count and tracker read 0, so entries are
+ * ordered by timestamp here; a gap in the ring is not one sample's busy time.
  *
- * perfmon (the real driver; never run in the guest, nvsim does not serve
- *   the control): NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2 on
- *   the module's own subdevice, the GPU-wide samples NVML reads. Layout and
- *   the measured quirks are shim/compute/perfmon.h's (the same parser logic,
- *   in kernel C): 72 samples of 776 B after a 16 B header; a sample is one
- *   period's GR busy fraction (0.01 % units) and the pid that was on the
- *   engine at its end, in the caller's pid namespace (the init namespace
- *   here, the same numbers as vgpu_proc.tgid). A sample names a slot through
- *   the slot's process list; a sample naming no process goes to the one
- *   controlled slot that is not gated off, if there is exactly one (a gated
- *   tenant is off the engine when the sample is taken: compute-h200.md).
+ * Attribution: a sample naming a process of a controlled slot is that
+ * slot's. A sample naming no process had the engine idle at its end, which is
+ * what a capped tenant gated off at that instant shows although its work
+ * filled part of the period (measured on the H200: compute-h200.md). Its busy
+ * time goes to the controlled slots with a TSG whose gate was open at some
+ * point of the sample's period, in equal parts (the gate history below);
+ * with none, to the slot open most recently (a kernel can still drain after
+ * the off edge). So a lone capped tenant gets all of it, as its cap needs; a
+ * sample naming a process outside every controlled slot is nobody's.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -32,105 +37,15 @@
 
 #include "slot.h"
 #include "compute.h"
-#include "rmops.h"
+#include "core/abi/ctrl.h"
 
-/* ---- nvsim: exact per-TSG runtime -------------------------------------- */
+#define VGPU_PM_SAMPLES NV2080_CTRL_PERF_GPUMON_SAMPLE_COUNT_PERFMON_UTIL
 
-/* struct nvsim_tsg_runtime_params (tests/vm/nvsim/nvsim_abi.h). */
-struct vgpu_nvsim_runtime {
-	u64 consumedNs;
-	u64 timesliceUs;
-	u32 runnable;
-	u32 preemptions;
-	u64 gpuBusyNs;
-};
-static_assert(sizeof(struct vgpu_nvsim_runtime) == 32);
-
-static int vgpu_tsg_runtime_read(struct vgpu_compute_gpu *g,
-				 struct vgpu_compute_slot *cs, u32 h_client,
-				 u32 h_tsg, u64 *ns)
-{
-	struct vgpu_nvsim_runtime rt = {};
-	int err;
-
-	err = vgpu_compute_rm_control(g, cs, h_client, h_tsg,
-				      VGPU_NVSIM_CTRL_TSG_GET_RUNTIME, &rt,
-				      sizeof(rt));
-	*ns = rt.consumedNs;
-	return err;
-}
-
-static int vgpu_tsg_runtime_probe(struct vgpu_compute_gpu *g, u32 h_client,
-				  u32 h_tsg)
-{
-	u64 ns;
-
-	return vgpu_tsg_runtime_read(g, NULL, h_client, h_tsg, &ns);
-}
-
-static unsigned int vgpu_tsg_runtime_measure(struct vgpu_compute_gpu *g,
-					     u64 now,
-					     struct vcore_sched_report *out)
-{
-	struct vgpu_compute_slot *cs;
-	unsigned int n = 0, i;
-
-	list_for_each_entry(cs, &g->slots, node)
-	{
-		u64 busy = 0, ns;
-
-		for (i = 0; i < cs->ntsgs; i++) {
-			struct vgpu_compute_tsg *t = &cs->tsgs[i];
-
-			if (vgpu_tsg_runtime_read(g, cs, t->h_client, t->h_tsg,
-						  &ns))
-				continue; /* freed meanwhile */
-			if (t->measured)
-				busy += ns > t->consumed_ns
-						? ns - t->consumed_ns
-						: 0;
-			else if (cs->primed)
-				busy += ns;
-			t->consumed_ns = ns;
-			t->measured = true;
-		}
-		if (cs->primed && now > cs->last_ns &&
-		    n < VCORE_SCHED_MAX_SLOTS)
-			out[n++] = (struct vcore_sched_report){
-				.slot_id = cs->id,
-				.busy_ns = busy,
-				.span_ns = now - cs->last_ns,
-				.end_ns = now,
-			};
-		cs->last_ns = now;
-		cs->primed = true;
-	}
-	return n;
-}
-
-static void vgpu_meter_noop_reset(struct vgpu_compute_gpu *g)
-{
-}
-
-const struct vgpu_compute_meter vgpu_meter_tsg_runtime = {
-	.name = "nvsim per-TSG runtime (exact)",
-	.probe = vgpu_tsg_runtime_probe,
-	.measure = vgpu_tsg_runtime_measure,
-	.reset = vgpu_meter_noop_reset,
-};
-
-/* ---- real driver: perfmon utilization samples -------------------------- */
-
-#define VGPU_PM_CMD	    0x20802096U
-#define VGPU_PM_SAMPLES	    72
-#define VGPU_PM_SAMPLE_SIZE 776
-#define VGPU_PM_SIZE	    (16 + VGPU_PM_SAMPLES * VGPU_PM_SAMPLE_SIZE)
-#define VGPU_PM_GR_OFF	    (8 + 128) /* util@0, procId@8 */
-#define VGPU_PM_TYPE_UTIL   2
-#define VGPU_PM_PID_INVALID 0xffffffffU
+typedef NV2080_CTRL_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2_PARAMS vgpu_pm_params;
 
 struct vgpu_pm_sample {
-	u64 ts;
+	u64 ts;	   /* the period's end (the driver's clock: real time) */
+	u64 start; /* the period's start, once known */
 	u32 util;
 	u32 pid;
 };
@@ -142,65 +57,175 @@ static int vgpu_pm_cmp(const void *a, const void *b)
 	return x->ts < y->ts ? -1 : x->ts > y->ts;
 }
 
-static struct vgpu_compute_slot *vgpu_pm_owner(struct vgpu_compute_gpu *g,
-					       u32 pid)
+/* ---- the gate history ------------------------------------------------- */
+
+/*
+ * Called once per tick before the controller acts: the gate state now is the
+ * one the slot had since the previous tick's actions, i.e. since the previous
+ * call. A change is appended as an edge at that previous call's time.
+ */
+static void vgpu_pm_note_gate(struct vgpu_compute_gpu *g,
+			      struct vgpu_compute_slot *cs, u64 real)
 {
-	struct vgpu_compute_slot *cs, *open = NULL;
+	bool gated = vcore_sched_slot_gated(g->sched, cs->id);
+	unsigned int last = (cs->pm_edge_head + VGPU_PM_EDGES - 1) %
+			    VGPU_PM_EDGES;
+
+	if (!cs->pm_nedges || cs->pm_edge_gated[last] != gated) {
+		cs->pm_edge_ns[cs->pm_edge_head] =
+			cs->pm_nedges ? cs->pm_seen_real_ns : real;
+		cs->pm_edge_gated[cs->pm_edge_head] = gated;
+		cs->pm_edge_head = (cs->pm_edge_head + 1) % VGPU_PM_EDGES;
+		if (cs->pm_nedges < VGPU_PM_EDGES)
+			cs->pm_nedges++;
+	}
+	cs->pm_seen_real_ns = real;
+}
+
+/*
+ * Was @cs's gate open at some point of [@a, @b] (real time)? Beyond the
+ * history (a slot just put under control, or one whose edges came faster
+ * than the ring holds): yes, which counts the time as the slot's, the safe
+ * side for a cap.
+ */
+static bool vgpu_pm_open_during(const struct vgpu_compute_slot *cs, u64 a,
+				u64 b)
+{
+	unsigned int n, i;
+
+	for (n = 0; n < cs->pm_nedges; n++) {
+		i = (cs->pm_edge_head + VGPU_PM_EDGES - 1 - n) % VGPU_PM_EDGES;
+		if (cs->pm_edge_ns[i] > b)
+			continue;
+		if (cs->pm_edge_ns[i] <= a)
+			return !cs->pm_edge_gated[i]; /* the state at a */
+		if (!cs->pm_edge_gated[i])
+			return true; /* opened inside the period */
+	}
+	return true;
+}
+
+/* When was @cs's gate last open (real time; U64_MAX: it is open now)? */
+static u64 vgpu_pm_last_open(const struct vgpu_compute_slot *cs)
+{
+	unsigned int n, i;
+
+	for (n = 0; n < cs->pm_nedges; n++) {
+		i = (cs->pm_edge_head + VGPU_PM_EDGES - 1 - n) % VGPU_PM_EDGES;
+		if (!cs->pm_edge_gated[i])
+			return n ? cs->pm_edge_ns[(i + 1) % VGPU_PM_EDGES]
+				 : U64_MAX;
+	}
+	return 0;
+}
+
+/* ---- attribution ------------------------------------------------------ */
+
+static struct vgpu_compute_slot *vgpu_pm_slot_of(struct vgpu_compute_gpu *g,
+						 u32 pid)
+{
+	struct vgpu_compute_slot *cs;
 	struct vgpu_proc *p;
-	int nopen = 0;
+	bool mine;
 
 	list_for_each_entry(cs, &g->slots, node)
 	{
-		if (pid != VGPU_PM_PID_INVALID && pid) {
-			bool mine = false;
-
-			mutex_lock(&cs->slot->lock);
-			list_for_each_entry(p, &cs->slot->procs, node) mine |=
-				p->tgid == (pid_t)pid;
-			mutex_unlock(&cs->slot->lock);
-			if (mine)
-				return cs;
-		} else if (!vcore_sched_slot_gated(g->sched, cs->id)) {
-			open = cs;
-			nopen++;
-		}
+		mine = false;
+		mutex_lock(&cs->slot->lock);
+		list_for_each_entry(p, &cs->slot->procs, node) mine |=
+			p->tgid == (pid_t)pid;
+		mutex_unlock(&cs->slot->lock);
+		if (mine)
+			return cs;
 	}
-	return nopen == 1 ? open : NULL;
+	return NULL;
 }
 
-static unsigned int vgpu_perfmon_measure(struct vgpu_compute_gpu *g, u64 now,
-					 struct vcore_sched_report *out)
+/* A sample that names no process: its busy to the slots open meanwhile. */
+static void vgpu_pm_unattributed(struct vgpu_compute_gpu *g,
+				 const struct vgpu_pm_sample *s, u64 busy)
 {
-	struct vgpu_pm_sample *s;
-	struct vgpu_compute_slot *cs;
-	u64 typical = 0, period, span = 0, end_ts = 0, newest;
-	unsigned int n = 0, k, nrep = 0;
-	u8 *b;
+	struct vgpu_compute_slot *cs, *latest = NULL;
+	u64 when, latest_when = 0;
+	unsigned int n = 0;
+
+	list_for_each_entry(cs, &g->slots, node)
+	{
+		cs->pm_candidate = cs->ntsgs && vgpu_pm_open_during(cs, s->start,
+								    s->ts);
+		n += cs->pm_candidate;
+		when = cs->ntsgs ? vgpu_pm_last_open(cs) : 0;
+		if (when > latest_when) {
+			latest = cs;
+			latest_when = when;
+		}
+	}
+	if (!n) {
+		if (latest)
+			latest->pm_busy_ns += busy;
+		return;
+	}
+	list_for_each_entry(cs, &g->slots, node) if (cs->pm_candidate)
+		cs->pm_busy_ns += busy / n;
+}
+
+/* ---- the meter -------------------------------------------------------- */
+
+/* Reads the ring into @s, oldest first; returns how many samples it holds. */
+static unsigned int vgpu_pm_read(struct vgpu_compute_gpu *g,
+				 struct vgpu_pm_sample *s)
+{
+	vgpu_pm_params *p;
+	unsigned int n = 0, k;
 
 	if (!g->pm_buf)
-		g->pm_buf = kvzalloc(VGPU_PM_SIZE, GFP_KERNEL);
-	s = kmalloc_array(VGPU_PM_SAMPLES, sizeof(*s), GFP_KERNEL);
-	if (!g->pm_buf || !s)
-		goto out;
-	b = g->pm_buf;
-	memset(b, 0, VGPU_PM_SIZE);
-	b[0] = VGPU_PM_TYPE_UTIL;
-	k = VGPU_PM_SAMPLES * VGPU_PM_SAMPLE_SIZE; /* RM checks it exactly */
-	memcpy(b + 4, &k, sizeof(u32));
-	if (vgpu_compute_rm_control(g, NULL, g->h_client, g->h_subdevice,
-				    VGPU_PM_CMD, b, VGPU_PM_SIZE))
-		goto out;
+		g->pm_buf = kvzalloc(sizeof(*p), GFP_KERNEL);
+	p = g->pm_buf;
+	if (!p)
+		return 0;
+	memset(p, 0, sizeof(*p));
+	p->type = NV2080_CTRL_GPUMON_SAMPLE_TYPE_PERFMON_UTIL;
+	p->bufSize = sizeof(p->samples); /* RM checks it exactly */
+	if (vgpu_compute_rm_control(
+		    g, NULL, g->h_client, g->h_subdevice,
+		    NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2, p,
+		    sizeof(*p)))
+		return 0;
 	for (k = 0; k < VGPU_PM_SAMPLES; k++) {
-		const u8 *e = b + 16 + k * VGPU_PM_SAMPLE_SIZE;
-
-		/* x86_64 little endian, as the driver wrote it. */
-		memcpy(&s[n].ts, e, sizeof(u64));
-		memcpy(&s[n].util, e + VGPU_PM_GR_OFF, sizeof(u32));
-		memcpy(&s[n].pid, e + VGPU_PM_GR_OFF + 8, sizeof(u32));
+		s[n] = (struct vgpu_pm_sample){
+			.ts = p->samples[k].base.timeStamp,
+			.util = min_t(u32, p->samples[k].gr.util, 10000),
+			.pid = p->samples[k].gr.procId,
+		};
 		n += s[n].ts != 0;
 	}
 	sort(s, n, sizeof(*s), vgpu_pm_cmp, NULL);
-	list_for_each_entry(cs, &g->slots, node) cs->pm_pid_busy_ns = 0;
+	return n;
+}
+
+/*
+ * Fills one report per controlled slot from the samples new since the last
+ * call and returns how many; the first call only primes. Called with g->lock
+ * held, after the registry walk.
+ */
+unsigned int vgpu_compute_measure(struct vgpu_compute_gpu *g, u64 now,
+				  struct vcore_sched_report *out)
+{
+	u64 real = ktime_get_real_ns(), typical = 0, period, span = 0;
+	u64 end_ts = 0, busy;
+	struct vgpu_compute_slot *cs;
+	struct vgpu_pm_sample *s;
+	unsigned int n, k, nrep = 0;
+
+	list_for_each_entry(cs, &g->slots, node)
+	{
+		vgpu_pm_note_gate(g, cs, real);
+		cs->pm_busy_ns = 0;
+	}
+	s = kmalloc_array(VGPU_PM_SAMPLES, sizeof(*s), GFP_KERNEL);
+	if (!s)
+		return 0;
+	n = vgpu_pm_read(g, s);
 	for (k = 1; k < n; k++) {
 		period = s[k].ts - s[k - 1].ts;
 		if (!period)
@@ -214,18 +239,23 @@ static unsigned int vgpu_perfmon_measure(struct vgpu_compute_gpu *g, u64 now,
 			typical = period;
 		if (!g->pm_last_ts || s[k].ts <= g->pm_last_ts)
 			continue;
-		cs = vgpu_pm_owner(g, s[k].pid);
-		if (cs)
-			cs->pm_pid_busy_ns +=
-				period * min(s[k].util, 10000U) / 10000;
+		s[k].start = s[k].ts > period ? s[k].ts - period : 0;
+		busy = period * s[k].util / 10000;
+		if (s[k].pid == NV2080_GPUMON_PID_INVALID || !s[k].pid) {
+			vgpu_pm_unattributed(g, &s[k], busy);
+		} else {
+			cs = vgpu_pm_slot_of(g, s[k].pid);
+			if (cs)
+				cs->pm_busy_ns += busy;
+		}
 		span += period;
 		end_ts = s[k].ts;
 	}
-	newest = n ? s[n - 1].ts : 0;
-	if (newest > g->pm_last_ts)
-		g->pm_last_ts = newest;
+	if (n && s[n - 1].ts > g->pm_last_ts)
+		g->pm_last_ts = s[n - 1].ts;
+	kfree(s);
 	if (!span)
-		goto out;
+		return 0;
 	list_for_each_entry(cs, &g->slots, node)
 	{
 		if (nrep == VCORE_SCHED_MAX_SLOTS)
@@ -233,34 +263,17 @@ static unsigned int vgpu_perfmon_measure(struct vgpu_compute_gpu *g, u64 now,
 		/* Sample times are wall-clock ns: place the span on ours. */
 		out[nrep++] = (struct vcore_sched_report){
 			.slot_id = cs->id,
-			.busy_ns = cs->pm_pid_busy_ns,
+			.busy_ns = cs->pm_busy_ns,
 			.span_ns = span,
-			.end_ns = now -
-				  min_t(u64, now,
-					ktime_get_real_ns() > end_ts
-						? ktime_get_real_ns() - end_ts
-						: 0),
+			.end_ns = now - min_t(u64, now,
+					      real > end_ts ? real - end_ts : 0),
 		};
 	}
-out:
-	kfree(s);
 	return nrep;
 }
 
-static int vgpu_perfmon_probe(struct vgpu_compute_gpu *g, u32 h_client,
-			      u32 h_tsg)
-{
-	return 0;
-}
-
-static void vgpu_perfmon_reset(struct vgpu_compute_gpu *g)
+/* The thread stopped: the next one primes again. */
+void vgpu_compute_meter_reset(struct vgpu_compute_gpu *g)
 {
 	g->pm_last_ts = 0;
 }
-
-const struct vgpu_compute_meter vgpu_meter_perfmon = {
-	.name = "perfmon utilization samples",
-	.probe = vgpu_perfmon_probe,
-	.measure = vgpu_perfmon_measure,
-	.reset = vgpu_perfmon_reset,
-};

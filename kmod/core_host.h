@@ -32,7 +32,7 @@ struct vgpu_filter_slot {
 /* core_slot.c. ERR_PTR on failure (the core refused the config or version).
  */
 struct vgpu_filter_slot *
-vgpu_filter_slot_new(u32 id, const struct vgpu_slot_config *cfg);
+vgpu_filter_slot_new(u32 id, u32 gpu_id, const struct vgpu_slot_config *cfg);
 /* After a change of @cfg, under the lock that protects it. */
 void vgpu_filter_slot_config(struct vgpu_filter_slot *fs,
 			     const struct vgpu_slot_config *cfg);

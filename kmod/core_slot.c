@@ -74,11 +74,13 @@ static void vgpu_read_driver_version(void)
 	vfree(buf);
 }
 
-static void vgpu_fill_config(u32 id, const struct vgpu_slot_config *cfg,
+static void vgpu_fill_config(u32 id, u32 gpu_id,
+			     const struct vgpu_slot_config *cfg,
 			     struct vcore_slot_config *cc)
 {
 	memset(cc, 0, sizeof(*cc));
 	cc->id = id;
+	cc->gpu_id = gpu_id;
 	cc->mem_quota_bytes = cfg->mem_quota;
 	cc->sysmem_budget_bytes = (u64)READ_ONCE(slot_sysmem_mib) << 20;
 	cc->unknown_policy = cfg->unknown_policy == VGPU_UNKNOWN_ALLOW_LOG
@@ -164,7 +166,7 @@ static void vgpu_uvm_ctx_procs_free(struct vgpu_filter_slot *fs)
 }
 
 struct vgpu_filter_slot *
-vgpu_filter_slot_new(u32 id, const struct vgpu_slot_config *cfg)
+vgpu_filter_slot_new(u32 id, u32 gpu_id, const struct vgpu_slot_config *cfg)
 {
 	struct vgpu_filter_slot *fs;
 	struct vcore_slot_config cc;
@@ -178,7 +180,7 @@ vgpu_filter_slot_new(u32 id, const struct vgpu_slot_config *cfg)
 	INIT_LIST_HEAD(&fs->uvm_ctx_procs);
 	ratelimit_state_init(&fs->event_rs, 5 * HZ, 20);
 	vgpu_read_driver_version();
-	vgpu_fill_config(id, cfg, &cc);
+	vgpu_fill_config(id, gpu_id, cfg, &cc);
 	fs->core = vcore_slot_create(&vgpu_host_ops, fs, &cc, NULL, &err);
 	if (!fs->core) {
 		pr_warn("slot %u: the filter core refused driver version '%s' "
@@ -197,7 +199,8 @@ void vgpu_filter_slot_config(struct vgpu_filter_slot *fs,
 {
 	struct vcore_slot_config cc;
 
-	vgpu_fill_config(fs->id, cfg, &cc);
+	/* The core keeps the GPU it was created with (vcore.h, gpu_id). */
+	vgpu_fill_config(fs->id, 0, cfg, &cc);
 	if (vcore_slot_update_config(fs->core, &cc))
 		pr_warn("slot %u: the filter core refused the new config\n",
 			fs->id);

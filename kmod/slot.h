@@ -43,6 +43,8 @@ struct vgpu_slot {
 	struct kref ref;
 	u32 id;
 	u32 gpu;
+	/* The driver's id of that GPU (slot_gpu.c), fixed at creation. */
+	u32 gpu_id;
 	u32 flags;
 	/* Real nodes, resolved at creation in the creator's (init) namespace.
 	 */
@@ -66,6 +68,8 @@ int vgpu_slot_create(u32 gpu, u32 flags, const struct vgpu_slot_config *cfg,
 		     u32 *id);
 int vgpu_slot_update(u32 id, const struct vgpu_slot_config *cfg, u32 mask);
 int vgpu_slot_destroy(u32 id, u32 flags);
+/* slot_gpu.c: slot->gpu_id from the driver's card list; -ENODEV if absent. */
+int vgpu_slot_find_gpu_id(struct vgpu_slot *slot);
 struct vgpu_slot *vgpu_slot_lookup(u32 id);
 struct vgpu_slot *vgpu_slot_next(u32 *id);
 void vgpu_slot_get(struct vgpu_slot *slot);

@@ -1,31 +1,37 @@
 #include "vgpu/alloc/device_ids.h"
 
 #include <algorithm>
-#include <charconv>
+
+#include "vgpu/enum_names.h"
+#include "vgpu/text.h"
 
 namespace vgpu::alloc {
 namespace {
 
+// A number as FormatDeviceId writes it: no leading zero, so each ID has one spelling.
 bool ParseU32(std::string_view s, uint32_t& out) {
-  if (s.empty() || (s.size() > 1 && s[0] == '0')) {
+  if (s.size() > 1 && s[0] == '0') {
     return false;
   }
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && p == s.data() + s.size();
+  std::optional<uint32_t> number = ParseNumber<uint32_t>(s);
+  if (!number) {
+    return false;
+  }
+  out = *number;
+  return true;
 }
+
+constexpr EnumName<ResourceKind> kResourceKindNames[] = {
+    {ResourceKind::kCore, "vcuda-core"},
+    {ResourceKind::kMemory, "vcuda-memory"},
+    {ResourceKind::kWholeGpu, "vcuda-gpu"},
+};
+static_assert(ListsEach(kResourceKindNames, ResourceKind::kCore, ResourceKind::kWholeGpu));
 
 }  // namespace
 
 std::string_view ResourceKindName(ResourceKind kind) {
-  switch (kind) {
-    case ResourceKind::kCore:
-      return "vcuda-core";
-    case ResourceKind::kMemory:
-      return "vcuda-memory";
-    case ResourceKind::kWholeGpu:
-      return "vcuda-gpu";
-  }
-  return "unknown";
+  return NameOf(kind, kResourceKindNames, "unknown");
 }
 
 std::string FormatDeviceId(const DeviceId& id) {

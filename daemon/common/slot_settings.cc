@@ -1,16 +1,15 @@
 #include "vgpu/slot_settings.h"
 
 #include <array>
-#include <charconv>
 #include <nlohmann/json.hpp>
+
+#include "vgpu/enum_names.h"
+#include "vgpu/text.h"
 
 namespace vgpu {
 namespace {
 
-struct ValueName {
-  uint32_t value;
-  std::string_view name;
-};
+using ValueName = EnumName<uint32_t>;
 
 template <typename E>
 struct EnumTable;  // the schema's value list of enum setting E
@@ -29,15 +28,12 @@ VGPU_SLOT_ENUMS(VGPU_ENUM_TABLE)
 
 template <typename E>
 std::string_view NameOf(E v) {
-  for (const ValueName& n : EnumTable<E>::kValues) {
-    if (n.value == static_cast<uint32_t>(v)) {
-      return n.name;
-    }
-  }
   // 0 names the default only for a setting whose default is decided elsewhere (_UNSPEC);
   // otherwise it is a value the schema does not list (a module predating the setting).
-  return static_cast<uint32_t>(v) == 0 && EnumTable<E>::kDefault == 0 ? VGPU_SLOT_ENUM_DEFAULT_NAME
-                                                                      : "unset";
+  const std::string_view unlisted = static_cast<uint32_t>(v) == 0 && EnumTable<E>::kDefault == 0
+                                        ? VGPU_SLOT_ENUM_DEFAULT_NAME
+                                        : "unset";
+  return vgpu::NameOf(static_cast<uint32_t>(v), EnumTable<E>::kValues, unlisted);
 }
 
 template <typename E>
@@ -60,15 +56,14 @@ Result<E> ParseEnum(std::string_view text) {
 }
 
 template <typename T>
-Status ParseNumber(std::string_view key, std::string_view text, T min, T max, T& out) {
-  T v{};
-  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc() || p != text.data() + text.size() || v < min || v > max) {
+Status ParseInRange(std::string_view key, std::string_view text, T min, T max, T& out) {
+  const std::optional<T> number = ParseNumber<T>(text);
+  if (!number || *number < min || *number > max) {
     return InvalidArgumentError(std::string(key) + ": '" + std::string(text) +
                                 "' is not a number in " + std::to_string(min) + ".." +
                                 std::to_string(max));
   }
-  out = v;
+  out = *number;
   return OkStatus();
 }
 
@@ -125,9 +120,9 @@ void AppendSettingsText(const SlotSettings& s, std::string& out) {
 }
 
 Status SetSettingFromText(SlotSettings& s, std::string_view key, std::string_view value) {
-#define VGPU_NUMBER_FROM_TEXT(field, wire, unit, def, min, max, attr, env)   \
-  if (key == #field) {                                                       \
-    return ParseNumber<slot_schema::wire>(#field, value, min, max, s.field); \
+#define VGPU_NUMBER_FROM_TEXT(field, wire, unit, def, min, max, attr, env)    \
+  if (key == #field) {                                                        \
+    return ParseInRange<slot_schema::wire>(#field, value, min, max, s.field); \
   }
   VGPU_SLOT_NUMBERS(VGPU_NUMBER_FROM_TEXT)
 #undef VGPU_NUMBER_FROM_TEXT

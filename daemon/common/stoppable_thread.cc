@@ -12,8 +12,8 @@ namespace vgpu {
 StoppableThread::~StoppableThread() { Stop(); }
 
 Status StoppableThread::Start(std::function<void()> body) {
-  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (wake_fd_ < 0) {
+  wake_fd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!wake_fd_.valid()) {
     return ErrnoError("eventfd", errno);
   }
   thread_ = std::thread(std::move(body));
@@ -23,18 +23,15 @@ Status StoppableThread::Start(std::function<void()> body) {
 void StoppableThread::Stop() {
   if (thread_.joinable()) {
     uint64_t one = 1;
-    (void)!::write(wake_fd_, &one, sizeof one);
+    (void)!::write(wake_fd_.get(), &one, sizeof one);
     thread_.join();
   }
-  if (wake_fd_ >= 0) {
-    ::close(wake_fd_);
-    wake_fd_ = -1;
-  }
+  wake_fd_.reset();
 }
 
 bool StoppableThread::WaitReadable(int fd) const {
   for (;;) {
-    pollfd fds[2] = {{fd, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    pollfd fds[2] = {{fd, POLLIN, 0}, {wake_fd_.get(), POLLIN, 0}};
     if (::poll(fds, 2, -1) >= 0) {
       return fds[1].revents == 0;
     }
@@ -45,7 +42,7 @@ bool StoppableThread::WaitReadable(int fd) const {
 }
 
 bool StoppableThread::WaitReadableFor(int fd, int timeout_ms) const {
-  pollfd fds[2] = {{fd, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+  pollfd fds[2] = {{fd, POLLIN, 0}, {wake_fd_.get(), POLLIN, 0}};
   return ::poll(fds, 2, timeout_ms) > 0 && fds[1].revents == 0;
 }
 

@@ -1,15 +1,22 @@
 #include "vgpu/config/config.h"
 
 #include <cctype>
-#include <charconv>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
-#include <sstream>
+
+#include "vgpu/enum_names.h"
+#include "vgpu/text.h"
 
 namespace vgpu::config {
 namespace {
+
+constexpr EnumName<Enforcement> kEnforcementNames[] = {
+    {Enforcement::kKmod, "kmod"},
+    {Enforcement::kShim, "shim"},
+    {Enforcement::kAuto, "auto"},
+};
+static_assert(ListsEach(kEnforcementNames, Enforcement::kKmod, Enforcement::kAuto));
 
 struct Flag {
   std::string_view name;
@@ -32,10 +39,11 @@ Status ParseBool(std::string_view v, bool& out) {
 
 template <typename T>
 Status ParseInt(std::string_view v, T& out) {
-  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-  if (v.empty() || ec != std::errc() || p != v.data() + v.size()) {
+  std::optional<T> number = ParseNumber<T>(v);
+  if (!number) {
     return InvalidArgumentError("expected an integer, got '" + std::string(v) + "'");
   }
+  out = *number;
   return OkStatus();
 }
 
@@ -90,7 +98,9 @@ const std::vector<Flag>& Flags() {
       STR_FLAG("node-labels", node_labels, "labels to publish for this node, key=value,..."),
       STR_FLAG("hostname-override", hostname_override, "node name instead of the hostname"),
       STR_FLAG("virtual-manager-path", virtual_manager_path,
-               "directory of slot dirs, control socket and vdriver tree"),
+               "directory of the control socket and vdriver tree"),
+      STR_FLAG("slot-path", slot_path,
+               "tmpfs directory of shim slot dirs and ledgers (rebuilt from the checkpoint)"),
       STR_FLAG("device-plugin-path", device_plugin_path, "kubelet device-plugin directory"),
       STR_FLAG("checkpoint-path", checkpoint_path, "directory of the manager's checkpoint"),
       BOOL_FLAG("share-mode", share_mode,
@@ -100,16 +110,12 @@ const std::vector<Flag>& Flags() {
       BOOL_FLAG("incluster-mode", incluster_mode, "use the in-cluster service account"),
       Flag{"enforcement", "kmod | shim | auto (kmod when /sys/module/vgpu exists)", false,
            [](Config& c, std::string_view v) {
-             if (v == "kmod") {
-               c.enforcement = Enforcement::kKmod;
-             } else if (v == "shim") {
-               c.enforcement = Enforcement::kShim;
-             } else if (v == "auto") {
-               c.enforcement = Enforcement::kAuto;
-             } else {
+             std::optional<Enforcement> e = ValueOf(v, kEnforcementNames);
+             if (!e) {
                return InvalidArgumentError("expected kmod, shim or auto, got '" + std::string(v) +
                                            "'");
              }
+             c.enforcement = *e;
              return OkStatus();
            },
            [](const Config& c) { return std::string(EnforcementName(c.enforcement)); }},
@@ -161,16 +167,6 @@ Status SetFlag(Config& c, std::string_view name, std::string_view value) {
   return f->set(c, value).Annotate("--" + std::string(name));
 }
 
-Result<std::string> ReadWholeFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    return NotFoundError("cannot open " + path);
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 Status CheckFileIfSet(std::string_view flag, const std::string& path) {
   if (!path.empty() && !std::filesystem::is_regular_file(path)) {
     return InvalidArgumentError("--" + std::string(flag) + ": " + path + " is not a file");
@@ -188,17 +184,7 @@ Status CheckAbsolute(std::string_view flag, const std::string& path) {
 
 }  // namespace
 
-std::string_view EnforcementName(Enforcement e) {
-  switch (e) {
-    case Enforcement::kKmod:
-      return "kmod";
-    case Enforcement::kShim:
-      return "shim";
-    case Enforcement::kAuto:
-      return "auto";
-  }
-  return "auto";
-}
+std::string_view EnforcementName(Enforcement e) { return NameOf(e, kEnforcementNames, "auto"); }
 
 std::string Config::KubeletSocket() const {
   return kubelet_socket.empty() ? device_plugin_path + "/kubelet.sock" : kubelet_socket;
@@ -280,7 +266,7 @@ Result<Config> ParseArgs(const std::vector<std::string>& args, bool* help) {
   Config config;
   for (const auto& [name, value] : pairs) {
     if (name == "config") {
-      auto text = ReadWholeFile(value);
+      auto text = ReadFileToString(value);
       if (!text.ok()) {
         return text.status().Annotate("--config");
       }
@@ -342,6 +328,7 @@ Status Validate(const Config& c) {
   }
   VGPU_RETURN_IF_ERROR(CheckAbsolute("driver-root", c.driver_root));
   VGPU_RETURN_IF_ERROR(CheckAbsolute("virtual-manager-path", c.virtual_manager_path));
+  VGPU_RETURN_IF_ERROR(CheckAbsolute("slot-path", c.slot_path));
   VGPU_RETURN_IF_ERROR(CheckAbsolute("device-plugin-path", c.device_plugin_path));
   VGPU_RETURN_IF_ERROR(CheckAbsolute("checkpoint-path", c.checkpoint_path));
   if (c.memory_unit_bytes < (1ull << 20) || c.memory_unit_bytes % (1ull << 20) != 0) {

@@ -155,6 +155,13 @@ Status Client::Transact(nl_msg* msg, std::string_view what, std::vector<SlotInfo
   return ex.parse;
 }
 
+Result<SlotInfo> Client::TransactSlot(nl_msg* msg, const std::string& what) {
+  std::vector<SlotInfo> out;
+  VGPU_RETURN_IF_ERROR(Transact(msg, what, &out, nullptr, nullptr));
+  if (out.size() != 1) return DataLossError(what + ": no slot in the reply");
+  return std::move(out[0]);
+}
+
 namespace {
 nl_msg* NewRequest(int family, uint8_t cmd, int flags) {
   nl_msg* msg = nlmsg_alloc();
@@ -176,10 +183,7 @@ Result<SlotInfo> Client::CreateSlot(const SlotSpec& spec) {
     nlmsg_free(msg);
     return InternalError("create slot: message too large");
   }
-  std::vector<SlotInfo> out;
-  VGPU_RETURN_IF_ERROR(Transact(msg, "create slot", &out, nullptr, nullptr));
-  if (out.size() != 1) return DataLossError("create slot: no slot in the reply");
-  return std::move(out[0]);
+  return TransactSlot(msg, "create slot");
 }
 
 Result<SlotInfo> Client::UpdateSlot(uint32_t id, const SlotConfig& cfg) {
@@ -189,10 +193,7 @@ Result<SlotInfo> Client::UpdateSlot(uint32_t id, const SlotConfig& cfg) {
     nlmsg_free(msg);
     return InternalError("set slot: message too large");
   }
-  std::vector<SlotInfo> out;
-  VGPU_RETURN_IF_ERROR(Transact(msg, "set slot " + std::to_string(id), &out, nullptr, nullptr));
-  if (out.size() != 1) return DataLossError("set slot: no slot in the reply");
-  return std::move(out[0]);
+  return TransactSlot(msg, "set slot " + std::to_string(id));
 }
 
 Status Client::DestroySlot(uint32_t id, uint32_t del_flags) {
@@ -213,10 +214,7 @@ Result<SlotInfo> Client::GetSlot(uint32_t id) {
     nlmsg_free(msg);
     return InternalError("get slot: message too large");
   }
-  std::vector<SlotInfo> out;
-  VGPU_RETURN_IF_ERROR(Transact(msg, "get slot " + std::to_string(id), &out, nullptr, nullptr));
-  if (out.size() != 1) return DataLossError("get slot: no slot in the reply");
-  return std::move(out[0]);
+  return TransactSlot(msg, "get slot " + std::to_string(id));
 }
 
 Result<std::vector<SlotInfo>> Client::ListSlots() {

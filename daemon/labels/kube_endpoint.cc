@@ -3,22 +3,14 @@
 #include <yaml.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+
+#include "vgpu/text.h"
 
 namespace vgpu::labels {
 namespace {
 
 using nlohmann::json;
-
-Result<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError("cannot read " + path);
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
-}
 
 // libyaml's document tree -> JSON with every scalar as a string (kubeconfig needs no more).
 json NodeToJson(yaml_document_t* doc, yaml_node_t* node, int depth) {
@@ -140,7 +132,7 @@ Result<KubeEndpoint> InClusterEndpoint(const InClusterPaths& paths) {
   std::string h(host);
   if (h.find(':') != std::string::npos) h = "[" + h + "]";  // IPv6 service address
   ep.server = "https://" + h + ":" + (port && *port ? port : "443");
-  Result<std::string> token = ReadFile(paths.service_account_dir + "/token");
+  Result<std::string> token = ReadFileToString(paths.service_account_dir + "/token");
   if (!token.ok()) return token.status().Annotate("in-cluster service account");
   ep.token = *token;
   while (!ep.token.empty() && (ep.token.back() == '\n' || ep.token.back() == '\r')) {
@@ -189,7 +181,7 @@ Result<KubeEndpoint> ParseKubeconfig(const std::string& text, const std::string&
     }
     ep.token = Str(*user, "token");
     if (std::string file = Str(*user, "tokenFile"); ep.token.empty() && !file.empty()) {
-      Result<std::string> token = ReadFile(Resolve(base_dir, file));
+      Result<std::string> token = ReadFileToString(Resolve(base_dir, file));
       if (!token.ok()) return token.status().Annotate("--kubeconfig: tokenFile");
       ep.token = *token;
       while (!ep.token.empty() && ep.token.back() == '\n') ep.token.pop_back();
@@ -209,7 +201,7 @@ Result<KubeEndpoint> ParseKubeconfig(const std::string& text, const std::string&
 }
 
 Result<KubeEndpoint> KubeconfigEndpoint(const std::string& path) {
-  Result<std::string> text = ReadFile(path);
+  Result<std::string> text = ReadFileToString(path);
   if (!text.ok()) return text.status().Annotate("--kubeconfig");
   const size_t slash = path.rfind('/');
   return ParseKubeconfig(*text, slash == std::string::npos ? "." : path.substr(0, slash));

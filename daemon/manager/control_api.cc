@@ -95,35 +95,31 @@ Status ControlServer::Start() {
   }
   std::memcpy(addr.sun_path, path_.c_str(), path_.size() + 1);
   ::unlink(path_.c_str());
-  listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (listen_fd_ < 0) {
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) {
     return ErrnoError("control socket", errno);
   }
-  if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::chmod(path_.c_str(), 0600) != 0 || ::listen(listen_fd_, 16) != 0) {
-    int err = errno;
-    ::close(listen_fd_);
-    listen_fd_ = -1;
-    return ErrnoError("control socket " + path_, err);
+  // On an error return `fd` closes after ErrnoError has read errno.
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::chmod(path_.c_str(), 0600) != 0 || ::listen(fd.get(), 16) != 0) {
+    return ErrnoError("control socket " + path_, errno);
   }
+  listen_fd_ = std::move(fd);
   return thread_.Start([this] { Run(); });
 }
 
 void ControlServer::Stop() {
   thread_.Stop();
-  if (listen_fd_ >= 0) {
-    ::close(listen_fd_);
-    listen_fd_ = -1;
-  }
+  listen_fd_.reset();
   ::unlink(path_.c_str());
 }
 
 void ControlServer::Run() {
   for (;;) {
-    if (!thread_.WaitReadable(listen_fd_)) {
+    if (!thread_.WaitReadable(listen_fd_.get())) {
       return;
     }
-    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    int fd = ::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC);
     if (fd >= 0) {
       Serve(fd);  // one client at a time: a debugging API, not a data path
       ::close(fd);

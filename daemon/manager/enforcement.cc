@@ -1,9 +1,6 @@
 #include "vgpu/manager/enforcement.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
+#include "vgpu/text.h"
 
 namespace vgpu::manager {
 
@@ -28,15 +25,13 @@ ModuleInstallState ParseModuleInstallState(std::string_view text) {
 }
 
 ModuleInstallState ReadModuleInstallState(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
+  Result<std::string> text = ReadFileToString(path);
+  if (!text.ok()) {
     ModuleInstallState s;
-    s.detail = path + ": " + strerror(errno);
+    s.detail = text.status().message();
     return s;
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ParseModuleInstallState(ss.str());
+  return ParseModuleInstallState(*text);
 }
 
 EnforcementInForce DescribeEnforcement(std::string_view backend_kind, std::string fallback_reason,

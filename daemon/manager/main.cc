@@ -15,11 +15,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -44,6 +42,7 @@
 #include "vgpu/plugin/kubelet_watcher.h"
 #include "vgpu/podresources/pod_resources.h"
 #include "vgpu/slots/shim_backend.h"
+#include "vgpu/text.h"
 #include "vgpu/volumes/mirror.h"
 #include "vgpu/volumes/volume_config.h"
 #ifdef VGPU_HAVE_KMOD_BACKEND
@@ -67,10 +66,11 @@ Result<slots::ContainerEdits> LoadExtraConfig(const std::string& path) {
   if (path.empty()) {
     return extra;
   }
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  nlohmann::json doc = nlohmann::json::parse(ss.str(), nullptr, false);
+  Result<std::string> text = ReadFileToString(path);
+  if (!text.ok()) {
+    return text.status().Annotate("--extra-config");
+  }
+  nlohmann::json doc = nlohmann::json::parse(*text, nullptr, false);
   if (doc.is_discarded() || !doc.is_object()) {
     return InvalidArgumentError("--extra-config " + path + ": not a JSON object");
   }
@@ -189,11 +189,20 @@ class Daemon {
     return OkStatus();
   }
 
+  // A step of the device-plugin API only: logged as skipped when there is no kubelet
+  // (standalone) or the kubelet speaks DRA instead.
+  bool SkipDevicePluginStep(std::string_view step) {
+    if (!cfg_.standalone && !cfg_.dra()) {
+      return false;
+    }
+    LogInfo("event=startup step=" + std::string(step) +
+            " skipped=" + (cfg_.dra() ? "dra" : "standalone"));
+    return true;
+  }
+
   Status PodResources() {
-    if (cfg_.standalone || cfg_.dra()) {
-      // DRA slots belong to claims, which the kubelet unprepares itself: no orphan check.
-      LogInfo(std::string("event=startup step=pod-resources skipped=") +
-              (cfg_.dra() ? "dra" : "standalone"));
+    // DRA slots belong to claims, which the kubelet unprepares itself: no orphan check.
+    if (SkipDevicePluginStep("pod-resources")) {
       return OkStatus();
     }
     pod_resources_ = podresources::MakeGrpcPodResourcesClient(cfg_.pod_resources_socket,
@@ -318,8 +327,8 @@ class Daemon {
     }
     if (backend_ == nullptr) {
       slots::ShimBackendOptions opts;
-      opts.root = fs::path(cfg_.virtual_manager_path) / "slots";
-      opts.ledger_root = fs::path(cfg_.virtual_manager_path) / "ledgers";
+      opts.root = fs::path(cfg_.slot_path) / "slots";
+      opts.ledger_root = fs::path(cfg_.slot_path) / "ledgers";
       opts.shim_library_host = cfg_.shim_library;
       backend_ = std::make_unique<slots::ShimSlotBackend>(std::move(opts));
     }
@@ -498,10 +507,8 @@ class Daemon {
   }
 
   Status RegisterAll() {
-    if (cfg_.standalone || cfg_.dra()) {
-      // A DRA plugin registers by its socket in plugins_registry/ (the kubelet dials it).
-      LogInfo(std::string("event=startup step=register skipped=") +
-              (cfg_.dra() ? "dra" : "standalone"));
+    // A DRA plugin registers by its socket in plugins_registry/ (the kubelet dials it).
+    if (SkipDevicePluginStep("register")) {
       return OkStatus();
     }
     fs::path kubelet(cfg_.KubeletSocket());

@@ -5,42 +5,32 @@
 #include <cstdio>
 
 namespace vgpu::metrics {
+namespace {
 
-std::string EscapeLabelValue(std::string_view value) {
+// The text format's escapes: backslash and newline everywhere, the double quote in label values
+// only (HELP text is not quoted).
+std::string Escape(std::string_view text, bool in_quotes) {
   std::string out;
-  out.reserve(value.size());
-  for (char c : value) {
-    switch (c) {
-      case '\\':
-        out += "\\\\";
-        break;
-      case '"':
-        out += "\\\"";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-std::string EscapeHelp(std::string_view help) {
-  std::string out;
-  out.reserve(help.size());
-  for (char c : help) {
+  out.reserve(text.size());
+  for (char c : text) {
     if (c == '\\') {
       out += "\\\\";
     } else if (c == '\n') {
       out += "\\n";
+    } else if (c == '"' && in_quotes) {
+      out += "\\\"";
     } else {
       out += c;
     }
   }
   return out;
 }
+
+}  // namespace
+
+std::string EscapeLabelValue(std::string_view value) { return Escape(value, /*in_quotes=*/true); }
+
+std::string EscapeHelp(std::string_view help) { return Escape(help, /*in_quotes=*/false); }
 
 std::string FormatValue(double value) {
   if (std::isnan(value)) {

@@ -16,34 +16,29 @@ KubeletWatcher::KubeletWatcher(std::string dir, std::string kubelet_socket_name,
 KubeletWatcher::~KubeletWatcher() { Stop(); }
 
 Status KubeletWatcher::Start() {
-  inotify_fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-  if (inotify_fd_ < 0) {
+  UniqueFd fd(inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+  if (!fd.valid()) {
     return ErrnoError("inotify_init1", errno);
   }
-  if (inotify_add_watch(inotify_fd_, dir_.c_str(), IN_CREATE | IN_MOVED_TO) < 0) {
-    int err = errno;
-    ::close(inotify_fd_);
-    inotify_fd_ = -1;
-    return ErrnoError("inotify watch " + dir_, err);
+  if (inotify_add_watch(fd.get(), dir_.c_str(), IN_CREATE | IN_MOVED_TO) < 0) {
+    return ErrnoError("inotify watch " + dir_, errno);  // `fd` closes after errno is read
   }
+  inotify_fd_ = std::move(fd);
   return thread_.Start([this] { Run(); });
 }
 
 void KubeletWatcher::Stop() {
   thread_.Stop();
-  if (inotify_fd_ >= 0) {
-    ::close(inotify_fd_);
-    inotify_fd_ = -1;
-  }
+  inotify_fd_.reset();
 }
 
 void KubeletWatcher::Run() {
   alignas(inotify_event) char buf[4096];
   for (;;) {
-    if (!thread_.WaitReadable(inotify_fd_)) {
+    if (!thread_.WaitReadable(inotify_fd_.get())) {
       return;
     }
-    ssize_t n = ::read(inotify_fd_, buf, sizeof buf);
+    ssize_t n = ::read(inotify_fd_.get(), buf, sizeof buf);
     for (ssize_t off = 0; n > 0 && off < n;) {
       auto* ev = reinterpret_cast<inotify_event*>(buf + off);
       if (ev->len > 0 && kubelet_socket_name_ == ev->name) {

@@ -1,17 +1,20 @@
 #include "vgpu/slots/slot_config_file.h"
 
-#include <charconv>
 #include <map>
+#include <vector>
+
+#include "vgpu/text.h"
 
 namespace vgpu::slots {
 namespace {
 
 template <typename T>
-Status ParseNumber(std::string_view key, std::string_view value, T& out) {
-  auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), out);
-  if (ec != std::errc() || ptr != value.data() + value.size() || value.empty()) {
+Status ParseField(std::string_view key, std::string_view value, T& out) {
+  std::optional<T> number = ParseNumber<T>(value);
+  if (!number) {
     return InvalidArgumentError(std::string(key) + ": not a number '" + std::string(value) + "'");
   }
+  out = *number;
   return OkStatus();
 }
 
@@ -32,18 +35,15 @@ std::string FormatSlotConfigFile(const SlotConfig& c) {
 
 Result<SlotConfig> ParseSlotConfigFile(std::string_view text) {
   std::map<std::string, std::string, std::less<>> kv;
-  int line_no = 0;
-  while (!text.empty()) {
-    size_t nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
-    ++line_no;
+  const std::vector<std::string_view> lines = SplitLines(text);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    std::string_view line = lines[i];
     if (line.empty() || line[0] == '#') {
       continue;
     }
     size_t eq = line.find('=');
     if (eq == std::string_view::npos || eq == 0) {
-      return InvalidArgumentError("line " + std::to_string(line_no) + ": expected key=value");
+      return InvalidArgumentError("line " + std::to_string(i + 1) + ": expected key=value");
     }
     kv[std::string(line.substr(0, eq))] = std::string(line.substr(eq + 1));
   }
@@ -52,7 +52,7 @@ Result<SlotConfig> ParseSlotConfigFile(std::string_view text) {
     return InvalidArgumentError("missing key version");
   }
   int version = 0;
-  VGPU_RETURN_IF_ERROR(ParseNumber("version", it->second, version));
+  VGPU_RETURN_IF_ERROR(ParseField("version", it->second, version));
   if (version != kSlotConfigVersion) {
     return InvalidArgumentError("version: unsupported " + it->second + " (this manager writes " +
                                 std::to_string(kSlotConfigVersion) + ")");
@@ -63,9 +63,9 @@ Result<SlotConfig> ParseSlotConfigFile(std::string_view text) {
     }
   }
   SlotConfig c;
-  VGPU_RETURN_IF_ERROR(ParseNumber("slot_id", kv["slot_id"], c.id));
+  VGPU_RETURN_IF_ERROR(ParseField("slot_id", kv["slot_id"], c.id));
   c.name = kv["slot_name"];
-  VGPU_RETURN_IF_ERROR(ParseNumber("gpu_index", kv["gpu_index"], c.gpu));
+  VGPU_RETURN_IF_ERROR(ParseField("gpu_index", kv["gpu_index"], c.gpu));
   c.gpu_uuid = kv["gpu_uuid"];
   if (kv["exclusive"] != "0" && kv["exclusive"] != "1") {
     return InvalidArgumentError("exclusive: must be 0 or 1, got '" + kv["exclusive"] + "'");

@@ -1,6 +1,7 @@
 #include "commands.h"
 
 #include <algorithm>
+#include <functional>
 #include <iostream>
 
 #include "cli.h"
@@ -38,11 +39,26 @@ Result<uint32_t> SlotIdArg(const ParsedArgs& a, std::string_view cmd) {
   return ParseU32("slot ID", a.positional[0], 0, VGPU_MAX_SLOTS - 1);
 }
 
-void PrintSlot(CommandContext& ctx, const kmod::SlotInfo& s) {
-  if (ctx.json)
-    *ctx.out << SlotToJson(s).dump(2) << '\n';
-  else
-    *ctx.out << SlotDetail(s);
+// Connects to the module and runs `command` with the client; a failed connect is reported as
+// any failed request is.
+int WithClient(CommandContext& ctx, const std::function<int(kmod::Client&)>& command) {
+  auto c = Connect();
+  if (!c.ok()) return Fail(ctx, c.status());
+  return command(**c);
+}
+
+// Sends the request and prints the one slot the module answers with (create, set, inspect).
+int PrintSlotFrom(CommandContext& ctx,
+                  const std::function<Result<kmod::SlotInfo>(kmod::Client&)>& request) {
+  return WithClient(ctx, [&](kmod::Client& c) {
+    auto s = request(c);
+    if (!s.ok()) return Fail(ctx, s.status());
+    if (ctx.json)
+      *ctx.out << SlotToJson(*s).dump(2) << '\n';
+    else
+      *ctx.out << SlotDetail(*s);
+    return 0;
+  });
 }
 
 int RunCreate(CommandContext& ctx, std::span<const std::string> args) {
@@ -56,12 +72,7 @@ int RunCreate(CommandContext& ctx, std::span<const std::string> args) {
   auto cfg = ParseSlotConfig(*a);
   if (!cfg.ok()) return Fail(ctx, cfg.status());
   kmod::SlotSpec spec{*gpu, a->Has("--uvm") ? uint32_t{VGPU_SLOT_F_UVM} : 0u, *cfg};
-  auto c = Connect();
-  if (!c.ok()) return Fail(ctx, c.status());
-  auto s = (*c)->CreateSlot(spec);
-  if (!s.ok()) return Fail(ctx, s.status());
-  PrintSlot(ctx, *s);
-  return 0;
+  return PrintSlotFrom(ctx, [&](kmod::Client& c) { return c.CreateSlot(spec); });
 }
 
 int RunSet(CommandContext& ctx, std::span<const std::string> args) {
@@ -71,12 +82,7 @@ int RunSet(CommandContext& ctx, std::span<const std::string> args) {
   if (!id.ok()) return Fail(ctx, id.status());
   auto cfg = ParseSlotConfig(*a);
   if (!cfg.ok()) return Fail(ctx, cfg.status());
-  auto c = Connect();
-  if (!c.ok()) return Fail(ctx, c.status());
-  auto s = (*c)->UpdateSlot(*id, *cfg);
-  if (!s.ok()) return Fail(ctx, s.status());
-  PrintSlot(ctx, *s);
-  return 0;
+  return PrintSlotFrom(ctx, [&](kmod::Client& c) { return c.UpdateSlot(*id, *cfg); });
 }
 
 int RunDestroy(CommandContext& ctx, std::span<const std::string> args) {
@@ -118,46 +124,40 @@ int RunInspect(CommandContext& ctx, std::span<const std::string> args) {
   if (!a.ok()) return Fail(ctx, a.status());
   auto id = SlotIdArg(*a, "inspect");
   if (!id.ok()) return Fail(ctx, id.status());
-  auto c = Connect();
-  if (!c.ok()) return Fail(ctx, c.status());
-  auto s = (*c)->GetSlot(*id);
-  if (!s.ok()) return Fail(ctx, s.status());
-  PrintSlot(ctx, *s);
-  return 0;
+  return PrintSlotFrom(ctx, [&](kmod::Client& c) { return c.GetSlot(*id); });
 }
 
 int RunDriver(CommandContext& ctx, std::span<const std::string> args) {
   auto a = ParseArgs("driver", args, {});
   if (!a.ok()) return Fail(ctx, a.status());
-  auto c = Connect();
-  if (!c.ok()) return Fail(ctx, c.status());
-  auto d = (*c)->GetDriver();
-  if (!d.ok()) return Fail(ctx, d.status());
-  if (ctx.json) {
-    *ctx.out << nlohmann::json{{"bound", d->bound},
-                               {"ctl_path", d->ctl_path},
-                               {"dev_fmt", d->dev_fmt},
-                               {"slots", d->slots},
-                               {"generation", d->generation}}
-                    .dump(2)
-             << '\n';
-  } else {
-    *ctx.out << "real driver  " << (d->bound ? "bound" : "not bound") << " (" << d->ctl_path << ", "
-             << d->dev_fmt << ")\nslots        " << d->slots << "\ngeneration   " << d->generation
-             << '\n';
-  }
-  return 0;
+  return WithClient(ctx, [&](kmod::Client& c) {
+    auto d = c.GetDriver();
+    if (!d.ok()) return Fail(ctx, d.status());
+    if (ctx.json) {
+      *ctx.out << nlohmann::json{{"bound", d->bound},
+                                 {"ctl_path", d->ctl_path},
+                                 {"dev_fmt", d->dev_fmt},
+                                 {"slots", d->slots},
+                                 {"generation", d->generation}}
+                      .dump(2)
+               << '\n';
+    } else {
+      *ctx.out << "real driver  " << (d->bound ? "bound" : "not bound") << " (" << d->ctl_path
+               << ", " << d->dev_fmt << ")\nslots        " << d->slots << "\ngeneration   "
+               << d->generation << '\n';
+    }
+    return 0;
+  });
 }
 
 int RunBind(CommandContext& ctx, std::span<const std::string> args) {
   auto a = ParseArgs("bind", args, {});
   if (!a.ok()) return Fail(ctx, a.status());
-  auto c = Connect();
-  if (!c.ok()) return Fail(ctx, c.status());
-  Status s = (*c)->Bind();
-  if (!s.ok()) return Fail(ctx, s);
-  *ctx.out << (ctx.json ? "{\"bound\": true}\n" : "bound to the real driver\n");
-  return 0;
+  return WithClient(ctx, [&](kmod::Client& c) {
+    if (Status s = c.Bind(); !s.ok()) return Fail(ctx, s);
+    *ctx.out << (ctx.json ? "{\"bound\": true}\n" : "bound to the real driver\n");
+    return 0;
+  });
 }
 
 int RunEvents(CommandContext& ctx, std::span<const std::string> args) {

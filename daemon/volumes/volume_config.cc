@@ -2,9 +2,9 @@
 
 #include <fnmatch.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+
+#include "vgpu/text.h"
 
 namespace vgpu::volumes {
 namespace {
@@ -99,11 +99,9 @@ Result<VolumeConfig> ParseVolumeConfig(std::string_view text) {
 }
 
 Result<VolumeConfig> LoadVolumeConfig(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFoundError("--volume-config: cannot read " + path);
-  std::stringstream buf;
-  buf << in.rdbuf();
-  Result<VolumeConfig> config = ParseVolumeConfig(buf.str());
+  Result<std::string> text = ReadFileToString(path);
+  if (!text.ok()) return text.status().Annotate("--volume-config");
+  Result<VolumeConfig> config = ParseVolumeConfig(*text);
   if (!config.ok()) return config.status().Annotate(path);
   return config;
 }

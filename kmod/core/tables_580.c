@@ -105,7 +105,7 @@ static const struct vcore_esc_row esc_580[] = {
 	{.nr = NV_ESC_CARD_INFO,
 	 .size = sizeof(nv_ioctl_card_info_t),
 	 .flags = VCORE_ESC_SIZE_MULTIPLE | VCORE_ESC_NO_STATUS,
-	 .pre = vcore_esc_pass,
+	 .pre = vcore_esc_card_info,
 	 .name = "NV_ESC_CARD_INFO",
 	 .params = "nv_ioctl_card_info_t"},
 	ESC_NS(NV_ESC_REGISTER_FD, nv_ioctl_register_fd_t,
@@ -121,7 +121,7 @@ static const struct vcore_esc_row esc_580[] = {
 	{.nr = NV_ESC_ATTACH_GPUS_TO_FD,
 	 .size = sizeof(vcore_u32), /* NvU32 gpu_id[] */
 	 .flags = VCORE_ESC_SIZE_MULTIPLE | VCORE_ESC_NO_STATUS,
-	 .pre = vcore_esc_pass,
+	 .pre = vcore_esc_attach_gpus_to_fd,
 	 .name = "NV_ESC_ATTACH_GPUS_TO_FD"},
 	ESC(NV_ESC_QUERY_DEVICE_INTR, nv_ioctl_query_device_intr,
 	    vcore_esc_pass),
@@ -165,6 +165,13 @@ static const struct vcore_esc_row esc_580[] = {
 		.pre = vcore_ctrl_sched_reserved, .name = #cmd_                \
 	}
 
+/* Calls that list or name the node's GPUs (gpus.c), any size. */
+#define CTRL_GPU(cmd_, pre_)                                                   \
+	{                                                                      \
+		.cmd = cmd_, .size = RMAPI_PARAM_COPY_MAX_PARAMS_SIZE,         \
+		.flags = VCORE_CTRL_ANY_SIZE, .pre = pre_, .name = #cmd_       \
+	}
+
 /* Other tenants' processes, or node-wide state (rm_control.c), any size. */
 #define CTRL_NODE_PRIVATE(cmd_)                                                \
 	{                                                                      \
@@ -189,6 +196,9 @@ static const struct vcore_ctrl_row ctrl_580[] = {
 	       vcore_ctrl_get_pids),
 	CTRL_H(NV2080_CTRL_CMD_GPU_GET_PID_INFO,
 	       NV2080_CTRL_GPU_GET_PID_INFO_PARAMS, vcore_ctrl_get_pid_info),
+	CTRL_H(NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2,
+	       NV2080_CTRL_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2_PARAMS,
+	       vcore_ctrl_perfmon_samples),
 	/* fds the driver fget()s (abi.md §9.3) */
 	CTRL_H(NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECT_TO_FD,
 	       NV0000_CTRL_OS_UNIX_EXPORT_OBJECT_TO_FD_PARAMS,
@@ -254,14 +264,22 @@ static const struct vcore_ctrl_row ctrl_580[] = {
 	CTRL_ANY(NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS),
 	CTRL_ANY(NV0000_CTRL_CMD_SYSTEM_GET_FABRIC_STATUS),
 	CTRL_ANY(NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS_MATRIX),
-	CTRL_ANY(NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS),
-	CTRL_ANY(NV0000_CTRL_CMD_GPU_GET_ID_INFO),
-	CTRL_ANY(NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2),
-	CTRL_ANY(NV0000_CTRL_CMD_GPU_GET_PROBED_IDS),
-	CTRL_ANY(NV0000_CTRL_CMD_GPU_ATTACH_IDS),
-	CTRL_ANY(NV0000_CTRL_CMD_GPU_DETACH_IDS),
-	CTRL_ANY(NV0000_CTRL_CMD_GPU_GET_PCI_INFO),
-	CTRL_ANY(NV0000_CTRL_CMD_GPU_QUERY_DRAIN_STATE),
+	CTRL_GPU(NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS,
+		 vcore_ctrl_gpu_attached_ids),
+	CTRL_GPU(NV0000_CTRL_CMD_GPU_GET_ID_INFO,
+		 vcore_ctrl_gpu_id_at0),
+	CTRL_GPU(NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2,
+		 vcore_ctrl_gpu_id_at0),
+	CTRL_GPU(NV0000_CTRL_CMD_GPU_GET_PROBED_IDS,
+		 vcore_ctrl_gpu_probed_ids),
+	CTRL_GPU(NV0000_CTRL_CMD_GPU_ATTACH_IDS,
+		 vcore_ctrl_gpu_attach_ids),
+	CTRL_GPU(NV0000_CTRL_CMD_GPU_DETACH_IDS,
+		 vcore_ctrl_gpu_detach_ids),
+	CTRL_GPU(NV0000_CTRL_CMD_GPU_GET_PCI_INFO,
+		 vcore_ctrl_gpu_id_at0),
+	CTRL_GPU(NV0000_CTRL_CMD_GPU_QUERY_DRAIN_STATE,
+		 vcore_ctrl_gpu_id_at0),
 	CTRL_ANY(NV0000_CTRL_CMD_GPU_GET_MEMOP_ENABLE),
 	CTRL_ANY(NV0000_CTRL_CMD_SYNC_GPU_BOOST_GROUP_INFO),
 	CTRL_NODE_PRIVATE(NV0000_CTRL_CMD_GPUACCT_SET_ACCOUNTING_STATE),
@@ -307,8 +325,6 @@ static const struct vcore_ctrl_row ctrl_580[] = {
 	CTRL_ANY(NV2080_CTRL_CMD_BUS_GET_INFO_V2),
 	CTRL_ANY(NV2080_CTRL_CMD_BUS_GET_PCIE_SUPPORTED_GPU_ATOMICS),
 	CTRL_ANY(NV2080_CTRL_CMD_PERF_BOOST),
-	CTRL(NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2,
-	     NV2080_CTRL_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2_PARAMS),
 	CTRL_ANY(NV2080_CTRL_CMD_RC_GET_WATCHDOG_INFO),
 	CTRL_ANY(NV2080_CTRL_CMD_RC_RELEASE_WATCHDOG_REQUESTS),
 	CTRL_ANY(NV2080_CTRL_CMD_RC_SOFT_DISABLE_WATCHDOG),
@@ -354,13 +370,13 @@ static const struct vcore_ctrl_row ctrl_580_pass[] = {
 	{0x00000204, RMAPI_PARAM_COPY_MAX_PARAMS_SIZE, VCORE_CTRL_ANY_SIZE,
 	 VCORE_NULL, "NV0000_CTRL_CMD_GPU_GET_DEVICE_IDS", VCORE_NULL},
 	{0x00000275, RMAPI_PARAM_COPY_MAX_PARAMS_SIZE, VCORE_CTRL_ANY_SIZE,
-	 VCORE_NULL, "NV0000_CTRL_CMD_GPU_GET_UUID_FROM_GPU_ID", VCORE_NULL},
+	 vcore_ctrl_gpu_id_at0, "NV0000_CTRL_CMD_GPU_GET_UUID_FROM_GPU_ID", VCORE_NULL},
 	{0x00000288, RMAPI_PARAM_COPY_MAX_PARAMS_SIZE, VCORE_CTRL_ANY_SIZE,
-	 VCORE_NULL, "NV0000_CTRL_CMD_GPU_GET_ACTIVE_DEVICE_IDS", VCORE_NULL},
+	 vcore_ctrl_gpu_active_device_ids, "NV0000_CTRL_CMD_GPU_GET_ACTIVE_DEVICE_IDS", VCORE_NULL},
 	{0x00000289, RMAPI_PARAM_COPY_MAX_PARAMS_SIZE, VCORE_CTRL_ANY_SIZE,
-	 VCORE_NULL, "NV0000_CTRL_CMD_GPU_ASYNC_ATTACH_ID", VCORE_NULL},
+	 vcore_ctrl_gpu_id_at0, "NV0000_CTRL_CMD_GPU_ASYNC_ATTACH_ID", VCORE_NULL},
 	{0x00000290, RMAPI_PARAM_COPY_MAX_PARAMS_SIZE, VCORE_CTRL_ANY_SIZE,
-	 VCORE_NULL, "NV0000_CTRL_CMD_GPU_WAIT_ATTACH_ID", VCORE_NULL},
+	 vcore_ctrl_gpu_id_at0, "NV0000_CTRL_CMD_GPU_WAIT_ATTACH_ID", VCORE_NULL},
 	{0x00000301, RMAPI_PARAM_COPY_MAX_PARAMS_SIZE, VCORE_CTRL_ANY_SIZE,
 	 VCORE_NULL, "NV0000_CTRL_CMD_GSYNC_GET_ATTACHED_IDS", VCORE_NULL},
 	{0x00410110, RMAPI_PARAM_COPY_MAX_PARAMS_SIZE, VCORE_CTRL_ANY_SIZE,

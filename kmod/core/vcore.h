@@ -276,6 +276,14 @@ struct vcore_slot_config {
 	 * F10). Taken at vcore_slot_create; vcore_slot_update_config keeps it.
 	 */
 	vcore_u64 sysmem_budget_bytes;
+	/*
+	 * The driver's id of the slot's GPU (nv->gpu_id: NV_ESC_CARD_INFO's
+	 * gpu_id, every NV0000 gpuId; gpuGenerate32BitId of its PCI address).
+	 * The driver's GPU lists then name only it, and calls naming another
+	 * GPU are refused (gpus.c, issue 17 F11.3). 0: the host cannot say;
+	 * nothing is confined. Taken at vcore_slot_create only.
+	 */
+	vcore_u32 gpu_id;
 	enum vcore_unknown_policy unknown_policy;
 	enum vcore_managed_policy managed_policy;
 	/* Use the newest known tables for a driver the core does not know. */
@@ -300,6 +308,16 @@ struct vcore_slot *vcore_slot_create(const struct vcore_host_ops *ops,
 				     const struct vcore_slot_config *cfg,
 				     const struct vcore_ledger *ledger,
 				     int *err);
+/*
+ * vcore_slot_config.gpu_id from the driver: a host issues @req (returned,
+ * with the argument's size in *@len) on the driver's ctl file, with a
+ * zeroed argument of *@len bytes (NV_ESC_CARD_INFO), and hands the reply
+ * to vcore_card_info_gpu_id with the minor number of the slot's
+ * /dev/nvidiaN: the GPU's id, or 0 when the reply lists no such minor.
+ */
+vcore_u32 vcore_card_info_req(vcore_size_t *len);
+vcore_u32 vcore_card_info_gpu_id(const void *reply, vcore_size_t len,
+				 vcore_u32 minor);
 /* Destroy a slot; closes (vcore_file_close) any file still open. */
 void vcore_slot_destroy(struct vcore_slot *slot);
 /* Change quota/policies at run time (the version fields are ignored). A

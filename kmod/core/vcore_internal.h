@@ -257,6 +257,9 @@ struct vcore_obj {
 	vcore_bool unverified;
 	/* Holds (export.c): the export file's slot index of this object. */
 	vcore_u32 hold_index;
+	/* Holds of a UVM file (uvm_external.c): the GPU VA span
+	 * [hold_base, hold_end) UVM maps the object at. */
+	vcore_u64 hold_base, hold_end;
 };
 
 struct vcore_file {
@@ -274,11 +277,12 @@ struct vcore_file {
 	 */
 	vcore_u64 pid_seen;
 	/*
-	 * Objects exported to this file (EXPORT_OBJECTS_TO_FD, export.c):
-	 * one hold each, linked by hnext, never in the slot's table (no
+	 * Objects exported to this file (EXPORT_OBJECTS_TO_FD, export.c), or
+	 * mapped through it (a UVM file, uvm_external.c): one hold each, linked by hnext, never in the slot's table (no
 	 * tenant handle names them). Slot lock.
 	 */
 	struct vcore_obj *holds;
+	vcore_u32 uvm_holds; /* of them, a UVM file's mappings (uvm_external.c) */
 	struct vcore_file *next;
 	struct vcore_file *prev;
 };
@@ -494,6 +498,7 @@ struct vcore_call {
 	vcore_u32 client_claim; /* a client handle claimed for this call */
 	vcore_bool client_unverified; /* the driver could not be asked */
 	int list_buf;		      /* FB_GET_INFO v1: the nested list */
+	vcore_u64 uvm_base, uvm_end;  /* UVM_FREE / UNMAP_EXTERNAL span */
 	vcore_view_fn view;	      /* a view row's rewrite (views.c) */
 
 	/*
@@ -667,6 +672,8 @@ static inline int vcore_user_write(struct vcore_call *call, vcore_uptr_t dst,
 /* Escape handlers (escapes.c, rm_alloc.c, rm_control.c) and the UVM
  * file's pre step (uvm.c). */
 enum vcore_verdict vcore_uvm_pre(struct vcore_call *call);
+/* uvm_external.c: external mappings hold their RM memory (issue 17, F3) */
+enum vcore_verdict vcore_uvm_external_pre(struct vcore_call *call);
 enum vcore_verdict vcore_esc_pass(struct vcore_call *call);
 enum vcore_verdict vcore_esc_no_driver_handler(struct vcore_call *call);
 enum vcore_verdict vcore_esc_privileged(struct vcore_call *call);
@@ -691,6 +698,7 @@ int vcore_post_vhc_info(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_fb_get_info(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_get_pids(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_get_pid_info(struct vcore_call *call);
+enum vcore_verdict vcore_ctrl_perfmon_samples(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_unix_fd_at0(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_unix_export_objects(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_unix_import_objects(struct vcore_call *call);
@@ -704,6 +712,15 @@ enum vcore_verdict vcore_ctrl_tsg_preempt(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_sched_reserved(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_node_private(struct vcore_call *call);
 enum vcore_verdict vcore_esc_export_dmabuf(struct vcore_call *call);
+/* gpus.c: the node's GPUs, confined to the slot's (cfg.gpu_id) */
+enum vcore_verdict vcore_esc_card_info(struct vcore_call *call);
+enum vcore_verdict vcore_esc_attach_gpus_to_fd(struct vcore_call *call);
+enum vcore_verdict vcore_ctrl_gpu_attached_ids(struct vcore_call *call);
+enum vcore_verdict vcore_ctrl_gpu_probed_ids(struct vcore_call *call);
+enum vcore_verdict vcore_ctrl_gpu_active_device_ids(struct vcore_call *call);
+enum vcore_verdict vcore_ctrl_gpu_id_at0(struct vcore_call *call);
+enum vcore_verdict vcore_ctrl_gpu_attach_ids(struct vcore_call *call);
+enum vcore_verdict vcore_ctrl_gpu_detach_ids(struct vcore_call *call);
 /* objects.c: a TSG or channel allocation past the slot's limits (vcore.h
  * VCORE_SLOT_MAX_TSGS/CHANNELS), or a channel outside a TSG, is refused. */
 enum vcore_verdict vcore_sched_obj_limit(struct vcore_call *call,

@@ -345,21 +345,34 @@ static int get_pids_post(struct vcore_call *call)
 	return ret;
 }
 
-/* NV2080_CTRL_CMD_GPU_GET_PIDS (0x2080018d, 3812 B): only this slot's. */
-enum vcore_verdict vcore_ctrl_get_pids(struct vcore_call *call)
+/*
+ * A control whose reply @post rewrites to this slot's processes: its params
+ * copied now, for the post step to read back into. @missing and @unreadable
+ * are the refusals' static reasons.
+ */
+static enum vcore_verdict pid_view_pre(struct vcore_call *call,
+				       int (*post)(struct vcore_call *call),
+				       const char *missing,
+				       const char *unreadable)
 {
 	int err;
 
 	if (call->params_buf < 0)
 		return vcore_refuse_status(call, NV_ERR_INVALID_ARGUMENT,
-					   "GET_PIDS without params");
+					   missing);
 	err = vcore_copy_buf(call, (unsigned int)call->params_buf);
 	if (err)
-		return vcore_refuse_errno(call, err,
-					  "GET_PIDS params unreadable");
+		return vcore_refuse_errno(call, err, unreadable);
 	call->post = VCORE_POST_CTRL;
-	call->ctrl_post = get_pids_post;
+	call->ctrl_post = post;
 	return VCORE_FORWARD;
+}
+
+/* NV2080_CTRL_CMD_GPU_GET_PIDS (0x2080018d, 3812 B): only this slot's. */
+enum vcore_verdict vcore_ctrl_get_pids(struct vcore_call *call)
+{
+	return pid_view_pre(call, get_pids_post, "GET_PIDS without params",
+			    "GET_PIDS params unreadable");
 }
 
 static int get_pid_info_post(struct vcore_call *call)
@@ -398,16 +411,100 @@ static int get_pid_info_post(struct vcore_call *call)
 /* NV2080_CTRL_CMD_GPU_GET_PID_INFO (0x2080018e, 14408 B). */
 enum vcore_verdict vcore_ctrl_get_pid_info(struct vcore_call *call)
 {
-	int err;
+	return pid_view_pre(call, get_pid_info_post,
+			    "GET_PID_INFO without params",
+			    "GET_PID_INFO params unreadable");
+}
 
+/* ---- per-process utilisation samples ---- */
+
+/*
+ * One engine's sample of NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2
+ * as a slot may see it: a process outside the slot becomes "no process", as
+ * the driver reports an engine nobody was on (procId and subProcessID
+ * NV2080_GPUMON_PID_INVALID, ctrl2080perf.h), so NVML, which attributes a
+ * sample only to a valid pid (gpu_acct.c gpuacctProcessGpuUtil does the
+ * same), counts it for nobody. util stays: it is the whole engine's busy
+ * fraction over the period, not the process's, and the GPU's utilisation is
+ * readable to every tenant anyway (nvmlDeviceGetUtilizationRates).
+ * pOsPidInfo, the driver's struct pid pointer, which it returns as is to a
+ * caller in the initial pid namespace (kern_perf_ctrl.c), is cleared for
+ * every sample: it is a kernel address.
+ * @last_pid/@last_in cache the previous answer (samples repeat pids).
+ */
+static int hide_foreign_engine(struct vcore_slot *slot,
+			       NV2080_CTRL_PERF_GPUMON_ENGINE_UTIL_SAMPLE *e,
+			       vcore_u32 *last_pid, vcore_bool *last_in)
+{
+	int changed = e->pOsPidInfo != 0;
+
+	e->pOsPidInfo = 0;
+	if (e->procId == NV2080_GPUMON_PID_INVALID)
+		return changed;
+	if (e->procId != *last_pid) {
+		*last_pid = e->procId;
+		*last_in = vcore_pid_in_slot(slot, e->procId);
+	}
+	if (*last_in)
+		return changed;
+	e->procId = NV2080_GPUMON_PID_INVALID;
+	e->subProcessID = NV2080_GPUMON_PID_INVALID;
+	vcore_memset(e->subProcessName, 0, sizeof(e->subProcessName));
+	return 1;
+}
+
+static int perfmon_samples_post(struct vcore_call *call)
+{
+	const struct vcore_buf_info *b = &call->bufs[call->params_buf];
+	NV2080_CTRL_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2_PARAMS *r;
+	vcore_u32 i, last_pid = NV2080_GPUMON_PID_INVALID;
+	vcore_bool last_in = 0;
+	int changed = 0, ret = 0;
+
+	if (!ctrl_ok(call))
+		return 0;
+	r = call->slot->ops->zalloc(call->slot->priv, sizeof(*r));
+	if (!r)
+		return -VCORE_ENOMEM;
+	if (vcore_user_read(call, r, b->uaddr, sizeof(*r))) {
+		ret = -VCORE_EFAULT;
+		goto out;
+	}
+	for (i = 0; i < NV2080_CTRL_PERF_GPUMON_SAMPLE_COUNT_PERFMON_UTIL; i++) {
+		NV2080_CTRL_PERF_GPUMON_PERFMON_UTIL_SAMPLE *s = &r->samples[i];
+		NV2080_CTRL_PERF_GPUMON_ENGINE_UTIL_SAMPLE *e[] = {
+			&s->fb, &s->gr, &s->nvenc, &s->nvdec, &s->nvjpg, &s->nvofa
+		};
+		unsigned int k;
+
+		for (k = 0; k < sizeof(e) / sizeof(e[0]); k++)
+			changed |= hide_foreign_engine(call->slot, e[k],
+						       &last_pid, &last_in);
+	}
+	if (!changed)
+		goto out;
+	if (vcore_user_write(call, b->uaddr, r, sizeof(*r)))
+		ret = -VCORE_EFAULT;
+	else
+		vcore_count_view(call->slot);
+out:
+	call->slot->ops->free(call->slot->priv, r);
+	return ret;
+}
+
+/*
+ * NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2 (0x20802096,
+ * 55888 B): the samples name the process on each engine at each sampling
+ * instant, every tenant's (F11.4, docs/security.md); the reply keeps only
+ * this slot's. Nothing of the request decides anything (the driver checks
+ * bufSize), so the request is not copied; the reply is rewritten in place.
+ */
+enum vcore_verdict vcore_ctrl_perfmon_samples(struct vcore_call *call)
+{
 	if (call->params_buf < 0)
 		return vcore_refuse_status(call, NV_ERR_INVALID_ARGUMENT,
-					   "GET_PID_INFO without params");
-	err = vcore_copy_buf(call, (unsigned int)call->params_buf);
-	if (err)
-		return vcore_refuse_errno(call, err,
-					  "GET_PID_INFO params unreadable");
+					   "PERFMON_UTIL_SAMPLES_V2 without params");
 	call->post = VCORE_POST_CTRL;
-	call->ctrl_post = get_pid_info_post;
+	call->ctrl_post = perfmon_samples_post;
 	return VCORE_FORWARD;
 }

@@ -11,18 +11,13 @@ if [[ ! -x $mgr ]]; then
   echo "vgpu-manager not built at $mgr; skipping"
   exit 0
 fi
-work=$(mktemp -d /tmp/vgpu-demo-manager-XXXXXX)
-pid=
-cleanup() {
-  if [[ -n $pid ]]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck source=scripts/demo.d/manager-scratch.bash
+. "$root/scripts/demo.d/manager-scratch.bash" manager
 
 start() {
   "$mgr" --standalone --enforcement=shim --query-port=0 \
     --gpu-fixture="$root/tests/data/topology/dgx-h100-8gpu-nvswitch.json" \
-    --virtual-manager-path="$work/vm" --checkpoint-path="$work/cp" 2>>"$work/manager.log" &
+    --virtual-manager-path="$work/vm" --slot-path="$work/vm" --checkpoint-path="$work/cp" 2>>"$work/manager.log" &
   pid=$!
   for _ in $(seq 100); do [[ -S $work/vm/vgpu-manager.sock ]] && return 0; sleep 0.05; done
   echo "manager did not start:"; cat "$work/manager.log"; exit 1

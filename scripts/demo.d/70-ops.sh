@@ -6,20 +6,15 @@ set -euo pipefail
 build=$(realpath "${1:?usage: 70-ops.sh BUILD_DIR}")
 root=$(realpath "$(dirname "$(realpath "$0")")/../..")
 mgr=$build/daemon/manager/vgpu-manager
-work=$(mktemp -d /tmp/vgpu-demo-ops-XXXXXX)
-pid=
-cleanup() {
-  if [[ -n $pid ]]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck source=scripts/demo.d/manager-scratch.bash
+. "$root/scripts/demo.d/manager-scratch.bash" ops
 
 if [[ -x $mgr ]]; then
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   "$mgr" --standalone --enforcement=shim --query-port="$port" --sample-period=1 \
     --hostname-override=demo-node \
     --gpu-fixture="$root/tests/integration/manager/data/two-gpu-16g.json" \
-    --virtual-manager-path="$work/vm" --checkpoint-path="$work/cp" 2>>"$work/manager.log" &
+    --virtual-manager-path="$work/vm" --slot-path="$work/vm" --checkpoint-path="$work/cp" 2>>"$work/manager.log" &
   pid=$!
   for _ in $(seq 100); do [[ -S $work/vm/vgpu-manager.sock ]] && break; sleep 0.05; done
   ctl() {

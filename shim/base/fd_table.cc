@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "vgpu/enum_names.h"
+
 namespace vgpu::shim {
 
 const char* DevDir() {
@@ -52,23 +54,13 @@ DevKind ClassifyPath(const char* path, const char* dev_dir) {
 }
 
 const char* DevKindName(DevKind k) {
-  switch (k) {
-    case DevKind::kCtl:
-      return "ctl";
-    case DevKind::kGpu:
-      return "gpu";
-    case DevKind::kUvm:
-      return "uvm";
-    case DevKind::kUvmTools:
-      return "uvm-tools";
-    case DevKind::kOther:
-      return "other";
-    case DevKind::kNone:
-      return "none";
-    case DevKind::kUnknown:
-      break;
-  }
-  return "unknown";
+  using enum DevKind;
+  static constexpr EnumName<DevKind> kNames[] = {
+      {kUnknown, "unknown"}, {kNone, "none"},          {kCtl, "ctl"},     {kGpu, "gpu"},
+      {kUvm, "uvm"},         {kUvmTools, "uvm-tools"}, {kOther, "other"},
+  };
+  static_assert(ListsEach(kNames, kUnknown, kOther));
+  return NameOf(k, kNames, "unknown").data();
 }
 
 namespace {

@@ -48,11 +48,8 @@ struct ComputeConfig {
   // it; 0: unknown, no feedback (compute_host.cc, Set()).
   uint32_t foreign_share = 0;
   uint64_t measure_ns = 100'000'000;  // perfmon poll interval
-  // Weight feedback window. Perfmon names one process per 200 ms sample (perfmon.h), so a 30/70
-  // split measured over n samples is off by ~sqrt(0.21 / n): 10 points over 4 s, 3.7 over 30 s.
-  // The calibrated map alone gave 29.7/70.3 on the H200 (docs/results/compute-h200.md), so the
-  // shim host corrects only on a 30 s window, where the noise is below that calibration error.
-  uint64_t weight_window_ns = 30'000'000'000;
+  // Weight feedback window: the one for perfmon-sampled measurements (vcore_sched.h says why).
+  uint64_t weight_window_ns = VCORE_SCHED_SAMPLED_WEIGHT_WINDOW_NS;
   int log_fd = -1;  // one line per second of counters, if >= 0
   // A scheduled TSG is left alone for this long after its GPFIFO_SCHEDULE (0: controlled at
   // once); compute_objects.cc, "Scheduled TSGs only", says why and where the value comes from.

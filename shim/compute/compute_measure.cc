@@ -394,23 +394,30 @@ void ComputeHost::ClockOnce() {
   }
 }
 
-void* ComputeHost::ClockMain(void* self) {
-  auto* h = static_cast<ComputeHost*>(self);
-  while (h->running_.load(std::memory_order_acquire)) {
-    const uint64_t next = MonotonicNs() + h->cfg_.clock_poll_ns;
-    h->ClockOnce();
+namespace {
+
+// A periodic thread's loop: `once` every `period_ns` (from one start to the next) while
+// `running` holds.
+template <typename Once>
+void RunEvery(const std::atomic<bool>& running, const uint64_t& period_ns, Once once) {
+  while (running.load(std::memory_order_acquire)) {
+    const uint64_t next = MonotonicNs() + period_ns;
+    once();
     SleepUntil(next);
   }
+}
+
+}  // namespace
+
+void* ComputeHost::ClockMain(void* self) {
+  auto* h = static_cast<ComputeHost*>(self);
+  RunEvery(h->running_, h->cfg_.clock_poll_ns, [h] { h->ClockOnce(); });
   return nullptr;
 }
 
 void* ComputeHost::MeterMain(void* self) {
   auto* h = static_cast<ComputeHost*>(self);
-  while (h->running_.load(std::memory_order_acquire)) {
-    const uint64_t next = MonotonicNs() + h->cfg_.measure_ns;
-    h->MeasureOnce();
-    SleepUntil(next);
-  }
+  RunEvery(h->running_, h->cfg_.measure_ns, [h] { h->MeasureOnce(); });
   return nullptr;
 }
 

@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstring>
 
+#include "vgpu/enum_names.h"
+
 namespace vgpu::ledger {
 namespace {
 
@@ -151,21 +153,17 @@ LedgerRead ReadLedgerFile(const std::string& path) {
 }
 
 const char* LedgerReadStatusName(LedgerReadStatus s) {
-  switch (s) {
-    case LedgerReadStatus::kOk:
-      return "ok";
-    case LedgerReadStatus::kAbsent:
-      return "absent";
-    case LedgerReadStatus::kIoError:
-      return "io-error";
-    case LedgerReadStatus::kNotLedger:
-      return "not-a-ledger";
-    case LedgerReadStatus::kOtherVersion:
-      return "other-version";
-    case LedgerReadStatus::kUnstable:
-      return "unstable";
-  }
-  return "?";
+  using enum LedgerReadStatus;
+  static constexpr EnumName<LedgerReadStatus> kNames[] = {
+      {kOk, "ok"},
+      {kAbsent, "absent"},
+      {kIoError, "io-error"},
+      {kNotLedger, "not-a-ledger"},
+      {kOtherVersion, "other-version"},
+      {kUnstable, "unstable"},
+  };
+  static_assert(ListsEach(kNames, kOk, kUnstable));
+  return NameOf(s, kNames, "?").data();
 }
 
 }  // namespace vgpu::ledger

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "vgpu/enum_names.h"
+
 namespace vgpu::shim {
 namespace {
 
@@ -189,17 +191,17 @@ std::string ApplyConfigKey(SlotConfig& cfg, const std::string& key, const std::s
     }
     cfg.ledger_path = value;
   } else if (key == "log") {
-    if (value == "error") {
-      cfg.log = LogLevel::kError;
-    } else if (value == "warn") {
-      cfg.log = LogLevel::kWarn;
-    } else if (value == "info") {
-      cfg.log = LogLevel::kInfo;
-    } else if (value == "debug") {
-      cfg.log = LogLevel::kDebug;
-    } else {
+    static constexpr EnumName<LogLevel> kLogLevelNames[] = {
+        {LogLevel::kError, "error"},
+        {LogLevel::kWarn, "warn"},
+        {LogLevel::kInfo, "info"},
+        {LogLevel::kDebug, "debug"},
+    };
+    std::optional<LogLevel> level = ValueOf(value, kLogLevelNames);
+    if (!level) {
       return bad("error|warn|info|debug");
     }
+    cfg.log = *level;
   } else if (key == "slot_id") {
     auto v = ParseU64(value);
     if (!v || *v > UINT32_MAX) {

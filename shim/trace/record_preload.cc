@@ -298,21 +298,7 @@ __attribute__((visibility("default"))) int open(const char* path, int flags, ...
   va_end(ap);
   return tr::AfterOpen(real::OpenAt(AT_FDCWD, path, flags, mode), path);
 }
-__attribute__((visibility("default"))) int open64(const char* path, int flags, ...) {
-  va_list ap;
-  va_start(ap, flags);
-  mode_t mode = tr::ModeArg(flags, ap);
-  va_end(ap);
-  return tr::AfterOpen(real::OpenAt(AT_FDCWD, path, flags, mode), path);
-}
 __attribute__((visibility("default"))) int openat(int dirfd, const char* path, int flags, ...) {
-  va_list ap;
-  va_start(ap, flags);
-  mode_t mode = tr::ModeArg(flags, ap);
-  va_end(ap);
-  return tr::AfterOpen(real::OpenAt(dirfd, path, flags, mode), path);
-}
-__attribute__((visibility("default"))) int openat64(int dirfd, const char* path, int flags, ...) {
   va_list ap;
   va_start(ap, flags);
   mode_t mode = tr::ModeArg(flags, ap);
@@ -322,9 +308,14 @@ __attribute__((visibility("default"))) int openat64(int dirfd, const char* path,
 __attribute__((visibility("default"))) int __open_2(const char* path, int flags) {
   return tr::AfterOpen(real::OpenAt(AT_FDCWD, path, flags, 0), path);
 }
-__attribute__((visibility("default"))) int __open64_2(const char* path, int flags) {
-  return tr::AfterOpen(real::OpenAt(AT_FDCWD, path, flags, 0), path);
-}
+// The 64 variants are the same calls on a 64-bit target (O_LARGEFILE is implied), as in
+// shim/preload/wrappers.cc.
+__attribute__((visibility("default"))) int open64(const char* path, int flags, ...)
+    __attribute__((alias("open")));
+__attribute__((visibility("default"))) int openat64(int dirfd, const char* path, int flags, ...)
+    __attribute__((alias("openat")));
+__attribute__((visibility("default"))) int __open64_2(const char* path, int flags)
+    __attribute__((alias("__open_2")));
 
 __attribute__((visibility("default"))) int close(int fd) {
   DevKind k = ProcessFdTable().Clear(fd);

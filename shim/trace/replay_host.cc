@@ -30,31 +30,42 @@ bool SimMemory::Map(uint64_t addr, std::vector<uint8_t> bytes) {
   return true;
 }
 
-bool SimMemory::Read(uint64_t addr, void* dst, size_t n) const {
-  auto it = regions_.upper_bound(addr);
-  if (it == regions_.begin()) {
-    return false;
+namespace {
+
+// Where [addr, addr + n) lies when one region holds all of it, else nullptr. A template so Read
+// gets a const pointer and Write a mutable one.
+template <typename Regions>
+auto RegionBytes(Regions& regions, uint64_t addr, size_t n)
+    -> decltype(regions.begin()->second.data()) {
+  auto it = regions.upper_bound(addr);
+  if (it == regions.begin()) {
+    return nullptr;
   }
   --it;
-  uint64_t off = addr - it->first;
+  const uint64_t off = addr - it->first;
   if (off > it->second.size() || n > it->second.size() - off) {
+    return nullptr;
+  }
+  return it->second.data() + off;
+}
+
+}  // namespace
+
+bool SimMemory::Read(uint64_t addr, void* dst, size_t n) const {
+  const uint8_t* bytes = RegionBytes(regions_, addr, n);
+  if (bytes == nullptr) {
     return false;
   }
-  memcpy(dst, it->second.data() + off, n);
+  memcpy(dst, bytes, n);
   return true;
 }
 
 bool SimMemory::Write(uint64_t addr, const void* src, size_t n) {
-  auto it = regions_.upper_bound(addr);
-  if (it == regions_.begin()) {
+  uint8_t* bytes = RegionBytes(regions_, addr, n);
+  if (bytes == nullptr) {
     return false;
   }
-  --it;
-  uint64_t off = addr - it->first;
-  if (off > it->second.size() || n > it->second.size() - off) {
-    return false;
-  }
-  memcpy(it->second.data() + off, src, n);
+  memcpy(bytes, src, n);
   return true;
 }
 
@@ -147,9 +158,7 @@ vcore_bool OpPidInSlot(void* priv, vcore_u32 pid) {
   return static_cast<SimHost*>(priv)->HasPid(pid);
 }
 
-}  // namespace
-
-const vcore_host_ops SimHost::kOps = {
+constexpr vcore_host_ops kSimOpsBase = {
     .copy_from_user = OpCopyFromUser,
     .copy_to_user = OpCopyToUser,
     .zalloc = OpZalloc,
@@ -165,20 +174,14 @@ const vcore_host_ops SimHost::kOps = {
     .control_copy = nullptr,
 };
 
-const vcore_host_ops kSimOpsWithPids = {
-    .copy_from_user = OpCopyFromUser,
-    .copy_to_user = OpCopyToUser,
-    .zalloc = OpZalloc,
-    .free = OpFree,
-    .lock_create = OpLockCreate,
-    .lock_destroy = OpLockDestroy,
-    .lock = OpLock,
-    .unlock = OpUnlock,
-    .log = OpLog,
-    .clock_ns = OpClockNs,
-    .pid_in_slot = OpPidInSlot,
-    .driver_memory = nullptr,
-    .control_copy = nullptr,
-};
+constexpr vcore_host_ops WithPidInSlot(vcore_host_ops ops) {
+  ops.pid_in_slot = OpPidInSlot;
+  return ops;
+}
+
+}  // namespace
+
+const vcore_host_ops SimHost::kOps = kSimOpsBase;
+const vcore_host_ops kSimOpsWithPids = WithPidInSlot(kSimOpsBase);
 
 }  // namespace vgpu::trace

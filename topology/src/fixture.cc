@@ -2,12 +2,11 @@
 // exceptions stay inside this file and come out as Status. Writing is in fixture_write.cc.
 #include "vgpu/topology/fixture.h"
 
-#include <fstream>
-#include <sstream>
 #include <utility>
 
 #include <nlohmann/json.hpp>
 
+#include "vgpu/text.h"
 #include "vgpu/topology/discovery.h"
 
 namespace vgpu::topology {
@@ -129,13 +128,11 @@ Result<Fixture> ParseFixture(std::string_view json_text) {
 }
 
 Result<Fixture> ReadFixture(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    return NotFoundError("fixture: cannot open " + path);
+  Result<std::string> text = ReadFileToString(path);
+  if (!text.ok()) {
+    return text.status().Annotate("fixture");
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  Result<Fixture> fixture = ParseFixture(text.str());
+  Result<Fixture> fixture = ParseFixture(*text);
   if (!fixture.ok()) {
     return fixture.status().Annotate(path);
   }

@@ -4,6 +4,7 @@
 // only string escaping. Output is what nlohmann's dump(2) would give: sorted keys, 2-space indent.
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "vgpu/topology/fixture.h"
 
@@ -44,6 +45,19 @@ std::string Quote(std::string_view text) {
 
 std::string Indent(int level) { return std::string(2 * level, ' '); }
 
+// `items` (each JSON already, indented one level deeper than `level`) as an array whose bracket
+// closes at `level`: "[]" when empty, else one item a line, as dump(2) writes it.
+std::string JsonArray(const std::vector<std::string>& items, int level) {
+  if (items.empty()) {
+    return "[]";
+  }
+  std::string s = "[\n";
+  for (size_t i = 0; i < items.size(); ++i) {
+    s += items[i] + (i + 1 < items.size() ? ",\n" : "\n");
+  }
+  return s + Indent(level) + "]";
+}
+
 std::string GpuToJson(const Gpu& gpu) {
   std::string s = Indent(2) + "{\n";
   auto field = [&s](std::string_view key, const std::string& value, bool last = false) {
@@ -61,36 +75,22 @@ std::string GpuToJson(const Gpu& gpu) {
   field("memory_bytes", std::to_string(gpu.memory_bytes));
   field("name", Quote(gpu.name));
   field("numa_node", std::to_string(gpu.numa_node));
-  std::string links;
-  if (gpu.nvlinks.empty()) {
-    links = "[]";
-  } else {
-    links = "[\n";
-    for (size_t i = 0; i < gpu.nvlinks.size(); ++i) {
-      const NvLinkPeer& peer = gpu.nvlinks[i];
-      links += Indent(4) + "{\n";
-      links += Indent(5) +
-               "\"kind\": " + Quote(peer.kind == NvLinkPeer::Kind::kSwitch ? "switch" : "gpu") +
-               ",\n";
-      links += Indent(5) + "\"links\": " + std::to_string(peer.links) + ",\n";
-      links += Indent(5) + "\"remote\": " + Quote(peer.remote_pci_bus_id) + "\n";
-      links += Indent(4) + (i + 1 < gpu.nvlinks.size() ? "},\n" : "}\n");
-    }
-    links += Indent(3) + "]";
+  std::vector<std::string> links;
+  for (const NvLinkPeer& peer : gpu.nvlinks) {
+    const char* kind = peer.kind == NvLinkPeer::Kind::kSwitch ? "switch" : "gpu";
+    std::string item = Indent(4) + "{\n";
+    item += Indent(5) + "\"kind\": " + Quote(kind) + ",\n";
+    item += Indent(5) + "\"links\": " + std::to_string(peer.links) + ",\n";
+    item += Indent(5) + "\"remote\": " + Quote(peer.remote_pci_bus_id) + "\n";
+    links.push_back(item + Indent(4) + "}");
   }
-  field("nvlinks", links);
+  field("nvlinks", JsonArray(links, 3));
   field("pci_bus_id", Quote(gpu.pci_bus_id));
-  std::string path;
-  if (gpu.pci_path.empty()) {
-    path = "[]";
-  } else {
-    path = "[\n";
-    for (size_t i = 0; i < gpu.pci_path.size(); ++i) {
-      path += Indent(4) + Quote(gpu.pci_path[i]) + (i + 1 < gpu.pci_path.size() ? ",\n" : "\n");
-    }
-    path += Indent(3) + "]";
+  std::vector<std::string> path;
+  for (const std::string& bridge : gpu.pci_path) {
+    path.push_back(Indent(4) + Quote(bridge));
   }
-  field("pci_path", path);
+  field("pci_path", JsonArray(path, 3));
   field("pci_root", Quote(gpu.pci_root));
   field("uuid", Quote(gpu.uuid), /*last=*/true);
   return s + Indent(2) + "}";
@@ -101,15 +101,11 @@ std::string GpuToJson(const Gpu& gpu) {
 std::string FixtureToJson(const Fixture& fixture) {
   std::string s = "{\n";
   s += Indent(1) + "\"format\": " + Quote(kFixtureFormat) + ",\n";
-  if (fixture.gpus.empty()) {
-    s += Indent(1) + "\"gpus\": [],\n";
-  } else {
-    s += Indent(1) + "\"gpus\": [\n";
-    for (size_t i = 0; i < fixture.gpus.size(); ++i) {
-      s += GpuToJson(fixture.gpus[i]) + (i + 1 < fixture.gpus.size() ? ",\n" : "\n");
-    }
-    s += Indent(1) + "],\n";
+  std::vector<std::string> gpus;
+  for (const Gpu& gpu : fixture.gpus) {
+    gpus.push_back(GpuToJson(gpu));
   }
+  s += Indent(1) + "\"gpus\": " + JsonArray(gpus, 1) + ",\n";
   s += Indent(1) + "\"machine\": " + Quote(fixture.machine) + ",\n";
   if (!fixture.nvidia_smi_topo.empty()) {
     s += Indent(1) + "\"nvidia_smi_topo\": " + Quote(fixture.nvidia_smi_topo) + ",\n";

@@ -4,6 +4,8 @@
 #include <set>
 #include <utility>
 
+#include "vgpu/enum_names.h"
+
 namespace vgpu::topology {
 namespace {
 
@@ -61,27 +63,16 @@ LinkLevel PcieLevel(const Gpu& a, const Gpu& b) {
   return bridges <= 3 ? LinkLevel::kPix : LinkLevel::kPxb;
 }
 
+constexpr EnumName<LinkLevel> kLinkLevelNames[] = {
+    {LinkLevel::kSys, "SYS"}, {LinkLevel::kNode, "NODE"}, {LinkLevel::kPhb, "PHB"},
+    {LinkLevel::kPxb, "PXB"}, {LinkLevel::kPix, "PIX"},   {LinkLevel::kNvLink, "NV"},
+    {LinkLevel::kSelf, "X"},
+};
+static_assert(ListsEach(kLinkLevelNames, LinkLevel::kSys, LinkLevel::kSelf));
+
 }  // namespace
 
-std::string_view LinkLevelName(LinkLevel level) {
-  switch (level) {
-    case LinkLevel::kSys:
-      return "SYS";
-    case LinkLevel::kNode:
-      return "NODE";
-    case LinkLevel::kPhb:
-      return "PHB";
-    case LinkLevel::kPxb:
-      return "PXB";
-    case LinkLevel::kPix:
-      return "PIX";
-    case LinkLevel::kNvLink:
-      return "NV";
-    case LinkLevel::kSelf:
-      return "X";
-  }
-  return "?";
-}
+std::string_view LinkLevelName(LinkLevel level) { return NameOf(level, kLinkLevelNames, "?"); }
 
 int LinkRankOf(LinkLevel level, int nvlink_count) {
   switch (level) {

@@ -2,13 +2,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <ctime>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "vgpu/text.h"
 #include "vgpu/topology/discovery.h"
 #include "vgpu/topology/fixture.h"
 #include "vgpu/topology/matrix.h"
@@ -39,20 +40,20 @@ struct Options {
   bool list_gpus = false;
 };
 
+// The flags that take a value, and the option each sets.
+struct ValueFlag {
+  std::string_view name;
+  std::string Options::*field;
+};
+constexpr ValueFlag kValueFlags[] = {
+    {"--fixture", &Options::fixture}, {"--record", &Options::record},
+    {"--machine", &Options::machine}, {"--nvidia-smi-topo", &Options::nvidia_smi_topo},
+    {"--sysfs", &Options::sysfs},     {"--nvml", &Options::nvml},
+};
+
 int Usage(std::ostream& err, const std::string& problem) {
   err << "topo: " << problem << "\n" << kUsage;
   return 2;
-}
-
-bool ReadFile(const std::string& path, std::string& out) {
-  std::ifstream in(path);
-  if (!in) {
-    return false;
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  out = text.str();
-  return true;
 }
 
 std::string FirstLine(const std::string& path) {
@@ -110,10 +111,13 @@ int Run(const Options& options, bool json, std::ostream& out, std::ostream& err)
     fixture.machine = options.machine;
     fixture.source = Describe(options.machine);
   }
-  if (!options.nvidia_smi_topo.empty() &&
-      !ReadFile(options.nvidia_smi_topo, fixture.nvidia_smi_topo)) {
-    err << "topo: cannot read " << options.nvidia_smi_topo << "\n";
-    return 1;
+  if (!options.nvidia_smi_topo.empty()) {
+    Result<std::string> text = ReadFileToString(options.nvidia_smi_topo);
+    if (!text.ok()) {
+      err << "topo: " << text.status().ToString() << "\n";
+      return 1;
+    }
+    fixture.nvidia_smi_topo = std::move(*text);
   }
   Fixture to_record = fixture;  // Topology::Create takes the GPUs
   Result<Topology> topology = Topology::Create(std::move(fixture.gpus));
@@ -153,37 +157,22 @@ int RunTopoCommand(std::span<const std::string> args, bool json, std::ostream& o
   Options options;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& flag = args[i];
-    auto value = [&](std::string& into) {
-      if (i + 1 >= args.size()) {
-        return false;
-      }
-      into = args[++i];
-      return true;
-    };
-    bool ok = true;
     if (flag == "-h" || flag == "--help") {
       out << kUsage;
       return 0;
-    } else if (flag == "--fixture") {
-      ok = value(options.fixture);
-    } else if (flag == "--record") {
-      ok = value(options.record);
-    } else if (flag == "--machine") {
-      ok = value(options.machine);
-    } else if (flag == "--nvidia-smi-topo") {
-      ok = value(options.nvidia_smi_topo);
-    } else if (flag == "--sysfs") {
-      ok = value(options.sysfs);
-    } else if (flag == "--nvml") {
-      ok = value(options.nvml);
-    } else if (flag == "--gpus") {
+    }
+    if (flag == "--gpus") {
       options.list_gpus = true;
-    } else {
+      continue;
+    }
+    const ValueFlag* known = std::ranges::find(kValueFlags, flag, &ValueFlag::name);
+    if (known == std::end(kValueFlags)) {
       return Usage(err, "unknown flag " + flag);
     }
-    if (!ok) {
+    if (i + 1 >= args.size()) {
       return Usage(err, flag + " needs a value");
     }
+    options.*known->field = args[++i];
   }
   if (!options.fixture.empty() && !options.record.empty()) {
     return Usage(err, "--fixture and --record exclude each other");

@@ -116,6 +116,17 @@ struct vcore_sched_params {
 	vcs_u32 min_phase_ns;	 /* shorter on/off phases are not issued */
 };
 
+/*
+ * The weight window of a host whose measurements are perfmon samples (both
+ * hosts: shim/compute/perfmon.h, kmod/compute_meter.c). A sample names one
+ * process per ~200 ms, so a 30/70 split measured over n samples is off by
+ * ~sqrt(0.21 / n): 10 points over 4 s, 3.7 over 30 s. The calibrated map
+ * alone gave 29.7/70.3 on the H200 (docs/results/compute-h200.md), so a host
+ * corrects only on a 30 s window, where the noise is below that error; over
+ * the default 500 ms (~2 samples) a correction would follow the noise.
+ */
+#define VCORE_SCHED_SAMPLED_WEIGHT_WINDOW_NS 30000000000ULL
+
 /* libcuda's own SET_TIMESLICE at context setup (nvidia-rm-abi.md §6.1). */
 #define VCORE_SCHED_TS_DEFAULT_US 2048
 

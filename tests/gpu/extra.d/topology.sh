@@ -17,8 +17,8 @@ prebuilt=${VGPU_TOPO:-$root/build/gpu/vgpu-topo}
 CXX=${CXX:-g++}
 srcs=(topology/src/topology.cc topology/src/fixture_write.cc topology/src/sysfs_source.cc
       topology/src/nvml_source.cc topology/src/discovery.cc topology/src/matrix.cc
-      daemon/common/status.cc topology/tools/topo_command.cc topology/tools/vgpu_topo_main.cc)
-flags=(-std=c++20 -O1 -g0 -Wall -Wextra -Itopology/include -Idaemon/common/include -Itopology/tools
+      base/status.cc base/text.cc topology/tools/topo_command.cc topology/tools/vgpu_topo_main.cc)
+flags=(-std=c++20 -O1 -g0 -Wall -Wextra -Itopology/include -Ibase/include -Itopology/tools
        -DVGPU_TOPO_NO_FIXTURE_READ)
 pids=()
 if [[ -x "$prebuilt" ]] && "$prebuilt" --help >/dev/null 2>&1; then

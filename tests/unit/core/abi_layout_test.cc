@@ -48,9 +48,11 @@ std::vector<Fact> CoreFacts() {
   std::vector<Fact> f;
 #define S(t) f.push_back({"size " #t, sizeof(t)});
 #define O(t, m) f.push_back({"off " #t "." #m, __builtin_offsetof(t, m)});
+#define N(n) f.push_back({"num " #n, static_cast<uint64_t>(n)});
 #include "tests/data/abi/rm-layout-list.h"
 #undef S
 #undef O
+#undef N
   return f;
 }
 

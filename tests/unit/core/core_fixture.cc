@@ -119,6 +119,21 @@ void FakeRm::Serve(SimMemory& mem, uint32_t req, uint64_t arg) {
         for (size_t i = 0; i < pids.size(); ++i) {
           Wr32(mem, p + 12 + 4 * i, pids[i]);
         }
+      } else if (cmd == NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2) {
+        // Sample i: gr and fb name pids[i % n] at 50 % busy; pOsPidInfo a kernel address.
+        using Sample = NV2080_CTRL_PERF_GPUMON_PERFMON_UTIL_SAMPLE;
+        using Params = NV2080_CTRL_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2_PARAMS;
+        for (uint32_t i = 0; i < NV2080_CTRL_PERF_GPUMON_SAMPLE_COUNT_PERFMON_UTIL; ++i) {
+          const uint64_t e = p + offsetof(Params, samples) + sizeof(Sample) * i;
+          Wr64(mem, e, 1000 + i);
+          for (uint64_t eng : {offsetof(Sample, fb), offsetof(Sample, gr)}) {
+            Wr32(mem, e + eng + offsetof(NV2080_CTRL_PERF_GPUMON_ENGINE_UTIL_SAMPLE, util), 5000);
+            Wr32(mem, e + eng + offsetof(NV2080_CTRL_PERF_GPUMON_ENGINE_UTIL_SAMPLE, procId),
+                 pids[i % pids.size()]);
+            Wr64(mem, e + eng + offsetof(NV2080_CTRL_PERF_GPUMON_ENGINE_UTIL_SAMPLE, pOsPidInfo),
+                 0xffff888012345678ull);
+          }
+        }
       } else if (cmd == NV2080_CTRL_CMD_GPU_GET_PID_INFO) {
         uint32_t n = Rd32(mem, p);
         for (uint32_t i = 0; i < n; ++i) {

@@ -1,5 +1,7 @@
 // Views: memory totals as the slot's quota, free = quota - charged, and only the slot's
 // processes (nvidia-rm-abi.md §5; memory-quota-h200.md).
+#include <memory>
+
 #include "tests/unit/core/core_fixture.h"
 
 namespace vgpu::core_test {
@@ -127,6 +129,42 @@ TEST_F(CoreTest, GetPidsShowsOnlyTheSlotsProcesses) {
   EXPECT_EQ(ri->pidInfoList[1].result, NV_ERR_OBJECT_NOT_FOUND);
   EXPECT_EQ(ri->pidInfoList[1].data[0], 0u);
   delete ri;
+}
+
+// F11.4: the perfmon samples name the process on each engine; another slot's reads as the
+// driver's "no process", with the engine's busy fraction kept; the driver's struct pid pointer
+// never reaches the tenant.
+TEST_F(CoreTest, PerfmonSamplesNameOnlyTheSlotsProcesses) {
+  host_.SetSlotPids({100, 300});
+  MakeSlot(0, VCORE_UNKNOWN_STRICT, &trace::kSimOpsWithPids);
+  uint32_t c, d, s;
+  Session(&c, &d, &s);
+  using Params = NV2080_CTRL_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2_PARAMS;
+  auto p = std::make_unique<Params>();
+  p->type = NV2080_CTRL_GPUMON_SAMPLE_TYPE_PERFMON_UTIL;
+  p->bufSize = sizeof(p->samples);
+  EXPECT_EQ(
+      Control(c, s, NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2, Bytes(*p)).verdict,
+      VCORE_FORWARD);
+  *p = Get<Params>(mem_, kParams);
+  unsigned own = 0, hidden = 0;
+  for (uint32_t i = 0; i < NV2080_CTRL_PERF_GPUMON_SAMPLE_COUNT_PERFMON_UTIL; ++i) {
+    for (const auto* e : {&p->samples[i].gr, &p->samples[i].fb}) {
+      const uint32_t named = i % 3 == 0 ? 100 : i % 3 == 1 ? 200 : 300;  // the fake driver's
+      EXPECT_EQ(e->util, 5000u);
+      EXPECT_EQ(e->pOsPidInfo, 0u);
+      if (named == 200) {
+        EXPECT_EQ(e->procId, NV2080_GPUMON_PID_INVALID) << "sample " << i;
+        EXPECT_EQ(e->subProcessID, NV2080_GPUMON_PID_INVALID);
+        ++hidden;
+      } else {
+        EXPECT_EQ(e->procId, named) << "sample " << i;
+        ++own;
+      }
+    }
+  }
+  EXPECT_EQ(hidden, 48u);
+  EXPECT_EQ(own, 96u);
 }
 
 TEST_F(CoreTest, GetPidsDefaultsToThePidsThatUsedTheSlot) {

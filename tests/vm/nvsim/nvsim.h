@@ -31,6 +31,22 @@
 
 struct nvsim_tsg;
 
+/* One perfmon utilisation sample as nvsim_perfmon.c takes it. */
+struct nvsim_perfmon_sample {
+	u64 ts_real;               /* the period's end, real-time ns; 0: never written */
+	u32 util;                  /* GR busy over the period, 0.01 % units */
+	pid_t pid;                 /* on the GPU at the period's end (init namespace), 0: none */
+};
+
+/* The perfmon sample ring of one GPU (nvsim_perfmon.c), under the scheduler's lock. */
+struct nvsim_perfmon {
+	ktime_t start;             /* the period being sampled began here */
+	ktime_t next;              /* ... and ends here */
+	u64 busy_start;            /* nvsim_sched.busy_ns at start */
+	unsigned int head;         /* ring entry the next sample goes to */
+	struct nvsim_perfmon_sample ring[NV2080_CTRL_PERF_GPUMON_SAMPLE_COUNT_PERFMON_UTIL];
+};
+
 /* The simulated GPU time of one GPU: round-robin over runnable TSGs by timeslice. */
 struct nvsim_sched {
 	spinlock_t lock;
@@ -40,6 +56,7 @@ struct nvsim_sched {
 	ktime_t last;              /* model advanced up to here */
 	u64 busy_ns;
 	u64 idle_ns;
+	struct nvsim_perfmon pm;
 };
 
 struct nvsim_tsg {
@@ -89,6 +106,10 @@ struct nvsim_file {
 	u16 export_max;
 	u32 export_device;
 	u8 export_metadata[NV0000_OS_UNIX_EXPORT_OBJECT_FD_BUFFER_SIZE];
+	/* NV_ESC_ATTACH_GPUS_TO_FD done (once per file) and the GPUs it holds (bit i: GPU i),
+	 * nvsim_gpuid.c; nvsim_rm_lock. */
+	bool fd_attached_set;
+	u32 fd_attached;
 };
 
 struct nvsim_client {
@@ -197,6 +218,23 @@ u32 nvsim_ctrl_export_objects(struct nvsim_ctrl_ctx *x, void *buf);
 u32 nvsim_ctrl_import_objects(struct nvsim_ctrl_ctx *x, void *buf);
 u32 nvsim_ctrl_export_info(struct nvsim_ctrl_ctx *x, void *buf);
 void nvsim_export_release(struct nvsim_file *nvf);
+/* nvUvmInterfaceDupMemory / FreeDupedHandle: an RM-internal dup of the calling process's own
+ * memory object (REJECT_KERNEL_DUP_PRIVILEGE), kept in the export client. nvsim_rm_lock. */
+u32 nvsim_internal_dup(u32 hclient, u32 hobject, u32 *handle);
+void nvsim_internal_dup_free(u32 handle);
+
+/* nvsim_gpuid.c: GPU ids (PCI-derived, as the driver's), the NV0000 GPU controls,
+ * NV_ESC_ATTACH_GPUS_TO_FD. */
+unsigned int nvsim_gpu_pci_slot(unsigned int i);
+u32 nvsim_gpu_id(unsigned int i);
+int nvsim_attach_gpus_to_fd(struct nvsim_file *nvf, const u32 *ids, size_t n);
+void nvsim_gpus_release(struct nvsim_file *nvf);
+u32 nvsim_ctrl_gpu_attached_ids(struct nvsim_ctrl_ctx *x, void *buf);
+u32 nvsim_ctrl_gpu_probed_ids(struct nvsim_ctrl_ctx *x, void *buf);
+u32 nvsim_ctrl_gpu_attach_ids(struct nvsim_ctrl_ctx *x, void *buf);
+u32 nvsim_ctrl_gpu_detach_ids(struct nvsim_ctrl_ctx *x, void *buf);
+u32 nvsim_ctrl_gpu_id_info_v2(struct nvsim_ctrl_ctx *x, void *buf);
+u32 nvsim_ctrl_gpu_pci_info(struct nvsim_ctrl_ctx *x, void *buf);
 void nvsim_share_exit(void);
 
 /* osIsGpuAccessible (§9.3.2), nvsim_rm.c */
@@ -230,9 +268,20 @@ void nvsim_sched_channels(struct nvsim_gpu *gpu, struct nvsim_tsg *tsg, int add,
 void nvsim_sched_preempt(struct nvsim_gpu *gpu, struct nvsim_tsg *tsg);
 void nvsim_sched_runtime(struct nvsim_gpu *gpu, struct nvsim_tsg *tsg,
 			 struct nvsim_tsg_runtime_params *out);
+void nvsim_sched_perfmon_copy(struct nvsim_gpu *gpu, struct nvsim_perfmon_sample *ring);
 int nvsim_debugfs_init(void);
+/* nvsim_perfmon.c: the perfmon utilisation samples, taken by nvsim_sched.c's clock. */
+void nvsim_perfmon_init(struct nvsim_sched *s);
+bool nvsim_perfmon_due(struct nvsim_sched *s, ktime_t now, ktime_t *at);
+void nvsim_perfmon_take(struct nvsim_sched *s, ktime_t at, pid_t pid);
+u32 nvsim_ctrl_perfmon_samples(struct nvsim_ctrl_ctx *x, void *buf);
 /* nvsim_uvm.c */
 struct class;
+struct nvsim_gpu *nvsim_gpu_by_uuid(const u8 *uuid);
+/* nvsim_uvm_ext.c: a UVM file's external ranges (its private data) */
+void *nvsim_uvm_ext_open(void);
+void nvsim_uvm_ext_release(void *priv);
+long nvsim_uvm_ext_ioctl(void *priv, unsigned int cmd, void __user *up);
 int nvsim_uvm_init(struct class *cls);
 void nvsim_uvm_exit(struct class *cls);
 void nvsim_debugfs_exit(void);

@@ -488,6 +488,43 @@ struct nvsim_tsg_runtime_params {
 };
 NVSIM_ASSERT(sizeof(struct nvsim_tsg_runtime_params) == 32, "nvsim runtime is 32 B");
 
+/*
+ * §6.3 per-process utilisation samples (ctrl2080perf.h, ctrl2080gpumon.h of 580.142): a
+ * 16-byte header and a ring of 72 samples of 776 B; a sample is a timestamp (ns) and one
+ * engine sample each for fb, gr, nvenc, nvdec, nvjpg and nvofa.
+ */
+#define NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2 0x20802096
+#define NV2080_CTRL_GPUMON_SAMPLE_TYPE_PERFMON_UTIL 2
+#define NV2080_CTRL_PERF_GPUMON_SAMPLE_COUNT_PERFMON_UTIL 72
+#define NV2080_GPUMON_PID_INVALID 0xffffffffu
+struct nv2080_gpumon_engine_util_sample {
+	__u32 util;          /* busy over the sample's period, 0.01 % units */
+	__u32 vgpuScale;
+	__u32 procId;        /* the process on the engine when the sample was taken */
+	__u32 subProcessID;
+	char subProcessName[100];
+	__u32 pad0;
+	__u64 pOsPidInfo;    /* the driver's struct pid; 0 once translated */
+};
+NVSIM_ASSERT(sizeof(struct nv2080_gpumon_engine_util_sample) == 128, "engine sample is 128 B");
+struct nv2080_gpumon_perfmon_util_sample {
+	__u64 timeStamp;
+	struct nv2080_gpumon_engine_util_sample fb, gr, nvenc, nvdec, nvjpg, nvofa;
+};
+NVSIM_ASSERT(sizeof(struct nv2080_gpumon_perfmon_util_sample) == 776, "perfmon sample is 776 B");
+NVSIM_ASSERT(offsetof(struct nv2080_gpumon_perfmon_util_sample, gr) == 136, "sample.gr @136");
+struct nv2080_perf_get_gpumon_perfmon_util_samples_v2_params {
+	__u8 type;
+	__u8 pad0[3];
+	__u32 bufSize;       /* must be 72 * 776 */
+	__u32 count;
+	__u32 tracker;
+	struct nv2080_gpumon_perfmon_util_sample
+		samples[NV2080_CTRL_PERF_GPUMON_SAMPLE_COUNT_PERFMON_UTIL];
+};
+NVSIM_ASSERT(sizeof(struct nv2080_perf_get_gpumon_perfmon_util_samples_v2_params) == 55888,
+	     "PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2 is 55888 B");
+
 /* §7 UVM (/dev/nvidia-uvm): plain ioctl numbers, size implied by the command. */
 #define UVM_INITIALIZE 0x30000001
 #define UVM_DEINITIALIZE 0x30000002
@@ -522,6 +559,63 @@ struct uvm_unregister_gpu_params {
 
 /* nvsim's GPU UUIDs: "nvsim-gpu" then zeros, the GPU index in the last byte. */
 #define NVSIM_GPU_UUID_PREFIX "nvsim-gpu"
+
+/* External mappings (kernel-open/nvidia-uvm/uvm_ioctl.h, uvm_types.h of 580.142): UVM_MAX_GPUS =
+ * NV_MAX_DEVICES (32) x UVM_PARENT_ID_MAX_SUB_PROCESSORS (8). */
+#define UVM_MAP_EXTERNAL_ALLOCATION 33
+#define UVM_FREE 34
+#define UVM_UNMAP_EXTERNAL 66
+#define UVM_CREATE_EXTERNAL_RANGE 73
+#define UVM_MAX_GPUS 256
+
+struct uvm_create_external_range_params {
+	__u64 base;
+	__u64 length;
+	__u32 rmStatus;
+	__u32 pad;
+};
+NVSIM_ASSERT(sizeof(struct uvm_create_external_range_params) == 24, "CREATE_EXTERNAL_RANGE 24 B");
+
+struct uvm_gpu_mapping_attributes {
+	__u8 gpuUuid[16];
+	__u32 gpuMappingType;
+	__u32 gpuCachingType;
+	__u32 gpuFormatType;
+	__u32 gpuElementBits;
+	__u32 gpuCompressionType;
+};
+NVSIM_ASSERT(sizeof(struct uvm_gpu_mapping_attributes) == 36, "UvmGpuMappingAttributes 36 B");
+
+struct uvm_map_external_allocation_params {
+	__u64 base;
+	__u64 length;
+	__u64 offset;
+	struct uvm_gpu_mapping_attributes perGpuAttributes[UVM_MAX_GPUS];
+	__u64 gpuAttributesCount;
+	__s32 rmCtrlFd;
+	__u32 hClient;
+	__u32 hMemory;
+	__u32 rmStatus;
+};
+NVSIM_ASSERT(sizeof(struct uvm_map_external_allocation_params) == 9264, "MAP_EXTERNAL 9264 B");
+NVSIM_ASSERT(offsetof(struct uvm_map_external_allocation_params, hClient) == 9252, "hClient @9252");
+
+struct uvm_free_params {
+	__u64 base;
+	__u64 length;
+	__u32 rmStatus;
+	__u32 pad;
+};
+NVSIM_ASSERT(sizeof(struct uvm_free_params) == 24, "UVM_FREE 24 B");
+
+struct uvm_unmap_external_params {
+	__u64 base;
+	__u64 length;
+	__u8 gpuUuid[16];
+	__u32 rmStatus;
+	__u32 pad;
+};
+NVSIM_ASSERT(sizeof(struct uvm_unmap_external_params) == 40, "UNMAP_EXTERNAL 40 B");
 
 /*
  * Object sharing between clients (open-gpu-kernel-modules 580:

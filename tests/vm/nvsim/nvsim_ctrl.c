@@ -266,6 +266,9 @@ static const struct nvsim_ctrl {
 	  nvsim_ctrl_get_timeslice },
 	{ NVA06C_CTRL_CMD_PREEMPT, sizeof(struct nva06c_preempt_params), KEPLER_CHANNEL_GROUP_A,
 	  nvsim_ctrl_preempt },
+	{ NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2,
+	  sizeof(struct nv2080_perf_get_gpumon_perfmon_util_samples_v2_params), NV20_SUBDEVICE_0,
+	  nvsim_ctrl_perfmon_samples }, /* nvsim_perfmon.c */
 	{ NVSIM_CTRL_CMD_TSG_GET_RUNTIME, sizeof(struct nvsim_tsg_runtime_params),
 	  KEPLER_CHANNEL_GROUP_A, nvsim_ctrl_tsg_runtime },
 	/* Every Memory subclass answers it (memCtrlCmdGetSurfaceInfoLvm, nvsim_surface.c). */
@@ -276,6 +279,13 @@ static const struct nvsim_ctrl {
 	{ NV0041_CTRL_CMD_GET_SURFACE_INFO, NV0041_GET_SURFACE_INFO_PARAMS_SIZE, NV50_MEMORY_VIRTUAL,
 	  nvsim_ctrl_surface_info },
 	{ 0xd02 /* NV0000_CTRL_CMD_CLIENT_GET_HANDLE_INFO */, 16, NV01_ROOT_CLIENT, nvsim_ctrl_handle_info },
+	/* The node's GPUs (nvsim_gpuid.c; ctrl0000gpu.h sizes). */
+	{ 0x201 /* GET_ATTACHED_IDS */, 32 * 4, NV01_ROOT_CLIENT, nvsim_ctrl_gpu_attached_ids },
+	{ 0x214 /* GET_PROBED_IDS */, 3 * 32 * 4, NV01_ROOT_CLIENT, nvsim_ctrl_gpu_probed_ids },
+	{ 0x215 /* ATTACH_IDS */, 33 * 4, NV01_ROOT_CLIENT, nvsim_ctrl_gpu_attach_ids },
+	{ 0x216 /* DETACH_IDS */, 32 * 4, NV01_ROOT_CLIENT, nvsim_ctrl_gpu_detach_ids },
+	{ 0x205 /* GET_ID_INFO_V2 */, 8 * 4, NV01_ROOT_CLIENT, nvsim_ctrl_gpu_id_info_v2 },
+	{ 0x21b /* GET_PCI_INFO */, 12, NV01_ROOT_CLIENT, nvsim_ctrl_gpu_pci_info },
 	/* Export fds (nvsim_share.c). */
 	{ NV0000_CTRL_CMD_OS_UNIX_GET_EXPORT_OBJECT_INFO,
 	  sizeof(struct nv0000_get_export_object_info_params), NV01_ROOT_CLIENT, nvsim_ctrl_export_info },

@@ -126,6 +126,7 @@ static int nvsim_release(struct inode *inode, struct file *filp)
 	struct nvsim_file *nvf = nvsim_file_of(filp);
 
 	nvsim_export_release(nvf);
+	nvsim_gpus_release(nvf);
 	nvsim_rm_free_file_clients(nvf);
 	if (nvf->ctl_filp)
 		fput(nvf->ctl_filp);
@@ -164,10 +165,10 @@ static void nvsim_card_info(struct nv_ioctl_card_info *ci, unsigned int n)
 	memset(ci, 0, sizeof(*ci) * n);
 	for (i = 0; i < n && i < nvsim_num_gpus; i++) {
 		ci[i].valid = 1;
-		ci[i].pci_info.bus = 0x10 + i;
+		ci[i].pci_info.slot = nvsim_gpu_pci_slot(i);
 		ci[i].pci_info.vendor_id = 0x10de;
 		ci[i].pci_info.device_id = 0x2335; /* H200 */
-		ci[i].gpu_id = 0x100 * (i + 1);
+		ci[i].gpu_id = nvsim_gpu_id(i);
 		ci[i].fb_size = 256ULL << 20; /* BAR1, not vidmem (nvidia-rm-abi.md §5.3) */
 		ci[i].minor_number = i;
 		/* i < NVSIM_MAX_GPUS: one digit. */
@@ -323,7 +324,7 @@ static int nvsim_dispatch(struct nvsim_file *nvf, unsigned int nr, void *buf, si
 	case NV_ESC_ATTACH_GPUS_TO_FD:
 		if (size % sizeof(u32) || nvf->gpu)
 			return -EINVAL;
-		return 0;
+		return nvsim_attach_gpus_to_fd(nvf, buf, size / sizeof(u32));
 	default:
 		return -EINVAL;
 	}

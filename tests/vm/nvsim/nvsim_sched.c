@@ -147,10 +147,9 @@ static void nvsim_switch_to(struct nvsim_sched *s, struct nvsim_tsg *t)
 	s->slice_left_ns = t ? nvsim_tsg_slice_ns(t) : 0;
 }
 
-/* Account the time since s->last. Caller holds s->lock. */
-static void nvsim_advance(struct nvsim_sched *s)
+/* Account the time from s->last to @now. Caller holds s->lock. */
+static void nvsim_advance_to(struct nvsim_sched *s, ktime_t now)
 {
-	ktime_t now = ktime_get();
 	u64 dt = ktime_to_ns(ktime_sub(now, s->last));
 	struct nvsim_tsg *t;
 
@@ -191,12 +190,39 @@ static void nvsim_advance(struct nvsim_sched *s)
 	}
 }
 
+/*
+ * Account the time since s->last, stopping at every perfmon sampling instant on the way
+ * (nvsim_perfmon.c) to hand it the period's busy time and the TSG on the GPU. Caller holds
+ * s->lock.
+ */
+static void nvsim_advance(struct nvsim_sched *s)
+{
+	ktime_t now = ktime_get(), at;
+
+	while (nvsim_perfmon_due(s, now, &at)) {
+		nvsim_advance_to(s, at);
+		nvsim_perfmon_take(s, at,
+				   s->cur && nvsim_tsg_runnable(s->cur) ? s->cur->pid : 0);
+	}
+	nvsim_advance_to(s, now);
+}
+
 void nvsim_sched_init(struct nvsim_gpu *gpu)
 {
 	spin_lock_init(&gpu->sched.lock);
 	INIT_LIST_HEAD(&gpu->sched.tsgs);
 	gpu->sched.cur = NULL;
 	gpu->sched.last = ktime_get();
+	nvsim_perfmon_init(&gpu->sched);
+}
+
+/* The perfmon ring as of now (NV2080_CTRL_PERF_GPUMON_SAMPLE_COUNT_PERFMON_UTIL entries). */
+void nvsim_sched_perfmon_copy(struct nvsim_gpu *gpu, struct nvsim_perfmon_sample *ring)
+{
+	spin_lock(&gpu->sched.lock);
+	nvsim_advance(&gpu->sched);
+	memcpy(ring, gpu->sched.pm.ring, sizeof(gpu->sched.pm.ring));
+	spin_unlock(&gpu->sched.lock);
 }
 
 struct nvsim_tsg *nvsim_sched_tsg_create(struct nvsim_gpu *gpu, u32 hclient, u32 htsg, pid_t pid,

@@ -195,6 +195,27 @@ static u32 nvsim_export_object(struct nvsim_client *cl, u32 hobject, u32 *export
 	return nvsim_dup(nvsim_export_client, NULL, export, src, true);
 }
 
+u32 nvsim_internal_dup(u32 hclient, u32 hobject, u32 *handle)
+{
+	const struct nvsim_caller kernel = { .kernel = true };
+	struct nvsim_client *cl;
+	u32 status, device;
+
+	cl = nvsim_client_get(&kernel, hclient, &status);
+	if (!cl)
+		return status;
+	/* nv_gpu_ops.c nvGpuOpsDupMemory: RS_PRIV_LEVEL_USER_ROOT rejected for kernel dups of
+	 * another process's client (approx: the client's pid must be the caller's). */
+	if (cl->pid != task_tgid_nr(current))
+		return NV_ERR_INSUFFICIENT_PERMISSIONS;
+	return nvsim_export_object(cl, hobject, handle, &device);
+}
+
+void nvsim_internal_dup_free(u32 handle)
+{
+	nvsim_export_handle_free(handle);
+}
+
 /* nv_get_file_private(fd, NV_TRUE): a ctl file of the driver in the caller's table. */
 static struct nvsim_file *nvsim_export_file(s32 fd, struct file **filp)
 {

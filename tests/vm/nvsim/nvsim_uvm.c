@@ -3,8 +3,8 @@
  * /dev/nvidia-uvm, reduced to what the fd-table contract needs (nvidia-rm-abi.md §7, §9.3.2):
  * UVM_REGISTER_GPU reaches nvGpuOpsGetGpuInfo, which fails with NV_ERR_INSUFFICIENT_PERMISSIONS
  * unless the calling process has a real GPU file of that GPU in its fd table, even though the
- * ioctl arrives on the UVM node. UVM_INITIALIZE / UNREGISTER_GPU succeed; everything else is
- * -EINVAL (no managed memory here). Dynamic major, like the real "nvidia-uvm" region.
+ * ioctl arrives on the UVM node. UVM_INITIALIZE / UNREGISTER_GPU succeed; external ranges and
+ * mappings are nvsim_uvm_ext.c; everything else is -EINVAL (no managed memory here). Dynamic major, like the real "nvidia-uvm" region.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -17,7 +17,7 @@
 static dev_t nvsim_uvm_dev;
 static struct cdev nvsim_uvm_cdev;
 
-static struct nvsim_gpu *nvsim_gpu_by_uuid(const u8 *uuid)
+struct nvsim_gpu *nvsim_gpu_by_uuid(const u8 *uuid)
 {
 	u8 want[16] = NVSIM_GPU_UUID_PREFIX;
 	unsigned int i;
@@ -33,6 +33,7 @@ static struct nvsim_gpu *nvsim_gpu_by_uuid(const u8 *uuid)
 static long nvsim_uvm_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 {
 	void __user *up = (void __user *)arg;
+	long ret;
 
 	switch (cmd) {
 	case UVM_INITIALIZE: {
@@ -71,8 +72,21 @@ static long nvsim_uvm_ioctl(struct file *filp, unsigned int cmd, unsigned long a
 		return copy_to_user(up, &p, sizeof(p)) ? -EFAULT : 0;
 	}
 	default:
-		return -EINVAL;
+		ret = nvsim_uvm_ext_ioctl(filp->private_data, cmd, up);
+		return ret == -ENOIOCTLCMD ? -EINVAL : ret;
 	}
+}
+
+static int nvsim_uvm_open(struct inode *inode, struct file *filp)
+{
+	filp->private_data = nvsim_uvm_ext_open();
+	return filp->private_data ? 0 : -ENOMEM;
+}
+
+static int nvsim_uvm_release(struct inode *inode, struct file *filp)
+{
+	nvsim_uvm_ext_release(filp->private_data);
+	return 0;
 }
 
 static const struct file_operations nvsim_uvm_fops;
@@ -112,6 +126,8 @@ void nvsim_uvm_exit(struct class *cls)
 
 static const struct file_operations nvsim_uvm_fops = {
 	.owner = THIS_MODULE,
+	.open = nvsim_uvm_open,
+	.release = nvsim_uvm_release,
 	.unlocked_ioctl = nvsim_uvm_ioctl,
 	.compat_ioctl = nvsim_uvm_ioctl,
 	.llseek = noop_llseek,

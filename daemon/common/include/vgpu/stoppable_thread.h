@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "vgpu/status.h"
+#include "vgpu/unique_fd.h"
 
 namespace vgpu {
 
@@ -30,7 +31,7 @@ class StoppableThread {
   bool WaitReadableFor(int fd, int timeout_ms) const;
 
  private:
-  int wake_fd_ = -1;  // eventfd, nonblocking; written once by Stop()
+  UniqueFd wake_fd_;  // eventfd, nonblocking; written once by Stop()
   std::thread thread_;
 };
 

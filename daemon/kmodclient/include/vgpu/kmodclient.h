@@ -143,6 +143,8 @@ class Client {
   // Sends @msg (owned) and collects the replies; returns the kernel's errno as a Status.
   Status Transact(nl_msg* msg, std::string_view what, std::vector<SlotInfo>* slots,
                   DriverInfo* driver, bool* interrupted);
+  // Transact for a request whose reply is exactly one slot (create, set, get).
+  Result<SlotInfo> TransactSlot(nl_msg* msg, const std::string& what);
 
   std::unique_ptr<nl_sock, SockDeleter> sock_;
   std::unique_ptr<nl_sock, SockDeleter> events_;

@@ -209,6 +209,52 @@ class ComputeShares : public ::testing::Test {
   std::unique_ptr<vgpu::kmod::Client> nl_;
 };
 
+// One RM session through slot @slot_id's nodes on GPU @gpu, with a GR TSG and one channel.
+class ProxySession {
+ public:
+  std::string Open(uint32_t slot_id, uint32_t gpu) {
+    ctl_ = open(("/dev/vgpuctl" + std::to_string(slot_id)).c_str(), O_RDWR | O_CLOEXEC);
+    dev_ = open(("/dev/vgpu" + std::to_string(slot_id)).c_str(), O_RDWR | O_CLOEXEC);
+    if (ctl_ < 0 || dev_ < 0) return "open: " + std::string(strerror(errno));
+    nv_ioctl_register_fd r{ctl_};
+    if (RawIoctl(dev_, NV_ESC_REGISTER_FD, &r, sizeof(r)).ret) return "REGISTER_FD";
+    if (AllocClient(ctl_, &client_) != NV_OK) return "client";
+    nv0080_alloc_params dp{};
+    dp.deviceId = gpu;
+    if (Alloc(ctl_, client_, client_, &device_, NV01_DEVICE_0, &dp) != NV_OK) return "device";
+    uint32_t sub_id = 0;
+    if (Alloc(ctl_, client_, device_, &sub_, NV20_SUBDEVICE_0, &sub_id) != NV_OK)
+      return "subdevice";
+    return "";
+  }
+  ~ProxySession() {
+    if (dev_ >= 0) close(dev_);
+    if (ctl_ >= 0) close(ctl_);
+  }
+  // A GR TSG under the device with one channel under it; scheduled if @schedule.
+  std::string Tsg(uint32_t tsg, uint32_t ch, bool schedule) {
+    nv_channel_group_alloc_params tp{};
+    tp.engineType = 1;
+    uint32_t h = tsg;
+    if (Alloc(ctl_, client_, device_, &h, KEPLER_CHANNEL_GROUP_A, &tp) != NV_OK) return "TSG";
+    uint8_t chp[368] = {};
+    h = ch;
+    if (Alloc(ctl_, client_, tsg, &h, 0xc86f, chp) != NV_OK) return "channel";
+    nva06c_gpfifo_schedule_params sp{1, 0, 0};
+    if (schedule && Ctl(tsg, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, &sp, 3) != NV_OK) return "schedule";
+    return "";
+  }
+  int64_t Ctl(uint32_t obj, uint32_t cmd, void* params, uint32_t size) {
+    return Control(ctl_, client_, obj, cmd, params, size);
+  }
+  uint32_t client() const { return client_; }
+  uint32_t sub() const { return sub_; }
+
+ private:
+  int ctl_ = -1, dev_ = -1;
+  uint32_t client_ = 0, device_ = 0xd0000001, sub_ = 0xd0000002;
+};
+
 // Straight on nvsim (no vgpu.ko in between), for the tests that check nvsim's model of the
 // driver's contract: the ctl and dev files of GPU kGpu, a client, its device and subdevice. The
 // client (and everything under it) is freed and the files closed at the end of the test.

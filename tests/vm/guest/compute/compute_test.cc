@@ -19,6 +19,10 @@
 // timer slop a TCG guest always has are not counted, the loop absorbs those). A cap window is
 // judged at 5 points plus the share of the window the thread lay stalled, at most 10 more; the
 // allowance is printed with every window. On an unloaded host it is 0 and the bound is 5.
+// The meter reads the driver's perfmon samples (kmod/compute_meter.c), which report a period's
+// GPU time at its end, ~200 ms late: the overshoot of a stall is seen, and repaid, partly in the
+// next window. So a window of the cap test also gets the previous window's stalled points (the
+// same cap of 10 on the sum).
 //
 // Knobs (guest.sh sets them smaller on the KASAN kernel, which runs ~50x slower):
 //   VGPU_COMPUTE_CAPS     caps to test, one GPU each, all at once (default 10,30,50,70,90)
@@ -68,16 +72,19 @@ TEST_F(ComputeShares, CapHoldsInEverySecondAfterTheFirst) {
     late.push_back(slots[g]->Get().stats[VGPU_STAT_CONTROL_LATE_NS]);
   }
   std::vector<std::string> rows(caps.size());
-  std::vector<double> allow(caps.size());
+  std::vector<double> allow(caps.size()), stalled_before(caps.size());
+  for (uint32_t g = 0; g < caps.size(); ++g) stalled_before[g] = LatePts(late[g], 1'000'000'000);
   for (uint32_t w = 0; w < windows; ++w) {
     SleepMs(1000);
     for (uint32_t g = 0; g < caps.size(); ++g) {
       GpuView now = ReadGpu(g);
       const uint64_t l = slots[g]->Get().stats[VGPU_STAT_CONTROL_LATE_NS];
       const double got = SharePct(prev[g], now, *tenants[g]);
-      allow[g] = LatePts(l - late[g], now.model_ns - prev[g].model_ns);
+      const double stalled = LatePts(l - late[g], now.model_ns - prev[g].model_ns);
+      allow[g] = std::min(10.0, stalled + stalled_before[g]);
+      stalled_before[g] = stalled;
       EXPECT_NEAR(got, caps[g], kBound + allow[g])
-          << "cap " << caps[g] << " window " << w + 1 << " (thread stalled " << Pct(allow[g])
+          << "cap " << caps[g] << " window " << w + 1 << " (allowance for stalls " << Pct(allow[g])
           << " points of it)";
       // append(), not "literal" + std::string: GCC 12 at -O3 warns a false -Wrestrict on the
       // latter (GCC bug 105329), and the Release build is -Werror.
@@ -90,7 +97,7 @@ TEST_F(ComputeShares, CapHoldsInEverySecondAfterTheFirst) {
   for (uint32_t g = 0; g < caps.size(); ++g) {
     auto info = slots[g]->Get();
     const double ctl_1s = info.stats[VGPU_STAT_SHARE_1S_PM] / 10.0;
-    Log("cap " + std::to_string(caps[g]) + ": 1 s windows (%, (+stalled points)):" + rows[g] +
+    Log("cap " + std::to_string(caps[g]) + ": 1 s windows (%, (+allowance for stalls)):" + rows[g] +
         " | controller's own 1 s/10 s view: " + Pct(ctl_1s) + "/" +
         Pct(info.stats[VGPU_STAT_SHARE_10S_PM] / 10.0) + " | throttled " +
         Pct(info.stats[VGPU_STAT_THROTTLED_NS] / 1e9) + " s, overshoot " +

@@ -76,6 +76,8 @@ struct Outcome {
   uint64_t dev_files_added = 0;  // /dev/vgpuN opened for a process whose recording opened none
   uint64_t nvsim_checks = 0;     // free-memory agreements checked
   uint64_t denied = 0, end = 0, ioctls = 0, views = 0;
+  // Views of perfmon samples (nvsim's live ring, not the recording's): not in `views`.
+  uint64_t views_live = 0;
   uint64_t peak = 0;         // highest charge seen after a call (what the offline peak measures)
   uint64_t ledger_peak = 0;  // vgpu.ko's stats/mem_peak (settled charges only)
   double seconds = 0;

@@ -4,7 +4,8 @@ set -e
 # scripts/demo.d/30-kmod.sh boots the same payload with vgpu_demo=1 on the command line.
 if grep -q vgpu_demo=1 /proc/cmdline; then exec sh ./demo.sh; fi
 [ -d /sys/kernel/debug/nvsim ] || grep -q " /sys/kernel/debug " /proc/mounts || mount -t debugfs none /sys/kernel/debug
-insmod ./mod/nvsim.ko num_gpus=1 vidmem_mib=1024 reserved_mib=64
+# Two GPUs: a slot on GPU 0 must not see or attach GPU 1 (parts/vgpu_gpus.cc).
+insmod ./mod/nvsim.ko num_gpus=2 vidmem_mib=1024 reserved_mib=64
 # nvsim has no /sys/module/nvsim/version: name the ABI it serves.
 insmod ./mod/vgpu.ko driver_version=580.159.04
 ./vgpuctl driver

@@ -27,6 +27,7 @@
 
 #include "vgpu/manager/slot_manager.h"
 #include "vgpu/stoppable_thread.h"
+#include "vgpu/unique_fd.h"
 
 namespace vgpu::manager {
 
@@ -46,7 +47,7 @@ class ControlServer {
   std::string path_;
   SlotManager& slots_;
   bool standalone_;
-  int listen_fd_ = -1;
+  UniqueFd listen_fd_;
   StoppableThread thread_;  // Run(); Stop() wakes it, also out of Serve()
 };
 

@@ -9,6 +9,7 @@
 
 #include "vgpu/status.h"
 #include "vgpu/stoppable_thread.h"
+#include "vgpu/unique_fd.h"
 
 namespace vgpu::plugin {
 
@@ -26,7 +27,7 @@ class KubeletWatcher {
   std::string dir_;
   std::string kubelet_socket_name_;
   std::function<void(std::string)> on_restart_;
-  int inotify_fd_ = -1;
+  UniqueFd inotify_fd_;
   StoppableThread thread_;  // Run(); Stop() wakes its poll
 };
 

@@ -1,10 +1,11 @@
 // The shim backend's slot config file: the contract between vgpu-manager and libvgpu-shim.so.
 //
-// Location: <virtual-manager-path>/slots/<id>/config on the host, mounted read-only at
+// Location: <slot-path>/slots/<id>/config on the host, mounted read-only at
 // /etc/vgpu in the container, which gets VGPU_CONFIG=/etc/vgpu/config. The shim's ledger lives
-// in its own read-write directory (shim_backend.h), named by the `ledger` key. Written
-// atomically (temp file, fsync, rename inside the slot directory's fd), so a reader sees the old
-// or the new file, never a torn one.
+// in its own read-write directory (shim_backend.h), named by the `ledger` key. Created in place
+// in the slot's new directory, before any container can see it; changed atomically (temp file,
+// rename inside the slot directory's fd), so a reader sees the old or the new file, never a torn
+// one.
 //
 // Format: UTF-8 text, one `key=value` per line, no spaces around `=`, `#` starts a comment
 // line, unknown keys are ignored by readers (append-only), every key below is always written:

@@ -1,0 +1,37 @@
+// Small text and file helpers that several parsers share: a file read whole, text cut into
+// numbered lines, a decimal number that must fill its field.
+#pragma once
+
+#include <charconv>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include "vgpu/status.h"
+
+namespace vgpu {
+
+// The whole file as bytes. Failure is ErrnoError("read <path>", errno): NotFound for a missing
+// file, PermissionDenied, ...; callers that word their own error annotate or replace it.
+Result<std::string> ReadFileToString(const std::string& path);
+
+// `text` cut at each '\n', without the '\n'. A final line needs no '\n', and "a\n" is one line,
+// not two: the index + 1 is the line number an error message gives.
+std::vector<std::string_view> SplitLines(std::string_view text);
+
+// `text` as a number of type T when the whole of it is one (std::from_chars: no sign for
+// unsigned types, no blanks, no suffix, in range); nullopt otherwise.
+template <typename T>
+std::optional<T> ParseNumber(std::string_view text) {
+  T value{};
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+}  // namespace vgpu
