@@ -98,7 +98,7 @@ vcore_ctrl_view_of(const struct vcore_ctrl_row *row)
 	vcore_u32 id = row->flags >> VCORE_CTRL_VIEW_SHIFT;
 
 	if (!id || id >= VCORE_VIEWS)
-		return 0;
+		return (const struct vcore_view *)VCORE_NULL; /* C and C++ */
 	return &vcore_views[id];
 }
 
