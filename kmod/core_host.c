@@ -31,14 +31,14 @@ static bool vgpu_copy_is_small(size_t n)
 	return n <= VGPU_SMALL_COPY && IS_ALIGNED(n, sizeof(u32));
 }
 
-static int vgpu_copy_small_from_user(u8 *dst, const u8 __user *src, size_t n)
+/* Word reads inside an open user-access window; false on a fault. */
+static __always_inline bool vgpu_get_small(u8 *dst, const u8 __user *src,
+					   size_t n)
 {
 	size_t i = 0;
 	u64 w;
 	u32 h;
 
-	if (!user_access_begin(src, n))
-		return -EFAULT;
 	for (; i + sizeof(w) <= n; i += sizeof(w)) {
 		unsafe_get_user(w, (const u64 __user *)(src + i), efault);
 		memcpy(dst + i, &w, sizeof(w));
@@ -47,11 +47,20 @@ static int vgpu_copy_small_from_user(u8 *dst, const u8 __user *src, size_t n)
 		unsafe_get_user(h, (const u32 __user *)(src + i), efault);
 		memcpy(dst + i, &h, sizeof(h));
 	}
-	user_access_end();
-	return 0;
+	return true;
 efault:
+	return false;
+}
+
+static int vgpu_copy_small_from_user(u8 *dst, const u8 __user *src, size_t n)
+{
+	bool ok;
+
+	if (!user_access_begin(src, n))
+		return -EFAULT;
+	ok = vgpu_get_small(dst, src, n);
 	user_access_end();
-	return -EFAULT;
+	return ok ? 0 : -EFAULT;
 }
 
 static int vgpu_copy_small_to_user(u8 __user *dst, const u8 *src, size_t n)
@@ -84,6 +93,30 @@ int vgpu_host_copy_from_user(void *uctx, void *dst, vcore_uptr_t src,
 	if (vgpu_copy_is_small(n))
 		return vgpu_copy_small_from_user(dst, vgpu_uptr(src), n);
 	return copy_from_user(dst, vgpu_uptr(src), n) ? -EFAULT : 0;
+}
+
+/*
+ * Called directly by the core (core.mk: VCORE_HOST_COPY_FROM_USER2): two
+ * small reads in one user-access window, one stac/clac pair fewer (a view
+ * reads the RM status and the reply's head, kmod/core/views.c).
+ */
+int vgpu_host_copy_from_user2(void *uctx, void *d1, vcore_uptr_t s1,
+			      vcore_size_t n1, void *d2, vcore_uptr_t s2,
+			      vcore_size_t n2)
+{
+	bool ok;
+
+	if (!vgpu_copy_is_small(n1) || !vgpu_copy_is_small(n2))
+		return vgpu_host_copy_from_user(uctx, d1, s1, n1)
+			       ?: vgpu_host_copy_from_user(uctx, d2, s2, n2);
+	if (!access_ok(vgpu_uptr(s2), n2))
+		return -EFAULT;
+	if (!user_access_begin(vgpu_uptr(s1), n1))
+		return -EFAULT;
+	ok = vgpu_get_small(d1, vgpu_uptr(s1), n1) &&
+	     vgpu_get_small(d2, vgpu_uptr(s2), n2);
+	user_access_end();
+	return ok ? 0 : -EFAULT;
 }
 
 int vgpu_host_copy_to_user(void *uctx, vcore_uptr_t dst, const void *src,

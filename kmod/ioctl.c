@@ -245,8 +245,8 @@ static noinline bool vgpu_unwrap_xfer(const struct vcore_call *call,
  * stack frame (tests/vm/guest/vgpu/vgpu_bench.cc measures it). A plain
  * control (vcore_pre_lean: no handler, every test passed) comes back with no
  * call: it has no fd field, needs no fd-table witness (not an RM_ALLOC, not
- * on a UVM file), has no allocation status to settle and no post step, so it
- * goes straight to the real driver.
+ * on a UVM file), has no allocation status to settle and no post step but
+ * at most a reply view, so it goes straight to the real driver.
  */
 static __always_inline long
 vgpu_filter_call(struct vgpu_file *vf, unsigned int cmd, unsigned long arg)
@@ -256,13 +256,15 @@ vgpu_filter_call(struct vgpu_file *vf, unsigned int cmd, unsigned long arg)
 		.tid = task_pid_nr(current),
 	};
 	struct file *real = vf->real;
+	struct vcore_reply reply;
 	struct vcore_call *call;
 	enum vcore_verdict v;
 	u32 __user *status;
 	bool witness;
 	long rc;
 
-	v = vcore_pre_lean(vf->core, cmd, (vcore_uptr_t)arg, &ctx, &call);
+	v = vcore_pre_lean(vf->core, cmd, (vcore_uptr_t)arg, &ctx, &call,
+			   &reply);
 	if (v == VCORE_ANSWERED) /* the driver ran the core's copy */
 		return vcore_post(call, 0);
 	if (v != VCORE_FORWARD && v != VCORE_FORWARD_REWRITTEN) {
@@ -275,6 +277,8 @@ vgpu_filter_call(struct vgpu_file *vf, unsigned int cmd, unsigned long arg)
 
 	if (likely(!call)) {
 		rc = real->f_op->unlocked_ioctl(real, cmd, arg);
+		if (reply.view)
+			rc = vcore_post_view(vf->core, &reply, &ctx, (int)rc);
 		status = NULL;
 		goto settle;
 	}

@@ -9,6 +9,7 @@ vgpu-y += core/fmt.o core/slot.o core/objects.o core/export.o core/dispatch.o \
 # The kernel host's user copies (kmod/core_host.c), called directly by the core
 # instead of through its ops table (vcore.h, VCORE_HOST_COPY_FROM_USER).
 ccflags-y += -DVCORE_HOST_COPY_FROM_USER=vgpu_host_copy_from_user \
+	     -DVCORE_HOST_COPY_FROM_USER2=vgpu_host_copy_from_user2 \
 	     -DVCORE_HOST_COPY_TO_USER=vgpu_host_copy_to_user
 
 # The share controller (kmod/core/sched).

@@ -93,6 +93,7 @@ static inline __attribute__((always_inline)) enum vcore_verdict
 rm_control_pre(struct vcore_call *call)
 {
 	const struct vcore_ctrl_row *row;
+	const struct vcore_view *view;
 	vcore_u32 cmd = vcore_rd32(call->argbuf, 8);
 	vcore_u32 size = vcore_rd32(call->argbuf, 24);
 	vcore_uptr_t p = vcore_rd64(call->argbuf, 16);
@@ -118,7 +119,10 @@ rm_control_pre(struct vcore_call *call)
 	if (!ctrl_size_ok(row, size))
 		return vcore_refuse_status(call, NV_ERR_INVALID_ARGUMENT,
 					   "wrong paramsSize for control");
-	return row->pre ? row->pre(call) : VCORE_FORWARD;
+	if (row->pre)
+		return row->pre(call);
+	view = vcore_ctrl_view_of(row);
+	return view ? vcore_ctrl_view(call, view) : VCORE_FORWARD;
 }
 
 enum vcore_verdict vcore_esc_rm_control(struct vcore_call *call)
@@ -360,8 +364,11 @@ enum vcore_verdict vcore_pre(struct vcore_file *file, vcore_u32 req,
  * A plain control: an RM_CONTROL, not wrapped in XFER, on a ctl or GPU file
  * not closed for tampering, whose NVOS54 is readable, whose paramsSize is
  * within RM's limit and is the one its table row registers, and whose row
- * has no pre handler (so no post step, no fd field, no view); or a legacy
- * GSS or NV2081 binary-API control, which rm_control_pre forwards untouched.
+ * has no pre handler (so no fd field and no post step other than a view);
+ * or a legacy GSS or NV2081 binary-API control, which rm_control_pre
+ * forwards untouched. A view row's control (views.c) with params, on a slot
+ * that wants the view, is plain too: vcore_pre would record only which view
+ * runs after the driver (vcore_ctrl_view), and @reply says so instead.
  * Each test below is one vcore_pre makes, in vcore_pre's order, on the same
  * data (the table rows, the file's flag, the one copy of the NVOS54): a call
  * that fails any of them goes to vcore_pre, which makes them again and
@@ -373,16 +380,19 @@ enum vcore_verdict vcore_pre(struct vcore_file *file, vcore_u32 req,
 enum vcore_verdict vcore_pre_lean(struct vcore_file *file, vcore_u32 req,
 				  vcore_uptr_t arg,
 				  const struct vcore_call_ctx *ctx,
-				  struct vcore_call **callp)
+				  struct vcore_call **callp,
+				  struct vcore_reply *reply)
 {
 	struct vcore_slot *slot = file->slot;
 	const struct vcore_esc_row *row;
 	const struct vcore_ctrl_row *ctrl;
+	const struct vcore_view *view;
 	struct early_arg early = {.bytes = VCORE_NULL};
 	/* Read only after the copy into it succeeded. */
 	NVOS54_PARAMETERS p VCORE_NO_AUTO_INIT;
 	vcore_u32 nr = VCORE_IOC_NR(req), size = VCORE_IOC_SIZE(req);
 
+	reply->view = VCORE_NULL;
 	if (vcore_atomic_load(&file->tampered) ||
 	    file->kind == VCORE_FILE_UVM || nr == NV_ESC_IOCTL_XFER_CMD)
 		goto full;
@@ -405,6 +415,14 @@ enum vcore_verdict vcore_pre_lean(struct vcore_file *file, vcore_u32 req,
 			goto full; /* the unknown-control policy */
 	} else if (ctrl->pre || !ctrl_size_ok(ctrl, p.paramsSize)) {
 		goto full;
+	} else if ((view = vcore_ctrl_view_of(ctrl)) &&
+		   vcore_view_wanted(slot, view)) {
+		if (!p.params || !p.paramsSize)
+			goto full; /* refused: a view needs params */
+		reply->view = view->rewrite;
+		reply->arg = arg;
+		reply->params = p.params;
+		reply->params_size = p.paramsSize;
 	}
 	vcore_atomic_inc(&slot->ioctls);
 	vcore_note_pid(file, ctx ? ctx->pid : 0);

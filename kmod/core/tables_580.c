@@ -150,6 +150,13 @@ static const struct vcore_esc_row esc_580[] = {
 		.cmd = cmd_, .size = sizeof(type_), .pre = pre_,               \
 		.name = #cmd_, .params = #type_                                \
 	}
+/* A reply view (views.c): no pre handler, a rewrite after the driver. */
+#define CTRL_VIEW(cmd_, type_, view_)                                          \
+	{                                                                      \
+		.cmd = cmd_, .size = sizeof(type_),                            \
+		.flags = VCORE_CTRL_VIEW(view_), .name = #cmd_,                \
+		.params = #type_                                               \
+	}
 /* Reserved to the compute controller (rm_control.c), any size. */
 #define CTRL_RESERVED(cmd_)                                                    \
 	{                                                                      \
@@ -181,8 +188,8 @@ static const struct vcore_esc_row esc_580[] = {
  */
 static const struct vcore_ctrl_row ctrl_580[] = {
 	/* views (views.c) */
-	CTRL_H(NV2080_CTRL_CMD_FB_GET_INFO_V2,
-	       NV2080_CTRL_FB_GET_INFO_V2_PARAMS, vcore_ctrl_fb_get_info_v2),
+	CTRL_VIEW(NV2080_CTRL_CMD_FB_GET_INFO_V2,
+		  NV2080_CTRL_FB_GET_INFO_V2_PARAMS, VCORE_VIEW_FB_INFO_V2),
 	CTRL_H(NV2080_CTRL_CMD_FB_GET_INFO, NV2080_CTRL_FB_GET_INFO_PARAMS,
 	       vcore_ctrl_fb_get_info),
 	CTRL_H(NV2080_CTRL_CMD_GPU_GET_PIDS, NV2080_CTRL_GPU_GET_PIDS_PARAMS,

@@ -174,6 +174,17 @@ int VCORE_HOST_COPY_FROM_USER(void *uctx, void *dst, vcore_uptr_t src,
 int VCORE_HOST_COPY_TO_USER(void *uctx, vcore_uptr_t dst, const void *src,
 			    vcore_size_t n);
 #endif
+/*
+ * Two small reads in one: (@d1, @s1, @n1), then (@d2, @s2, @n2), each at most
+ * 64 bytes and a multiple of 4. 0, or -VCORE_EFAULT when either faults. The
+ * kernel host makes both in one user-access window; used with
+ * VCORE_HOST_COPY_FROM_USER's ops only.
+ */
+#ifdef VCORE_HOST_COPY_FROM_USER2
+int VCORE_HOST_COPY_FROM_USER2(void *uctx, void *d1, vcore_uptr_t s1,
+			       vcore_size_t n1, void *d2, vcore_uptr_t s2,
+			       vcore_size_t n2);
+#endif
 
 /* The largest single allocation the core asks for (GET_PID_INFO params). */
 #define VCORE_MAX_ALLOC (64u * 1024u)
@@ -441,21 +452,49 @@ enum vcore_verdict vcore_pre(struct vcore_file *file, vcore_u32 req,
 			     vcore_uptr_t arg, const struct vcore_call_ctx *ctx,
 			     struct vcore_call **callp);
 /*
+ * A reply view (kmod/core/views.c) of a call forwarded with no record: a
+ * control whose only work is to rewrite the driver's reply in the caller's
+ * memory after a successful call. vcore_pre_lean fills it; the host passes
+ * it to vcore_post_view after the driver when ->view is set.
+ */
+struct vcore_reply;
+typedef int (*vcore_view_fn)(struct vcore_slot *slot, void *uctx,
+			     const struct vcore_reply *reply);
+struct vcore_reply {
+	vcore_view_fn view;    /* NULL: nothing to do after the driver */
+	vcore_uptr_t arg;      /* the control's NVOS54 (status word inside) */
+	vcore_uptr_t params;   /* its params, never 0 */
+	vcore_u32 params_size; /* never 0 */
+};
+
+/*
  * vcore_pre for a host that can forward a call without a record of it. For a
  * plain control (dispatch.c: an RM_CONTROL whose table row has no handler and
  * whose NVOS54 passes every test vcore_pre makes) it returns VCORE_FORWARD
  * and stores NULL in *@callp: the host forwards (req, arg) and makes no
  * vcore_post call; the call has no fd field, no buffer and no post step, and
- * what the host returns is the real ioctl's result, as vcore_post would. The
- * counters and the caller's pid are noted as by vcore_pre. Any other call is
- * decided by vcore_pre, with the argument this function already read (never
- * read twice), and stores a call in *@callp as vcore_pre does; the host then
- * proceeds as above. The kernel host uses it (kmod/ioctl.c).
+ * what the host returns is the real ioctl's result, as vcore_post would. A
+ * control whose row has only a view is such a call too, with @reply->view
+ * set: the host then returns vcore_post_view(file, reply, ctx, rc) instead.
+ * The counters and the caller's pid are noted as by vcore_pre. Any other
+ * call is decided by vcore_pre, with the argument this function already read
+ * (never read twice), and stores a call in *@callp as vcore_pre does; the
+ * host then proceeds as above. @reply->view is NULL unless set as said. The
+ * kernel host uses it (kmod/ioctl.c).
  */
 enum vcore_verdict vcore_pre_lean(struct vcore_file *file, vcore_u32 req,
 				  vcore_uptr_t arg,
 				  const struct vcore_call_ctx *ctx,
-				  struct vcore_call **callp);
+				  struct vcore_call **callp,
+				  struct vcore_reply *reply);
+/*
+ * After the driver ran a call vcore_pre_lean returned with @reply->view set:
+ * @rc is the real ioctl's result. Rewrites the reply when the call succeeded
+ * (as vcore_post does for the same control) and returns what the host
+ * returns to the application.
+ */
+int vcore_post_view(struct vcore_file *file, const struct vcore_reply *reply,
+		    const struct vcore_call_ctx *ctx, int rc);
 /*
  * Finish one call: @rc is what the real ioctl returned (0 or -errno), or 0
  * when the call was refused. Settles charges, records or frees objects,

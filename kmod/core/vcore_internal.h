@@ -59,9 +59,28 @@ struct vcore_esc_row {
 	const char *params;
 };
 
-/* Control row flags */
+/* Control row flags (and VCORE_CTRL_VIEW below) */
 #define VCORE_CTRL_ANY_SIZE 0x1 /* size field: maximum, not exact */
 #define VCORE_CTRL_REMOVED  0x2
+/*
+ * A reply view (views.c): the control's only work is to rewrite the driver's
+ * reply after a successful call, so it needs no call record (vcore_pre_lean).
+ * Its row names the view in its flags, VCORE_CTRL_VIEW(id), and has no pre
+ * handler.
+ */
+enum vcore_view_id {
+	VCORE_VIEW_NONE = 0,
+	VCORE_VIEW_FB_INFO_V2, /* NV2080_CTRL_CMD_FB_GET_INFO_V2 */
+	VCORE_VIEWS
+};
+#define VCORE_CTRL_VIEW_SHIFT 8
+#define VCORE_CTRL_VIEW(id)   ((vcore_u32)(id) << VCORE_CTRL_VIEW_SHIFT)
+
+struct vcore_view {
+	vcore_view_fn rewrite;
+	vcore_bool under_quota; /* only on a slot with a memory quota */
+};
+extern const struct vcore_view vcore_views[VCORE_VIEWS];
 
 struct vcore_ctrl_row {
 	vcore_u32 cmd;
@@ -71,6 +90,17 @@ struct vcore_ctrl_row {
 	const char *name;
 	const char *params; /* as in vcore_esc_row; NULL for ANY_SIZE rows */
 };
+
+/* A control row's view, or NULL. */
+static inline const struct vcore_view *
+vcore_ctrl_view_of(const struct vcore_ctrl_row *row)
+{
+	vcore_u32 id = row->flags >> VCORE_CTRL_VIEW_SHIFT;
+
+	if (!id || id >= VCORE_VIEWS)
+		return (const struct vcore_view *)VCORE_NULL; /* C and C++ */
+	return &vcore_views[id];
+}
 
 /* What the core does with objects of a class. */
 enum vcore_class_kind {
@@ -471,7 +501,7 @@ struct vcore_call {
 	vcore_bool client_unverified; /* the driver could not be asked */
 	int list_buf;		      /* FB_GET_INFO v1: the nested list */
 	vcore_u64 uvm_base, uvm_end;  /* UVM_FREE / UNMAP_EXTERNAL span */
-	vcore_u32 view_entries;	      /* FB_GET_INFO_V2: list length, bounded */
+	vcore_view_fn view;	      /* a view row's rewrite (views.c) */
 
 	/*
 	 * Everything above is zeroed for each call (call_init); what follows
@@ -583,16 +613,43 @@ static inline int vcore_slot_user_read(const struct vcore_slot *slot,
 	return err ? -VCORE_EFAULT : 0;
 }
 
+/*
+ * Two small reads (each at most 64 bytes, a multiple of 4), in one
+ * user-access window where the host can (VCORE_HOST_COPY_FROM_USER2): 0, or
+ * -VCORE_EFAULT when either faults, without saying which.
+ */
+static inline int vcore_slot_user_read2(const struct vcore_slot *slot,
+					void *uctx, void *d1, vcore_uptr_t s1,
+					vcore_size_t n1, void *d2,
+					vcore_uptr_t s2, vcore_size_t n2)
+{
+#if defined(VCORE_HOST_COPY_FROM_USER2) && defined(VCORE_HOST_COPY_FROM_USER)
+	if (__builtin_expect(slot->ops->copy_from_user ==
+				     VCORE_HOST_COPY_FROM_USER,
+			     1)) {
+		if (s1 + n1 < s1 || s2 + n2 < s2)
+			return -VCORE_EFAULT;
+		return VCORE_HOST_COPY_FROM_USER2(uctx, d1, s1, n1, d2, s2, n2)
+			       ? -VCORE_EFAULT
+			       : 0;
+	}
+#endif
+	if (vcore_slot_user_read(slot, uctx, d1, s1, n1))
+		return -VCORE_EFAULT;
+	return vcore_slot_user_read(slot, uctx, d2, s2, n2);
+}
+
 static inline int vcore_user_read(struct vcore_call *call, void *dst,
 				  vcore_uptr_t src, vcore_size_t n)
 {
 	return vcore_slot_user_read(call->slot, call->ctx.uctx, dst, src, n);
 }
 
-static inline int vcore_user_write(struct vcore_call *call, vcore_uptr_t dst,
-				   const void *src, vcore_size_t n)
+static inline int vcore_slot_user_write(const struct vcore_slot *slot,
+					void *uctx, vcore_uptr_t dst,
+					const void *src, vcore_size_t n)
 {
-	const struct vcore_host_ops *ops = call->slot->ops;
+	const struct vcore_host_ops *ops = slot->ops;
 	int err;
 
 	if (!n)
@@ -601,11 +658,17 @@ static inline int vcore_user_write(struct vcore_call *call, vcore_uptr_t dst,
 		return -VCORE_EFAULT;
 #ifdef VCORE_HOST_COPY_TO_USER
 	if (__builtin_expect(ops->copy_to_user == VCORE_HOST_COPY_TO_USER, 1))
-		err = VCORE_HOST_COPY_TO_USER(call->ctx.uctx, dst, src, n);
+		err = VCORE_HOST_COPY_TO_USER(uctx, dst, src, n);
 	else
 #endif
-		err = ops->copy_to_user(call->ctx.uctx, dst, src, n);
+		err = ops->copy_to_user(uctx, dst, src, n);
 	return err ? -VCORE_EFAULT : 0;
+}
+
+static inline int vcore_user_write(struct vcore_call *call, vcore_uptr_t dst,
+				   const void *src, vcore_size_t n)
+{
+	return vcore_slot_user_write(call->slot, call->ctx.uctx, dst, src, n);
 }
 
 /* Escape handlers (escapes.c, rm_alloc.c, rm_control.c) and the UVM
@@ -634,7 +697,6 @@ int vcore_post_dup(struct vcore_call *call);
 int vcore_post_vhc_info(struct vcore_call *call);
 
 /* Control handlers (rm_control.c, views.c) */
-enum vcore_verdict vcore_ctrl_fb_get_info_v2(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_fb_get_info(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_get_pids(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_get_pid_info(struct vcore_call *call);
@@ -670,6 +732,17 @@ enum vcore_verdict vcore_sched_obj_limit(struct vcore_call *call,
 vcore_u64 vcore_view_total_bytes(struct vcore_slot *slot);
 vcore_u64 vcore_view_free_bytes(struct vcore_slot *slot);
 void vcore_count_view(struct vcore_slot *slot);
+/*
+ * A view row (struct vcore_ctrl_row .view): whether the slot wants its
+ * rewrite, and vcore_pre's handler for it (vcore_pre_lean needs none).
+ */
+static inline vcore_bool vcore_view_wanted(const struct vcore_slot *slot,
+					   const struct vcore_view *view)
+{
+	return !view->under_quota || vcore_slot_has_quota(slot);
+}
+enum vcore_verdict vcore_ctrl_view(struct vcore_call *call,
+				   const struct vcore_view *view);
 int vcore_view_heap_query(struct vcore_call *call);
 
 #endif /* VCORE_INTERNAL_H */

@@ -105,43 +105,128 @@ static int ctrl_ok(struct vcore_call *call)
 	return !vcore_reply_u32(call, 28, &status) && status == NV_OK;
 }
 
-static int fb_v2_post(struct vcore_call *call)
+/* ---- views: controls whose only work is rewriting the reply ---- */
+
+static int view_post(struct vcore_call *call)
 {
-	if (!ctrl_ok(call))
-		return 0;
-	/* The list as pre's private read sized it: RM answers in place. */
-	return rewrite_fb_reply(call, call->bufs[call->params_buf].uaddr + 4,
-				call->view_entries);
+	const struct vcore_buf_info *b = &call->bufs[call->params_buf];
+	struct vcore_reply reply = {
+		.view = call->view,
+		.arg = call->arg,
+		.params = b->uaddr,
+		.params_size = b->len,
+	};
+
+	return reply.view(call->slot, call->ctx.uctx, &reply);
 }
 
-/* NV2080_CTRL_CMD_FB_GET_INFO_V2 (0x20801303, 1028 B). */
-enum vcore_verdict vcore_ctrl_fb_get_info_v2(struct vcore_call *call)
+/*
+ * vcore_pre's handler of a view row. vcore_pre_lean forwards the same calls
+ * with no record (dispatch.c) and the host runs the same view after the
+ * driver (vcore_post_view): a call without params is refused by both, as
+ * a view needs the reply it rewrites.
+ */
+enum vcore_verdict vcore_ctrl_view(struct vcore_call *call,
+				   const struct vcore_view *view)
 {
-	vcore_u32 n;
-	int err;
-
-	if (!vcore_slot_has_quota(call->slot))
+	if (!vcore_view_wanted(call->slot, view))
 		return VCORE_FORWARD;
 	if (call->params_buf < 0)
 		return vcore_refuse_status(call, NV_ERR_INVALID_ARGUMENT,
-					   "FB_GET_INFO_V2 without params");
-	/*
-	 * The only input the view needs is fbInfoListSize: post reads the
-	 * reply list RM wrote in place, so the other 1024 bytes are not
-	 * copied (a copy of them would decide nothing).
-	 */
-	err = vcore_user_read(call, &n, call->bufs[call->params_buf].uaddr,
-			      sizeof(n));
-	if (err)
-		return vcore_refuse_errno(call, err,
-					  "FB_GET_INFO_V2 params unreadable");
-	call->view_entries = n < NV2080_CTRL_FB_INFO_MAX_LIST_SIZE
-				     ? n
-				     : NV2080_CTRL_FB_INFO_MAX_LIST_SIZE;
+					   "view control without params");
+	call->view = view->rewrite;
 	call->post = VCORE_POST_CTRL;
-	call->ctrl_post = fb_v2_post;
+	call->ctrl_post = view_post;
 	return VCORE_FORWARD;
 }
+
+/* Where the list starts in the params, and where RM's status is. */
+#define FB_V2_LIST  VCORE_OFF(NV2080_CTRL_FB_GET_INFO_V2_PARAMS, fbInfoList)
+#define CTRL_STATUS VCORE_OFF(NVOS54_PARAMETERS, status)
+/* The reply's head read with one small copy: fbInfoListSize and this many
+ * entries (60 bytes; libcuda's and NVML's queries ask 1-5 indices). */
+#define FB_V2_HEAD_ENTRIES 7
+
+/*
+ * NV2080_CTRL_CMD_FB_GET_INFO_V2 (0x20801303, 1028 B), a view row: after a
+ * call RM answered NV_OK, fbInfoListSize and the list as RM wrote them back
+ * (it answers in place, and rejects a size over 128). Everything is read
+ * from the reply, after the call; nothing before it. This is within the
+ * kernel side's rule (docs/security.md: user memory is read once, and the
+ * driver never reads what the core did not check): the driver gets the
+ * caller's params untouched, as for any plain control, and no decision about
+ * the call rests on them, so there is nothing the driver could read
+ * differently. The rewrite is a courtesy to the caller on its own reply, not
+ * a check: a sibling thread that changes the reply around the rewrite changes
+ * only what its own process reads, which it can do anyway.
+ */
+static int fb_get_info_v2_view(struct vcore_slot *slot, void *uctx,
+			       const struct vcore_reply *reply)
+{
+	/* Written by the reads before it is read (not cleared per call). */
+	NV2080_CTRL_FB_GET_INFO_V2_PARAMS r VCORE_NO_AUTO_INIT;
+	const vcore_size_t esize = sizeof(r.fbInfoList[0]);
+	vcore_size_t head = FB_V2_LIST + FB_V2_HEAD_ENTRIES * esize, len;
+	vcore_u32 status = 1, n;
+
+	if (reply->params_size < FB_V2_LIST)
+		return 0;
+	if (head > reply->params_size)
+		head = reply->params_size;
+	/* The status and the head together (one user-access window in the
+	 * kernel); when that faults, the status alone says which answer. */
+	if (vcore_slot_user_read2(slot, uctx, &status, reply->arg + CTRL_STATUS,
+				  sizeof(status), &r, reply->params, head)) {
+		if (vcore_slot_user_read(slot, uctx, &status,
+					 reply->arg + CTRL_STATUS,
+					 sizeof(status)) ||
+		    status != NV_OK)
+			return 0;
+		return -VCORE_EFAULT;
+	}
+	if (status != NV_OK)
+		return 0;
+	n = r.fbInfoListSize;
+	if (n > (reply->params_size - FB_V2_LIST) / esize)
+		n = (reply->params_size - FB_V2_LIST) / esize;
+	if (n > NV2080_CTRL_FB_INFO_MAX_LIST_SIZE)
+		n = NV2080_CTRL_FB_INFO_MAX_LIST_SIZE;
+	len = FB_V2_LIST + n * esize;
+	if (len > head &&
+	    vcore_slot_user_read(slot, uctx, (vcore_u8 *)&r + head,
+				 reply->params + head, len - head))
+		return -VCORE_EFAULT;
+	if (!rewrite_fb_list(slot, r.fbInfoList, n))
+		return 0;
+	if (vcore_slot_user_write(slot, uctx, reply->params + FB_V2_LIST,
+				  r.fbInfoList, len - FB_V2_LIST))
+		return -VCORE_EFAULT;
+	vcore_count_view(slot);
+	return 0;
+}
+
+int vcore_post_view(struct vcore_file *file, const struct vcore_reply *reply,
+		    const struct vcore_call_ctx *ctx, int rc)
+{
+	void *uctx = ctx ? ctx->uctx : VCORE_NULL;
+
+	if (rc)
+		return rc;
+	/*
+	 * The memory view by a direct call: an indirect one is a retpoline on
+	 * kernels built with them (Linux's INDIRECT_CALL_1 pattern, as
+	 * dispatch.c calls rm_control_pre).
+	 */
+	if (reply->view == fb_get_info_v2_view)
+		return fb_get_info_v2_view(file->slot, uctx, reply);
+	return reply->view(file->slot, uctx, reply);
+}
+
+/* The view rows' rewrites, by enum vcore_view_id (struct vcore_ctrl_row). */
+const struct vcore_view vcore_views[VCORE_VIEWS] = {
+	[VCORE_VIEW_FB_INFO_V2] = {.rewrite = fb_get_info_v2_view,
+				   .under_quota = 1},
+};
 
 static int fb_v1_post(struct vcore_call *call)
 {

@@ -69,7 +69,7 @@ TEST_F(CoreTest, ASmallControlAllocatesNothingAndTakesNoLockOnceWarm) {
   EXPECT_EQ(Stats().denied, 1u);
 }
 
-TEST_F(CoreTest, TheMemoryViewReadsOnlyTheListLengthAndAllocatesNothing) {
+TEST_F(CoreTest, TheMemoryViewReadsOnlyTheReplyAndAllocatesNothing) {
   MakeSlot(256 * kMiB, VCORE_UNKNOWN_STRICT, &kCountingOps);
   uint32_t c, d, s;
   Session(&c, &d, &s);
@@ -87,10 +87,15 @@ TEST_F(CoreTest, TheMemoryViewReadsOnlyTheListLengthAndAllocatesNothing) {
   // A list length past the driver's maximum is bounded, not trusted (and not a fault).
   fb.fbInfoListSize = 100000;
   EXPECT_EQ(Control(c, s, NV2080_CTRL_CMD_FB_GET_INFO_V2, Bytes(fb)).verdict, VCORE_FORWARD);
-  // Params whose first word is unreadable are refused before the driver sees them.
+  // Nothing is read before the call: unreadable params go to the driver as the caller passed
+  // them (it answers them; here it faults), and the view reads nothing of a failed call.
   NVOS54_PARAMETERS bad{c, s, NV2080_CTRL_CMD_FB_GET_INFO_V2, 0, 0xbad00000, 1028, 0};
   Put(kArg, Bytes(bad));
-  EXPECT_EQ(Call(Req(NV_ESC_RM_CONTROL, 32), kArg).ret, -VCORE_EFAULT);
+  rm_.rc = -VCORE_EFAULT;
+  Outcome o = Call(Req(NV_ESC_RM_CONTROL, 32), kArg);
+  EXPECT_EQ(o.verdict, VCORE_FORWARD);
+  EXPECT_EQ(o.ret, -VCORE_EFAULT);
+  EXPECT_EQ(Stats().denied, 0u);
 }
 
 TEST_F(CoreTest, EveryNewCallerPidIsNotedEvenWhenTheFileRemembersAnother) {
