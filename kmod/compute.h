@@ -28,10 +28,7 @@
 
 struct vgpu_slot;
 
-/* RM classes and controls (kmod/core/abi/classes.h, vcore_sched_ctrl.h). */
-#define VGPU_NV01_ROOT_CLIENT 0x41
-#define VGPU_NV01_DEVICE_0    0x80
-#define VGPU_NV20_SUBDEVICE_0 0x2080
+/* RM classes and controls: kmod/core/abi/classes.h, ctrl.h. */
 #define VGPU_NV_OK	      0
 /* nvsim only (tests/vm/nvsim/nvsim_abi.h): exact GPU time of one TSG. */
 #define VGPU_NVSIM_CTRL_TSG_GET_RUNTIME 0xa06c01f0

@@ -203,8 +203,6 @@ struct vcore_file;
 struct vcore_overquota;
 void vgpu_overquota_hook(void *priv, struct vcore_file *file,
 			 const struct vcore_overquota *oq);
-u32 __user *vgpu_overquota_status_addr(struct vcore_call *call,
-				       unsigned int cmd, unsigned long arg);
 void vgpu_overquota_settle(struct vgpu_file *vf, u32 __user *status);
 /* trusted.c: an object to free through the caller's file, then maybe kill. */
 int vgpu_free_queue(u32 h_client, u32 h_parent, u32 h_object, bool kill);
@@ -213,25 +211,6 @@ extern struct list_head vgpu_overquota_pending;
 static inline bool vgpu_overquota_pending_any(void)
 {
 	return !list_empty_careful(&vgpu_overquota_pending);
-}
-
-/*
- * Whether vgpu_overquota_status_addr can name a status for @cmd: only the
- * allocation escapes have one (NV_ESC_RM_ALLOC_MEMORY 0x27, NV_ESC_RM_ALLOC
- * 0x2b, NV_ESC_RM_VID_HEAP_CONTROL 0x4a), and NV_ESC_IOCTL_XFER_CMD 0xd3 may
- * wrap one. A test of the request word, before any call into the core.
- */
-static inline bool vgpu_overquota_may_settle(unsigned int cmd)
-{
-	switch (_IOC_NR(cmd)) {
-	case 0x27:
-	case 0x2b:
-	case 0x4a:
-	case 0xd3:
-		return true;
-	default:
-		return false;
-	}
 }
 
 /*

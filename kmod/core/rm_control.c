@@ -312,7 +312,7 @@ enum vcore_verdict vcore_esc_export_dmabuf(struct vcore_call *call)
 	vcore_bool ok = 1;
 
 	if (vcore_slot_has_quota(call->slot))
-		return vcore_refuse_status(
+		return vcore_refuse_quota(
 			call, NV_ERR_INSUFFICIENT_PERMISSIONS,
 			"dma-buf export under a memory quota "
 			"(its memory outlives the charge)");

@@ -215,6 +215,49 @@ const struct vcore_abi *vcore_abi_for_version(const char *version)
 	return VCORE_NULL;
 }
 
+/* The slot's branch, or the newest the core knows for a host without one. */
+static const struct vcore_abi *abi_of(const struct vcore_slot *slot)
+{
+	return slot ? slot->abi : &vcore_abi_580;
+}
+
+enum vcore_class_role vcore_class_role_of(const struct vcore_slot *slot,
+				       vcore_u32 cls)
+{
+	const struct vcore_class_row *row = vcore_abi_class(abi_of(slot), cls);
+
+	if (!row)
+		return VCORE_CLASS_UNKNOWN;
+	switch (row->kind) {
+	case VCORE_CLS_ROOT:
+		return VCORE_CLASS_CLIENT;
+	case VCORE_CLS_DEVICE:
+		return VCORE_CLASS_DEVICE;
+	case VCORE_CLS_SUBDEVICE:
+		return VCORE_CLASS_SUBDEVICE;
+	case VCORE_CLS_VIDMEM:
+	case VCORE_CLS_FABRIC:
+	case VCORE_CLS_SYSMEM:
+	case VCORE_CLS_UNCHARGED_MEM:
+	case VCORE_CLS_QUOTA_REFUSED:
+		return VCORE_CLASS_MEMORY;
+	case VCORE_CLS_TSG:
+		return VCORE_CLASS_TSG;
+	case VCORE_CLS_CHANNEL:
+		return VCORE_CLASS_CHANNEL;
+	default:
+		return VCORE_CLASS_OTHER;
+	}
+}
+
+vcore_u32 vcore_class_params_size(const struct vcore_slot *slot,
+				  vcore_u32 cls)
+{
+	const struct vcore_class_row *row = vcore_abi_class(abi_of(slot), cls);
+
+	return row ? row->params_size : 0;
+}
+
 int vcore_driver_version_supported(const char *version, char *msg,
 				   vcore_size_t msg_len)
 {

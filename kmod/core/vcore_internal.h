@@ -85,7 +85,9 @@ enum vcore_class_kind {
 	VCORE_CLS_TSG,
 	VCORE_CLS_CHANNEL,
 	VCORE_CLS_EVENT,   /* NV0005 params: data is restored after RM */
-	VCORE_CLS_REMOVED, /* delta: not in this version */
+	VCORE_CLS_DEVICE,  /* tracked; the driver needs a GPU witness */
+	VCORE_CLS_SUBDEVICE, /* tracked; the compute hosts' control target */
+	VCORE_CLS_REMOVED,   /* delta: not in this version */
 };
 
 struct vcore_class_row {
@@ -448,6 +450,8 @@ struct vcore_call {
 	struct vcore_obj *new_obj; /* preallocated record */
 	vcore_u32 h_parent;
 	vcore_u64 reserved;	   /* ledger bytes reserved in pre */
+	vcore_u64 requested;	   /* vidmem bytes asked (vcore_call_request_bytes) */
+	vcore_bool quota_refused;  /* refused by the memory quota */
 	vcore_u64 sysmem_reserved; /* sysmem_held bytes reserved in pre */
 	vcore_u32 page_align;	   /* rounding for the settle */
 	int params_buf;		   /* bufs index of class/ctrl params */
@@ -484,6 +488,10 @@ enum vcore_verdict vcore_refuse_errno(struct vcore_call *call, int err,
 				      const char *reason);
 enum vcore_verdict vcore_refuse_status(struct vcore_call *call,
 				       vcore_u32 status, const char *reason);
+/* vcore_refuse_status for a refusal by the memory quota
+ * (vcore_call_refusal: VCORE_REFUSAL_QUOTA). */
+enum vcore_verdict vcore_refuse_quota(struct vcore_call *call, vcore_u32 status,
+				      const char *reason);
 /* The driver's answer to a call the host issued with the core's copy
  * (VCORE_ANSWERED): @status written into the user's struct. */
 enum vcore_verdict vcore_answer_status(struct vcore_call *call,

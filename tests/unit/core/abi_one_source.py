@@ -23,6 +23,7 @@ Usage: abi_one_source.py REPO_ROOT   (exit 0: clean, 1: findings listed, 2: cann
 """
 import os
 import re
+import subprocess
 import sys
 
 HEX = re.compile(r"\b0[xX]([0-9a-fA-F]+)(?:[uU]?[lL]{0,2}|[lL]{1,2}[uU]?)\b")
@@ -77,19 +78,31 @@ def struct_sizes(root):
     return sizes
 
 
+def in_host(rel):
+    parts = rel.split("/")
+    if not rel.endswith(SOURCE_EXT):
+        return False
+    if parts[0] == "kmod":
+        return len(parts) == 2
+    return parts[0] in ("shim", "daemon", "topology")
+
+
 def host_files(root):
-    """The core's hosts: kmod/ outside kmod/core, shim/, daemon/, topology/."""
-    kmod = os.path.join(root, "kmod")
-    for name in sorted(os.listdir(kmod)):
-        path = os.path.join(kmod, name)
-        if os.path.isfile(path) and name.endswith(SOURCE_EXT):
-            yield path
-    for top in ("shim", "daemon", "topology"):
-        for dirpath, dirnames, filenames in os.walk(os.path.join(root, top)):
-            dirnames.sort()
-            for name in sorted(filenames):
-                if name.endswith(SOURCE_EXT):
-                    yield os.path.join(dirpath, name)
+    """The core's hosts: kmod/ outside kmod/core, shim/, daemon/, topology/. In a git checkout,
+    the files git tracks or would track (a module build leaves generated C in kmod/)."""
+    try:
+        out = subprocess.run(["git", "-C", root, "ls-files", "-co", "--exclude-standard"],
+                             check=True, capture_output=True, text=True).stdout
+        rels = sorted(set(out.split("\n")) - {""})
+    except (OSError, subprocess.CalledProcessError):
+        rels = []
+        for top in ("kmod", "shim", "daemon", "topology"):
+            for dirpath, _, filenames in os.walk(os.path.join(root, top)):
+                rels += [os.path.relpath(os.path.join(dirpath, f), root) for f in filenames]
+        rels.sort()
+    for rel in rels:
+        if in_host(rel) and os.path.isfile(os.path.join(root, rel)):
+            yield os.path.join(root, rel)
 
 
 def is_request(v):
