@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The filter core's kernel host ops (kmod/core/vcore.h): user copies,
- * allocation, locks, log lines, the clock, the driver queries (trusted.c),
+ * allocation, locks, log lines, the clock, the driver queries (driver_query.c),
  * and the slot's memory ledger.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -16,7 +16,7 @@
 #include <linux/uaccess.h>
 
 #include "core_host.h"
-#include "trusted.h"
+#include "driver_query.h"
 #include "vgpu.h"
 
 /* ---- host ops -------------------------------------------------------- */
@@ -196,7 +196,8 @@ const struct vcore_host_ops vgpu_host_ops = {
 	.control_copy = vgpu_trusted_control_copy,
 };
 
-/* Client records confirmed by the driver (kmod/core/vcore.h, trusted.c). */
+/* Client records confirmed by the driver (kmod/core/vcore.h, driver_query.c).
+ */
 const struct vcore_client_ops vgpu_client_ops = {
 	.claim = vgpu_trusted_client_claim,
 	.release = vgpu_trusted_client_release,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * What the filter core's kernel host shares between its two halves:
- * core_host.c (the host ops, the ledger) and filter.c (slots, files, the
+ * core_host.c (the host ops, the ledger) and ioctl.c (slots, files, the
  * ioctl path).
  */
 #ifndef VGPU_CORE_HOST_H
@@ -28,7 +28,7 @@ struct vgpu_filter_slot {
 	struct vgpu_ledger ledger;
 	struct vgpu_slot *slot; /* back pointer, not a reference */
 	struct ratelimit_state event_rs;
-	/* Processes that made their UVM context mapping (filter.c). */
+	/* Processes that made their UVM context mapping (ioctl.c). */
 	spinlock_t uvm_ctx_lock; /* protects uvm_ctx_procs */
 	struct list_head uvm_ctx_procs;
 };

@@ -96,7 +96,7 @@ out_free:
  * the filter forgets this file's objects (refunding their charges), then the
  * last reference to the real file goes, and nvidia_close frees every RM client
  * bound to it. If a registered dev file or a VMA still holds the real file,
- * both wait until it no longer does (linger.c).
+ * both wait until it no longer does (file_release.c).
  */
 static int vgpu_fops_release(struct inode *inode, struct file *file)
 {
@@ -153,7 +153,7 @@ const struct file_operations vgpu_fops = {
 	.owner = THIS_MODULE,
 	.open = vgpu_fops_open,
 	.release = vgpu_fops_release,
-	/* filter.c. nvidia_fops uses one function for both (nv.c:235-245);
+	/* ioctl.c. nvidia_fops uses one function for both (nv.c:235-245);
 	 * so do we. */
 	.unlocked_ioctl = vgpu_fops_ioctl,
 	.compat_ioctl = vgpu_fops_ioctl,

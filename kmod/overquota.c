@@ -11,12 +11,12 @@
  * on the same real ctl file, and rewrites the allocation's status to
  * NV_ERR_NO_MEMORY: what the driver itself says when memory runs out (§4.3).
  *
- * Since trusted.c, this is the fallback: when the driver answers the core's
- * driver_memory query, the core charges the driver's own size and has an
+ * Since driver_query.c, this is the fallback: when the driver answers the
+ * core's driver_memory query, the core charges the driver's own size and has an
  * allocation past the quota freed through the driver's in-kernel entry on
- * kernel memory (trusted.c, vgpu_trusted_free), and this hook is not called
- * for it. It still runs when the query cannot be answered (no in-kernel RM
- * entry, or a class the driver does not describe), where growth is detected
+ * kernel memory (driver_query.c, vgpu_trusted_free), and this hook is not
+ * called for it. It still runs when the query cannot be answered (no in-kernel
+ * RM entry, or a class the driver does not describe), where growth is detected
  * from the reply, which a racing thread can rewrite; and vgpu_free_queue
  * below serves the frees under clients recorded while the driver could not
  * be asked. Both free with an NVOS00 in a scratch page of the caller's mm,
@@ -73,8 +73,8 @@ void vgpu_overquota_hook(void *priv, struct vcore_file *file,
 }
 
 /*
- * kmod/trusted.c, inside vcore_post, for the frees the core asks of the driver
- * under a client the in-kernel entry may not free (vgpu_trusted_free: no
+ * kmod/driver_query.c, inside vcore_post, for the frees the core asks of the
+ * driver under a client the in-kernel entry may not free (vgpu_trusted_free: no
  * node-wide claim, the driver could not be asked when it was recorded), and
  * for the kill of a tampered call (@h_client 0: only kill): an allocation the
  * driver made past the quota (deny_after_alloc), or, with @kill, a client of

@@ -7,8 +7,8 @@
  * Why: the driver runs such calls on kernel buffers with kernel privilege
  * (RS_PRIV_LEVEL_KERNEL, no client-ownership or pid check), so vgpu.ko can
  * act on a tenant's objects without touching the tenant's memory or files:
- * query what the driver really allocated (the TOCTOU fix in trusted.c), free
- * an object past the quota, or drive a tenant's TSGs from a kernel thread.
+ * query what the driver really allocated (the TOCTOU fix in driver_query.c),
+ * free an object past the quota, or drive a tenant's TSGs from a kernel thread.
  *
  * Binding: nvidia.ko is resolved at run time (__symbol_get), so vgpu.ko loads
  * without it. The first call binds: it asks the driver for its version string

@@ -114,7 +114,7 @@ struct vgpu_file {
 	struct file *real;
 	pid_t tgid; /* opener, for attach/exit accounting */
 	struct vgpu_filter_file *filter;
-	struct list_head linger; /* linger.c: parked while real is held */
+	struct list_head linger; /* file_release.c: parked while real is held */
 };
 
 /* main.c: module parameters and the real driver binding. */
@@ -155,9 +155,9 @@ static inline void vgpu_stat_inc(struct vgpu_slot *slot, enum vgpu_stat_attr s)
 extern const struct file_operations vgpu_fops;
 
 /*
- * linger.c: a proxy file ends when its real file does. release() finishes @vf
- * now if the proxy holds the real file's only reference, else parks it until
- * that is so (a registered dev file or a mapping holds it).
+ * file_release.c: a proxy file ends when its real file does. release() finishes
+ * @vf now if the proxy holds the real file's only reference, else parks it
+ * until that is so (a registered dev file or a mapping holds it).
  */
 void vgpu_file_release(struct vgpu_file *vf);
 void vgpu_linger_exit(void);
@@ -168,7 +168,7 @@ static inline bool vgpu_file_revoked(struct vgpu_file *vf)
 	return READ_ONCE(vf->slot->state) != VGPU_SLOT_STATE_ACTIVE;
 }
 
-/* fwd.c: forwarding helpers. */
+/* fd_translate.c: forwarding helpers. */
 struct vcore_file;
 
 struct vgpu_fd_fix {
@@ -204,7 +204,8 @@ struct vcore_overquota;
 void vgpu_overquota_hook(void *priv, struct vcore_file *file,
 			 const struct vcore_overquota *oq);
 void vgpu_overquota_settle(struct vgpu_file *vf, u32 __user *status);
-/* trusted.c: an object to free through the caller's file, then maybe kill. */
+/* driver_query.c: an object to free through the caller's file, then maybe kill.
+ */
 int vgpu_free_queue(u32 h_client, u32 h_parent, u32 h_object, bool kill);
 /* Checked after every call: inline, so that the common call makes no call. */
 extern struct list_head vgpu_overquota_pending;
@@ -236,7 +237,7 @@ bool vgpu_compute_slot_stats(struct vgpu_slot *slot,
 			     struct vgpu_compute_host_stats *hs);
 const char *vgpu_compute_mode_name(u32 mode);
 
-/* filter.c, core_host.c: the filter core's host (kmod/core, vcore.h). */
+/* ioctl.c, core_host.c: the filter core's host (kmod/core, vcore.h). */
 struct vcore_slot;
 /* The core's slot (its TSG registry), valid while the slot is referenced. */
 struct vcore_slot *vgpu_filter_core(struct vgpu_slot *slot);

@@ -15,7 +15,7 @@
  * holds. When the export file closes its holds go, and their charge passes to
  * an import or is refunded (vcore_export_holds_free_locked, from
  * vcore_file_close, which the kernel host calls after the driver released
- * the real file, kmod/linger.c).
+ * the real file, kmod/file_release.c).
  *
  * The host names the export file (vcore_call_set_fd_file); without it (a
  * host that cannot tell, an fd of another process) nothing is held, as before.

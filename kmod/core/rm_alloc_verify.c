@@ -155,7 +155,7 @@ void vcore_tampered(struct vcore_call *call, vcore_u32 h_client,
 	/*
 	 * The driver frees first, then the records go: a host frees only
 	 * under a client whose record (and node-wide claim) still stands
-	 * (kmod/trusted.c). A record whose free failed stays, and charged.
+	 * (kmod/driver_query.c). A record whose free failed stays, and charged.
 	 */
 	if (!n)
 		slot->ops->driver_memory(slot->priv, 0, 0, 0, VCORE_NULL);

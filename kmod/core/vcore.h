@@ -136,7 +136,7 @@ struct vcore_host_ops {
 	 * Called from vcore_post in the calling task, slot lock not held,
 	 * after every RM_ALLOC (existence for all classes, size for memory),
 	 * never for controls. The kernel host asks through the driver's
-	 * in-kernel RM entry (kmod/trusted.c); the shim leaves it NULL (an
+	 * in-kernel RM entry (kmod/driver_query.c); the shim leaves it NULL (an
 	 * in-process filter can be bypassed anyway).
 	 */
 	int (*driver_memory)(void *priv, vcore_u32 h_client, vcore_u32 h_parent,
@@ -430,7 +430,7 @@ enum vcore_verdict vcore_pre(struct vcore_file *file, vcore_u32 req,
  * counters and the caller's pid are noted as by vcore_pre. Any other call is
  * decided by vcore_pre, with the argument this function already read (never
  * read twice), and stores a call in *@callp as vcore_pre does; the host then
- * proceeds as above. The kernel host uses it (kmod/filter.c).
+ * proceeds as above. The kernel host uses it (kmod/ioctl.c).
  */
 enum vcore_verdict vcore_pre_lean(struct vcore_file *file, vcore_u32 req,
 				  vcore_uptr_t arg,

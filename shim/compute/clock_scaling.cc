@@ -42,7 +42,7 @@ void ClockScalingLearner::Fit() {
   if (at_ref <= 0) {
     return;
   }
-  c_pm_ = static_cast<uint32_t>(std::clamp(slope / at_ref, 0.0, 1.0) * 1000 + 0.5);
+  c_pm_ = static_cast<uint32_t>(std::clamp(slope / at_ref, 0.0, kMaxPm / 1000.0) * 1000 + 0.5);
   learned_ = true;
 }
 

@@ -52,6 +52,12 @@ namespace vgpu::shim::compute {
 class ClockScalingLearner {
  public:
   static constexpr uint32_t kPriorPm = 1000;
+  // The most c may read. Above 1 the work per busy second rose more than the reported SM clock:
+  // the clock is a sampling period's figure, and in a high cap's on phases it understates what
+  // the SMs ran at (run F, docs/results/e2e-h200.md: at cap 70 the matmul loop did 74 % of bare
+  // while c clamped at 1 credited 69 %). The DRAM signal is the measure of work, so it may say
+  // so; the weight q it feeds stays within compute_measure.cc's kMaxWorkPerTimePm.
+  static constexpr uint32_t kMaxPm = 1500;
   static constexpr uint32_t kRefMinPm = 970;   // u >= 0.97: at the reference clock
   static constexpr uint32_t kLiftMaxPm = 950;  // u <= 0.95: boosted 5 % or more
   static constexpr uint64_t kRefBusyNs = 100'000'000;

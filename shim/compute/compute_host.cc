@@ -45,7 +45,7 @@ ComputeHost::ComputeHost(const ComputeConfig& cfg, RmControlFn rm, void* rm_ctx)
              cfg_.ref_clock_mhz == 0 && cfg_.ref_probe_max_ns != 0;
   probe_state_.store(probing_ ? 1 : 0);
   scaling_pm_.store(cfg_.clock_scaling_pm != kLearnClockScaling
-                        ? std::min<uint32_t>(cfg_.clock_scaling_pm, 1000)
+                        ? std::min<uint32_t>(cfg_.clock_scaling_pm, ClockScalingLearner::kMaxPm)
                         : ClockScalingLearner::kPriorPm);
   vcore_sched_params p;
   vcore_sched_params_default(&p);

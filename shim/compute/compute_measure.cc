@@ -292,8 +292,9 @@ uint32_t ComputeHost::WorkPerTime(uint64_t busy_ns, uint64_t span_ns, uint64_t f
     unbinned_.clear();
   }
   const bool configured = cfg_.clock_scaling_pm != kLearnClockScaling;
-  const uint32_t c_pm =
-      configured ? std::min<uint32_t>(cfg_.clock_scaling_pm, 1000) : scaling_.c_pm();
+  const uint32_t c_pm = configured
+                            ? std::min<uint32_t>(cfg_.clock_scaling_pm, ClockScalingLearner::kMaxPm)
+                            : scaling_.c_pm();
   scaling_pm_.store(c_pm, std::memory_order_relaxed);
   scaling_learned_.store(!configured && scaling_.learned(), std::memory_order_relaxed);
   rho_ref_pm_.store(scaling_.rho_ref_pm(), std::memory_order_relaxed);
@@ -301,11 +302,14 @@ uint32_t ComputeHost::WorkPerTime(uint64_t busy_ns, uint64_t span_ns, uint64_t f
   u_lift_pm_.store(scaling_.u_lift_pm(), std::memory_order_relaxed);
   uint32_t q = 1000;
   if (busy != 0 && ref != 0) {
-    // q = 1 / (c / x + 1 - c) = 1000 * busy / (c * ref + (1 - c) * busy), in permille.
-    const uint64_t c = c_pm;
-    const uint64_t den = c * ref + (1000 - c) * busy;
-    q = static_cast<uint32_t>(std::clamp<uint64_t>(
-        den != 0 ? uint64_t{busy} * 1'000'000 / den : 1000, 1000, kMaxWorkPerTimePm));
+    // q = 1 / (c / x + 1 - c) = 1000 * busy / (c * ref + (1 - c) * busy), in permille. Signed:
+    // c may exceed 1 (clock_scaling.h, kMaxPm), and then a high enough clock leaves no positive
+    // denominator: the most work per time the clamp allows.
+    const int64_t c = c_pm;
+    const int64_t den = c * ref + (1000 - c) * int64_t{busy};
+    q = den > 0 ? static_cast<uint32_t>(
+                      std::clamp<int64_t>(int64_t{busy} * 1'000'000 / den, 1000, kMaxWorkPerTimePm))
+                : kMaxWorkPerTimePm;
   }
   work_pm_.store(q, std::memory_order_relaxed);
   return q;

@@ -2,7 +2,7 @@
 // docs/results/kmod-issue4-tamper.md): client records confirmed by the driver, objects only under
 // such a client of the caller's file, frees that drop a record only when the driver no longer has
 // the object, and a tampered file closed to calls. The kernel host answers through the driver's
-// in-kernel entry and a node-wide handle registry (kmod/trusted.c); here a fake driver record
+// in-kernel entry and a node-wide handle registry (kmod/driver_query.c); here a fake driver record
 // stands in for both, and the "sibling thread" is a store into the simulated user memory between
 // vcore_pre and the driver's read, or between the driver's reply and vcore_post (as in
 // trusted_test.cc). The guest suite runs the same races against nvsim

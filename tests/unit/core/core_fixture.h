@@ -109,7 +109,7 @@ class CoreTest : public ::testing::Test {
   vcore_slot* slot_ = nullptr;
   vcore_file* ctl_ = nullptr;
   // fd numbers the "host" resolves to files of the slot (vcore_call_set_fd_file), as
-  // kmod/filter.c does for the fds it translates.
+  // kmod/ioctl.c does for the fds it translates.
   std::map<int32_t, vcore_file*> fd_files_;
 };
 

@@ -12,15 +12,15 @@ namespace vgpu::core_test {
 namespace {
 
 // The driver's own record, which the host op reads (the kernel host asks nvidia.ko through its
-// in-kernel RM entry, kmod/trusted.c).
+// in-kernel RM entry, kmod/driver_query.c).
 struct FakeDriverRecord {
   std::map<std::pair<uint32_t, uint32_t>, uint64_t> bytes;  // (client, object) -> GPU memory
   int queries = 0;
   int frees = 0;
   bool answer = true;      // false: the driver cannot say (e.g. an older driver)
   bool free_works = true;  // false: the in-kernel free fails
-  // true: an object the record lacks is missing in the driver (-ENOENT, what kmod/trusted.c says
-  // after GET_HANDLE_INFO); false: the driver cannot say (-EIO).
+  // true: an object the record lacks is missing in the driver (-ENOENT, what kmod/driver_query.c
+  // says after GET_HANDLE_INFO); false: the driver cannot say (-EIO).
   bool missing_is_enoent = false;
   std::vector<uint32_t> freed_clients;  // client frees (tampering), in order; 0 = kill only
 };

@@ -3,7 +3,7 @@
  * NV0000_CTRL_CMD_CLIENT_GET_HANDLE_INFO on a client: does the driver hold this handle, and of
  * which class. vgpu.ko asks it through the in-kernel RM entry after every allocation, so that an
  * allocation whose hClass, hObjectNew or hRoot a sibling thread rewrote during the call is found
- * (kmod/trusted.c, docs/results/kmod-issue4-tamper.md).
+ * (kmod/driver_query.c, docs/results/kmod-issue4-tamper.md).
  *
  * The real driver (NVIDIA/open-gpu-kernel-modules, 580 branch):
  *   src/common/sdk/nvidia/inc/ctrl/ctrl0000/ctrl0000client.h: cmd 0xd02, params

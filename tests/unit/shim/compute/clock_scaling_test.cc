@@ -74,7 +74,7 @@ TEST(ClockScaling, NoSignalNoLearning) {
 }
 
 // Work per busy second that falls as the clock rises says nothing true about c: clamped to 0
-// (the time cap), never negative or above 1.
+// (the time cap), never negative; work that rises far beyond the clock is held at kMaxPm.
 TEST(ClockScaling, ClampedToTheModel) {
   ClockScalingLearner l;
   for (int i = 0; i < 6; i++) {
@@ -92,7 +92,21 @@ TEST(ClockScaling, ClampedToTheModel) {
   for (int i = 0; i < 10; i++) {
     hi.Add(kSpan / 2, kSpan / 2 / 10 * 2, 800);  // work doubled on a 1.25x clock
   }
-  EXPECT_EQ(hi.c_pm(), 1000u);
+  EXPECT_EQ(hi.c_pm(), ClockScalingLearner::kMaxPm);
+}
+
+// Work that rises somewhat more than the reported clock (a high cap's on phases, run F on the
+// H200) is learned as it is, above 1, not cut to the pure-compute model.
+TEST(ClockScaling, LearnsWorkThatOutrunsTheReportedClock) {
+  ClockScalingLearner l;
+  for (int i = 0; i < 6; i++) {
+    l.Add(kSpan, kSpan / 10, 1000);
+  }
+  for (int i = 0; i < 10; i++) {  // 1.2x the work per busy second on a 1.126x clock: c = 1.49
+    l.Add(kSpan / 2, static_cast<uint64_t>(kSpan / 2 / 10 * 1.2), 888);
+  }
+  ASSERT_TRUE(l.learned());
+  EXPECT_NEAR(l.c_pm(), 1490, 30);
 }
 
 // The lifted state changes (the first capped seconds after the probe do less work per boosted

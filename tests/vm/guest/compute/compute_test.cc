@@ -184,7 +184,8 @@ TEST_F(ComputeShares, NoTenantLeftDisabled) {
   ASSERT_TRUE(WaitGated(gpu, *b, 2000));
   EXPECT_EQ(b->Kill(), -SIGKILL);  // killed while gated off
   // The kill closes b's ctl before the dev file registered to it: the driver frees b's client
-  // once the dev file went, and vgpu.ko finishes the parked ctl a few ms later (kmod/linger.c).
+  // once the dev file went, and vgpu.ko finishes the parked ctl a few ms later
+  // (kmod/file_release.c).
   GpuView v = ReadGpu(gpu);
   for (int i = 0; i < 100 && v.Has(*b); ++i) {
     SleepMs(20);

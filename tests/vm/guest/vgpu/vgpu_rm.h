@@ -111,7 +111,7 @@ class ScopedSlot {
 // The slot's charge once it has settled at `want` (or what it was after ~2 s). A proxy file
 // whose real file the driver still holds when it closes (a dev file registered to a ctl file
 // closes after it; a mapping) is finished by a worker once the driver's last reference went
-// (kmod/linger.c), a few ms later: the driver frees first, then the charge is refunded, so a
+// (kmod/file_release.c), a few ms later: the driver frees first, then the charge is refunded, so a
 // settled charge of 0 means the driver holds nothing for the slot either.
 inline uint64_t SettledCharge(const ScopedSlot& slot, uint64_t want) {
   uint64_t got = 0;

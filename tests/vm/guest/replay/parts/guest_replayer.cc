@@ -647,8 +647,8 @@ Outcome RunGuest(const std::vector<Line>& lines, const Expected& exp, const RunC
   if (in_flight >= 0) close(in_flight);
   for (int d : added_dev_files) close(d);
   // A ctl file closed before the dev file registered to it is finished a few ms after that dev
-  // file (the driver holds the ctl file until then; kmod/linger.c): wait for the slot's files to
-  // be gone, as they are once a process has exited.
+  // file (the driver holds the ctl file until then; kmod/file_release.c): wait for the slot's files
+  // to be gone, as they are once a process has exited.
   for (int i = 0; i < 100; ++i) {
     auto now = (*nl)->GetSlot(slot->id);
     if (!now.ok() || now->open_files == 0) break;

@@ -195,7 +195,7 @@ void RaceRound(int round, Race race, Report report) {
 // Another thread flips the requested size between a small and a huge value while the
 // allocations run, so the driver may read a size other than the one the core checked, and the
 // size it writes back may be rewritten before the core reads the reply. The core charges what
-// the driver itself reports through the in-kernel RM entry (kmod/trusted.c, NV0041
+// the driver itself reports through the in-kernel RM entry (kmod/driver_query.c, NV0041
 // GET_SURFACE_INFO), never the reply; an allocation that does not fit is freed in the driver and
 // answered NV_ERR_NO_MEMORY. So after every round, under the race: the driver holds exactly what
 // the slot is charged, and that is within the quota. (Before the fix: the driver held 574 MiB
@@ -294,8 +294,8 @@ TEST(Hostile, SecondThreadRewritesTheStatusDuringTheCall) {
 //   kHandle: hObjectNew flips between a fresh handle and one the slot already holds. The core
 //     may copy the held one (its record is replaced, and refunded) while the driver makes the
 //     fresh one: again memory the slot is not charged for.
-// After every successful RM_ALLOC the core asks the driver (kmod/trusted.c: GET_HANDLE_INFO, then
-// GET_SURFACE_INFO) whether the object it recorded exists and what memory it holds; on a
+// After every successful RM_ALLOC the core asks the driver (kmod/driver_query.c: GET_HANDLE_INFO,
+// then GET_SURFACE_INFO) whether the object it recorded exists and what memory it holds; on a
 // mismatch it frees the file's clients in the driver and the process is killed. Whether a real
 // thread lands in the window depends on the scheduler (vgpu_tamper.cc lands it every time
 // through nvsim's hook), so what is asserted holds either way:
@@ -413,8 +413,8 @@ TEST(Hostile, SecondThreadRewritesTheNewHandleDuringTheCall) {
 }
 
 // A sibling thread copies (F_DUPFD) the temporary real /dev/nvidia0 file that a device
-// allocation installs for the driver's fd-table check (kmod/fwd.c). When the call ends the copy
-// is found, closed, and the process killed (SIGKILL): a copy may already have been used, and
+// allocation installs for the driver's fd-table check (kmod/fd_translate.c). When the call ends the
+// copy is found, closed, and the process killed (SIGKILL): a copy may already have been used, and
 // dying releases every client made through it. Runs in a forked child. Whether the thief lands
 // in the window depends on the scheduler, so what is asserted holds either way: the child is
 // killed if and only if the slot counted a refused fd (stats/fd_refused: the copy found), it
@@ -474,7 +474,7 @@ TEST(Hostile, CopyOfATemporaryRealFdKillsTheProcess) {
   EXPECT_EQ(NvsimUsedBytes(), base);
 }
 
-// What the post-allocation query (kmod/trusted.c) costs: 2 MiB allocate + free pairs with the
+// What the post-allocation query (kmod/driver_query.c) costs: 2 MiB allocate + free pairs with the
 // query on and off (module parameter trusted_charge, root only), interleaved rounds, min and
 // median per pair, printed as a ratio. Only charged allocations pay for it; controls never do
 // (tests/unit/core/trusted_test.cc EveryAllocationAsksTheDriverButNoControlDoes). Asserts only that

@@ -4,7 +4,7 @@
 // what holds whether or not the window is caught); here nvsim's test hook lands it every time
 // (tests/vm/nvsim/nvsim_hook.c, rewrite_alloc_*: the u32 at an offset of the caller's struct is
 // rewritten just before nvsim copies it in, exactly where the sibling's store would land). After
-// every successful RM_ALLOC the core asks the driver what it made (kmod/trusted.c); a mismatch
+// every successful RM_ALLOC the core asks the driver what it made (kmod/driver_query.c); a mismatch
 // frees the file's clients in the driver and kills the caller. Linked into vgpu_gtest
 // (guest.cmake).
 //
@@ -344,9 +344,9 @@ TEST(Tamper, GuessedClientOfAnotherTenantIsNoQuotaBypass) {
 // on 6.12 with the previous module: 64 MiB held under a 16 MiB quota). Here nvsim's hooks land both
 // stores: the low half of pAllocParms, so that the driver reads a second params struct asking 64
 // MiB where the core read 2 MiB, and hObjectOld of the tenant's next RM_FREE. The free is now
-// issued through the driver's in-kernel entry on kernel memory (kmod/trusted.c, vgpu_trusted_free),
-// only under a client whose creation by this slot the driver confirmed: no user memory is read, so
-// the second rewrite never lands.
+// issued through the driver's in-kernel entry on kernel memory (kmod/driver_query.c,
+// vgpu_trusted_free), only under a client whose creation by this slot the driver confirmed: no user
+// memory is read, so the second rewrite never lands.
 TEST(Tamper, CleanupFreeReadsNoUserMemory) {
   ScopedSlot slot(16 * kMiB);
   ASSERT_TRUE(slot.ok());

@@ -23,7 +23,7 @@
 
 #include "core_host.h"
 #include "core/abi/nv_escape.h"
-#include "trusted.h"
+#include "driver_query.h"
 #include "vgpu.h"
 
 static char *driver_version;

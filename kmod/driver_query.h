@@ -2,10 +2,10 @@
 /*
  * The kernel host's answer to the core's driver_memory op (kmod/core/vcore.h):
  * what the driver itself says a tenant's new memory object holds, and freeing
- * it when that is past the quota. trusted.c.
+ * it when that is past the quota. driver_query.c.
  */
-#ifndef VGPU_KMOD_TRUSTED_H
-#define VGPU_KMOD_TRUSTED_H
+#ifndef VGPU_KMOD_DRIVER_QUERY_H
+#define VGPU_KMOD_DRIVER_QUERY_H
 
 #include "core/vcore_types.h"
 
@@ -22,4 +22,4 @@ int vgpu_trusted_control_copy(void *priv, vcore_u32 h_client,
 			      vcore_u32 size, vcore_u32 *status);
 void vgpu_trusted_exit(void);
 
-#endif /* VGPU_KMOD_TRUSTED_H */
+#endif /* VGPU_KMOD_DRIVER_QUERY_H */
