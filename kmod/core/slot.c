@@ -206,12 +206,28 @@ static vcore_u32 version_major(const char *v)
 	return major;
 }
 
+/* A branch whose tables live outside tables_580.c (vcore_abi_add_branch). */
+static struct {
+	vcore_u32 major;
+	const struct vcore_abi *abi;
+} added_branch;
+
+void vcore_abi_add_branch(vcore_u32 major, const struct vcore_abi *abi)
+{
+	added_branch.major = major;
+	added_branch.abi = abi;
+}
+
 const struct vcore_abi *vcore_abi_for_version(const char *version)
 {
+	vcore_u32 major = version_major(version);
+
 	/* One table set per branch: within 580, gVisor lists 580.65.06 ..
 	 * 580.173.02 with no layout change after 580.65.06 (abi.md §0). */
-	if (version_major(version) == 580)
+	if (major == 580)
 		return &vcore_abi_580;
+	if (major && major == added_branch.major)
+		return added_branch.abi;
 	return VCORE_NULL;
 }
 

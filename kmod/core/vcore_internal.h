@@ -168,6 +168,13 @@ static inline const void *vcore_index_find(const struct vcore_index *ix,
 }
 /* The ABI for a driver version string, or NULL. */
 const struct vcore_abi *vcore_abi_for_version(const char *version);
+/*
+ * One more branch, for driver versions of major @major, defined outside
+ * tables_580.c: the test that proves a branch is tables only
+ * (tests/unit/core/delta_branch.c) runs the unchanged hosts over a made-up
+ * one. No host calls it. Call before any slot is created (not locked).
+ */
+void vcore_abi_add_branch(vcore_u32 major, const struct vcore_abi *abi);
 extern const struct vcore_abi vcore_abi_580;
 
 /* ---------------------------------------------------------------- */
@@ -196,6 +203,9 @@ struct vcore_obj {
 	vcore_u32 h_client;
 	vcore_u32 h_object; /* == h_client for the client itself */
 	vcore_u32 cls;
+	/* What cls is on the slot's branch (enum vcore_class_kind, set when
+	 * recorded): TSGs and channels are known by it, not by number. */
+	vcore_u8 kind;
 	vcore_u32 pid;
 	vcore_u64 charged;	   /* bytes charged in the ledger for this */
 	vcore_u64 sysmem;	   /* bytes of the slot's sysmem_held */
