@@ -58,7 +58,7 @@
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 
-#include "vgpu.h"
+#include "slot.h"
 #include "compute.h"
 #include "rmops.h"
 #include "core/vcore.h"

@@ -28,6 +28,29 @@
 
 struct vgpu_slot;
 
+/*
+ * The part's interface: main.c starts it before the control plane and stops
+ * it after (no config can arrive before or after); the control plane hands
+ * it each slot's settings and reads its counters. A slot is under control
+ * unless it is in cap mode with share 100. apply() follows the slot's config
+ * (call it after every change), gone() at destroy: both re-open any gate they
+ * close.
+ */
+/* What the kernel host adds to the controller's own counters. */
+struct vgpu_compute_host_stats {
+	u64 errors;  /* RM controls that failed */
+	u64 late_ns; /* stalls: wake-ups > 10 ms past an edge */
+};
+int vgpu_compute_init(void);
+void vgpu_compute_exit(void);
+int vgpu_compute_slot_apply(struct vgpu_slot *slot);
+void vgpu_compute_slot_gone(struct vgpu_slot *slot);
+/* false (and *st zeroed) when the slot is not under control. */
+bool vgpu_compute_slot_stats(struct vgpu_slot *slot,
+			     struct vcore_sched_slot_stats *st,
+			     struct vgpu_compute_host_stats *hs);
+const char *vgpu_compute_mode_name(u32 mode);
+
 /* RM classes and controls: kmod/core/abi/classes.h, ctrl.h. */
 #define VGPU_NV_OK	      0
 /* nvsim only (tests/vm/nvsim/nvsim_abi.h): exact GPU time of one TSG. */

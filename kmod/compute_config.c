@@ -12,7 +12,7 @@
 #include <linux/mm.h>
 #include <linux/slab.h>
 
-#include "vgpu.h"
+#include "slot.h"
 #include "compute.h"
 #include "core/vcore.h"
 

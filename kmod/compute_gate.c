@@ -41,7 +41,7 @@
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 
-#include "vgpu.h"
+#include "slot.h"
 #include "compute.h"
 #include "rmops.h"
 #include "core/vcore.h"

@@ -30,7 +30,7 @@
 #include <linux/slab.h>
 #include <linux/sort.h>
 
-#include "vgpu.h"
+#include "slot.h"
 #include "compute.h"
 #include "rmops.h"
 

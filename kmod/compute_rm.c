@@ -15,7 +15,7 @@
 #include <linux/build_bug.h>
 #include <linux/printk.h>
 
-#include "vgpu.h"
+#include "slot.h"
 #include "compute.h"
 #include "core/abi/classes.h"
 #include "rmops.h"

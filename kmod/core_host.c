@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The filter core's kernel host ops (kmod/core/vcore.h): user copies,
- * allocation, locks, log lines, the clock, the driver queries (driver_query.c),
- * and the slot's memory ledger.
+ * allocation, locks, log lines, the clock, the driver queries (driver_query.c).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -11,15 +10,11 @@
 #include <linux/mutex.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
-#include <linux/spinlock.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
 
 #include "core_host.h"
 #include "driver_query.h"
-#include "vgpu.h"
-
-/* ---- host ops -------------------------------------------------------- */
 
 /*
  * The core's reads and writes on the hot path are small fixed headers and
@@ -148,7 +143,7 @@ static void vgpu_host_log(void *priv, enum vcore_log_level level,
 			  const char *msg)
 {
 	struct vgpu_filter_slot *fs = priv;
-	u32 id = fs && fs->slot ? fs->slot->id : U32_MAX;
+	u32 id = fs ? fs->id : U32_MAX;
 	bool named = !strncmp(msg, "slot ", 5);
 
 #define VGPU_HOST_LOG(pr)                                                      \
@@ -203,82 +198,3 @@ const struct vcore_client_ops vgpu_client_ops = {
 	.release = vgpu_trusted_client_release,
 	.driver_has = vgpu_trusted_driver_has,
 };
-
-/* ---- ledger ---------------------------------------------------------- */
-
-static int vgpu_ledger_try_charge(void *priv, vcore_u64 bytes, vcore_u64 quota)
-{
-	struct vgpu_ledger *l = priv;
-	int err = 0;
-
-	spin_lock(&l->lock);
-	if (quota && (bytes > quota || l->charged > quota - bytes)) {
-		err = -ENOSPC;
-	} else {
-		l->charged += bytes;
-	}
-	spin_unlock(&l->lock);
-	return err;
-}
-
-static void vgpu_ledger_force_charge(void *priv, vcore_u64 bytes)
-{
-	struct vgpu_ledger *l = priv;
-
-	spin_lock(&l->lock);
-	l->charged += bytes;
-	spin_unlock(&l->lock);
-}
-
-static void vgpu_ledger_uncharge(void *priv, vcore_u64 bytes)
-{
-	struct vgpu_ledger *l = priv;
-
-	spin_lock(&l->lock);
-	l->charged -= min(l->charged, bytes);
-	spin_unlock(&l->lock);
-}
-
-static vcore_u64 vgpu_ledger_charged(void *priv)
-{
-	struct vgpu_ledger *l = priv;
-	u64 v;
-
-	spin_lock(&l->lock);
-	v = l->charged;
-	spin_unlock(&l->lock);
-	return v;
-}
-
-const struct vcore_ledger_ops vgpu_ledger_ops = {
-	.try_charge = vgpu_ledger_try_charge,
-	.force_charge = vgpu_ledger_force_charge,
-	.uncharge = vgpu_ledger_uncharge,
-	.charged = vgpu_ledger_charged,
-};
-
-u64 vgpu_filter_charged(struct vgpu_slot *slot)
-{
-	return vgpu_ledger_charged(&slot->filter->ledger);
-}
-
-void vgpu_filter_stats(struct vgpu_slot *slot, struct vcore_stats *out)
-{
-	vcore_slot_get_stats(slot->filter->core, out);
-}
-
-/* The highest charge after a settle (what the driver held), not a
- * reservation's. */
-u64 vgpu_filter_peak(struct vgpu_slot *slot)
-{
-	struct vcore_stats st;
-
-	vcore_slot_get_stats(slot->filter->core, &st);
-	return st.charged_peak_bytes;
-}
-
-/* The compute controller's view of the TSG registry (kmod/compute.c). */
-struct vcore_slot *vgpu_filter_core(struct vgpu_slot *slot)
-{
-	return slot->filter->core;
-}

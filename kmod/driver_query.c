@@ -65,9 +65,9 @@
 
 #include "core/abi/ctrl.h"
 #include "core/abi/nvstatus.h"
-#include "rmops.h"
+#include "core_host.h"
 #include "driver_query.h"
-#include "vgpu.h"
+#include "rmops.h"
 
 /*
  * Off only to measure what the query costs (the guest suite times allocations

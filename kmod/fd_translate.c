@@ -44,8 +44,8 @@
 #include <linux/delay.h>
 #include <linux/uaccess.h>
 
-#include "core_host.h"
-#include "vgpu.h"
+#include "proxy.h"
+#include "slot.h"
 
 /* A temporary fd this module installed and has not closed yet. */
 struct vgpu_tmp_fd {
@@ -194,10 +194,9 @@ static void vgpu_close_tmp(int fd)
 			t->slot->id, task_tgid_nr(current), current->comm,
 			copies, copies == 1 ? "y" : "ies");
 		vgpu_stat_inc(t->slot, VGPU_STAT_FD_REFUSED);
-		vgpu_event_refusal(t->slot, VGPU_EVENT_REFUSED, 0,
-				   vgpu_filter_charged(t->slot),
-				   "copy of a temporary real driver fd: "
-				   "process killed");
+		vgpu_slot_refusal(t->slot, VGPU_EVENT_REFUSED, 0,
+				  "copy of a temporary real driver fd: "
+				  "process killed");
 		send_sig(SIGKILL, current, 1);
 	}
 	fput(t->real);
@@ -232,7 +231,7 @@ int vgpu_fd_translate(struct vgpu_file *vf, struct vgpu_fd_fix *fix,
 		return -EPERM; /* another tenant's file */
 	}
 	fix->kind = pf->kind;
-	fix->core = pf->filter ? pf->filter->core : NULL;
+	fix->core = pf->core;
 	/* Pairs with close_fd in vgpu_fd_restore. */
 	/* REGISTER_FD (a ctl fd named on a dev file) leaves the driver holding
 	 * the ctl file. */

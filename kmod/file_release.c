@@ -32,7 +32,8 @@
 #include <linux/slab.h>
 #include <linux/workqueue.h>
 
-#include "vgpu.h"
+#include "proxy.h"
+#include "slot.h"
 
 /*
  * How often parked files are looked at. A refund comes at most this late after
@@ -67,7 +68,7 @@ static void vgpu_file_finish(struct vgpu_file *vf, bool parked)
 
 	if (parked)
 		__fput_sync(vf->real);
-	vgpu_filter_file_close(vf);
+	vcore_file_close(vf->core);
 	if (!parked)
 		fput(vf->real);
 	vgpu_slot_detach(slot, vf->tgid);

@@ -17,7 +17,9 @@
 #include <linux/sched.h>
 #include <linux/slab.h>
 
-#include "vgpu.h"
+#include "core_host.h"
+#include "proxy.h"
+#include "slot.h"
 
 static int vgpu_fops_open(struct inode *inode, struct file *file)
 {
@@ -34,24 +36,15 @@ static int vgpu_fops_open(struct inode *inode, struct file *file)
 	if (!vf)
 		return -ENOMEM;
 
-	/*
-	 * The slot reference and the open_files count are taken under
-	 * vgpu_slots_lock so that vgpu_slot_destroy sees either this open or no
-	 * slot at all. Pairs with vgpu_slot_put in vgpu_fops_release.
-	 */
-	mutex_lock(&vgpu_slots_lock);
-	slot = vgpu_slot_lookup_locked(minor / VGPU_MINORS_PER_SLOT);
-	if (!slot || slot->state != VGPU_SLOT_STATE_ACTIVE ||
-	    !slot->real[kind].dentry) {
-		mutex_unlock(&vgpu_slots_lock);
+	/* Pairs with vgpu_slot_put and vgpu_slot_detach in vgpu_fops_release
+	 * (file_release.c), and real with the path_put below, after
+	 * dentry_open. */
+	slot = vgpu_slot_open(minor / VGPU_MINORS_PER_SLOT, kind,
+			      task_tgid_nr(current), &real);
+	if (!slot) {
 		err = -ENODEV;
 		goto out_free;
 	}
-	vgpu_slot_get(slot);
-	real = slot->real[kind];
-	path_get(&real); /* pairs with path_put below, after dentry_open */
-	vgpu_slot_attach(slot, task_tgid_nr(current));
-	mutex_unlock(&vgpu_slots_lock);
 
 	vf->slot = slot;
 	vf->kind = kind;
@@ -74,9 +67,11 @@ static int vgpu_fops_open(struct inode *inode, struct file *file)
 			err);
 		goto out_detach;
 	}
-	err = vgpu_filter_file_open(vf);
-	if (err)
+	vf->core = vgpu_filter_file_open(slot->filter, kind, vf);
+	if (!vf->core) {
+		err = -ENOMEM;
 		goto out_fput;
+	}
 	vgpu_stat_inc(slot, VGPU_STAT_OPENS);
 	file->private_data = vf;
 	return 0;

@@ -4,7 +4,7 @@
  * wireguard's netlink.c: the attribute policy (malformed input dies before any
  * handler), the ops (mutations admin-only), the family (init namespace only).
  * How a slot's attributes are read and written is genl_slot.c; the event group
- * genl_event.c.
+ * event.c, connected to the family while it is registered.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -12,7 +12,10 @@
 #include <net/genetlink.h>
 #include <net/netlink.h>
 
-#include "genl.h"
+#include "compute.h"
+#include "control.h"
+#include "event.h"
+#include "real.h"
 
 /* A schema row's wire type (uapi/vgpu_slot_fields.h) as its attribute type. */
 #define VGPU_NLA_u32 NLA_U32
@@ -69,12 +72,7 @@ static const struct nla_policy vgpu_policy[VGPU_A_MAX + 1] = {
 #undef VGPU_NL_ENUM_POLICY
 #undef VGPU_NL_NUMBER_POLICY
 
-static bool vgpu_genl_live;
-
-bool vgpu_genl_is_live(void)
-{
-	return READ_ONCE(vgpu_genl_live);
-}
+static struct genl_family vgpu_genl_family __ro_after_init;
 
 /*
  * GENL_ADMIN_PERM checks CAP_NET_ADMIN in the initial user namespace; slots are
@@ -303,7 +301,7 @@ static int vgpu_nl_driver_get(struct sk_buff *skb, struct genl_info *info)
 		return -ENOMEM;
 	hdr = genlmsg_put_reply(msg, info, &vgpu_genl_family, 0,
 				VGPU_CMD_DRIVER_GET);
-	if (!hdr || nla_put_u8(msg, VGPU_A_DRIVER_BOUND, vgpu_bound()) ||
+	if (!hdr || nla_put_u8(msg, VGPU_A_DRIVER_BOUND, vgpu_real_bound()) ||
 	    nla_put_string(msg, VGPU_A_DRIVER_CTL_PATH, vgpu_real_ctl_name()) ||
 	    nla_put_string(msg, VGPU_A_DRIVER_DEV_FMT, vgpu_real_dev_fmt()) ||
 	    nla_put_u32(msg, VGPU_A_DRIVER_SLOTS, vgpu_slots_count()) ||
@@ -321,9 +319,7 @@ static int vgpu_nl_driver_bind(struct sk_buff *skb, struct genl_info *info)
 
 	if (err)
 		return err;
-	mutex_lock(&vgpu_slots_lock);
-	err = vgpu_bind_locked();
-	mutex_unlock(&vgpu_slots_lock);
+	err = vgpu_real_bind();
 	if (err)
 		GENL_SET_ERR_MSG(info, "vgpu: real control node not found");
 	return err;
@@ -367,7 +363,7 @@ static const struct genl_multicast_group vgpu_mcgrps[] = {
 	{.name = VGPU_GENL_MCGRP_EVENTS, .flags = GENL_MCAST_CAP_NET_ADMIN},
 };
 
-struct genl_family vgpu_genl_family __ro_after_init = {
+static struct genl_family vgpu_genl_family __ro_after_init = {
 	.ops = vgpu_genl_ops,
 	.n_ops = ARRAY_SIZE(vgpu_genl_ops),
 	/* Every op validates strictly (unknown attributes, trailing data). */
@@ -384,30 +380,21 @@ struct genl_family vgpu_genl_family __ro_after_init = {
 };
 
 /*
- * The compute controller's lifetime rides on the control plane's: it is only
- * configured through netlink, and main.c tears netlink down first and the
- * slots after, which is exactly when the controller must stop (its threads
- * re-open every gate and drop their slot references before the slot table
- * goes).
+ * The family's events (event.h) are connected while it is registered: the
+ * parts below report into the group without knowing the family.
  */
 int vgpu_genl_init(void)
 {
-	int err = vgpu_compute_init();
+	int err = genl_register_family(&vgpu_genl_family);
 
 	if (err)
 		return err;
-	err = genl_register_family(&vgpu_genl_family);
-	if (err) {
-		vgpu_compute_exit();
-		return err;
-	}
-	WRITE_ONCE(vgpu_genl_live, true);
+	vgpu_event_start(&vgpu_genl_family);
 	return 0;
 }
 
 void vgpu_genl_exit(void)
 {
-	WRITE_ONCE(vgpu_genl_live, false);
+	vgpu_event_stop();
 	genl_unregister_family(&vgpu_genl_family);
-	vgpu_compute_exit();
 }

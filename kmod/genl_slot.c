@@ -9,7 +9,8 @@
 #include <net/genetlink.h>
 #include <net/netlink.h>
 
-#include "genl.h"
+#include "compute.h"
+#include "control.h"
 #include "core/vcore.h"
 #include "core/sched/vcore_sched.h"
 
@@ -83,7 +84,7 @@ static int vgpu_nl_put_stats(struct sk_buff *skb, struct vgpu_slot *slot)
 	cs = kzalloc(sizeof(*cs), GFP_KERNEL);
 	if (!cs)
 		return -ENOMEM;
-	vgpu_filter_stats(slot, cs);
+	vgpu_filter_stats(slot->filter, cs);
 	unknown = 0;
 	for (i = 0; i < cs->unknown_escapes.n; i++)
 		unknown += cs->unknown_escapes.count[i];
@@ -94,8 +95,8 @@ static int vgpu_nl_put_stats(struct sk_buff *skb, struct vgpu_slot *slot)
 
 	for (s = 1; s < __VGPU_STAT_MAX; s++)
 		v[s] = atomic64_read(&slot->stats[s]);
-	v[VGPU_STAT_MEM_CHARGED] = vgpu_filter_charged(slot);
-	v[VGPU_STAT_MEM_PEAK] = vgpu_filter_peak(slot);
+	v[VGPU_STAT_MEM_CHARGED] = vgpu_filter_charged(slot->filter);
+	v[VGPU_STAT_MEM_PEAK] = vgpu_filter_peak(slot->filter);
 	v[VGPU_STAT_MEM_DENIALS] = cs->denied_quota;
 	v[VGPU_STAT_IOCTLS] = cs->ioctls;
 	v[VGPU_STAT_IOCTL_REFUSED] = cs->denied + v[VGPU_STAT_FD_REFUSED];

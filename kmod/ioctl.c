@@ -1,263 +1,29 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The filter core's kernel host (kmod/core/vcore.h): slots and files, and
- * the ioctl path, pre -> fd translation -> real ioctl -> restore -> post. The
- * host ops and the ledger are in core_host.c.
+ * The proxy files' calls through the filter core (kmod/core/vcore.h): the
+ * ioctl path, pre -> fd translation -> real ioctl -> restore -> post, and the
+ * mmap policy. The core's records and host ops are the layer below
+ * (core_host.h).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/capability.h>
 #include <linux/cred.h>
 #include <linux/fs.h>
-#include <linux/kernel_read_file.h>
 #include <linux/mm.h>
-#include <linux/module.h>
-#include <linux/mutex.h>
 #include <linux/ratelimit.h>
 #include <linux/sched.h>
-#include <linux/slab.h>
-#include <linux/spinlock.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
-#include <linux/vmalloc.h>
 
 #include "core_host.h"
 #include "core/abi/nv_escape.h"
-#include "driver_query.h"
-#include "vgpu.h"
-
-static char *driver_version;
-module_param(driver_version, charp, 0444);
-MODULE_PARM_DESC(driver_version,
-		 "Real driver version (default: read from version_file)");
-
-static char *version_file = "/sys/module/nvidia/version";
-module_param(version_file, charp, 0444);
-MODULE_PARM_DESC(version_file, "Where the real driver's version is read");
-
-static bool allow_unknown_driver;
-module_param(allow_unknown_driver, bool, 0444);
-MODULE_PARM_DESC(allow_unknown_driver, "Use the newest ABI tables for a driver "
-				       "version the core does not know");
-
-/*
- * Driver system memory (NV01_MEMORY_SYSTEM) one slot may hold, read when a slot is
- * created (issue 17, F10): nvidia.ko charges it to no memory cgroup. libcuda
- * takes about 70 MiB per context (tests/data/traces), and a slot holds at
- * most 16 contexts (VCORE_SLOT_MAX_TSGS / 4), so 2 GiB leaves headroom.
- * 0 = unlimited.
- */
-static unsigned int slot_sysmem_mib = 2048;
-module_param(slot_sysmem_mib, uint, 0644);
-MODULE_PARM_DESC(slot_sysmem_mib,
-		 "Driver system memory per slot in MiB, taken at slot creation "
-		 "(0: unlimited)");
+#include "proxy.h"
+#include "slot.h"
 
 #define VGPU_MAX_FD_FIELDS 8
 
-/* ---- slots and files ------------------------------------------------- */
-
-static char vgpu_version[VCORE_VERSION_MAX];
-
-/* The version the core's tables are chosen by: the parameter, else the driver's
- * sysfs. */
-static void vgpu_read_driver_version(void)
-{
-	size_t fsize = 0;
-	void *buf = NULL;
-	ssize_t n;
-
-	if (driver_version && *driver_version) {
-		strscpy(vgpu_version, driver_version, sizeof(vgpu_version));
-		return;
-	}
-	n = kernel_read_file_from_path_initns(version_file, 0, &buf,
-					      VCORE_VERSION_MAX - 1, &fsize,
-					      READING_UNKNOWN);
-	if (n <= 0) {
-		vgpu_version[0] = '\0';
-		return;
-	}
-	n = min_t(ssize_t, n, VCORE_VERSION_MAX - 1);
-	memcpy(vgpu_version, buf, n);
-	vgpu_version[n] = '\0';
-	strim(vgpu_version);
-	vfree(buf);
-}
-
-static void vgpu_fill_config(struct vgpu_slot *slot,
-			     struct vcore_slot_config *cc)
-{
-	memset(cc, 0, sizeof(*cc));
-	cc->id = slot->id;
-	cc->mem_quota_bytes = slot->cfg.mem_quota;
-	cc->sysmem_budget_bytes = (u64)READ_ONCE(slot_sysmem_mib) << 20;
-	cc->unknown_policy = slot->cfg.unknown_policy == VGPU_UNKNOWN_ALLOW_LOG
-				     ? VCORE_UNKNOWN_PERMISSIVE
-				     : VCORE_UNKNOWN_STRICT;
-	switch (slot->cfg.managed_policy) {
-	case VGPU_MANAGED_REFUSE:
-		cc->managed_policy = VCORE_MANAGED_REFUSE;
-		break;
-	case VGPU_MANAGED_ALLOW_UNCOUNTED:
-		cc->managed_policy = VCORE_MANAGED_ALLOW_UNCOUNTED;
-		break;
-	default:
-		cc->managed_policy = VCORE_MANAGED_DEFAULT;
-		break;
-	}
-	cc->allow_unknown_driver_version = allow_unknown_driver;
-	strscpy(cc->driver_version, vgpu_version, sizeof(cc->driver_version));
-}
-
-/* A process of the slot that made its UVM context mapping. */
-struct vgpu_uvm_ctx_proc {
-	struct list_head node;
-	struct pid *tgid; /* a reference: never another process's while held */
-};
-
-/* More processes than this on one slot: the rest get no free mapping. */
-#define VGPU_UVM_CTX_PROCS_MAX 4096
-
-/*
- * libcuda's first mmap of a UVM file is its 2 MiB context mapping, which the
- * core allows once per UVM file whatever the managed policy
- * (vcore_uvm_file_mmap_allowed). Every UVM file a process opens would give
- * it one more free managed mapping (issue 17, F6: 8 files, 8 mappings under
- * "refuse"); one per process is what libcuda needs. true: the calling
- * process had none on this slot, and now has. Processes that exited are
- * dropped on the way.
- */
-static bool vgpu_uvm_first_ctx_mapping(struct vgpu_filter_slot *fs)
-{
-	struct vgpu_uvm_ctx_proc *p, *n, *add;
-	struct pid *me = task_tgid(current);
-	unsigned int count = 0;
-	bool first = true;
-
-	add = kmalloc(sizeof(*add), GFP_KERNEL);
-	spin_lock(&fs->uvm_ctx_lock);
-	list_for_each_entry_safe(p, n, &fs->uvm_ctx_procs, node)
-	{
-		if (p->tgid == me) {
-			first = false;
-			break;
-		}
-		if (!pid_has_task(p->tgid, PIDTYPE_TGID)) {
-			list_del(&p->node);
-			put_pid(p->tgid);
-			kfree(p);
-			continue;
-		}
-		count++;
-	}
-	if (first && add && count < VGPU_UVM_CTX_PROCS_MAX) {
-		add->tgid = get_pid(me);
-		list_add(&add->node, &fs->uvm_ctx_procs);
-		add = NULL;
-	} else {
-		first = false; /* not recorded: no free mapping either */
-	}
-	spin_unlock(&fs->uvm_ctx_lock);
-	kfree(add);
-	return first;
-}
-
-static void vgpu_uvm_ctx_procs_free(struct vgpu_filter_slot *fs)
-{
-	struct vgpu_uvm_ctx_proc *p, *n;
-
-	list_for_each_entry_safe(p, n, &fs->uvm_ctx_procs, node)
-	{
-		put_pid(p->tgid);
-		kfree(p);
-	}
-}
-
-int vgpu_filter_slot_new(struct vgpu_slot *slot)
-{
-	struct vgpu_filter_slot *fs;
-	struct vcore_slot_config cc;
-	struct vcore_ledger ledger;
-	int err = -ENOMEM;
-
-	fs = kzalloc(sizeof(*fs), GFP_KERNEL);
-	if (!fs)
-		return -ENOMEM;
-	spin_lock_init(&fs->ledger.lock);
-	spin_lock_init(&fs->uvm_ctx_lock);
-	INIT_LIST_HEAD(&fs->uvm_ctx_procs);
-	fs->slot = slot;
-	ratelimit_state_init(&fs->event_rs, 5 * HZ, 20);
-	vgpu_read_driver_version();
-	vgpu_fill_config(slot, &cc);
-	ledger.ops = &vgpu_ledger_ops;
-	ledger.priv = &fs->ledger;
-	fs->core = vcore_slot_create(&vgpu_host_ops, fs, &cc, &ledger, &err);
-	if (!fs->core) {
-		pr_warn("slot %u: the filter core refused driver version '%s' "
-			"(%d)\n",
-			slot->id, vgpu_version, err);
-		kfree(fs);
-		return err ? err : -ENOMEM;
-	}
-	vcore_slot_set_overquota_hook(fs->core, vgpu_overquota_hook);
-	vcore_slot_set_client_ops(fs->core, &vgpu_client_ops);
-	slot->filter = fs;
-	return 0;
-}
-
-/* Caller holds slot->lock (the config it reads). */
-void vgpu_filter_slot_config(struct vgpu_slot *slot)
-{
-	struct vcore_slot_config cc;
-
-	lockdep_assert_held(&slot->lock);
-	vgpu_fill_config(slot, &cc);
-	if (vcore_slot_update_config(slot->filter->core, &cc))
-		pr_warn("slot %u: the filter core refused the new config\n",
-			slot->id);
-}
-
-void vgpu_filter_slot_free(struct vgpu_slot *slot)
-{
-	struct vgpu_filter_slot *fs = slot->filter;
-
-	if (!fs)
-		return;
-	vgpu_uvm_ctx_procs_free(fs);
-	vcore_slot_destroy(fs->core);
-	kfree(fs);
-	slot->filter = NULL;
-}
-
-int vgpu_filter_file_open(struct vgpu_file *vf)
-{
-	static const enum vcore_file_kind kinds[VGPU_NODE_KINDS] = {
-		[VGPU_NODE_CTL] = VCORE_FILE_CTL,
-		[VGPU_NODE_DEV] = VCORE_FILE_DEV,
-		[VGPU_NODE_UVM] = VCORE_FILE_UVM,
-	};
-	struct vgpu_filter_file *ff;
-
-	ff = kzalloc(sizeof(*ff), GFP_KERNEL);
-	if (!ff)
-		return -ENOMEM;
-	ff->core = vcore_file_open(vf->slot->filter->core, kinds[vf->kind], vf);
-	if (!ff->core) {
-		kfree(ff);
-		return -ENOMEM;
-	}
-	vf->filter = ff;
-	return 0;
-}
-
-void vgpu_filter_file_close(struct vgpu_file *vf)
-{
-	vcore_file_close(vf->filter->core);
-	kfree(vf->filter);
-	vf->filter = NULL;
-}
+/* ---- the mmap policy ------------------------------------------------ */
 
 int vgpu_filter_mmap(struct vgpu_file *vf, struct vm_area_struct *vma)
 {
@@ -266,13 +32,13 @@ int vgpu_filter_mmap(struct vgpu_file *vf, struct vm_area_struct *vma)
 
 	/* A tampered file's clients are gone; no mapping of what the driver
 	 * may still hold for it unseen (vcore_file_tampered). */
-	if (vcore_file_tampered(vf->filter->core))
+	if (vcore_file_tampered(vf->core))
 		return -ENODEV;
 	if (vf->kind != VGPU_NODE_UVM)
 		return 0;
 	if (len <= VCORE_UVM_CONTEXT_MAPPING_BYTES &&
-	    vgpu_uvm_first_ctx_mapping(vf->slot->filter))
-		err = vcore_uvm_file_mmap_allowed(vf->filter->core, len);
+	    vgpu_filter_first_uvm_ctx(vf->slot->filter))
+		err = vcore_uvm_file_mmap_allowed(vf->core, len);
 	else
 		err = vcore_uvm_mmap_allowed(vf->slot->filter->core, len);
 	if (err) {
@@ -280,10 +46,9 @@ int vgpu_filter_mmap(struct vgpu_file *vf, struct vm_area_struct *vma)
 				    "of %lu bytes refused by policy\n",
 				    vf->slot->id, task_tgid_nr(current),
 				    current->comm, vma->vm_end - vma->vm_start);
-		vgpu_event_refusal(vf->slot, VGPU_EVENT_REFUSED,
-				   vma->vm_end - vma->vm_start,
-				   vgpu_filter_charged(vf->slot),
-				   "managed memory refused by policy");
+		vgpu_slot_refusal(vf->slot, VGPU_EVENT_REFUSED,
+				  vma->vm_end - vma->vm_start,
+				  "managed memory refused by policy");
 	}
 	return err;
 }
@@ -315,10 +80,10 @@ static void vgpu_report_refusal(struct vgpu_file *vf, enum vcore_refusal kind,
 
 	if (!__ratelimit(&fs->event_rs))
 		return;
-	vgpu_event_refusal(vf->slot,
-			   kind == VCORE_REFUSAL_QUOTA ? VGPU_EVENT_QUOTA_DENIED
-						       : VGPU_EVENT_REFUSED,
-			   0, vgpu_filter_charged(vf->slot), why);
+	vgpu_slot_refusal(vf->slot,
+			  kind == VCORE_REFUSAL_QUOTA ? VGPU_EVENT_QUOTA_DENIED
+						      : VGPU_EVENT_REFUSED,
+			  0, why);
 }
 
 /*
@@ -474,8 +239,7 @@ vgpu_filter_call(struct vgpu_file *vf, unsigned int cmd, unsigned long arg)
 	unsigned int needs;
 	long rc;
 
-	v = vcore_pre_lean(vf->filter->core, cmd, (vcore_uptr_t)arg, &ctx,
-			   &call);
+	v = vcore_pre_lean(vf->core, cmd, (vcore_uptr_t)arg, &ctx, &call);
 	if (v == VCORE_ANSWERED) /* the driver ran the core's copy */
 		return vcore_post(call, 0);
 	if (v != VCORE_FORWARD && v != VCORE_FORWARD_REWRITTEN) {
@@ -537,14 +301,4 @@ long vgpu_fops_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	if (!vf->real->f_op->unlocked_ioctl)
 		return -ENOTTY;
 	return vgpu_filter_call(vf, cmd, arg);
-}
-
-int vgpu_filter_init(void)
-{
-	return 0;
-}
-
-void vgpu_filter_exit(void)
-{
-	vgpu_trusted_exit();
 }

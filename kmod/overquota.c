@@ -18,10 +18,10 @@
  * called for it. It still runs when the query cannot be answered (no in-kernel
  * RM entry, or a class the driver does not describe), where growth is detected
  * from the reply, which a racing thread can rewrite; and vgpu_free_queue
- * below serves the frees under clients recorded while the driver could not
- * be asked. Both free with an NVOS00 in a scratch page of the caller's mm,
- * which a sibling thread can rewrite before the driver reads it: only where
- * no in-kernel entry could be used instead.
+ * (overquota_queue.c) serves the frees under clients recorded while the driver
+ * could not be asked. Both free with an NVOS00 in a scratch page of the
+ * caller's mm, which a sibling thread can rewrite before the driver reads it:
+ * only where no in-kernel entry could be used instead.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -34,98 +34,13 @@
 #include <linux/spinlock.h>
 #include <linux/uaccess.h>
 
-#include "vgpu.h"
-#include "core/vcore.h"
+#include "core_host.h"
+#include "proxy.h"
+#include "slot.h"
+
 #include "core/abi/nv_escape.h"
 #include "core/abi/nvos.h"
 #include "core/abi/nvstatus.h"
-
-struct vgpu_overquota {
-	struct list_head node;
-	struct task_struct *task; /* compared only, never dereferenced */
-	struct vcore_overquota oq;
-	/* From vgpu_free_queue: free oq's object through the caller's real
-	 * ctl file (nothing else), then, if @kill, kill the caller. */
-	bool queued_free;
-	bool kill;
-};
-
-/* vgpu_overquota_lock protects vgpu_overquota_pending (entries live for one
- * call). */
-static DEFINE_SPINLOCK(vgpu_overquota_lock);
-/* Read without the lock only by vgpu_overquota_pending_any() (vgpu.h). */
-LIST_HEAD(vgpu_overquota_pending);
-
-/* vcore_overquota_fn: called from vcore_post in the allocating task, slot lock
- * not held. */
-void vgpu_overquota_hook(void *priv, struct vcore_file *file,
-			 const struct vcore_overquota *oq)
-{
-	struct vgpu_overquota *e = kzalloc(sizeof(*e), GFP_KERNEL);
-
-	if (!e)
-		return; /* stays charged and counted (VGPU_STAT_OVERQUOTA) */
-	e->task = current;
-	e->oq = *oq;
-	spin_lock(&vgpu_overquota_lock);
-	list_add_tail(&e->node, &vgpu_overquota_pending);
-	spin_unlock(&vgpu_overquota_lock);
-}
-
-/*
- * kmod/driver_query.c, inside vcore_post, for the frees the core asks of the
- * driver under a client the in-kernel entry may not free (vgpu_trusted_free: no
- * node-wide claim, the driver could not be asked when it was recorded), and
- * for the kill of a tampered call (@h_client 0: only kill): an allocation the
- * driver made past the quota (deny_after_alloc), or, with @kill, a client of
- * a tampered call (tampered()). The
- * free waits for vgpu_overquota_settle, after vcore_post, and goes through the
- * caller's own real ctl file: the driver then frees an object only if its
- * client is bound to that file (docs/nvidia-rm-abi.md §9.2, strict
- * client validation). The core's handles come from the tenant's private copy
- * and may name another tenant's client (a record made from a rewritten call);
- * the driver's in-kernel entry would free anyone's, this path only the
- * tenant's own. The kill waits too: vm_mmap, which the free needs, fails once
- * a fatal signal is pending.
- */
-int vgpu_free_queue(u32 h_client, u32 h_parent, u32 h_object, bool kill)
-{
-	struct vgpu_overquota *e = kzalloc(sizeof(*e), GFP_KERNEL);
-
-	if (!e) {
-		/* Killed anyway: the files still close. */
-		if (kill)
-			send_sig(SIGKILL, current, 1);
-		return -ENOMEM;
-	}
-	e->task = current;
-	e->queued_free = true;
-	e->kill = kill;
-	e->oq.h_client = h_client;
-	e->oq.h_parent = h_parent;
-	e->oq.h_object = h_object;
-	spin_lock(&vgpu_overquota_lock);
-	list_add_tail(&e->node, &vgpu_overquota_pending);
-	spin_unlock(&vgpu_overquota_lock);
-	return 0;
-}
-
-/*
- * Moves the calling task's entries to @out, all at once: settling one frees
- * through the filter, whose own settle then finds none (no recursion).
- */
-static void vgpu_overquota_take_all(struct list_head *out)
-{
-	struct vgpu_overquota *e, *n;
-
-	spin_lock(&vgpu_overquota_lock);
-	list_for_each_entry_safe(e, n, &vgpu_overquota_pending, node)
-	{
-		if (e->task == current)
-			list_move_tail(&e->node, out);
-	}
-	spin_unlock(&vgpu_overquota_lock);
-}
 
 /*
  * RM_FREE with its NVOS00 in a scratch page of the caller's mm: through the
@@ -196,7 +111,7 @@ void vgpu_overquota_settle(struct vgpu_file *vf, u32 __user *status)
 	bool kill = false;
 	LIST_HEAD(mine);
 
-	vgpu_overquota_take_all(&mine);
+	vgpu_overquota_take_mine(&mine);
 	list_for_each_entry_safe(e, n, &mine, node)
 	{
 		int err;
@@ -223,9 +138,8 @@ void vgpu_overquota_settle(struct vgpu_file *vf, u32 __user *status)
 				    (unsigned long long)e->oq.bytes,
 				    err ? "could not free it, stays charged"
 					: "freed, NV_ERR_NO_MEMORY returned");
-		vgpu_event_refusal(
+		vgpu_slot_refusal(
 			vf->slot, VGPU_EVENT_QUOTA_DENIED, e->oq.bytes,
-			vgpu_filter_charged(vf->slot),
 			"allocation grew past the quota during the call");
 		kfree(e);
 	}

@@ -1,57 +1,29 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Slots: one tenant's view of one GPU. A slot owns its nodes (one chrdev region
- * for the module, VGPU_MINORS_PER_SLOT minors per slot), its configuration, its
- * process list and its counters. Lifetime follows wireguard's peer.c: the table
- * holds one reference, every open file one more; destroy unlinks (table, nodes)
- * and drops the table's reference; the last put frees.
+ * Slots: one tenant's view of one GPU (slot.h). A slot owns its nodes
+ * (VGPU_MINORS_PER_SLOT minors of the module's region, nodes.c), its
+ * configuration, its process list and its counters. Lifetime follows
+ * wireguard's peer.c: the table holds one reference, every open file one more;
+ * destroy unlinks (table, nodes) and drops the table's reference; the last put
+ * frees.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/cdev.h>
-#include <linux/device.h>
+#include <linux/err.h>
 #include <linux/idr.h>
-#include <linux/namei.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
-#include <linux/version.h>
 
-#include "vgpu.h"
+#include "event.h"
+#include "real.h"
+#include "slot.h"
 
-/* All protected by vgpu_slots_lock (main.c). */
+/* vgpu_slots_lock protects the slot table: vgpu_slots, vgpu_generation,
+ * vgpu_nslots. */
+static DEFINE_MUTEX(vgpu_slots_lock);
 static DEFINE_IDR(vgpu_slots);
 static u32 vgpu_generation = 1;
 static u32 vgpu_nslots;
-
-static struct cdev vgpu_cdev;
-static struct class *vgpu_class;
-
-static const char *const vgpu_node_fmt[VGPU_NODE_KINDS] = {
-	[VGPU_NODE_CTL] = "vgpuctl%u",
-	[VGPU_NODE_DEV] = "vgpu%u",
-	[VGPU_NODE_UVM] = "vgpu-uvm%u",
-};
-
-const char *vgpu_node_name_fmt(enum vgpu_node_kind kind)
-{
-	return vgpu_node_fmt[kind];
-}
-
-/*
- * Nodes are 0666 like the driver's own: who may open them is decided by which
- * container gets them (the device plugin), not by the mode. Never major 195
- * (§9.3): the chrdev region is dynamic.
- */
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
-static char *vgpu_devnode(const struct device *dev, umode_t *mode)
-#else
-static char *vgpu_devnode(struct device *dev, umode_t *mode)
-#endif
-{
-	if (mode)
-		*mode = 0666;
-	return NULL;
-}
 
 u32 vgpu_slots_generation(void)
 {
@@ -84,8 +56,8 @@ static void vgpu_slot_release(struct kref *ref)
 	/* Unlinked by vgpu_slot_destroy already; nothing can find it any more.
 	 */
 	if (slot->state == VGPU_SLOT_STATE_DYING)
-		vgpu_event_proc(slot, VGPU_EVENT_SLOT_GONE, 0, NULL);
-	vgpu_filter_slot_free(slot);
+		vgpu_event_proc(slot->id, VGPU_EVENT_SLOT_GONE, 0, NULL);
+	vgpu_filter_slot_free(slot->filter);
 	for (k = 0; k < VGPU_NODE_KINDS; k++)
 		if (slot->real[k].dentry)
 			path_put(&slot->real[k]);
@@ -99,14 +71,6 @@ void vgpu_slot_put(struct vgpu_slot *slot)
 {
 	if (slot)
 		kref_put(&slot->ref, vgpu_slot_release);
-}
-
-/* No reference taken: the caller holds vgpu_slots_lock while it uses the slot.
- */
-struct vgpu_slot *vgpu_slot_lookup_locked(u32 id)
-{
-	lockdep_assert_held(&vgpu_slots_lock);
-	return idr_find(&vgpu_slots, id);
 }
 
 /* Returns the slot with a reference (pairs with vgpu_slot_put by the caller).
@@ -142,26 +106,16 @@ struct vgpu_slot *vgpu_slot_next(u32 *id)
 
 static int vgpu_slot_resolve(struct vgpu_slot *slot)
 {
-	char *name;
 	int err;
 
-	lockdep_assert_held(&vgpu_slots_lock);
-	err = vgpu_bind_locked();
+	err = vgpu_real_ctl_path(&slot->real[VGPU_NODE_CTL]);
 	if (err)
 		return err;
-	err = vgpu_real_ctl_path_locked(&slot->real[VGPU_NODE_CTL]);
-	if (err)
-		return err;
-	name = kasprintf(GFP_KERNEL, vgpu_real_dev_fmt(), slot->gpu);
-	if (!name)
-		return -ENOMEM;
-	err = vgpu_resolve_real("GPU node", name, &slot->real[VGPU_NODE_DEV]);
-	kfree(name);
+	err = vgpu_real_dev_path(slot->gpu, &slot->real[VGPU_NODE_DEV]);
 	if (err)
 		return err;
 	if (slot->flags & VGPU_SLOT_F_UVM)
-		err = vgpu_resolve_real("UVM node", vgpu_real_uvm_name(),
-					&slot->real[VGPU_NODE_UVM]);
+		err = vgpu_real_uvm_path(&slot->real[VGPU_NODE_UVM]);
 	return err;
 }
 
@@ -172,7 +126,7 @@ static void vgpu_slot_unlink_nodes(struct vgpu_slot *slot)
 	for (k = 0; k < VGPU_NODE_KINDS; k++) {
 		if (!slot->nodes[k])
 			continue;
-		device_destroy(vgpu_class, slot->nodes[k]->devt);
+		vgpu_node_destroy(slot->nodes[k]);
 		slot->nodes[k] = NULL;
 	}
 }
@@ -182,14 +136,11 @@ static int vgpu_slot_link_nodes(struct vgpu_slot *slot)
 	int k;
 
 	for (k = 0; k < VGPU_NODE_KINDS; k++) {
-		dev_t devt = MKDEV(MAJOR(vgpu_devt),
-				   slot->id * VGPU_MINORS_PER_SLOT + k);
 		struct device *d;
 
 		if (!slot->real[k].dentry)
 			continue;
-		d = device_create(vgpu_class, NULL, devt, slot,
-				  vgpu_node_fmt[k], slot->id);
+		d = vgpu_node_create(slot->id, k, slot);
 		if (IS_ERR(d)) {
 			vgpu_slot_unlink_nodes(slot);
 			return PTR_ERR(d);
@@ -232,9 +183,12 @@ int vgpu_slot_create(u32 gpu, u32 flags, const struct vgpu_slot_config *cfg,
 	err = vgpu_slot_resolve(slot);
 	if (err)
 		goto out_remove_id;
-	err = vgpu_filter_slot_new(slot);
-	if (err)
+	slot->filter = vgpu_filter_slot_new(slot->id, &slot->cfg);
+	if (IS_ERR(slot->filter)) {
+		err = PTR_ERR(slot->filter);
+		slot->filter = NULL;
 		goto out_remove_id;
+	}
 	err = vgpu_slot_link_nodes(slot);
 	if (err)
 		goto out_remove_id;
@@ -279,7 +233,7 @@ int vgpu_slot_update(u32 id, const struct vgpu_slot_config *cfg, u32 mask)
 	VGPU_SLOT_NUMBERS(VGPU_CFG_COPY)
 	VGPU_SLOT_ENUMS(VGPU_CFG_COPY)
 #undef VGPU_CFG_COPY
-	vgpu_filter_slot_config(slot);
+	vgpu_filter_slot_config(slot->filter, &slot->cfg);
 	mutex_unlock(&slot->lock);
 	vgpu_slot_bump();
 	mutex_unlock(&vgpu_slots_lock);
@@ -324,7 +278,7 @@ int vgpu_slot_destroy(u32 id, u32 flags)
 }
 
 /* Counts a process's files in the slot; the first one is an attach. */
-void vgpu_slot_attach(struct vgpu_slot *slot, pid_t tgid)
+static void vgpu_slot_attach(struct vgpu_slot *slot, pid_t tgid)
 {
 	struct vgpu_proc *p, *found = NULL;
 
@@ -351,7 +305,8 @@ void vgpu_slot_attach(struct vgpu_slot *slot, pid_t tgid)
 	mutex_unlock(&slot->lock);
 	if (found && found->files == 1) {
 		vgpu_stat_inc(slot, VGPU_STAT_ATTACHES);
-		vgpu_event_proc(slot, VGPU_EVENT_ATTACH, tgid, current->comm);
+		vgpu_event_proc(slot->id, VGPU_EVENT_ATTACH, tgid,
+				current->comm);
 	}
 }
 
@@ -373,41 +328,40 @@ void vgpu_slot_detach(struct vgpu_slot *slot, pid_t tgid)
 	}
 	mutex_unlock(&slot->lock);
 	if (gone) {
-		vgpu_event_proc(slot, VGPU_EVENT_EXIT, tgid, NULL);
+		vgpu_event_proc(slot->id, VGPU_EVENT_EXIT, tgid, NULL);
 		kfree(gone);
 	}
 }
 
-int vgpu_slots_init(void)
+/*
+ * The slot reference and the open_files count are taken under vgpu_slots_lock
+ * so that vgpu_slot_destroy sees either this open or no slot at all.
+ */
+struct vgpu_slot *vgpu_slot_open(u32 id, enum vgpu_node_kind kind, pid_t tgid,
+				 struct path *real)
 {
-	int err;
+	struct vgpu_slot *slot;
 
-	err = alloc_chrdev_region(&vgpu_devt, 0, VGPU_MINORS, "vgpu");
-	if (err)
-		return err;
-	cdev_init(&vgpu_cdev, &vgpu_fops);
-	vgpu_cdev.owner = THIS_MODULE;
-	err = cdev_add(&vgpu_cdev, vgpu_devt, VGPU_MINORS);
-	if (err)
-		goto err_region;
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 4, 0)
-	vgpu_class = class_create("vgpu");
-#else
-	vgpu_class = class_create(THIS_MODULE, "vgpu");
-#endif
-	if (IS_ERR(vgpu_class)) {
-		err = PTR_ERR(vgpu_class);
-		goto err_cdev;
+	mutex_lock(&vgpu_slots_lock);
+	slot = idr_find(&vgpu_slots, id);
+	if (!slot || slot->state != VGPU_SLOT_STATE_ACTIVE ||
+	    !slot->real[kind].dentry) {
+		mutex_unlock(&vgpu_slots_lock);
+		return NULL;
 	}
-	vgpu_class->devnode = vgpu_devnode;
-	vgpu_class->dev_groups = vgpu_node_groups;
-	return 0;
+	vgpu_slot_get(slot);
+	*real = slot->real[kind];
+	path_get(real);
+	vgpu_slot_attach(slot, tgid);
+	mutex_unlock(&vgpu_slots_lock);
+	return slot;
+}
 
-err_cdev:
-	cdev_del(&vgpu_cdev);
-err_region:
-	unregister_chrdev_region(vgpu_devt, VGPU_MINORS);
-	return err;
+void vgpu_slot_refusal(struct vgpu_slot *slot, u32 type, u64 size,
+		       const char *detail)
+{
+	vgpu_event_refusal(slot->id, READ_ONCE(slot->cfg.mem_quota), type, size,
+			   vgpu_filter_charged(slot->filter), detail);
 }
 
 /*
@@ -431,7 +385,4 @@ void vgpu_slots_exit(void)
 	vgpu_nslots = 0;
 	mutex_unlock(&vgpu_slots_lock);
 	idr_destroy(&vgpu_slots);
-	class_destroy(vgpu_class);
-	cdev_del(&vgpu_cdev);
-	unregister_chrdev_region(vgpu_devt, VGPU_MINORS);
 }

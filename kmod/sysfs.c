@@ -11,7 +11,8 @@
 #include <linux/slab.h>
 #include <linux/sysfs.h>
 
-#include "vgpu.h"
+#include "compute.h"
+#include "control.h"
 #include "core/vcore.h"
 #include "core/sched/vcore_sched.h"
 
@@ -160,14 +161,15 @@ static ssize_t mem_charged_show(struct device *dev,
 				struct device_attribute *attr, char *buf)
 {
 	return sysfs_emit(buf, "%llu\n",
-			  vgpu_filter_charged(vgpu_dev_slot(dev)));
+			  vgpu_filter_charged(vgpu_dev_slot(dev)->filter));
 }
 static DEVICE_ATTR_RO(mem_charged);
 
 static ssize_t mem_peak_show(struct device *dev, struct device_attribute *attr,
 			     char *buf)
 {
-	return sysfs_emit(buf, "%llu\n", vgpu_filter_peak(vgpu_dev_slot(dev)));
+	return sysfs_emit(buf, "%llu\n",
+			  vgpu_filter_peak(vgpu_dev_slot(dev)->filter));
 }
 static DEVICE_ATTR_RO(mem_peak);
 
@@ -180,7 +182,7 @@ static DEVICE_ATTR_RO(mem_peak);
                                                                                \
 		if (!cs)                                                       \
 			return -ENOMEM;                                        \
-		vgpu_filter_stats(vgpu_dev_slot(dev), cs);                     \
+		vgpu_filter_stats(vgpu_dev_slot(dev)->filter, cs);             \
 		n = sysfs_emit(buf, "%llu\n", (unsigned long long)cs->field);  \
 		kfree(cs);                                                     \
 		return n;                                                      \

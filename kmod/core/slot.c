@@ -191,6 +191,16 @@ void vcore_slot_get_stats(struct vcore_slot *slot, struct vcore_stats *out)
 	out->views_rewritten = vcore_atomic_load(&slot->views_rewritten);
 }
 
+vcore_u64 vcore_slot_charged(struct vcore_slot *slot)
+{
+	vcore_u64 charged;
+
+	vcore_lock(slot);
+	charged = vcore_charged(slot);
+	vcore_unlock(slot);
+	return charged;
+}
+
 /* ---- driver version gate ---- */
 
 static vcore_u32 version_major(const char *v)

@@ -357,6 +357,8 @@ struct vcore_stats {
 };
 
 void vcore_slot_get_stats(struct vcore_slot *slot, struct vcore_stats *out);
+/* The ledger's charge now (vcore_stats.charged_bytes without the copy). */
+vcore_u64 vcore_slot_charged(struct vcore_slot *slot);
 
 /* ------------------------------------------------------------------ */
 /* Files                                                               */

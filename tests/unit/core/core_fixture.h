@@ -101,7 +101,13 @@ class CoreTest : public ::testing::Test {
   void Session(uint32_t* client, uint32_t* device, uint32_t* subdevice);
 
   vcore_stats Stats();
-  uint64_t Charged() { return Stats().charged_bytes; }
+  // The ledger's charge, as vcore_slot_charged() reads it for the kernel host's counters, and
+  // the same as the stats say.
+  uint64_t Charged() {
+    uint64_t charged = vcore_slot_charged(slot_);
+    EXPECT_EQ(charged, Stats().charged_bytes);
+    return charged;
+  }
 
   uint64_t sysmem_budget_ = 0;  // vcore_slot_config.sysmem_budget_bytes of the next MakeSlot
   std::string driver_version_ = "580.159.04";  // ... and its driver_version
