@@ -32,6 +32,7 @@
 
 #include "slot.h"
 #include "compute.h"
+#include "core/abi/ctrl.h"
 #include "rmops.h"
 
 /* ---- nvsim: exact per-TSG runtime -------------------------------------- */
@@ -44,7 +45,7 @@ struct vgpu_nvsim_runtime {
 	u32 preemptions;
 	u64 gpuBusyNs;
 };
-static_assert(sizeof(struct vgpu_nvsim_runtime) == 32);
+static_assert(sizeof(struct vgpu_nvsim_runtime) == 4 * sizeof(u64));
 
 static int vgpu_tsg_runtime_read(struct vgpu_compute_gpu *g,
 				 struct vgpu_compute_slot *cs, u32 h_client,
@@ -121,7 +122,7 @@ const struct vgpu_compute_meter vgpu_meter_tsg_runtime = {
 
 /* ---- real driver: perfmon utilization samples -------------------------- */
 
-#define VGPU_PM_CMD	    0x20802096U
+#define VGPU_PM_CMD	    NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2
 #define VGPU_PM_SAMPLES	    72
 #define VGPU_PM_SAMPLE_SIZE 776
 #define VGPU_PM_SIZE	    (16 + VGPU_PM_SAMPLES * VGPU_PM_SAMPLE_SIZE)

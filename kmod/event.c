@@ -24,65 +24,64 @@ void vgpu_event_stop(void)
 	WRITE_ONCE(vgpu_event_family, NULL);
 }
 
-/* A new event, or NULL when it would reach nobody; @family: where it goes. */
-static struct sk_buff *vgpu_event_new(u32 slot_id, u32 type,
-				      struct genl_family **family, void **hdr)
-{
+/* One event being built. */
+struct vgpu_event_msg {
+	struct genl_family *family;
 	struct sk_buff *skb;
+	void *hdr;
+};
 
-	*family = READ_ONCE(vgpu_event_family);
-	if (!*family || !genl_has_listeners(*family, &init_net, 0))
-		return NULL;
-	skb = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
-	if (!skb)
-		return NULL;
-	*hdr = genlmsg_put(skb, 0, 0, *family, 0, VGPU_CMD_EVENT);
-	if (!*hdr || nla_put_u32(skb, VGPU_A_EVENT_TYPE, type) ||
-	    nla_put_u32(skb, VGPU_A_SLOT_ID, slot_id)) {
-		nlmsg_free(skb);
-		return NULL;
+/* false when the event would reach nobody (or memory ran out). */
+static bool vgpu_event_begin(struct vgpu_event_msg *ev, u32 slot_id, u32 type)
+{
+	ev->family = READ_ONCE(vgpu_event_family);
+	if (!ev->family || !genl_has_listeners(ev->family, &init_net, 0))
+		return false;
+	ev->skb = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
+	if (!ev->skb)
+		return false;
+	ev->hdr = genlmsg_put(ev->skb, 0, 0, ev->family, 0, VGPU_CMD_EVENT);
+	if (!ev->hdr || nla_put_u32(ev->skb, VGPU_A_EVENT_TYPE, type) ||
+	    nla_put_u32(ev->skb, VGPU_A_SLOT_ID, slot_id)) {
+		nlmsg_free(ev->skb);
+		return false;
 	}
-	return skb;
+	return true;
 }
 
-/* Sends @skb, or drops it when its attributes did not fit (@full). */
-static void vgpu_event_send(struct genl_family *family, struct sk_buff *skb,
-			    void *hdr, bool full)
+/* Sends the event, or drops it when its attributes did not fit (@full). */
+static void vgpu_event_end(struct vgpu_event_msg *ev, bool full)
 {
 	if (full) {
-		nlmsg_free(skb);
+		nlmsg_free(ev->skb);
 		return;
 	}
-	genlmsg_end(skb, hdr);
-	genlmsg_multicast(family, skb, 0, 0, GFP_KERNEL);
+	genlmsg_end(ev->skb, ev->hdr);
+	genlmsg_multicast(ev->family, ev->skb, 0, 0, GFP_KERNEL);
 }
 
 void vgpu_event_proc(u32 slot_id, u32 type, pid_t pid, const char *comm)
 {
-	struct genl_family *family;
-	struct sk_buff *skb;
-	void *hdr;
+	struct vgpu_event_msg ev;
 	bool full;
 
-	skb = vgpu_event_new(slot_id, type, &family, &hdr);
-	if (!skb)
+	if (!vgpu_event_begin(&ev, slot_id, type))
 		return;
-	full = (pid && nla_put_u32(skb, VGPU_A_EVENT_PID, pid)) ||
-	       (comm && nla_put_string(skb, VGPU_A_EVENT_COMM, comm));
-	vgpu_event_send(family, skb, hdr, full);
+	full = (pid && nla_put_u32(ev.skb, VGPU_A_EVENT_PID, pid)) ||
+	       (comm && nla_put_string(ev.skb, VGPU_A_EVENT_COMM, comm));
+	vgpu_event_end(&ev, full);
 }
 
 void vgpu_event_refusal(u32 slot_id, u64 mem_quota, u32 type, u64 size,
 			u64 charged, const char *detail)
 {
-	struct genl_family *family;
+	struct vgpu_event_msg ev;
 	struct sk_buff *skb;
-	void *hdr;
 	bool full;
 
-	skb = vgpu_event_new(slot_id, type, &family, &hdr);
-	if (!skb)
+	if (!vgpu_event_begin(&ev, slot_id, type))
 		return;
+	skb = ev.skb;
 	full = nla_put_u32(skb, VGPU_A_EVENT_PID, task_tgid_nr(current)) ||
 	       nla_put_string(skb, VGPU_A_EVENT_COMM, current->comm) ||
 	       (size &&
@@ -92,5 +91,5 @@ void vgpu_event_refusal(u32 slot_id, u64 mem_quota, u32 type, u64 size,
 	       nla_put_u64_64bit(skb, VGPU_A_SLOT_MEM_QUOTA, mem_quota,
 				 VGPU_A_PAD) ||
 	       nla_put_string(skb, VGPU_A_EVENT_DETAIL, detail);
-	vgpu_event_send(family, skb, hdr, full);
+	vgpu_event_end(&ev, full);
 }

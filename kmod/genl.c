@@ -87,6 +87,16 @@ static int vgpu_nl_admin(struct sk_buff *skb, struct genl_info *info)
 	return -EPERM;
 }
 
+/* A change of slots: admin-only, with its required attribute @attr. */
+static int vgpu_nl_change(struct sk_buff *skb, struct genl_info *info, int attr)
+{
+	int err = vgpu_nl_admin(skb, info);
+
+	if (err)
+		return err;
+	return GENL_REQ_ATTR_CHECK(info, attr) ? -EINVAL : 0;
+}
+
 /* Replies with one slot message (cmd @cmd) to the requester. */
 static int vgpu_nl_reply_slot(struct genl_info *info, u8 cmd, u32 id)
 {
@@ -151,11 +161,9 @@ static int vgpu_nl_slot_new(struct sk_buff *skb, struct genl_info *info)
 	u32 mask, flags = 0, id;
 	int err;
 
-	err = vgpu_nl_admin(skb, info);
+	err = vgpu_nl_change(skb, info, VGPU_A_SLOT_GPU);
 	if (err)
 		return err;
-	if (GENL_REQ_ATTR_CHECK(info, VGPU_A_SLOT_GPU))
-		return -EINVAL;
 	mask = vgpu_nl_parse_config(info, &cfg);
 	/* Managed memory's "default" is decided once, at creation. */
 	if (!(mask & VGPU_CFG(managed_policy)))
@@ -191,11 +199,9 @@ static int vgpu_nl_slot_set(struct sk_buff *skb, struct genl_info *info)
 	u32 id, mask;
 	int err;
 
-	err = vgpu_nl_admin(skb, info);
+	err = vgpu_nl_change(skb, info, VGPU_A_SLOT_ID);
 	if (err)
 		return err;
-	if (GENL_REQ_ATTR_CHECK(info, VGPU_A_SLOT_ID))
-		return -EINVAL;
 	if (info->attrs[VGPU_A_SLOT_GPU] || info->attrs[VGPU_A_SLOT_FLAGS]) {
 		GENL_SET_ERR_MSG(info,
 				 "vgpu: gpu and flags are fixed at creation");
@@ -222,11 +228,9 @@ static int vgpu_nl_slot_del(struct sk_buff *skb, struct genl_info *info)
 	u32 flags = 0, id;
 	int err;
 
-	err = vgpu_nl_admin(skb, info);
+	err = vgpu_nl_change(skb, info, VGPU_A_SLOT_ID);
 	if (err)
 		return err;
-	if (GENL_REQ_ATTR_CHECK(info, VGPU_A_SLOT_ID))
-		return -EINVAL;
 	if (info->attrs[VGPU_A_DEL_FLAGS])
 		flags = nla_get_u32(info->attrs[VGPU_A_DEL_FLAGS]);
 	id = nla_get_u32(info->attrs[VGPU_A_SLOT_ID]);

@@ -184,77 +184,69 @@ static int vgpu_rm_get(void)
 	return err;
 }
 
-int vgpu_rm_control(u32 hclient, u32 hobject, u32 cmd, void *params, u32 size,
-		    u32 *status)
+/*
+ * Issues @op, filled by the caller; *@status is the RM status the driver wrote
+ * into @op (at @op_status), or VGPU_RM_STATUS_UNSET when the call could not be
+ * issued (rmops.h).
+ */
+static int vgpu_rm_call(struct vgpu_nv_kernel_op *op, const u32 *op_status,
+			u32 *status)
 {
-	struct vgpu_nv_kernel_op op = {};
 	int err;
 
 	*status = VGPU_RM_STATUS_UNSET;
 	err = vgpu_rm_get();
-	if (err)
-		return err;
-	op.op = NV04_CONTROL;
-	op.params.control = (NVOS54_PARAMETERS){
-		.hClient = hclient,
-		.hObject = hobject,
-		.cmd = cmd,
-		.params = (u64)(uintptr_t)params,
-		.paramsSize = size,
-		.status = VGPU_RM_STATUS_UNSET,
-	};
-	err = vgpu_rm_issue(&vgpu_rm, &op);
 	if (!err)
-		*status = op.params.control.status;
+		err = vgpu_rm_issue(&vgpu_rm, op);
+	if (!err)
+		*status = *op_status;
 	return err;
+}
+
+int vgpu_rm_control(u32 hclient, u32 hobject, u32 cmd, void *params, u32 size,
+		    u32 *status)
+{
+	struct vgpu_nv_kernel_op op = {
+		.op = NV04_CONTROL,
+		.params.control.hClient = hclient,
+		.params.control.hObject = hobject,
+		.params.control.cmd = cmd,
+		.params.control.params = (u64)(uintptr_t)params,
+		.params.control.paramsSize = size,
+		.params.control.status = VGPU_RM_STATUS_UNSET,
+	};
+
+	return vgpu_rm_call(&op, &op.params.control.status, status);
 }
 
 int vgpu_rm_free(u32 hclient, u32 hparent, u32 hobject, u32 *status)
 {
-	struct vgpu_nv_kernel_op op = {};
-	int err;
-
-	*status = VGPU_RM_STATUS_UNSET;
-	err = vgpu_rm_get();
-	if (err)
-		return err;
-	op.op = NV01_FREE;
-	op.params.free = (NVOS00_PARAMETERS){
-		.hRoot = hclient,
-		.hObjectParent = hparent,
-		.hObjectOld = hobject,
-		.status = VGPU_RM_STATUS_UNSET,
+	struct vgpu_nv_kernel_op op = {
+		.op = NV01_FREE,
+		.params.free.hRoot = hclient,
+		.params.free.hObjectParent = hparent,
+		.params.free.hObjectOld = hobject,
+		.params.free.status = VGPU_RM_STATUS_UNSET,
 	};
-	err = vgpu_rm_issue(&vgpu_rm, &op);
-	if (!err)
-		*status = op.params.free.status;
-	return err;
+
+	return vgpu_rm_call(&op, &op.params.free.status, status);
 }
 
 int vgpu_rm_alloc(u32 hclient, u32 hparent, u32 *hobject, u32 hclass,
 		  void *params, u32 *status)
 {
-	struct vgpu_nv_kernel_op op = {};
-	int err;
-
-	*status = VGPU_RM_STATUS_UNSET;
-	err = vgpu_rm_get();
-	if (err)
-		return err;
-	op.op = NV04_ALLOC;
-	op.params.alloc = (NVOS64_PARAMETERS){
-		.hRoot = hclient,
-		.hObjectParent = hparent,
-		.hObjectNew = *hobject,
-		.hClass = hclass,
-		.pAllocParms = (u64)(uintptr_t)params,
-		.status = VGPU_RM_STATUS_UNSET,
+	struct vgpu_nv_kernel_op op = {
+		.op = NV04_ALLOC,
+		.params.alloc.hRoot = hclient,
+		.params.alloc.hObjectParent = hparent,
+		.params.alloc.hObjectNew = *hobject,
+		.params.alloc.hClass = hclass,
+		.params.alloc.pAllocParms = (u64)(uintptr_t)params,
+		.params.alloc.status = VGPU_RM_STATUS_UNSET,
 	};
-	err = vgpu_rm_issue(&vgpu_rm, &op);
-	if (err)
-		return err;
-	*status = op.params.alloc.status;
-	if (*status == NV_OK)
+	int err = vgpu_rm_call(&op, &op.params.alloc.status, status);
+
+	if (!err && *status == NV_OK)
 		*hobject = op.params.alloc.hObjectNew;
-	return 0;
+	return err;
 }

@@ -214,7 +214,9 @@ out_unlock:
 	return err == -ENOSPC ? -ENOSPC : err;
 }
 
-int vgpu_slot_update(u32 id, const struct vgpu_slot_config *cfg, u32 mask)
+/* Slot @id with the table's lock and its own held (outer first); NULL, and
+ * neither held, when there is no such slot. */
+static struct vgpu_slot *vgpu_slot_find_lock(u32 id)
 {
 	struct vgpu_slot *slot;
 
@@ -222,9 +224,18 @@ int vgpu_slot_update(u32 id, const struct vgpu_slot_config *cfg, u32 mask)
 	slot = idr_find(&vgpu_slots, id);
 	if (!slot) {
 		mutex_unlock(&vgpu_slots_lock);
-		return -ENOENT;
+		return NULL;
 	}
 	mutex_lock(&slot->lock);
+	return slot;
+}
+
+int vgpu_slot_update(u32 id, const struct vgpu_slot_config *cfg, u32 mask)
+{
+	struct vgpu_slot *slot = vgpu_slot_find_lock(id);
+
+	if (!slot)
+		return -ENOENT;
 	if (mask & VGPU_CFG(name))
 		strscpy(slot->cfg.name, cfg->name, sizeof(slot->cfg.name));
 #define VGPU_CFG_COPY(field, ...)                                              \
@@ -242,20 +253,15 @@ int vgpu_slot_update(u32 id, const struct vgpu_slot_config *cfg, u32 mask)
 
 int vgpu_slot_destroy(u32 id, u32 flags)
 {
-	struct vgpu_slot *slot;
+	struct vgpu_slot *slot = vgpu_slot_find_lock(id);
 	unsigned int open;
 
-	mutex_lock(&vgpu_slots_lock);
-	slot = idr_find(&vgpu_slots, id);
-	if (!slot) {
-		mutex_unlock(&vgpu_slots_lock);
+	if (!slot)
 		return -ENOENT;
-	}
 	/*
 	 * Opens take vgpu_slots_lock before they count themselves in open_files
-	 * (vgpu_fops_open), so the count cannot grow behind this check.
+	 * (vgpu_slot_open), so the count cannot grow behind this check.
 	 */
-	mutex_lock(&slot->lock);
 	open = slot->open_files;
 	if (open && !(flags & VGPU_DEL_F_DEFER)) {
 		mutex_unlock(&slot->lock);

@@ -288,6 +288,17 @@ Status CheckpointStore::Sync() {
   return OkStatus();
 }
 
+Result<int> CheckpointStore::DupJournal() const {
+  if (journal_fd_ < 0) {
+    return -1;
+  }
+  int fd = ::fcntl(journal_fd_, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) {
+    return ErrnoError("checkpoint: dup " + path_.string(), errno);
+  }
+  return fd;
+}
+
 Status CheckpointStore::Save(const std::vector<slots::SlotRecord>& records) {
   CloseJournal();  // the rename replaces the file it points at
   return slots::WriteFileAtomically(path_, Serialize(records)).Annotate("checkpoint");

@@ -1,5 +1,8 @@
 #include "vgpu/checkpoint/checkpoint_writer.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 
 namespace vgpu::checkpoint {
@@ -64,6 +67,9 @@ void CheckpointWriter::Compact(EncodedRecords records) {
 }
 
 Status CheckpointWriter::CompactNow(const EncodedRecords& records) {
+  // store_mu_ first, so that no batch taken before the snapshot is written after it, and none
+  // is taken between the snapshot's seq and its write.
+  std::lock_guard store(store_mu_);
   uint64_t seq;
   {
     std::lock_guard lock(mu_);
@@ -72,13 +78,8 @@ Status CheckpointWriter::CompactNow(const EncodedRecords& records) {
     lines_.clear();
     queued_entries_ = 0;
     seq = ++queued_seq_;
-    ++epoch_;
   }
-  Status s;
-  {
-    std::lock_guard store(store_mu_);
-    s = store_.SaveEncoded(Refs(records));
-  }
+  Status s = store_.SaveEncoded(Refs(records));
   std::lock_guard lock(mu_);
   if (s.ok()) {
     written_seq_ = std::max(written_seq_, seq);
@@ -101,10 +102,43 @@ bool CheckpointWriter::Flush(std::chrono::milliseconds timeout) {
 }
 
 bool CheckpointWriter::WaitWritten(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  uint64_t want;
+  {
+    std::lock_guard lock(mu_);
+    want = queued_seq_;
+  }
+  // Write the lines on this thread rather than wait for the writer's, which may be inside a
+  // flush of the previous batch (milliseconds on a disk): the flush runs on its own descriptor,
+  // and this write goes to the kernel next to it.
+  {
+    std::lock_guard store(store_mu_);
+    std::unique_lock lock(mu_);
+    if (std::max(written_seq_, in_kernel_seq_) < want && !snapshot_ && !must_snapshot_ &&
+        !lines_.empty()) {
+      std::string lines = std::move(lines_);
+      lines_.clear();
+      const size_t entries = queued_entries_;
+      queued_entries_ = 0;
+      const uint64_t seq = queued_seq_;
+      lock.unlock();
+      Status s = store_.Write(lines);
+      lock.lock();
+      if (s.ok()) {
+        in_kernel_seq_ = std::max(in_kernel_seq_, seq);
+        journal_entries_ += entries;
+        counters_.entries += entries;
+      } else {
+        // A torn tail may follow: only a snapshot may come next (the writer asks for it).
+        must_snapshot_ = true;
+        ++counters_.failures;
+      }
+      wake_.notify_one();  // the flush of these lines, or the snapshot
+    }
+  }
   std::unique_lock lock(mu_);
-  uint64_t want = queued_seq_;
-  return written_cv_.wait_for(lock, timeout,
-                              [&] { return std::max(written_seq_, in_kernel_seq_) >= want; });
+  return written_cv_.wait_until(lock, deadline,
+                                [&] { return std::max(written_seq_, in_kernel_seq_) >= want; });
 }
 
 CheckpointWriter::Counters CheckpointWriter::counters() const {
@@ -135,49 +169,66 @@ void CheckpointWriter::Loop() {
       wake_.wait_for(lock, std::chrono::milliseconds(100));
       continue;
     }
-    std::optional<EncodedRecords> snapshot = std::move(snapshot_);
-    snapshot_.reset();
-    std::string lines = std::move(lines_);
-    lines_.clear();
-    size_t entries = queued_entries_;
-    queued_entries_ = 0;
-    uint64_t seq = queued_seq_;
-    uint64_t epoch = epoch_;
     lock.unlock();
+    // Take and write the batch under store_mu_ (lock order: store_mu_, then mu_), so that
+    // WaitWritten's callers, which write queued lines themselves, and CompactNow never
+    // interleave with it; flush afterwards on a second descriptor without store_mu_, so that
+    // the next lines are written while the disk flushes these.
+    std::optional<EncodedRecords> snapshot;
+    size_t entries = 0;
+    uint64_t seq = 0;
     Status s;
-    bool superseded = false;
+    int sync_fd = -1;
+    bool retry = false;
     {
       std::lock_guard store(store_mu_);
-      if (epoch != epoch_) {
-        superseded = true;  // CompactNow wrote a newer snapshot meanwhile
+      lock.lock();
+      if (must_snapshot_ && !snapshot_) {
+        retry = true;  // a caller's write failed meanwhile
       } else {
+        snapshot = std::move(snapshot_);
+        snapshot_.reset();
+        std::string lines = std::move(lines_);
+        lines_.clear();
+        entries = queued_entries_;
+        queued_entries_ = 0;
+        seq = queued_seq_;
+        lock.unlock();
         if (snapshot) {
           s = store_.SaveEncoded(Refs(*snapshot));
         }
         if (s.ok() && !lines.empty()) {
           s = store_.Write(lines);
-          if (s.ok()) {
-            // In the kernel's hands: WaitWritten's callers may go on while the disk flushes.
-            // store_mu_ before mu_ is the lock order (checkpoint_writer.h).
-            std::lock_guard written(mu_);
-            in_kernel_seq_ = std::max(in_kernel_seq_, seq);
-            written_cv_.notify_all();
-          }
-          s = s.ok() ? store_.Sync() : s;
+        }
+        Result<int> fd = s.ok() ? store_.DupJournal() : Result<int>(s);
+        s = fd.status();
+        sync_fd = fd.ok() ? *fd : -1;
+        lock.lock();
+        if (s.ok()) {
+          // In the kernel's hands: WaitWritten's callers may go on while the disk flushes.
+          in_kernel_seq_ = std::max(in_kernel_seq_, seq);
+          journal_entries_ = snapshot ? entries : journal_entries_ + entries;
+          counters_.entries += entries;
+          counters_.compactions += snapshot ? 1 : 0;
+          must_snapshot_ = must_snapshot_ && !snapshot;
+          written_cv_.notify_all();
         }
       }
     }
-    lock.lock();
-    if (superseded) {
+    if (retry) {
       continue;
+    }
+    if (sync_fd >= 0) {
+      lock.unlock();
+      if (::fdatasync(sync_fd) != 0) {
+        s = ErrnoError("checkpoint: fdatasync " + store_.path().string(), errno);
+      }
+      ::close(sync_fd);
+      lock.lock();
     }
     if (s.ok()) {
       written_seq_ = std::max(written_seq_, seq);
-      journal_entries_ = snapshot ? entries : journal_entries_ + entries;
-      must_snapshot_ = false;
       ++counters_.batches;
-      counters_.entries += entries;
-      counters_.compactions += snapshot ? 1 : 0;
       written_cv_.notify_all();
       continue;
     }

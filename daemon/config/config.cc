@@ -90,7 +90,9 @@ const std::vector<Flag>& Flags() {
       STR_FLAG("node-labels", node_labels, "labels to publish for this node, key=value,..."),
       STR_FLAG("hostname-override", hostname_override, "node name instead of the hostname"),
       STR_FLAG("virtual-manager-path", virtual_manager_path,
-               "directory of slot dirs, control socket and vdriver tree"),
+               "directory of the control socket and vdriver tree"),
+      STR_FLAG("slot-path", slot_path,
+               "tmpfs directory of shim slot dirs and ledgers (rebuilt from the checkpoint)"),
       STR_FLAG("device-plugin-path", device_plugin_path, "kubelet device-plugin directory"),
       STR_FLAG("checkpoint-path", checkpoint_path, "directory of the manager's checkpoint"),
       BOOL_FLAG("share-mode", share_mode,
@@ -342,6 +344,7 @@ Status Validate(const Config& c) {
   }
   VGPU_RETURN_IF_ERROR(CheckAbsolute("driver-root", c.driver_root));
   VGPU_RETURN_IF_ERROR(CheckAbsolute("virtual-manager-path", c.virtual_manager_path));
+  VGPU_RETURN_IF_ERROR(CheckAbsolute("slot-path", c.slot_path));
   VGPU_RETURN_IF_ERROR(CheckAbsolute("device-plugin-path", c.device_plugin_path));
   VGPU_RETURN_IF_ERROR(CheckAbsolute("checkpoint-path", c.checkpoint_path));
   if (c.memory_unit_bytes < (1ull << 20) || c.memory_unit_bytes % (1ull << 20) != 0) {

@@ -1,7 +1,9 @@
 #include "vgpu/dra/claim_preparer.h"
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
+#include <map>
 
 #include "vgpu/manager/grant_builder.h"
 #include "vgpu/manager/log.h"
@@ -49,17 +51,55 @@ Result<std::vector<PreparedDevice>> ClaimPreparer::Prepare(const ClaimPlan& plan
     out.push_back({d, options_.cdi_kind + "=" + name});
   }
   if (!cdi.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(options_.cdi_spec_dir, ec);
-    Status s =
-        slots::WriteFileAtomically(SpecPath(uid), manager::CdiSpecText(options_.cdi_kind, cdi),
-                                   slots::Durability::kProcessDeath);
+    Status s = WriteSpec(uid, cdi);
     if (!s.ok()) {
       (void)Unprepare(uid);
       return s.Annotate("CDI spec of claim " + plan.claim.ToString());
     }
   }
   return out;
+}
+
+Status ClaimPreparer::WriteSpec(const std::string& claim_uid,
+                                const std::vector<manager::CdiDevice>& devices) const {
+  // The runtime may read the directory at any time (CDI caches watch it): temp file and rename,
+  // so it never sees half a spec. No flush: the directory is a tmpfs on most nodes, and the
+  // specs are rewritten from the checkpoint at start (RewriteSpecs).
+  std::error_code ec;
+  std::filesystem::create_directories(options_.cdi_spec_dir, ec);
+  return slots::WriteFileAtomically(SpecPath(claim_uid),
+                                    manager::CdiSpecText(options_.cdi_kind, devices),
+                                    slots::Durability::kProcessDeath);
+}
+
+Status ClaimPreparer::RewriteSpecs() {
+  // Slot "dra-<uid>-<k>" is device "<uid>-<k>" of the claim's spec (Prepare). A claim uid may
+  // hold '-', the index never does.
+  std::map<std::string, std::map<size_t, manager::CdiDevice>> specs;
+  for (const auto& r : slots_.Snapshot()) {
+    const std::string& name = r.config.name;
+    const size_t dash = name.rfind('-');
+    size_t k = 0;
+    if (!name.starts_with("dra-") || dash == std::string::npos || dash <= 4 ||
+        std::from_chars(name.data() + dash + 1, name.data() + name.size(), k).ptr !=
+            name.data() + name.size()) {
+      continue;
+    }
+    const std::string uid = name.substr(4, dash - 4);
+    specs[uid][k] = {uid + "-" + std::to_string(k), slots_.GrantFor(r).edits};
+  }
+  Status first;
+  for (const auto& [uid, by_index] : specs) {
+    std::vector<manager::CdiDevice> devices;
+    for (const auto& [k, d] : by_index) {
+      devices.push_back(d);
+    }
+    Status s = WriteSpec(uid, devices);
+    if (!s.ok() && first.ok()) {
+      first = s.Annotate("CDI spec of claim uid " + uid);
+    }
+  }
+  return first;
 }
 
 Status ClaimPreparer::Unprepare(const std::string& claim_uid) {

@@ -48,9 +48,14 @@ Status DraNode::Start() {
                      (r.ok() ? ApiMessage(*r) : r.status().ToString()) + "\"");
   }
   PreparerOptions po;
-  po.cdi_kind = config_.cdi_kind.empty() ? "gpu.vgpu.io/claim" : config_.cdi_kind;
+  if (!config_.cdi_kind.empty()) {
+    po.cdi_kind = config_.cdi_kind;
+  }
   po.cdi_spec_dir = config_.cdi_spec_dir;
   preparer_ = std::make_unique<ClaimPreparer>(slots_, po);
+  if (Status s = preparer_->RewriteSpecs(); !s.ok()) {
+    manager::LogWarn("event=dra_cdi_specs_not_rewritten error=\"" + s.ToString() + "\"");
+  }
   PlanOptions plan;
   plan.driver_name = config_.dra_driver_name;
   plan.pool_name = node;

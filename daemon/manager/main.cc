@@ -318,8 +318,8 @@ class Daemon {
     }
     if (backend_ == nullptr) {
       slots::ShimBackendOptions opts;
-      opts.root = fs::path(cfg_.virtual_manager_path) / "slots";
-      opts.ledger_root = fs::path(cfg_.virtual_manager_path) / "ledgers";
+      opts.root = fs::path(cfg_.slot_path) / "slots";
+      opts.ledger_root = fs::path(cfg_.slot_path) / "ledgers";
       opts.shim_library_host = cfg_.shim_library;
       backend_ = std::make_unique<slots::ShimSlotBackend>(std::move(opts));
     }

@@ -88,7 +88,7 @@ Result<ReconcileReport> SlotManager::Reconcile() {
       LogWarn("event=slot_config_restored " + Describe(r) +
               " reason=\"live config unreadable or edited; rewritten from the checkpoint\"");
     } else {
-      auto id = backend_.Create(r.config);
+      auto id = backend_.Restore(r.config);
       if (!id.ok()) {
         return id.status().Annotate("re-creating slot " + r.config.name + " from the checkpoint");
       }

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstddef>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -133,6 +134,18 @@ Status WriteFileAtomically(const fs::path& path, std::string_view data, Durabili
   return OkStatus();
 }
 
+Status WriteNewFile(const fs::path& path, std::string_view data) {
+  Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (fd.get() < 0) {
+    return ErrnoError("create " + path.string(), errno);
+  }
+  VGPU_RETURN_IF_ERROR(WriteAll(fd.get(), data, path.string()));
+  if (::close(fd.release()) != 0) {
+    return ErrnoError("close " + path.string(), errno);
+  }
+  return OkStatus();
+}
+
 ShimSlotBackend::ShimSlotBackend(ShimBackendOptions options) : options_(std::move(options)) {}
 
 fs::path ShimSlotBackend::SlotDir(uint32_t id) const { return options_.root / std::to_string(id); }
@@ -148,47 +161,106 @@ Status ShimSlotBackend::WriteConfig(const SlotConfig& config) {
                              Durability::kProcessDeath);
 }
 
-Result<uint32_t> ShimSlotBackend::Create(const SlotConfig& config) {
-  std::lock_guard lock(mu_);
+Status ShimSlotBackend::ScanIdsLocked() {
   std::error_code ec;
   fs::create_directories(options_.root, ec);
+  if (!ec) {
+    fs::create_directories(LedgerRoot(), ec);
+  }
   if (ec) {
     return InternalError("create " + options_.root.string() + ": " + ec.message());
   }
-  // Lowest free id: ids stay small and stable, like the module's.
-  std::set<uint32_t> used;
+  used_.clear();
   for (const auto& entry : fs::directory_iterator(options_.root, ec)) {
     uint32_t id = 0;
     std::string name = entry.path().filename().string();
     auto [p, e] = std::from_chars(name.data(), name.data() + name.size(), id);
     if (e == std::errc() && p == name.data() + name.size()) {
-      used.insert(id);
+      used_.insert(id);
     }
   }
-  uint32_t id = 0;
-  while (used.count(id) != 0) {
+  if (ec) {
+    return InternalError("list " + options_.root.string() + ": " + ec.message());
+  }
+  scanned_ = true;
+  return OkStatus();
+}
+
+Result<uint32_t> ShimSlotBackend::MakeSlotLocked(const SlotConfig& config,
+                                                 std::optional<uint32_t> wanted) {
+  if (!scanned_) {
+    VGPU_RETURN_IF_ERROR(ScanIdsLocked());
+  }
+  // Lowest free id (ids stay small and stable, like the module's), or the one asked for. The
+  // ids are known from the last scan and this backend's own changes, so a prepare does not read
+  // the directory; a directory someone else made meanwhile is found by mkdir's EEXIST.
+  uint32_t id = wanted.value_or(0);
+  bool rescanned = false;
+  for (;;) {
+    if (used_.count(id) == 0) {
+      if (::mkdir(SlotDir(id).c_str(), 0755) == 0) {
+        break;
+      }
+      if (errno == ENOENT && !rescanned) {  // the root went (a wiped tmpfs): make it again
+        rescanned = true;
+        VGPU_RETURN_IF_ERROR(ScanIdsLocked());
+        continue;
+      }
+      if (errno != EEXIST) {
+        return ErrnoError("create slot dir " + SlotDir(id).string(), errno);
+      }
+      used_.insert(id);
+    }
+    if (wanted) {
+      return AlreadyExistsError("slot dir " + SlotDir(id).string() + " is taken");
+    }
     ++id;
   }
-  fs::create_directory(SlotDir(id), ec);
-  if (ec) {
-    return InternalError("create slot dir " + SlotDir(id).string() + ": " + ec.message());
-  }
-  // The ledger's own directory, fresh: a leftover of an earlier slot of this id is not reused.
-  fs::remove_all(LedgerDir(id), ec);
-  fs::create_directories(LedgerDir(id), ec);
-  if (ec) {
+  used_.insert(id);
+  auto undo = [&](Status s) {
+    std::error_code ec;
     fs::remove_all(SlotDir(id), ec);
-    return InternalError("create ledger dir " + LedgerDir(id).string() + ": " + ec.message());
+    fs::remove_all(LedgerDir(id), ec);
+    used_.erase(id);
+    return s;
+  };
+  // The ledger's own directory, fresh: a leftover of an earlier slot of this id is not reused.
+  if (::mkdir(LedgerDir(id).c_str(), 0755) != 0) {
+    int err = errno;
+    if (err == EEXIST) {
+      std::error_code ec;
+      fs::remove_all(LedgerDir(id), ec);
+      err = ec ? ec.value() : ::mkdir(LedgerDir(id).c_str(), 0755) == 0 ? 0 : errno;
+    }
+    if (err != 0) {
+      return undo(ErrnoError("create ledger dir " + LedgerDir(id).string(), err));
+    }
   }
   SlotConfig c = config;
   c.id = id;
-  Status s = WriteConfig(c);
+  // The directory is new and nobody else's yet (it is mounted only once the slot is granted):
+  // the config is created in place, no temp file and rename needed. Torn by a crash, it reads
+  // as damaged, as a missing one did: restored from the checkpoint when the slot got there
+  // (daemon/manager/reconcile.cc), else left alone.
+  Status s = WriteNewFile(SlotDir(id) / kSlotConfigFileName, FormatSlotConfigFile(c));
   if (!s.ok()) {
-    fs::remove_all(SlotDir(id), ec);
-    fs::remove_all(LedgerDir(id), ec);
-    return s;
+    return undo(s);
   }
   return id;
+}
+
+Result<uint32_t> ShimSlotBackend::Create(const SlotConfig& config) {
+  std::lock_guard lock(mu_);
+  return MakeSlotLocked(config, std::nullopt);
+}
+
+Result<uint32_t> ShimSlotBackend::Restore(const SlotConfig& config) {
+  std::lock_guard lock(mu_);
+  auto same = MakeSlotLocked(config, config.id);
+  if (same.ok() || same.status().code() != StatusCode::kAlreadyExists) {
+    return same;
+  }
+  return MakeSlotLocked(config, std::nullopt);
 }
 
 Status ShimSlotBackend::Update(const SlotConfig& config) {
@@ -202,6 +274,7 @@ Status ShimSlotBackend::Update(const SlotConfig& config) {
 Status ShimSlotBackend::Destroy(uint32_t id) {
   std::lock_guard lock(mu_);
   std::error_code ec;
+  used_.erase(id);
   if (fs::remove_all(SlotDir(id), ec) == 0 && !ec) {
     return NotFoundError("shim slot " + std::to_string(id) + " does not exist");
   }
@@ -220,10 +293,8 @@ Result<std::vector<SlotConfig>> ShimSlotBackend::List() {
   std::lock_guard lock(mu_);
   std::vector<SlotConfig> out;
   damaged_.clear();
+  VGPU_RETURN_IF_ERROR(ScanIdsLocked());
   std::error_code ec;
-  if (!fs::exists(options_.root, ec)) {
-    return out;
-  }
   for (const auto& entry : fs::directory_iterator(options_.root, ec)) {
     uint32_t id = 0;
     const std::string dir_name = entry.path().filename().string();

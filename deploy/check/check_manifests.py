@@ -29,9 +29,10 @@ RESOURCES = {"tencent.com/vcuda-core", "tencent.com/vcuda-memory", "tencent.com/
 IMAGE_RE = re.compile(r"^ghcr\.io/vgpu/(vgpu-[a-z0-9-]+):([0-9][0-9A-Za-z.+-]*)$")
 NAMESPACED = {"ServiceAccount", "DaemonSet", "Service", "ConfigMap", "Pod"}
 # Host paths the manager must see at the same path (it hands them to the kubelet or keeps state
-# there): device-plugin sockets, pod-resources socket, slot dirs + vdriver tree, checkpoint.
+# there): device-plugin sockets, pod-resources socket, control socket + vdriver tree, slot dirs
+# and ledgers (a tmpfs: /run), checkpoint (a disk: it must outlive a reboot).
 SAME_PATH_MOUNTS = ["/var/lib/kubelet/device-plugins", "/var/lib/kubelet/pod-resources",
-                    "/etc/vgpu-manager/vm", "/etc/vgpu-manager/checkpoint"]
+                    "/etc/vgpu-manager/vm", "/run/vgpu-manager", "/etc/vgpu-manager/checkpoint"]
 OTHER_HOST_MOUNTS = {"/dev": "/dev", "/sys": "/sys", "/": "/host"}  # host path -> mount path
 OVERLAYS = {"module": {"enforcement": "auto", "installer": True},
             "shim": {"enforcement": "shim", "installer": False},
@@ -173,6 +174,10 @@ def check_manager(where, docs, overlay, known_flags):
         if m is None or m["mountPath"] != mount:
             fail(ident, f"host {host} must be mounted at {mount}")
     flags = flag_args(manager)
+    if flags.get("slot-path") != "/run/vgpu-manager" or \
+            flags.get("checkpoint-path") != "/etc/vgpu-manager/checkpoint":
+        fail(ident, "--slot-path=/run/vgpu-manager (tmpfs) and "
+                    "--checkpoint-path=/etc/vgpu-manager/checkpoint (disk) expected")
     if flags.get("enforcement") != OVERLAYS[overlay]["enforcement"]:
         fail(ident, f"--enforcement should be {OVERLAYS[overlay]['enforcement']}, "
                     f"got {flags.get('enforcement')}")

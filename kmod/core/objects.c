@@ -309,7 +309,10 @@ void vcore_obj_free_all_locked(struct vcore_slot *slot)
 
 /* ---- TSG registry ---- */
 
-int vcore_slot_for_each_tsg(struct vcore_slot *slot, vcore_tsg_fn fn, void *arg)
+/* Under the slot lock: @visit on every object, until one returns non-zero. */
+static int walk_objs(struct vcore_slot *slot,
+		     int (*visit)(const struct vcore_obj *o, void *walk),
+		     void *walk)
 {
 	int ret = 0;
 	vcore_u32 b;
@@ -318,59 +321,74 @@ int vcore_slot_for_each_tsg(struct vcore_slot *slot, vcore_tsg_fn fn, void *arg)
 	for (b = 0; b < VCORE_OBJ_BUCKETS && !ret; b++) {
 		struct vcore_obj *o;
 
-		for (o = slot->buckets[b]; o && !ret; o = o->hnext) {
-			struct vcore_tsg_info info;
-			struct vcore_obj *client = o;
-
-			if (!is_tsg(o))
-				continue;
-			while (client->parent)
-				client = client->parent;
-			info.h_client = o->h_client;
-			info.h_device = o->parent ? o->parent->h_object : 0;
-			info.h_tsg = o->h_object;
-			info.tsg_class = o->cls;
-			info.engine_type = o->engine_type;
-			info.n_channels = o->n_channels;
-			info.pid = o->pid;
-			info.file = client->owner;
-			info.scheduled = o->scheduled;
-			ret = fn(arg, &info);
-		}
+		for (o = slot->buckets[b]; o && !ret; o = o->hnext)
+			ret = visit(o, walk);
 	}
 	vcore_unlock(slot);
 	return ret;
 }
 
+struct tsg_walk {
+	vcore_tsg_fn fn;
+	void *arg;
+};
+
+static int visit_tsg(const struct vcore_obj *o, void *walk)
+{
+	const struct tsg_walk *w = walk;
+	const struct vcore_obj *client = o;
+	struct vcore_tsg_info info;
+
+	if (!is_tsg(o))
+		return 0;
+	while (client->parent)
+		client = client->parent;
+	info.h_client = o->h_client;
+	info.h_device = o->parent ? o->parent->h_object : 0;
+	info.h_tsg = o->h_object;
+	info.tsg_class = o->cls;
+	info.engine_type = o->engine_type;
+	info.n_channels = o->n_channels;
+	info.pid = o->pid;
+	info.file = client->owner;
+	info.scheduled = o->scheduled;
+	return w->fn(w->arg, &info);
+}
+
+int vcore_slot_for_each_tsg(struct vcore_slot *slot, vcore_tsg_fn fn, void *arg)
+{
+	struct tsg_walk w = {.fn = fn, .arg = arg};
+
+	return walk_objs(slot, visit_tsg, &w);
+}
+
+struct channel_walk {
+	vcore_channel_fn fn;
+	void *arg;
+};
+
+static int visit_channel(const struct vcore_obj *o, void *walk)
+{
+	const struct channel_walk *w = walk;
+	vcore_bool in_tsg = o->parent && is_tsg(o->parent);
+	struct vcore_channel_info info;
+
+	if (!is_channel(o))
+		return 0;
+	info.h_client = o->h_client;
+	info.h_tsg = in_tsg ? o->parent->h_object : 0;
+	info.h_channel = o->h_object;
+	info.channel_class = o->cls;
+	info.tsg_scheduled = in_tsg && o->parent->scheduled;
+	return w->fn(w->arg, &info);
+}
+
 int vcore_slot_for_each_channel(struct vcore_slot *slot, vcore_channel_fn fn,
 				void *arg)
 {
-	int ret = 0;
-	vcore_u32 b;
+	struct channel_walk w = {.fn = fn, .arg = arg};
 
-	vcore_lock(slot);
-	for (b = 0; b < VCORE_OBJ_BUCKETS && !ret; b++) {
-		struct vcore_obj *o;
-
-		for (o = slot->buckets[b]; o && !ret; o = o->hnext) {
-			struct vcore_channel_info info;
-
-			if (!is_channel(o))
-				continue;
-			info.h_client = o->h_client;
-			info.h_tsg = o->parent && is_tsg(o->parent)
-					     ? o->parent->h_object
-					     : 0;
-			info.h_channel = o->h_object;
-			info.channel_class = o->cls;
-			info.tsg_scheduled = o->parent &&
-					     is_tsg(o->parent) &&
-					     o->parent->scheduled;
-			ret = fn(arg, &info);
-		}
-	}
-	vcore_unlock(slot);
-	return ret;
+	return walk_objs(slot, visit_channel, &w);
 }
 
 vcore_bool vcore_slot_tsg_scheduled(struct vcore_slot *slot, vcore_u32 h_client,

@@ -260,21 +260,34 @@ static int get_pids_post(struct vcore_call *call)
 	return ret;
 }
 
-/* NV2080_CTRL_CMD_GPU_GET_PIDS (0x2080018d, 3812 B): only this slot's. */
-enum vcore_verdict vcore_ctrl_get_pids(struct vcore_call *call)
+/*
+ * A control whose reply @post rewrites to this slot's processes: its params
+ * copied now, for the post step to read back into. @missing and @unreadable
+ * are the refusals' static reasons.
+ */
+static enum vcore_verdict pid_view_pre(struct vcore_call *call,
+				       int (*post)(struct vcore_call *call),
+				       const char *missing,
+				       const char *unreadable)
 {
 	int err;
 
 	if (call->params_buf < 0)
 		return vcore_refuse_status(call, NV_ERR_INVALID_ARGUMENT,
-					   "GET_PIDS without params");
+					   missing);
 	err = vcore_copy_buf(call, (unsigned int)call->params_buf);
 	if (err)
-		return vcore_refuse_errno(call, err,
-					  "GET_PIDS params unreadable");
+		return vcore_refuse_errno(call, err, unreadable);
 	call->post = VCORE_POST_CTRL;
-	call->ctrl_post = get_pids_post;
+	call->ctrl_post = post;
 	return VCORE_FORWARD;
+}
+
+/* NV2080_CTRL_CMD_GPU_GET_PIDS (0x2080018d, 3812 B): only this slot's. */
+enum vcore_verdict vcore_ctrl_get_pids(struct vcore_call *call)
+{
+	return pid_view_pre(call, get_pids_post, "GET_PIDS without params",
+			    "GET_PIDS params unreadable");
 }
 
 static int get_pid_info_post(struct vcore_call *call)
@@ -313,16 +326,7 @@ static int get_pid_info_post(struct vcore_call *call)
 /* NV2080_CTRL_CMD_GPU_GET_PID_INFO (0x2080018e, 14408 B). */
 enum vcore_verdict vcore_ctrl_get_pid_info(struct vcore_call *call)
 {
-	int err;
-
-	if (call->params_buf < 0)
-		return vcore_refuse_status(call, NV_ERR_INVALID_ARGUMENT,
-					   "GET_PID_INFO without params");
-	err = vcore_copy_buf(call, (unsigned int)call->params_buf);
-	if (err)
-		return vcore_refuse_errno(call, err,
-					  "GET_PID_INFO params unreadable");
-	call->post = VCORE_POST_CTRL;
-	call->ctrl_post = get_pid_info_post;
-	return VCORE_FORWARD;
+	return pid_view_pre(call, get_pid_info_post,
+			    "GET_PID_INFO without params",
+			    "GET_PID_INFO params unreadable");
 }

@@ -22,7 +22,7 @@ trap cleanup EXIT
 start() {
   "$mgr" --standalone --enforcement=shim --query-port=0 \
     --gpu-fixture="$root/tests/data/topology/dgx-h100-8gpu-nvswitch.json" \
-    --virtual-manager-path="$work/vm" --checkpoint-path="$work/cp" 2>>"$work/manager.log" &
+    --virtual-manager-path="$work/vm" --slot-path="$work/vm" --checkpoint-path="$work/cp" 2>>"$work/manager.log" &
   pid=$!
   for _ in $(seq 100); do [[ -S $work/vm/vgpu-manager.sock ]] && return 0; sleep 0.05; done
   echo "manager did not start:"; cat "$work/manager.log"; exit 1

@@ -19,7 +19,7 @@ if [[ -x $mgr ]]; then
   "$mgr" --standalone --enforcement=shim --query-port="$port" --sample-period=1 \
     --hostname-override=demo-node \
     --gpu-fixture="$root/tests/integration/manager/data/two-gpu-16g.json" \
-    --virtual-manager-path="$work/vm" --checkpoint-path="$work/cp" 2>>"$work/manager.log" &
+    --virtual-manager-path="$work/vm" --slot-path="$work/vm" --checkpoint-path="$work/cp" 2>>"$work/manager.log" &
   pid=$!
   for _ in $(seq 100); do [[ -S $work/vm/vgpu-manager.sock ]] && break; sleep 0.05; done
   ctl() {

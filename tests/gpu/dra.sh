@@ -71,7 +71,7 @@ cluster() {  # one command to vgpu-dra-e2e-cluster; prints its JSON answer
 for _ in $(seq 50); do [[ -s $work/kubeconfig ]] && break; sleep 0.1; done
 (run "$bundle/bin/vgpu-manager" --kubelet-api=dra --enforcement=shim --shim-library="$shim" \
   --kubelet-dir="$work/kubelet" --kubeconfig="$work/kubeconfig" --hostname-override=$NODE \
-  --cdi-spec-dir="$work/cdi" --virtual-manager-path="$work/vm" --checkpoint-path="$work/cp" \
+  --cdi-spec-dir="$work/cdi" --virtual-manager-path="$work/vm" --slot-path="$work/vm" --checkpoint-path="$work/cp" \
   --device-plugin-path="$work" --kubelet-socket="$work/kubelet.sock" \
   --pod-resources-socket="$work/pod-resources.sock" --query-port=$port --sample-period=1 \
   ${DRA_MANAGER_FLAGS:-} >"$out/logs/manager.log" 2>&1) &

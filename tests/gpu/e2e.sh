@@ -89,7 +89,7 @@ release() {  # NAME: the pod is gone; waits until the manager reclaimed its slot
   for _ in $(seq 50); do [[ $(slots) -lt $before ]] && return 0; sleep 0.2; done
   echo "slot of $1 not reclaimed"
 }
-start_manager "$out/logs/manager.log" --virtual-manager-path="$work/vm" --checkpoint-path="$work/cp" \
+start_manager "$out/logs/manager.log" --virtual-manager-path="$work/vm" --slot-path="$work/vm" --checkpoint-path="$work/cp" \
   --device-plugin-path="$work/k" --kubelet-socket="$work/k/kubelet.sock" \
   --pod-resources-socket="$work/k/pod-resources.sock" --allocation-check-period=1 || exit 1
 [[ $(kube wait tencent.com/vcuda-core tencent.com/vcuda-memory) == *true* ]] ||
@@ -196,7 +196,7 @@ echo quit >&"${KUBELET[1]}"
 # A second manager, standalone, on its own paths. Each tenant's slot is created through the control
 # API with its share and mode; the manager is then restarted with --cdi-kind so that it writes a CDI
 # spec (containerEdits: the grant a container runtime applies) for every slot it holds.
-sa=(--standalone --virtual-manager-path="$work/vm" --checkpoint-path="$work/cp2"
+sa=(--standalone --virtual-manager-path="$work/vm" --slot-path="$work/vm" --checkpoint-path="$work/cp2"
   --cdi-kind=vgpu.io/slot --cdi-spec-dir="$work/cdi")
 rm -rf "$work/vm"
 sock=$work/vm/vgpu-manager.sock

@@ -1,8 +1,9 @@
 // NodePrepareResources latency and memory of vgpu-manager --kubelet-api=dra on an 8-GPU node
 // (the DGX H100 fixture), measured as the kubelet sees them.
 //
-// The real manager binary (shim backend: one slot directory and config file per slot, written
-// with fsync; checkpoint group-committed with fdatasync) talks to the fake API server on
+// The real manager binary (shim backend: one slot directory and config file per slot; checkpoint
+// journal written before the answer and group-committed with fdatasync after it) talks to the
+// fake API server on
 // 127.0.0.1 (one GET per claim) and the fake kubelet calls it over the real unix socket. Each
 // run prepares 1000 claims of one share each (1 GiB, 1 % of a GPU, spread over the 8 GPUs) and
 // unprepares each claim 400 claims later, so ~400 slots are live while it is measured (a GPU
@@ -12,14 +13,17 @@
 // p99 difference (target <= 2 ms). RSS (VmRSS and the peak VmHWM) from /proc at the end
 // (target <= 40 MiB). No timed assertions: the numbers go to docs/results/dra.md.
 //
-// Usage: dra_prepare_bench [STATE_DIR_PARENT] (default /tmp). Each prepare fsyncs the slot's
-// config, the checkpoint and the CDI spec; on a tmpfs parent (/dev/shm) those cost nothing, so
-// the two runs separate the manager's own work from the disk's flush latency.
+// Usage: dra_prepare_bench [CHECKPOINT_PARENT [RUN_PARENT]] (defaults /tmp and /dev/shm). The
+// layout of a node (docs/operator-guide.md): the checkpoint, which must survive a reboot, on
+// the disk; the slot directories and ledgers (--slot-path, /run/vgpu-manager) and the CDI specs
+// (/var/run/cdi), which start-up rebuilds from the checkpoint, on a tmpfs. Both parents the same
+// directory puts everything there (the layout before slot dirs moved to /run).
 #include <sys/types.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -60,21 +64,26 @@ void Compare(const char* title, const std::vector<double>& prep, const std::vect
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  std::string tmpl = std::string(argc > 1 ? argv[1] : "/tmp") + "/vgpu-dra-bench-XXXXXX";
+std::string MakeTempDir(const std::string& parent) {
+  std::string tmpl = parent + "/vgpu-dra-bench-XXXXXX";
   if (::mkdtemp(tmpl.data()) == nullptr) {
     std::perror(tmpl.c_str());
-    return 1;
+    std::exit(1);
   }
-  const std::string dir = tmpl;
+  return tmpl;
+}
+
+int main(int argc, char** argv) {
+  const std::string checkpoint_dir = MakeTempDir(argc > 1 ? argv[1] : "/tmp");
+  const std::string dir = MakeTempDir(argc > 2 ? argv[2] : "/dev/shm");
   vgpu::testing::FakeApiServer api;
   api.WriteKubeconfig(dir + "/kubeconfig");
   vgpu::testing::ManagerProcess manager(VGPU_MANAGER_BIN, dir);
   manager.set_fixture(VGPU_BENCH_FIXTURE);
   if (!manager.Start({"--kubelet-api=dra", "--kubelet-dir=" + dir + "/kubelet",
                       "--kubeconfig=" + dir + "/kubeconfig",
-                      "--hostname-override=" + std::string(kNode),
-                      "--cdi-spec-dir=" + dir + "/cdi"})) {
+                      "--hostname-override=" + std::string(kNode), "--cdi-spec-dir=" + dir + "/cdi",
+                      "--checkpoint-path=" + checkpoint_dir})) {
     std::fprintf(stderr, "manager did not start; log: %s\n", manager.LogFile().c_str());
     return 1;
   }
@@ -85,8 +94,9 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "dra_prepare_bench: vgpu-manager --kubelet-api=dra, shim backend, %d GPUs "
-      "(dgx-h100-8gpu-nvswitch.json), %d claims per run, %d live, %d runs, state in %s\n",
-      kGpus, kClaims, kLive, kRuns, dir.c_str());
+      "(dgx-h100-8gpu-nvswitch.json), %d claims per run, %d live, %d runs, checkpoint in %s, "
+      "slot dirs and CDI specs in %s\n",
+      kGpus, kClaims, kLive, kRuns, checkpoint_dir.c_str(), dir.c_str());
   std::vector<double> all_prep, all_base;
   int failures = 0;
   for (int run = 0; run < kRuns; ++run) {
@@ -138,5 +148,6 @@ int main(int argc, char** argv) {
               manager.Slots().size());
   manager.Kill(SIGTERM);
   std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(checkpoint_dir);
   return failures == 0 ? 0 : 1;
 }

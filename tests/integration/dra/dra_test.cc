@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -340,6 +341,67 @@ TEST_F(DraTest, PreparedClaimSurvivesRestartAndSigkill) {
   ASSERT_TRUE(kubelet_->Unprepare({{"default", "a", "uid-a"}}, &un).ok());
   EXPECT_EQ(un.claims().at("uid-a").error(), "");
   EXPECT_TRUE(manager_->Slots().empty());
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A reboot empties the tmpfs of the slot dirs (--slot-path) and of the CDI specs: the manager
+// rebuilds both from the checkpoint at start, each slot at its recorded id (a hole in the ids
+// stays a hole), with the same config file, a ledger dir, and each claim's spec as it was.
+TEST_F(DraTest, AWipedSlotPathAndCdiDirAreRebuiltFromTheCheckpoint) {
+  StartManager();
+  for (const char* c : {"a", "b", "c"}) {
+    api_->PutClaim(ShareClaim(c, std::string("uid-") + c, 0, "1Gi", "10"));
+    drav1::NodePrepareResourcesResponse r;
+    ASSERT_TRUE(kubelet_->Prepare({{"default", c, std::string("uid-") + c}}, &r).ok());
+    ASSERT_EQ(r.claims().at(std::string("uid-") + c).error(), "");
+  }
+  drav1::NodeUnprepareResourcesResponse un;
+  ASSERT_TRUE(kubelet_->Unprepare({{"default", "b", "uid-b"}}, &un).ok());
+  std::map<std::string, std::string> config, spec;
+  std::map<std::string, int> id;
+  for (const char* uid : {"uid-a", "uid-c"}) {
+    auto slots = ClaimSlots(uid);
+    ASSERT_EQ(slots.size(), 1u);
+    id[uid] = slots[0]["id"].get<int>();
+    config[uid] = Slurp(manager_->SlotRoot() + "/" + std::to_string(id[uid]) + "/config");
+    spec[uid] = Slurp(CdiSpecPath(CdiDir(), uid));
+    ASSERT_NE(config[uid].find("slot_name=dra-" + std::string(uid) + "-0"), std::string::npos);
+    ASSERT_FALSE(spec[uid].empty());
+  }
+  ASSERT_EQ(id["uid-a"], 0);
+  ASSERT_EQ(id["uid-c"], 2);  // id 1 was uid-b's
+  manager_->Kill(SIGTERM);
+  const std::string slot_path = std::filesystem::path(manager_->SlotRoot()).parent_path();
+  std::filesystem::remove_all(slot_path);
+  std::filesystem::remove_all(CdiDir());
+  StartManager();
+  for (const char* uid : {"uid-a", "uid-c"}) {
+    auto slots = ClaimSlots(uid);
+    ASSERT_EQ(slots.size(), 1u) << uid;
+    EXPECT_EQ(slots[0]["id"], id[uid]) << uid;
+    const std::string n = std::to_string(id[uid]);
+    EXPECT_EQ(Slurp(manager_->SlotRoot() + "/" + n + "/config"), config[uid]) << uid;
+    EXPECT_TRUE(std::filesystem::is_directory(slot_path + "/ledgers/" + n)) << uid;
+    EXPECT_EQ(Slurp(CdiSpecPath(CdiDir(), uid)), spec[uid]) << uid;
+  }
+  EXPECT_FALSE(std::filesystem::exists(manager_->SlotRoot() + "/1"));
+  EXPECT_FALSE(std::filesystem::exists(CdiSpecPath(CdiDir(), "uid-b")));
+  // The kubelet's retry finds the claim prepared; a new claim takes the free id 1.
+  drav1::NodePrepareResourcesResponse again;
+  ASSERT_TRUE(kubelet_->Prepare({{"default", "c", "uid-c"}}, &again).ok());
+  EXPECT_EQ(again.claims().at("uid-c").devices(0).cdi_device_ids(0), "gpu.vgpu.io/claim=uid-c-0");
+  api_->PutClaim(ShareClaim("d", "uid-d", 0, "1Gi", "10"));
+  drav1::NodePrepareResourcesResponse d;
+  ASSERT_TRUE(kubelet_->Prepare({{"default", "d", "uid-d"}}, &d).ok());
+  ASSERT_EQ(d.claims().at("uid-d").error(), "");
+  EXPECT_EQ(ClaimSlots("uid-d").at(0)["id"], 1);
+  EXPECT_EQ(manager_->Slots().size(), 3u);
 }
 
 class DraCrashTest : public DraFixture, public ::testing::WithParamInterface<const char*> {};

@@ -31,7 +31,7 @@ class ManagerProcess {
 
   std::string ControlSocket() const { return dir_ + "/vm/vgpu-manager.sock"; }
   std::string CheckpointFile() const { return dir_ + "/cp/vgpu-manager.checkpoint"; }
-  std::string SlotRoot() const { return dir_ + "/vm/slots"; }
+  std::string SlotRoot() const { return dir_ + "/run/slots"; }
   std::string LogFile() const { return dir_ + "/manager.log"; }
 
   // One control request; an empty object when the socket does not answer.

@@ -7,9 +7,12 @@
 #include <unistd.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include "vgpu/checkpoint/checkpoint.h"
@@ -44,6 +47,38 @@ class JournalTest : public ::testing::Test {
   static size_t Lines(const std::string& text) {
     return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
   }
+
+  // An owner of records 0..n-1 as SlotManager is: changed and journaled under `mu`, whose
+  // writer's snapshots are the whole state taken under the same lock.
+  struct Owner {
+    std::mutex mu;
+    std::map<uint32_t, std::shared_ptr<const std::string>> state;
+    std::atomic<int> snapshots_requested{0};
+    std::unique_ptr<CheckpointWriter> writer;
+
+    Owner(CheckpointStore& store, size_t compact_after) {
+      writer = std::make_unique<CheckpointWriter>(
+          store,
+          [this] {
+            std::lock_guard lock(mu);
+            ++snapshots_requested;
+            EncodedRecords all;
+            for (auto& [id, json] : state) {
+              all.push_back(json);
+            }
+            writer->Compact(std::move(all));
+          },
+          nullptr, compact_after);
+      writer->Start();
+    }
+    ~Owner() { writer.reset(); }
+    void Put(uint32_t id) {
+      std::lock_guard lock(mu);
+      auto json = std::make_shared<const std::string>(RecordJson(Record(id)));
+      state[id] = json;
+      writer->Append(PutEntry(*json));
+    }
+  };
 
   fs::path dir_;
 };
@@ -143,43 +178,22 @@ TEST_F(JournalTest, VersionTwoRecordsKeepTheirSettings) {
 TEST_F(JournalTest, WriterGroupsConcurrentAppendsAndCompacts) {
   CheckpointStore store(dir_ / "cp");
   ASSERT_TRUE(store.Save({}).ok());
-  // The owner's state: records 0..n-1, changed under owner_mu like SlotManager's mu_.
-  std::mutex owner_mu;
-  std::map<uint32_t, std::shared_ptr<const std::string>> state;
-  std::unique_ptr<CheckpointWriter> writer;
-  std::atomic<int> snapshots_requested{0};
-  writer = std::make_unique<CheckpointWriter>(
-      store,
-      [&] {
-        std::lock_guard lock(owner_mu);
-        ++snapshots_requested;
-        EncodedRecords all;
-        for (auto& [id, json] : state) {
-          all.push_back(json);
-        }
-        writer->Compact(std::move(all));
-      },
-      nullptr, /*compact_after=*/64);
-  writer->Start();
+  Owner owner(store, /*compact_after=*/64);
   constexpr int kThreads = 8, kPerThread = 40;
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < kPerThread; ++i) {
-        uint32_t id = static_cast<uint32_t>(t * kPerThread + i);
-        std::lock_guard lock(owner_mu);
-        auto json = std::make_shared<const std::string>(RecordJson(Record(id)));
-        state[id] = json;
-        writer->Append(PutEntry(*json));
+        owner.Put(static_cast<uint32_t>(t * kPerThread + i));
       }
     });
   }
   for (auto& t : threads) {
     t.join();
   }
-  ASSERT_TRUE(writer->Flush(std::chrono::seconds(30)));
-  CheckpointWriter::Counters c = writer->counters();
-  EXPECT_GT(snapshots_requested.load(), 0);
+  ASSERT_TRUE(owner.writer->Flush(std::chrono::seconds(30)));
+  CheckpointWriter::Counters c = owner.writer->counters();
+  EXPECT_GT(owner.snapshots_requested.load(), 0);
   EXPECT_GT(c.compactions, 0u);
   EXPECT_EQ(c.failures, 0u);
   // Whatever the batching, the file replays to exactly the owner's state.
@@ -188,7 +202,6 @@ TEST_F(JournalTest, WriterGroupsConcurrentAppendsAndCompacts) {
   ASSERT_TRUE(loaded->corrupt_reason.empty()) << loaded->corrupt_reason;
   EXPECT_EQ(loaded->records.size(), static_cast<size_t>(kThreads * kPerThread));
   EXPECT_LT(loaded->journal_entries, 64u + kThreads * kPerThread);
-  writer.reset();
 }
 
 TEST_F(JournalTest, SynchronousSnapshotIsNeverFollowedByOlderEntries) {
@@ -224,6 +237,46 @@ TEST_F(JournalTest, WaitWrittenEntriesAreThereForTheNextReader) {
     ASSERT_TRUE(loaded.ok());
     ASSERT_EQ(loaded->records.size(), i + 1) << "entry " << i << " not written yet";
   }
+}
+
+// WaitWritten's callers write queued lines on their own threads while the writer flushes and
+// compacts (a DRA prepare each): whoever writes what, the file replays to the owner's state.
+TEST_F(JournalTest, ConcurrentWaitWrittenCallersAndCompactionsKeepEveryEntry) {
+  CheckpointStore store(dir_ / "cp");
+  ASSERT_TRUE(store.Save({}).ok());
+  Owner owner(store, /*compact_after=*/8);
+  constexpr int kThreads = 4, kPerThread = 20;
+  std::atomic<int> missing{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        const uint32_t id = static_cast<uint32_t>(t * kPerThread + i);
+        owner.Put(id);
+        if (!owner.writer->WaitWritten(std::chrono::seconds(30))) {
+          ++missing;
+          continue;
+        }
+        CheckpointStore reader(dir_ / "cp");  // what a restart would read now
+        auto loaded = reader.Load();
+        if (!loaded.ok() || std::none_of(loaded->records.begin(), loaded->records.end(),
+                                         [&](const auto& r) { return r.config.id == id; })) {
+          ++missing;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) {
+    t.join();
+  }
+  EXPECT_EQ(missing.load(), 0) << "an entry was not in the file when WaitWritten returned";
+  ASSERT_TRUE(owner.writer->Flush(std::chrono::seconds(30)));
+  EXPECT_GT(owner.writer->counters().compactions, 0u);
+  EXPECT_EQ(owner.writer->counters().failures, 0u);
+  auto loaded = store.Load();
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_TRUE(loaded->corrupt_reason.empty()) << loaded->corrupt_reason;
+  EXPECT_EQ(loaded->records.size(), static_cast<size_t>(kThreads * kPerThread));
 }
 
 TEST_F(JournalTest, FailedWriteIsFollowedBySnapshotNotAppend) {

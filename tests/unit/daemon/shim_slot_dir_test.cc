@@ -113,6 +113,45 @@ TEST_F(ShimSlotDirTest, AGarbageConfigIsReportedNotFatal) {
   EXPECT_EQ(backend.DamagedSlots(), std::vector<uint32_t>{1});
 }
 
+// After a reboot the slot path (a tmpfs) is empty: Restore puts a slot back at the id the
+// checkpoint recorded, so mounts handed out before still name it, and takes the lowest free id
+// only when that one is taken. Create still fills the lowest hole.
+TEST_F(ShimSlotDirTest, RestoreTakesTheRecordedIdWhileItIsFree) {
+  slots::SlotConfig c = Config();
+  {
+    slots::ShimSlotBackend before({.root = dir_ / "slots", .ledger_root = dir_ / "ledgers"});
+    for (uint32_t want = 0; want < 3; ++want) {
+      auto id = before.Create(c);
+      ASSERT_TRUE(id.ok()) << id.status().ToString();
+      ASSERT_EQ(*id, want);
+    }
+  }
+  fs::remove_all(dir_ / "slots");
+  fs::remove_all(dir_ / "ledgers");
+  slots::ShimSlotBackend backend({.root = dir_ / "slots", .ledger_root = dir_ / "ledgers"});
+  c.id = 2;
+  auto two = backend.Restore(c);
+  ASSERT_TRUE(two.ok()) << two.status().ToString();
+  EXPECT_EQ(*two, 2u);
+  auto parsed = slots::ParseSlotConfigFile(Slurp(backend.SlotDir(2) / "config"));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(*parsed, c);
+  EXPECT_TRUE(fs::is_directory(backend.LedgerDir(2)));
+  c.name = "g0-m2-n4";
+  auto taken = backend.Restore(c);  // id 2 is taken now: the lowest free one
+  ASSERT_TRUE(taken.ok()) << taken.status().ToString();
+  EXPECT_EQ(*taken, 0u);
+  auto hole = backend.Create(Config());
+  ASSERT_TRUE(hole.ok());
+  EXPECT_EQ(*hole, 1u);
+  // A directory made behind the backend's back is skipped, not written into.
+  fs::create_directory(dir_ / "slots" / "3");
+  auto next = backend.Create(Config());
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(*next, 4u);
+  EXPECT_FALSE(fs::exists(dir_ / "slots" / "3" / "config"));
+}
+
 // The manager restarts over a slot whose config a tenant edited into garbage: it starts, and the
 // config is the checkpoint's again.
 TEST_F(ShimSlotDirTest, ReconcileRestoresAGarbageConfigFromTheCheckpoint) {

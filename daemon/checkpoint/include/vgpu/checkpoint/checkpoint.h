@@ -72,6 +72,10 @@ class CheckpointStore {
   // death), Sync flushes them to the disk (they survive power loss). Same error rule as Append.
   Status Write(std::string_view lines);
   Status Sync();
+  // A second descriptor of the journal written to, for a flush (fdatasync) on another thread
+  // while the next lines are written: -1 when nothing was written since the last snapshot
+  // (which was flushed). The caller closes it.
+  Result<int> DupJournal() const;
   // Missing file: empty, found=false. Corrupt file: renamed to <path>.corrupt-<unix seconds>,
   // empty records, corrupt_reason set; the caller rebuilds. Unreadable: error.
   Result<LoadResult> Load() const;

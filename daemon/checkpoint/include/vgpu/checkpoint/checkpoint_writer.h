@@ -12,7 +12,6 @@
 // lost in a crash between answer and flush is adopted back from the live slot.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -57,7 +56,9 @@ class CheckpointWriter {
   // Waits until everything queued so far is written to the file, in the kernel's hands: it
   // survives this process's death (SIGKILL, a restart), and the disk flush follows on the writer
   // thread. For callers whose state a crash of the node loses anyway (a DRA claim: the kubelet
-  // prepares it again after a reboot), so a prepare need not wait on the disk. False on timeout.
+  // prepares it again after a reboot), so a prepare need not wait on the disk. The caller
+  // writes the queued lines itself when it can, so it never waits behind the writer's flush of
+  // an earlier batch. False on timeout.
   bool WaitWritten(std::chrono::milliseconds timeout);
 
   struct Counters {
@@ -90,12 +91,10 @@ class CheckpointWriter {
   uint64_t in_kernel_seq_ = 0;              // guarded by mu_: written, maybe not yet on disk
   bool stopping_ = false;                   // guarded by mu_
   Counters counters_;                       // guarded by mu_
-  // One writer of the file: Loop and CompactNow. Lock order: store_mu_ may be taken alone or
-  // before mu_; never while holding mu_.
+  // One writer of the file at a time: Loop, WaitWritten and CompactNow take a batch and write
+  // it under store_mu_ (the flush runs after, on a duplicate descriptor). Lock order: store_mu_
+  // may be taken alone or before mu_; never while holding mu_.
   std::mutex store_mu_;
-  // Bumped by CompactNow: a batch the loop took before it is older than the snapshot on disk
-  // and must not be appended after it.
-  std::atomic<uint64_t> epoch_{0};
   std::thread thread_;
 };
 

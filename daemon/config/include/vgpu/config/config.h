@@ -24,7 +24,10 @@ struct Config {
   int sample_period_s = 1;  // metrics/health sampling
   std::string node_labels;  // "key=value,key=value" published for this node
   std::string hostname_override;
-  std::string virtual_manager_path = "/etc/vgpu-manager/vm";  // slot dirs, control socket
+  std::string virtual_manager_path = "/etc/vgpu-manager/vm";  // control socket, vdriver tree
+  // Shim slot dirs (slots/<id>) and ledgers (ledgers/<id>): a tmpfs, since they need to outlive
+  // the manager's process but not a reboot; start-up rebuilds them from the checkpoint.
+  std::string slot_path = "/run/vgpu-manager";
   std::string device_plugin_path = "/var/lib/kubelet/device-plugins";
   std::string checkpoint_path = "/etc/vgpu-manager/checkpoint";  // directory
   bool share_mode = true;  // advertise fractional vcuda-core/vcuda-memory (else whole GPUs only)

@@ -25,8 +25,8 @@ struct PreparedDevice {
 };
 
 struct PreparerOptions {
-  std::string cdi_kind = "gpu.vgpu.io/claim";
-  std::string cdi_spec_dir = "/var/run/cdi";
+  std::string cdi_kind = "gpu.vgpu.io/claim";  // --cdi-kind when given
+  std::string cdi_spec_dir;                    // --cdi-spec-dir (daemon/config: its one default)
 };
 
 class ClaimPreparer {
@@ -37,11 +37,18 @@ class ClaimPreparer {
   // All or nothing: when one result cannot be served, the claim's slots made so far go again.
   Result<std::vector<PreparedDevice>> Prepare(const ClaimPlan& plan);
   Status Unprepare(const std::string& claim_uid);
+  // Writes every prepared claim's spec again from its slots, which are the checkpoint's: at
+  // start, since the spec directory is a tmpfs and a reboot empties it while the kubelet may
+  // still hold the claim prepared. The first failure; the other specs are still written.
+  Status RewriteSpecs();
 
   static std::string SlotName(const std::string& claim_uid, size_t index);
   std::string SpecPath(const std::string& claim_uid) const;
 
  private:
+  Status WriteSpec(const std::string& claim_uid,
+                   const std::vector<manager::CdiDevice>& devices) const;
+
   manager::SlotManager& slots_;
   PreparerOptions options_;
 };

@@ -32,7 +32,7 @@ struct ManagerOptions {
   // With cdi_kind: each slot's edits are also written as a CDI spec (cdiVersion 0.5.0, one
   // device "slot<ID>") into this directory, so runtimes that resolve CDI names find them
   // (docs/reference/device-plugin-api.md §5); removed with the slot.
-  std::string cdi_spec_dir = "/var/run/cdi";
+  std::string cdi_spec_dir;        // --cdi-spec-dir (daemon/config: its one default)
   std::string driver_library_dir;  // mounted at /usr/local/nvidia when it exists
   slots::ContainerEdits extra;     // --extra-config, added to every container
   // Test seam for crash-consistency tests: called at named points ("after-slot-create",

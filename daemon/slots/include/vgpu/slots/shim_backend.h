@@ -13,6 +13,8 @@
 
 #include <filesystem>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 
 #include "vgpu/slots/slot.h"
@@ -32,6 +34,8 @@ class ShimSlotBackend final : public SlotBackend {
   explicit ShimSlotBackend(ShimBackendOptions options);
   std::string_view Kind() const override { return "shim"; }
   Result<uint32_t> Create(const SlotConfig& config) override;
+  // At `config.id` when that directory is free (a wiped tmpfs after a reboot), else as Create.
+  Result<uint32_t> Restore(const SlotConfig& config) override;
   Status Update(const SlotConfig& config) override;
   Status Destroy(uint32_t id) override;
   Result<std::vector<SlotConfig>> List() override;
@@ -51,10 +55,17 @@ class ShimSlotBackend final : public SlotBackend {
 
  private:
   Status WriteConfig(const SlotConfig& config);
+  // Makes both roots and reads which ids are taken into used_.
+  Status ScanIdsLocked();
+  // Slot dir, fresh ledger dir and config; at `wanted` only (kAlreadyExists when taken) or at
+  // the lowest free id.
+  Result<uint32_t> MakeSlotLocked(const SlotConfig& config, std::optional<uint32_t> wanted);
   std::filesystem::path LedgerRoot() const;
   ShimBackendOptions options_;
   std::mutex mu_;                  // serializes id choice and directory creation
   std::vector<uint32_t> damaged_;  // guarded by mu_: found by the last List()
+  std::set<uint32_t> used_;        // guarded by mu_: slot ids whose directory exists
+  bool scanned_ = false;           // guarded by mu_: used_ was read from the root
 };
 
 // How far WriteFileAtomically's write must have reached when it returns.
@@ -70,6 +81,10 @@ enum class Durability {
   // disk (docs/results/dra.md), on the path a pod waits on.
   kProcessDeath,
 };
+
+// Creates `path` (O_EXCL|O_NOFOLLOW: never an existing file or link) and writes `data`, without
+// temp file or flush: for a file in a directory just made, that nobody else can see yet.
+Status WriteNewFile(const std::filesystem::path& path, std::string_view data);
 
 // Writes `data` to `path` atomically: a fresh temp file created in the same directory through
 // the directory's fd (O_EXCL|O_NOFOLLOW: never through a link someone planted), renameat over

@@ -78,6 +78,10 @@ class SlotBackend {
   virtual std::string_view Kind() const = 0;  // "kmod" | "shim" | "fake"
   // Creates the slot described by `config` (its id is ignored) and returns the new slot's id.
   virtual Result<uint32_t> Create(const SlotConfig& config) = 0;
+  // Re-creates a slot the checkpoint has and the backend lost (a shim slot dir on a tmpfs
+  // after a reboot) at its recorded id where the backend can, so that grants handed out before
+  // (the kubelet keeps a container's mounts) still name it; returns the id it got.
+  virtual Result<uint32_t> Restore(const SlotConfig& config) { return Create(config); }
   // Replaces quota, share and policies of slot `config.id`.
   virtual Status Update(const SlotConfig& config) = 0;
   // Destroys slot `id`. A slot with processes still attached fails with kUnavailable.
