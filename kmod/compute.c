@@ -141,7 +141,7 @@ struct vgpu_compute_slot *vgpu_compute_find(struct vgpu_compute_gpu *g, u32 id)
 static void vgpu_compute_timeslice(struct vgpu_compute_gpu *g,
 				   struct vgpu_compute_slot *cs, u64 now)
 {
-	struct vcs_timeslice_params ts;
+	NVA06C_CTRL_TIMESLICE_PARAMS ts;
 	unsigned int i;
 
 	cs->ts_issued_ns = now;
@@ -155,7 +155,7 @@ static void vgpu_compute_timeslice(struct vgpu_compute_gpu *g,
 		vcore_sched_fill_timeslice(&ts, cs->ts_us);
 		vgpu_compute_rm_control(
 			g, cs, cs->tsgs[i].h_client, cs->tsgs[i].h_tsg,
-			VCS_NVA06C_CTRL_CMD_SET_TIMESLICE, &ts, sizeof(ts));
+			NVA06C_CTRL_CMD_SET_TIMESLICE, &ts, sizeof(ts));
 	}
 }
 

@@ -51,10 +51,7 @@ bool vgpu_compute_slot_stats(struct vgpu_slot *slot,
 			     struct vgpu_compute_host_stats *hs);
 const char *vgpu_compute_mode_name(u32 mode);
 
-/* RM classes and controls (kmod/core/abi/classes.h, vcore_sched_ctrl.h). */
-#define VGPU_NV01_ROOT_CLIENT 0x41
-#define VGPU_NV01_DEVICE_0    0x80
-#define VGPU_NV20_SUBDEVICE_0 0x2080
+/* RM classes and controls: kmod/core/abi/classes.h, ctrl.h. */
 #define VGPU_NV_OK	      0
 /* NV2080_ENGINE_TYPE_GR0: the TSGs whose timeslice sets the compute split. */
 #define VGPU_ENGINE_GR0 1

@@ -146,7 +146,7 @@ void vgpu_compute_preempt_work(struct work_struct *work)
 	u32 client[VGPU_COMPUTE_MAX_TSGS], tsg[VGPU_COMPUTE_MAX_TSGS];
 	u32 slot[VGPU_COMPUTE_MAX_TSGS];
 	struct vgpu_compute_slot *cs;
-	struct vcs_preempt_params pp;
+	NVA06C_CTRL_PREEMPT_PARAMS pp;
 	unsigned int i, n;
 	bool still;
 	u32 status;
@@ -177,7 +177,7 @@ void vgpu_compute_preempt_work(struct work_struct *work)
 			continue;
 		vcore_sched_fill_preempt(&pp);
 		/* A TSG freed meanwhile answers an error: nothing to do. */
-		vgpu_rm_control(client[i], tsg[i], VCS_NVA06C_CTRL_CMD_PREEMPT,
+		vgpu_rm_control(client[i], tsg[i], NVA06C_CTRL_CMD_PREEMPT,
 				&pp, sizeof(pp), &status);
 	}
 	/* Every PREEMPT queued up to seq returned (or was not needed). */
@@ -285,7 +285,7 @@ void vgpu_compute_gate(struct vgpu_compute_gpu *g, struct vgpu_compute_slot *cs,
 		       bool off, bool force)
 {
 	struct vgpu_compute_chans c = {.g = g, .cs = cs, .off = off};
-	struct vcs_disable_channels_params *dc = NULL;
+	NV2080_CTRL_FIFO_DISABLE_CHANNELS_PARAMS *dc = NULL;
 	unsigned int i, k, n, queued = 0;
 	bool ok;
 
@@ -325,13 +325,13 @@ void vgpu_compute_gate(struct vgpu_compute_gpu *g, struct vgpu_compute_slot *cs,
 	}
 	for (i = 0; dc && i < c.n; i += n) {
 		n = min_t(unsigned int, c.n - i,
-			  VCS_NV2080_CTRL_FIFO_DISABLE_CHANNELS_MAX_ENTRIES);
+			  NV2080_CTRL_FIFO_DISABLE_CHANNELS_MAX_ENTRIES);
 		vcore_sched_fill_disable(dc, 0, &g->chan_handle[i], n, off);
 		for (k = 0; k < n; k++)
 			dc->hClientList[k] = g->chan_client[i + k];
 		ok = !vgpu_compute_rm_control(
 			g, cs, g->h_client, g->h_subdevice,
-			VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, dc,
+			NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, dc,
 			sizeof(*dc));
 		queued += vgpu_compute_gate_done(g, cs, i, n, off, ok);
 	}

@@ -17,6 +17,7 @@
 
 #include "slot.h"
 #include "compute.h"
+#include "core/abi/classes.h"
 #include "rmops.h"
 
 int vgpu_compute_rm_control(struct vgpu_compute_gpu *g,
@@ -37,22 +38,6 @@ int vgpu_compute_rm_control(struct vgpu_compute_gpu *g,
 
 /* ---- the module's own RM objects on this GPU ------------------------- */
 
-/* NV0080_ALLOC_PARAMETERS (56 B, nvidia-rm-abi.md §4.1). */
-struct vgpu_nv0080_alloc_params {
-	u32 deviceId;
-	u32 hClientShare;
-	u32 hTargetClient;
-	u32 hTargetDevice;
-	u32 flags;
-	u32 pad0;
-	u64 vaSpaceSize;
-	u64 vaStartInternal;
-	u64 vaLimitInternal;
-	u32 vaMode;
-	u32 pad1;
-};
-static_assert(sizeof(struct vgpu_nv0080_alloc_params) == 56);
-
 void vgpu_compute_rm_teardown(struct vgpu_compute_gpu *g)
 {
 	u32 status;
@@ -69,23 +54,24 @@ void vgpu_compute_rm_teardown(struct vgpu_compute_gpu *g)
  */
 int vgpu_compute_rm_setup(struct vgpu_compute_gpu *g)
 {
-	struct vgpu_nv0080_alloc_params dp = {.deviceId = g->gpu};
-	u32 sub = 0, h = 0, status = VGPU_RM_STATUS_UNSET;
+	NV0080_ALLOC_PARAMETERS dp = {.deviceId = g->gpu};
+	NV2080_ALLOC_PARAMETERS sub = {.subDeviceId = 0};
+	u32 h = 0, status = VGPU_RM_STATUS_UNSET;
 	int err;
 
 	err = vgpu_rm_bind();
 	if (err)
 		return err;
-	err = vgpu_rm_alloc(0, 0, &h, VGPU_NV01_ROOT_CLIENT, NULL, &status);
+	err = vgpu_rm_alloc(0, 0, &h, NV01_ROOT_CLIENT, NULL, &status);
 	if (err || status)
 		goto fail; /* nothing to free */
 	g->h_client = h;
 	err = vgpu_rm_alloc(g->h_client, g->h_client, &g->h_device,
-			    VGPU_NV01_DEVICE_0, &dp, &status);
+			    NV01_DEVICE_0, &dp, &status);
 	if (err || status)
 		goto fail;
 	err = vgpu_rm_alloc(g->h_client, g->h_device, &g->h_subdevice,
-			    VGPU_NV20_SUBDEVICE_0, &sub, &status);
+			    NV20_SUBDEVICE_0, &sub, &status);
 	if (err || status)
 		goto fail;
 	g->rm_ready = true;

@@ -9,13 +9,14 @@
  * this file asks the driver itself, through its in-kernel RM entry (rmops.h):
  * no user memory is read, and the answer is the driver's own record.
  *
- * The query is NV0041_CTRL_CMD_GET_SURFACE_INFO (0x410110) on the new object,
+ * The query is NV0041_CTRL_CMD_GET_SURFACE_INFO on the new object,
  * with two entries: PHYS_SIZE (index 7, the memory descriptor's size in 4 KiB
  * units) and ADDR_SPACE_TYPE (index 9: SYSMEM 1, VIDMEM 2, REGMEM 3, FABRIC 4).
  * Layouts from NVIDIA/open-gpu-kernel-modules src/common/sdk/nvidia/inc/ctrl/
  * ctrl0041.h and ctrl0000/ctrl0000client.h; the handler is
  * memCtrlCmdGetSurfaceInfoLvm (src/nvidia/src/kernel/mem_mgr/mem_ctrl.c),
- * available on every Memory subclass (0x40, 0x3e, 0xf8, ...). For a kernel
+ * available on every Memory subclass (NV01_MEMORY_LOCAL_USER,
+ * NV01_MEMORY_SYSTEM, NV_MEMORY_FABRIC, ...). For a kernel
  * caller RM copies the embedded list pointer as kernel memory.
  *
  * When the size is past the quota the core asks for the object to be freed.
@@ -35,9 +36,8 @@
  * core's copy and the driver's own copy-in
  * (docs/results/kmod-issue4-tamper.md): the core would then record an uncharged
  * object while the driver made charged memory elsewhere.
- * NV0000_CTRL_CMD_CLIENT_GET_HANDLE_INFO (0xd02, ctrl0000client.h: params
- * { NvHandle hObject; NvU32 index; union { NvHandle; NvU64 } data; }, 16 B,
- * index CLASSID 2) on (h_client, h_client) for h_object: the driver does not
+ * NV0000_CTRL_CMD_CLIENT_GET_HANDLE_INFO (ctrl0000client.h, index CLASSID;
+ * kmod/core/abi/ctrl.h) on (h_client, h_client) for h_object: the driver does not
  * have the object the core recorded -> -ENOENT, which the core treats as
  * tampering. The handler (cliresCtrlCmdClientGetHandleInfo_IMPL,
  * src/nvidia/src/kernel/rmapi/client_resource.c) fails with the resource
@@ -63,6 +63,8 @@
 
 #include <linux/moduleparam.h>
 
+#include "core/abi/ctrl.h"
+#include "core/abi/nvstatus.h"
 #include "core_host.h"
 #include "driver_query.h"
 #include "rmops.h"
@@ -78,45 +80,10 @@ MODULE_PARM_DESC(trusted_charge,
 		 "Charge allocations by the driver's own size (default on; "
 		 "off reopens the TOCTOU race, for measurement only)");
 
-#define NV0041_CTRL_CMD_GET_SURFACE_INFO		     0x410110u
-#define NV0041_CTRL_SURFACE_INFO_INDEX_PHYS_SIZE	     0x7u
-#define NV0041_CTRL_SURFACE_INFO_INDEX_ADDR_SPACE_TYPE	     0x9u
-#define NV0041_CTRL_SURFACE_INFO_PHYS_SIZE_SCALE_FACTOR	     0x1000ull
-#define NV0000_CTRL_CMD_CLIENT_GET_ADDR_SPACE_TYPE_VIDMEM    0x2u
-#define NV0000_CTRL_CMD_CLIENT_GET_ADDR_SPACE_TYPE_FABRIC    0x4u
-#define NV0000_CTRL_CMD_CLIENT_GET_HANDLE_INFO		     0xd02u
-#define NV0000_CTRL_CMD_CLIENT_GET_HANDLE_INFO_INDEX_CLASSID 0x2u
-#define NV_ERR_INVALID_CLIENT				     0x23u
-#define NV_ERR_INVALID_OBJECT_HANDLE			     0x33u
-#define NV_ERR_OBJECT_NOT_FOUND				     0x57u
-
-/* NV0000_CTRL_CLIENT_GET_HANDLE_INFO_PARAMS: data is an 8-aligned union. */
-struct vgpu_get_handle_info_params {
-	u32 hObject;
-	u32 index;
-	u64 data;
-};
-
-static_assert(sizeof(struct vgpu_get_handle_info_params) == 16);
-
-struct vgpu_surface_info {
-	u32 index;
-	u32 data;
-};
-
-/* NV0041_CTRL_GET_SURFACE_INFO_PARAMS: the list pointer is 8-aligned. */
-struct vgpu_get_surface_info_params {
-	u32 surfaceInfoListSize;
-	u32 pad;
-	u64 surfaceInfoList;
-};
-
-static_assert(sizeof(struct vgpu_get_surface_info_params) == 16);
-
 /* 0 when the driver holds (@h_client, @h_object); -ENOENT when it does not. */
 static int vgpu_object_exists(u32 h_client, u32 h_object)
 {
-	struct vgpu_get_handle_info_params p = {
+	NV0000_CTRL_CLIENT_GET_HANDLE_INFO_PARAMS p = {
 		.hObject = h_object,
 		.index = NV0000_CTRL_CMD_CLIENT_GET_HANDLE_INFO_INDEX_CLASSID,
 	};
@@ -176,7 +143,7 @@ static atomic_t vgpu_client_seq = ATOMIC_INIT(0);
  */
 static int vgpu_client_exists(u32 h)
 {
-	struct vgpu_get_handle_info_params p = {
+	NV0000_CTRL_CLIENT_GET_HANDLE_INFO_PARAMS p = {
 		.hObject = h,
 		.index = NV0000_CTRL_CMD_CLIENT_GET_HANDLE_INFO_INDEX_CLASSID,
 	};
@@ -290,11 +257,11 @@ int vgpu_trusted_driver_memory(void *priv, vcore_u32 h_client,
 			       vcore_u32 h_parent, vcore_u32 h_object,
 			       vcore_u64 *bytes)
 {
-	struct vgpu_surface_info list[2] = {
+	NV0041_CTRL_SURFACE_INFO list[2] = {
 		{.index = NV0041_CTRL_SURFACE_INFO_INDEX_PHYS_SIZE},
 		{.index = NV0041_CTRL_SURFACE_INFO_INDEX_ADDR_SPACE_TYPE},
 	};
-	struct vgpu_get_surface_info_params p = {
+	NV0041_CTRL_GET_SURFACE_INFO_PARAMS p = {
 		.surfaceInfoListSize = ARRAY_SIZE(list),
 		.surfaceInfoList = (u64)(uintptr_t)list,
 	};

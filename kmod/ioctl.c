@@ -17,16 +17,11 @@
 #include <linux/uaccess.h>
 
 #include "core_host.h"
+#include "core/abi/nv_escape.h"
 #include "proxy.h"
 #include "slot.h"
 
-#define NV01_DEVICE_0	       0x80
-#define NV_ESC_RM_ALLOC	       0x2b
-#define NV_ESC_IOCTL_XFER_CMD  0xd3
-#define NV_ESC_RM_ALLOC_MEMORY 0x27
-#define NV_IOCTL_MAGIC	       'F'
-#define UVM_REGISTER_GPU       37
-#define VGPU_MAX_FD_FIELDS     8
+#define VGPU_MAX_FD_FIELDS 8
 
 /* ---- the mmap policy ------------------------------------------------ */
 
@@ -76,23 +71,25 @@ static bool vgpu_fd_kind_ok(enum vcore_fd_kind want, enum vgpu_node_kind have)
 	}
 }
 
-/* @why is the core's static reason string, read before vcore_post freed the
- * call. */
-static void vgpu_report_refusal(struct vgpu_file *vf, const char *why)
+/* @why is the core's static reason string and @kind its kind, both read
+ * before vcore_post freed the call. */
+static void vgpu_report_refusal(struct vgpu_file *vf, enum vcore_refusal kind,
+				const char *why)
 {
 	struct vgpu_filter_slot *fs = vf->slot->filter;
-	bool quota = strstr(why, "quota") != NULL;
 
 	if (!__ratelimit(&fs->event_rs))
 		return;
 	vgpu_slot_refusal(vf->slot,
-			  quota ? VGPU_EVENT_QUOTA_DENIED : VGPU_EVENT_REFUSED,
+			  kind == VCORE_REFUSAL_QUOTA ? VGPU_EVENT_QUOTA_DENIED
+						      : VGPU_EVENT_REFUSED,
 			  0, why);
 }
 
 /*
- * NV_ESC_RM_ALLOC_MEMORY as a caller without CAP_SYS_ADMIN. Its class 0x40
- * (the legacy heap query) first tries NV01_MEMORY_LOCAL_PHYSICAL, a mappable
+ * A call the core marks VCORE_NEED_UNPRIVILEGED (NV_ESC_RM_ALLOC_MEMORY) as a
+ * caller without CAP_SYS_ADMIN. Its class NV01_MEMORY_LOCAL_USER (the legacy
+ * heap query) first tries NV01_MEMORY_LOCAL_PHYSICAL, a mappable
  * handle on the whole framebuffer, which RM grants when the caller is an
  * administrator (rmapi_deprecated_allocmemory.c, _rmAllocMemoryLocalUser;
  * the class is RS_FLAGS_ALLOC_PRIVILEGED, alloc_free.c
@@ -133,7 +130,8 @@ static long vgpu_ioctl_unprivileged(struct file *real, unsigned int cmd,
 static noinline long vgpu_forward_translated(struct vgpu_file *vf,
 					     struct vcore_call *call,
 					     unsigned int cmd,
-					     unsigned long arg, bool witness)
+					     unsigned long arg,
+					     unsigned int needs)
 {
 	struct vgpu_fd_fix fix[VGPU_MAX_FD_FIELDS];
 	struct file *real = vf->real;
@@ -175,13 +173,13 @@ static noinline long vgpu_forward_translated(struct vgpu_file *vf,
 			vcore_call_nr(call), vcore_call_cmd(call), rc);
 		goto out_restore;
 	}
-	if (witness) {
+	if (needs & VCORE_NEED_GPU_WITNESS) {
 		rc = vgpu_install_gpu_witness(vf, &tmp);
 		if (rc)
 			goto out_restore;
 	}
 
-	if (vcore_call_nr(call) == NV_ESC_RM_ALLOC_MEMORY)
+	if (needs & VCORE_NEED_UNPRIVILEGED)
 		rc = vgpu_ioctl_unprivileged(real, cmd, arg);
 	else
 		rc = real->f_op->unlocked_ioctl(real, cmd, arg);
@@ -191,27 +189,6 @@ out_restore:
 	while (nfix)
 		vgpu_fd_restore(&fix[--nfix]);
 	return rc;
-}
-
-/*
- * Whether the driver will look for a real /dev/nvidiaN in the fd table during
- * this call (§9.3 item 2): NV01_DEVICE_0 allocation on a ctl file,
- * UVM_REGISTER_GPU on a UVM file. The escape number is tested first, so that
- * other calls skip the core's accessors.
- */
-static __always_inline bool vgpu_needs_witness(struct vgpu_file *vf,
-					       unsigned int cmd,
-					       const struct vcore_call *call)
-{
-	if (vf->kind == VGPU_NODE_UVM)
-		return cmd == UVM_REGISTER_GPU &&
-		       vcore_call_nr(call) == UVM_REGISTER_GPU;
-	if (vf->kind != VGPU_NODE_CTL ||
-	    (_IOC_NR(cmd) != NV_ESC_RM_ALLOC &&
-	     _IOC_NR(cmd) != NV_ESC_IOCTL_XFER_CMD))
-		return false;
-	return vcore_call_nr(call) == NV_ESC_RM_ALLOC &&
-	       vcore_call_cmd(call) == NV01_DEVICE_0;
 }
 
 /*
@@ -260,7 +237,7 @@ vgpu_filter_call(struct vgpu_file *vf, unsigned int cmd, unsigned long arg)
 	struct vcore_call *call;
 	enum vcore_verdict v;
 	u32 __user *status;
-	bool witness;
+	unsigned int needs;
 	long rc;
 
 	v = vcore_pre_lean(vf->core, cmd, (vcore_uptr_t)arg, &ctx, &call,
@@ -269,9 +246,10 @@ vgpu_filter_call(struct vgpu_file *vf, unsigned int cmd, unsigned long arg)
 		return vcore_post(call, 0);
 	if (v != VCORE_FORWARD && v != VCORE_FORWARD_REWRITTEN) {
 		const char *why = call ? vcore_call_reason(call) : "no memory";
+		enum vcore_refusal kind = vcore_call_refusal(call);
 
 		rc = vcore_post(call, 0);
-		vgpu_report_refusal(vf, why);
+		vgpu_report_refusal(vf, kind, why);
 		return rc;
 	}
 
@@ -288,15 +266,18 @@ vgpu_filter_call(struct vgpu_file *vf, unsigned int cmd, unsigned long arg)
 		status = NULL;
 		goto settle;
 	}
-	witness = vgpu_needs_witness(vf, cmd, call);
-	if (unlikely(witness || vcore_call_fd_count(call)))
-		rc = vgpu_forward_translated(vf, call, cmd, arg, witness);
+	/* The driver looks for a real /dev/nvidiaN in the fd table during
+	 * this call (§9.3 item 2), or must not see CAP_SYS_ADMIN: the core
+	 * says which. */
+	needs = vcore_call_needs(call);
+	if (unlikely((needs & VCORE_NEED_GPU_WITNESS) ||
+		     vcore_call_fd_count(call)))
+		rc = vgpu_forward_translated(vf, call, cmd, arg, needs);
 	else
 		rc = real->f_op->unlocked_ioctl(real, cmd, arg);
 
-	status = vgpu_overquota_may_settle(cmd)
-			 ? vgpu_overquota_status_addr(call, cmd, arg)
-			 : NULL;
+	/* Where an allocation's status lives, for vgpu_overquota_settle. */
+	status = vgpu_uptr(vcore_call_status_addr(call));
 	rc = vcore_post(call, rc);
 settle:
 	if (unlikely(vgpu_overquota_pending_any()))

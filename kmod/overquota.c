@@ -38,49 +38,9 @@
 #include "proxy.h"
 #include "slot.h"
 
-#define NV_ESC_RM_ALLOC_MEMORY	   0x27
-#define NV_ESC_RM_FREE		   0x29
-#define NV_ESC_RM_ALLOC		   0x2b
-#define NV_ESC_RM_VID_HEAP_CONTROL 0x4a
-#define NV_ESC_IOCTL_XFER_CMD	   0xd3
-#define NV_ERR_NO_MEMORY	   0x51
-
-/*
- * Where the RM status of an allocation lives in user memory
- * (nvidia-rm-abi.md §3): NVOS64 @40, NVOS21 @28, NVOS02 wrapper @40, NVOS32
- * @20; under XFER, in the payload. Must be called before vcore_post frees
- * @call.
- */
-u32 __user *vgpu_overquota_status_addr(struct vcore_call *call,
-				       unsigned int cmd, unsigned long arg)
-{
-	unsigned long base = arg;
-	u32 size = _IOC_SIZE(cmd);
-	u32 off;
-
-	if (_IOC_NR(cmd) == NV_ESC_IOCTL_XFER_CMD) {
-		struct vcore_buf_info b;
-
-		if (vcore_call_buffer(call, 1, &b))
-			return NULL;
-		base = (unsigned long)b.uaddr;
-		size = b.len;
-	}
-	switch (vcore_call_nr(call)) {
-	case NV_ESC_RM_ALLOC:
-		off = size == 48 ? 40 : 28;
-		break;
-	case NV_ESC_RM_ALLOC_MEMORY:
-		off = 40;
-		break;
-	case NV_ESC_RM_VID_HEAP_CONTROL:
-		off = 20;
-		break;
-	default:
-		return NULL;
-	}
-	return (u32 __user *)(base + off);
-}
+#include "core/abi/nv_escape.h"
+#include "core/abi/nvos.h"
+#include "core/abi/nvstatus.h"
 
 /*
  * RM_FREE with its NVOS00 in a scratch page of the caller's mm: through the
@@ -91,9 +51,13 @@ u32 __user *vgpu_overquota_status_addr(struct vcore_call *call,
 static int vgpu_overquota_free(struct vgpu_file *vf,
 			       const struct vcore_overquota *oq, bool direct)
 {
-	const unsigned int cmd = _IOC(_IOC_READ | _IOC_WRITE, 'F',
-				      NV_ESC_RM_FREE, 4 * sizeof(u32));
-	u32 params[4] = {oq->h_client, oq->h_parent, oq->h_object, 0};
+	const unsigned int cmd = _IOC(_IOC_READ | _IOC_WRITE, NV_IOCTL_MAGIC,
+				      NV_ESC_RM_FREE, sizeof(NVOS00_PARAMETERS));
+	NVOS00_PARAMETERS params = {
+		.hRoot = oq->h_client,
+		.hObjectParent = oq->h_parent,
+		.hObjectOld = oq->h_object,
+	};
 	unsigned long addr;
 	long rc;
 
@@ -102,15 +66,18 @@ static int vgpu_overquota_free(struct vgpu_file *vf,
 	if (IS_ERR_VALUE(addr))
 		return (int)addr;
 	rc = -EFAULT;
-	if (!copy_to_user((void __user *)addr, params, sizeof(params))) {
+	if (!copy_to_user((void __user *)addr, &params, sizeof(params))) {
 		if (direct)
 			rc = vf->real->f_op->unlocked_ioctl(vf->real, cmd,
 							    addr);
 		else
 			rc = vgpu_filter_ioctl(vf, cmd, addr);
-		if (!rc && get_user(params[3], (u32 __user *)addr + 3))
+		if (!rc &&
+		    get_user(params.status,
+			     (u32 __user *)(addr + offsetof(NVOS00_PARAMETERS,
+							    status))))
 			rc = -EFAULT;
-		if (!rc && params[3])
+		if (!rc && params.status)
 			rc = -EIO;
 	}
 	vm_munmap(addr, PAGE_SIZE);

@@ -77,27 +77,6 @@ int vgpu_install_gpu_witness(struct vgpu_file *vf, int *tmp);
 void vgpu_remove_gpu_witness(int tmp);
 
 /* overquota.c: allocations that grew past the quota during the call. */
-u32 __user *vgpu_overquota_status_addr(struct vcore_call *call,
-				       unsigned int cmd, unsigned long arg);
 void vgpu_overquota_settle(struct vgpu_file *vf, u32 __user *status);
-
-/*
- * Whether vgpu_overquota_status_addr can name a status for @cmd: only the
- * allocation escapes have one (NV_ESC_RM_ALLOC_MEMORY 0x27, NV_ESC_RM_ALLOC
- * 0x2b, NV_ESC_RM_VID_HEAP_CONTROL 0x4a), and NV_ESC_IOCTL_XFER_CMD 0xd3 may
- * wrap one. A test of the request word, before any call into the core.
- */
-static inline bool vgpu_overquota_may_settle(unsigned int cmd)
-{
-	switch (_IOC_NR(cmd)) {
-	case 0x27:
-	case 0x2b:
-	case 0x4a:
-	case 0xd3:
-		return true;
-	default:
-		return false;
-	}
-}
 
 #endif /* VGPU_KMOD_PROXY_H */

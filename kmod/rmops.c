@@ -6,8 +6,9 @@
  * Layouts from NVIDIA/open-gpu-kernel-modules (580 branch):
  * kernel-open/common/inc/nv-modeset-interface.h (nvidia_modeset_rm_ops_t),
  * kernel-open/common/inc/nv-kernel-rmapi-ops.h (nvidia_kernel_rmapi_ops_t),
- * src/common/sdk/nvidia/inc/nvos.h (NVOS00/54/64, NV01_FREE 0x00,
- * NV04_ALLOC 0x15, NV04_CONTROL 0x36). nvidia_get_rm_ops() (kernel-open/nvidia/
+ * src/common/sdk/nvidia/inc/nvos.h (NVOS00/54/64 and the RM function numbers
+ * NV01_FREE, NV04_ALLOC, NV04_CONTROL: kmod/core/abi/nvos.h).
+ * nvidia_get_rm_ops() (kernel-open/nvidia/
  * nv-modeset-interface.c) refuses any version string but its own with
  * NV_ERR_GENERIC and writes its own into the caller's struct, then on a match
  * copies its whole ops struct over the caller's.
@@ -20,19 +21,11 @@
 #include <linux/stddef.h>
 #include <linux/string.h>
 
+#include "core/abi/nvos.h"
+#include "core/abi/nvstatus.h"
 #include "rmops.h"
 
-#define NV_OK	       0u
-#define NV_ERR_GENERIC 0xffffu
 #define NV_VERSION_MAX 64
-
-/*
- * rm_kernel_rmapi_op() numbers its calls by RM function (nvos.h), not by
- * ioctl escape; the test guest's nvsim.ko does the same.
- */
-#define NV01_FREE    0x00u
-#define NV04_ALLOC   0x15u
-#define NV04_CONTROL 0x36u
 
 struct nvidia_stack_s; /* opaque, as nvidia-modeset treats it */
 
@@ -54,38 +47,17 @@ struct vgpu_nv_rm_ops {
 	void *reserved[8];
 };
 
-struct vgpu_nvos00 {
-	u32 hRoot, hObjectParent, hObjectOld, status;
-};
-
-struct vgpu_nvos54 {
-	u32 hClient, hObject, cmd, flags;
-	u64 params;
-	u32 paramsSize, status;
-};
-
-struct vgpu_nvos64 {
-	u32 hRoot, hObjectParent, hObjectNew, hClass;
-	u64 pAllocParms, pRightsRequested;
-	u32 paramsSize, flags, status, pad;
-};
-
 /* nvidia_kernel_rmapi_ops_t: the driver writes only the member of @op. */
 struct vgpu_nv_kernel_op {
 	u32 op;
 	union {
-		struct vgpu_nvos00 free;
-		struct vgpu_nvos64 alloc;
-		struct vgpu_nvos54 control;
+		NVOS00_PARAMETERS free;
+		NVOS64_PARAMETERS alloc;
+		NVOS54_PARAMETERS control;
 		u8 room[256]; /* the real union's larger members */
 	} params;
 };
 
-static_assert(sizeof(struct vgpu_nvos00) == 16);
-static_assert(sizeof(struct vgpu_nvos54) == 32);
-static_assert(offsetof(struct vgpu_nvos54, status) == 28);
-static_assert(sizeof(struct vgpu_nvos64) == 48);
-static_assert(offsetof(struct vgpu_nvos64, status) == 40);
 static_assert(offsetof(struct vgpu_nv_kernel_op, params) == 8);
 static_assert(offsetof(struct vgpu_nv_rm_ops, op) == 7 * sizeof(void *));
 

@@ -24,14 +24,16 @@
  * Return values: 0 when the driver ran the call, with the RM status (NV_OK = 0,
  * NV_ERR_* otherwise) in *status; a negative errno when the call could not be
  * issued at all (-ENODEV: no driver, -EPROTO: unknown driver version, -ENOMEM:
- * no stack), and then *status is NV_ERR_GENERIC (0xffff).
+ * no stack), and then *status is NV_ERR_GENERIC.
  */
 #ifndef VGPU_KMOD_RMOPS_H
 #define VGPU_KMOD_RMOPS_H
 
 #include <linux/types.h>
 
-#define VGPU_RM_STATUS_UNSET 0xffffu /* NV_ERR_GENERIC */
+#include "core/abi/nvstatus.h"
+
+#define VGPU_RM_STATUS_UNSET NV_ERR_GENERIC
 
 /* Binds now if not yet bound. 0 when bound. */
 int vgpu_rm_bind(void);
@@ -57,7 +59,7 @@ int vgpu_rm_free(u32 hclient, u32 hparent, u32 hobject, u32 *status);
  * NV04_ALLOC (NVOS64 form) of class @hclass under @hparent. *@hobject in/out:
  * 0 asks the driver to pick a handle. @params: the class's kernel-side
  * allocation params or NULL. For a new client pass hclient = hparent = 0 and
- * hclass = NV01_ROOT_CLIENT (0x41): *@hobject is the client handle.
+ * hclass = NV01_ROOT_CLIENT: *@hobject is the client handle.
  */
 int vgpu_rm_alloc(u32 hclient, u32 hparent, u32 *hobject, u32 hclass,
 		  void *params, u32 *status);

@@ -4,6 +4,9 @@
  * handlers, and the accessors the host reads them through (vcore.h).
  */
 #include "vcore_internal.h"
+#include "abi/classes.h"
+#include "abi/nv_escape.h"
+#include "abi/uvm.h"
 
 /* ---- user memory, through the host ---- */
 
@@ -106,6 +109,53 @@ vcore_bool vcore_call_unwrapped(const struct vcore_call *call, vcore_u32 *nr,
 	*size = call->size;
 	*arg = call->arg;
 	return 1;
+}
+
+unsigned int vcore_call_needs(const struct vcore_call *call)
+{
+	const struct vcore_class_row *row;
+
+	if (!call)
+		return 0;
+	switch (call->file->kind) {
+	case VCORE_FILE_UVM:
+		return call->nr == UVM_REGISTER_GPU ? VCORE_NEED_GPU_WITNESS : 0;
+	case VCORE_FILE_CTL:
+		if (call->nr == NV_ESC_RM_ALLOC_MEMORY)
+			return VCORE_NEED_UNPRIVILEGED;
+		if (call->nr != NV_ESC_RM_ALLOC)
+			return 0;
+		row = vcore_abi_class(call->slot->abi, call->cmd);
+		return row && row->kind == VCORE_CLS_DEVICE
+			       ? VCORE_NEED_GPU_WITNESS
+			       : 0;
+	default:
+		return call->nr == NV_ESC_RM_ALLOC_MEMORY
+			       ? VCORE_NEED_UNPRIVILEGED
+			       : 0;
+	}
+}
+
+vcore_uptr_t vcore_call_status_addr(const struct vcore_call *call)
+{
+	if (!call || !call->esc || (call->esc->flags & VCORE_ESC_NO_STATUS))
+		return 0;
+	return call->arg + call->status_off;
+}
+
+enum vcore_refusal vcore_call_refusal(const struct vcore_call *call)
+{
+	if (!call)
+		return VCORE_REFUSAL_POLICY;
+	if (call->verdict != VCORE_REFUSE_STATUS &&
+	    call->verdict != VCORE_REFUSE_ERRNO)
+		return VCORE_REFUSAL_NONE;
+	return call->quota_refused ? VCORE_REFUSAL_QUOTA : VCORE_REFUSAL_POLICY;
+}
+
+vcore_u64 vcore_call_request_bytes(const struct vcore_call *call)
+{
+	return call ? call->requested : 0;
 }
 
 unsigned int vcore_call_fd_count(const struct vcore_call *call)

@@ -38,6 +38,13 @@ enum vcore_verdict vcore_refuse_status(struct vcore_call *call,
 	return call->verdict;
 }
 
+enum vcore_verdict vcore_refuse_quota(struct vcore_call *call, vcore_u32 status,
+				      const char *reason)
+{
+	call->quota_refused = 1;
+	return vcore_refuse_status(call, status, reason);
+}
+
 enum vcore_verdict vcore_answer_status(struct vcore_call *call,
 				       vcore_u32 status)
 {

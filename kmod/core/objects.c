@@ -27,14 +27,15 @@ struct vcore_obj *vcore_obj_find_locked(struct vcore_slot *slot,
 	return VCORE_NULL;
 }
 
-static vcore_bool is_channel(vcore_u32 cls)
+/* By the class rows of the slot's branch (vcore_obj_insert_locked). */
+static vcore_bool is_channel(const struct vcore_obj *obj)
 {
-	return (cls & 0xffu) == 0x6f && cls >= 0xa06f;
+	return obj->kind == VCORE_CLS_CHANNEL;
 }
 
-static vcore_bool is_tsg(vcore_u32 cls)
+static vcore_bool is_tsg(const struct vcore_obj *obj)
 {
-	return cls == KEPLER_CHANNEL_GROUP_A;
+	return obj->kind == VCORE_CLS_TSG;
 }
 
 static void hash_unlink(struct vcore_slot *slot, struct vcore_obj *obj)
@@ -161,12 +162,12 @@ static void release_one(struct vcore_slot *slot, struct vcore_obj *obj)
 		obj->dup_src = VCORE_NULL;
 		slot->n_dups--;
 	}
-	if (is_tsg(obj->cls)) {
+	if (is_tsg(obj)) {
 		slot->stats.tsgs--;
 		slot->tsg_gen++;
 	}
-	if (is_channel(obj->cls)) {
-		if (obj->parent && is_tsg(obj->parent->cls) &&
+	if (is_channel(obj)) {
+		if (obj->parent && is_tsg(obj->parent) &&
 		    obj->parent->n_channels)
 			obj->parent->n_channels--;
 		if (slot->n_channels)
@@ -222,9 +223,11 @@ void vcore_obj_free_tree_locked(struct vcore_slot *slot, struct vcore_obj *obj)
 void vcore_obj_insert_locked(struct vcore_slot *slot, struct vcore_obj *obj,
 			     vcore_u32 h_parent, struct vcore_file *file)
 {
+	const struct vcore_class_row *row = vcore_abi_class(slot->abi, obj->cls);
 	struct vcore_obj *old, *parent = VCORE_NULL;
 	vcore_u32 b;
 
+	obj->kind = (vcore_u8)(row ? row->kind : VCORE_CLS_PASS);
 	old = vcore_obj_find_locked(slot, obj->h_client, obj->h_object);
 	if (old) {
 		/* The stale tree may hold the dup source: drop the link
@@ -258,12 +261,12 @@ void vcore_obj_insert_locked(struct vcore_slot *slot, struct vcore_obj *obj,
 	slot->stats.objects++;
 	if (obj->dup_src)
 		slot->n_dups++;
-	if (is_tsg(obj->cls)) {
+	if (is_tsg(obj)) {
 		slot->stats.tsgs++;
 		slot->tsg_gen++;
 	}
-	if (is_channel(obj->cls)) {
-		if (parent && is_tsg(parent->cls))
+	if (is_channel(obj)) {
+		if (parent && is_tsg(parent))
 			parent->n_channels++;
 		slot->n_channels++;
 		slot->tsg_gen++;
@@ -336,7 +339,7 @@ static int visit_tsg(const struct vcore_obj *o, void *walk)
 	const struct vcore_obj *client = o;
 	struct vcore_tsg_info info;
 
-	if (!is_tsg(o->cls))
+	if (!is_tsg(o))
 		return 0;
 	while (client->parent)
 		client = client->parent;
@@ -367,10 +370,10 @@ struct channel_walk {
 static int visit_channel(const struct vcore_obj *o, void *walk)
 {
 	const struct channel_walk *w = walk;
-	vcore_bool in_tsg = o->parent && is_tsg(o->parent->cls);
+	vcore_bool in_tsg = o->parent && is_tsg(o->parent);
 	struct vcore_channel_info info;
 
-	if (!is_channel(o->cls))
+	if (!is_channel(o))
 		return 0;
 	info.h_client = o->h_client;
 	info.h_tsg = in_tsg ? o->parent->h_object : 0;
@@ -396,7 +399,7 @@ vcore_bool vcore_slot_tsg_scheduled(struct vcore_slot *slot, vcore_u32 h_client,
 
 	vcore_lock(slot);
 	o = vcore_obj_find_locked(slot, h_client, h_tsg);
-	on = o && is_tsg(o->cls) && o->scheduled;
+	on = o && is_tsg(o) && o->scheduled;
 	vcore_unlock(slot);
 	return on;
 }
@@ -430,7 +433,7 @@ enum vcore_verdict vcore_sched_obj_limit(struct vcore_call *call,
 			why = "TSG limit of the slot reached";
 	} else {
 		parent = vcore_obj_find_locked(slot, h_root, call->h_parent);
-		if (!parent || !is_tsg(parent->cls)) {
+		if (!parent || !is_tsg(parent)) {
 			why = "channel outside a channel group";
 			status = NV_ERR_INVALID_ARGUMENT;
 		} else if (slot->n_channels >= VCORE_SLOT_MAX_CHANNELS) {

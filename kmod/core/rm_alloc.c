@@ -70,11 +70,12 @@ static enum vcore_verdict reserve(struct vcore_call *call, vcore_u64 bytes,
 	call->page_align = (vcore_u32)(align > 0xffffffffu ? 0 : align);
 	if (!bytes)
 		return VCORE_FORWARD;
+	call->requested = bytes;
 	if (vcore_charge_try(call->slot, bytes)) {
 		vcore_lock(call->slot);
 		call->slot->stats.denied_quota++;
 		vcore_unlock(call->slot);
-		return vcore_refuse_status(call, NV_ERR_NO_MEMORY,
+		return vcore_refuse_quota(call, NV_ERR_NO_MEMORY,
 					   "video memory quota exceeded");
 	}
 	call->reserved = bytes;
@@ -183,7 +184,7 @@ static enum vcore_verdict alloc_by_class(struct vcore_call *call, vcore_u32 cls,
 		return reserve_sysmem(call, params, psize);
 	case VCORE_CLS_QUOTA_REFUSED:
 		if (vcore_slot_has_quota(call->slot))
-			return vcore_refuse_status(
+			return vcore_refuse_quota(
 				call, NV_ERR_NOT_SUPPORTED,
 				"memory class not countable under a quota");
 		return VCORE_FORWARD;
@@ -428,7 +429,7 @@ enum vcore_verdict vcore_esc_vid_heap_control(struct vcore_call *call)
 	if (vcore_slot_has_quota(call->slot) &&
 	    (!(flags & NVOS32_ALLOC_FLAGS_MEMORY_HANDLE_PROVIDED) ||
 	     !vcore_rd32(a, NVOS32_ALLOCSIZE_HMEMORY_OFF)))
-		return vcore_refuse_status(
+		return vcore_refuse_quota(
 			call, NV_ERR_NOT_SUPPORTED,
 			"VID_HEAP allocation without a provided handle "
 			"under a quota");

@@ -110,7 +110,7 @@ static struct vcore_obj *ctrl_tsg_locked(struct vcore_call *call)
 		vcore_obj_find_locked(call->slot, vcore_rd32(call->argbuf, 0),
 				      vcore_rd32(call->argbuf, 4));
 
-	return o && o->cls == KEPLER_CHANNEL_GROUP_A ? o : VCORE_NULL;
+	return o && o->kind == VCORE_CLS_TSG ? o : VCORE_NULL;
 }
 
 /*
@@ -225,7 +225,7 @@ static int tsg_schedule_post(struct vcore_call *call)
 	vcore_lock(call->slot);
 	tsg = vcore_obj_find_locked(call->slot, vcore_rd32(call->argbuf, 0),
 				    vcore_rd32(call->argbuf, 4));
-	if (tsg && tsg->cls == KEPLER_CHANNEL_GROUP_A && tsg->scheduled != on) {
+	if (tsg && tsg->kind == VCORE_CLS_TSG && tsg->scheduled != on) {
 		tsg->scheduled = on;
 		call->slot->tsg_gen++;
 	}
@@ -312,7 +312,7 @@ enum vcore_verdict vcore_esc_export_dmabuf(struct vcore_call *call)
 	vcore_bool ok = 1;
 
 	if (vcore_slot_has_quota(call->slot))
-		return vcore_refuse_status(
+		return vcore_refuse_quota(
 			call, NV_ERR_INSUFFICIENT_PERMISSIONS,
 			"dma-buf export under a memory quota "
 			"(its memory outlives the charge)");

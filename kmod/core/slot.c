@@ -216,13 +216,72 @@ static vcore_u32 version_major(const char *v)
 	return major;
 }
 
+/* A branch whose tables live outside tables_580.c (vcore_abi_add_branch). */
+static struct {
+	vcore_u32 major;
+	const struct vcore_abi *abi;
+} added_branch;
+
+void vcore_abi_add_branch(vcore_u32 major, const struct vcore_abi *abi)
+{
+	added_branch.major = major;
+	added_branch.abi = abi;
+}
+
 const struct vcore_abi *vcore_abi_for_version(const char *version)
 {
+	vcore_u32 major = version_major(version);
+
 	/* One table set per branch: within 580, gVisor lists 580.65.06 ..
 	 * 580.173.02 with no layout change after 580.65.06 (abi.md §0). */
-	if (version_major(version) == 580)
+	if (major == 580)
 		return &vcore_abi_580;
+	if (major && major == added_branch.major)
+		return added_branch.abi;
 	return VCORE_NULL;
+}
+
+/* The slot's branch, or the newest the core knows for a host without one. */
+static const struct vcore_abi *abi_of(const struct vcore_slot *slot)
+{
+	return slot ? slot->abi : &vcore_abi_580;
+}
+
+enum vcore_class_role vcore_class_role_of(const struct vcore_slot *slot,
+				       vcore_u32 cls)
+{
+	const struct vcore_class_row *row = vcore_abi_class(abi_of(slot), cls);
+
+	if (!row)
+		return VCORE_CLASS_UNKNOWN;
+	switch (row->kind) {
+	case VCORE_CLS_ROOT:
+		return VCORE_CLASS_CLIENT;
+	case VCORE_CLS_DEVICE:
+		return VCORE_CLASS_DEVICE;
+	case VCORE_CLS_SUBDEVICE:
+		return VCORE_CLASS_SUBDEVICE;
+	case VCORE_CLS_VIDMEM:
+	case VCORE_CLS_FABRIC:
+	case VCORE_CLS_SYSMEM:
+	case VCORE_CLS_UNCHARGED_MEM:
+	case VCORE_CLS_QUOTA_REFUSED:
+		return VCORE_CLASS_MEMORY;
+	case VCORE_CLS_TSG:
+		return VCORE_CLASS_TSG;
+	case VCORE_CLS_CHANNEL:
+		return VCORE_CLASS_CHANNEL;
+	default:
+		return VCORE_CLASS_OTHER;
+	}
+}
+
+vcore_u32 vcore_class_params_size(const struct vcore_slot *slot,
+				  vcore_u32 cls)
+{
+	const struct vcore_class_row *row = vcore_abi_class(abi_of(slot), cls);
+
+	return row ? row->params_size : 0;
 }
 
 int vcore_driver_version_supported(const char *version, char *msg,

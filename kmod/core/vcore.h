@@ -521,6 +521,41 @@ vcore_bool vcore_call_unwrapped(const struct vcore_call *call, vcore_u32 *nr,
 				vcore_u32 *size, vcore_uptr_t *arg);
 
 /*
+ * What the host must do for this call besides forwarding it, decided by the
+ * core from the call's escape, class and file (no host tests an RM number):
+ *   VCORE_NEED_GPU_WITNESS: the driver looks for a real /dev/nvidiaN in the
+ *	caller's fd table during the call (abi.md §9.3 item 2: NV01_DEVICE_0
+ *	allocated on a ctl file, UVM_REGISTER_GPU on a UVM file);
+ *   VCORE_NEED_UNPRIVILEGED: forward without CAP_SYS_ADMIN
+ *	(NV_ESC_RM_ALLOC_MEMORY: its legacy heap query hands an administrator
+ *	a handle on the whole framebuffer, issue 17 F11.2).
+ * 0 for NULL.
+ */
+#define VCORE_NEED_GPU_WITNESS	0x1u
+#define VCORE_NEED_UNPRIVILEGED 0x2u
+unsigned int vcore_call_needs(const struct vcore_call *call);
+/*
+ * The user address of the RM status word in the call's parameters (under
+ * XFER, in the payload; NVOS21 or NVOS64 by the size issued), 0 when the
+ * escape has none. A host that undoes an allocation after vcore_post writes
+ * NV_ERR_NO_MEMORY there (abi/nvstatus.h). Valid until vcore_post.
+ */
+vcore_uptr_t vcore_call_status_addr(const struct vcore_call *call);
+/* What kind of refusal a refused call is (vcore_call_reason is for people). */
+enum vcore_refusal {
+	VCORE_REFUSAL_NONE = 0,	  /* forwarded or answered */
+	VCORE_REFUSAL_QUOTA = 1,  /* the slot's video memory quota */
+	VCORE_REFUSAL_POLICY = 2, /* anything else; also a NULL call */
+};
+enum vcore_refusal vcore_call_refusal(const struct vcore_call *call);
+/*
+ * Bytes of video memory the call asks for, as the core reserves them against
+ * the quota (rounded as the driver rounds), also when the quota refused them;
+ * 0 when the call allocates no counted video memory. For refusal lines.
+ */
+vcore_u64 vcore_call_request_bytes(const struct vcore_call *call);
+
+/*
  * fd fields inside the call's parameters that the driver resolves with
  * fget() in the caller's table (abi.md §9.3). A kernel host installs the
  * paired real file on a temporary fd, writes it at @uaddr for the call, and
@@ -645,6 +680,33 @@ void vcore_slot_set_client_ops(struct vcore_slot *slot,
  * between the controller's (docs/security/kernel-lifetime-compute.md, F7).
  */
 void vcore_slot_set_host_owns_timeslice(struct vcore_slot *slot, vcore_bool on);
+
+/* ------------------------------------------------------------------ */
+/* Driver classes, for hosts                                           */
+/* ------------------------------------------------------------------ */
+
+/*
+ * What an RM class is on a slot's driver branch (the class rows of
+ * tables_580.c and its deltas), so that a host that follows objects (the
+ * shim's compute thread, the recorder) asks the core instead of testing class
+ * numbers. @slot NULL: the newest branch the core knows.
+ */
+enum vcore_class_role {
+	VCORE_CLASS_UNKNOWN = 0, /* not in the branch's tables */
+	VCORE_CLASS_OTHER,
+	VCORE_CLASS_CLIENT,	/* an RM client (NV01_ROOT*) */
+	VCORE_CLASS_DEVICE,	/* NV01_DEVICE_0 */
+	VCORE_CLASS_SUBDEVICE,	/* NV20_SUBDEVICE_0 */
+	VCORE_CLASS_MEMORY,	/* any memory class, counted or not */
+	VCORE_CLASS_TSG,	/* KEPLER_CHANNEL_GROUP_A */
+	VCORE_CLASS_CHANNEL,	/* a GPFIFO channel (0x??6f) */
+};
+enum vcore_class_role vcore_class_role_of(const struct vcore_slot *slot,
+				       vcore_u32 cls);
+/* Size of the class's allocation parameters (RM derives it from the class,
+ * abi.md §3 NVOS64), 0 when the tables do not give one. */
+vcore_u32 vcore_class_params_size(const struct vcore_slot *slot,
+				  vcore_u32 cls);
 
 /* ------------------------------------------------------------------ */
 /* TSG registry (for the time-slice scheduler, kmod/core/sched)        */

@@ -115,7 +115,9 @@ enum vcore_class_kind {
 	VCORE_CLS_TSG,
 	VCORE_CLS_CHANNEL,
 	VCORE_CLS_EVENT,   /* NV0005 params: data is restored after RM */
-	VCORE_CLS_REMOVED, /* delta: not in this version */
+	VCORE_CLS_DEVICE,  /* tracked; the driver needs a GPU witness */
+	VCORE_CLS_SUBDEVICE, /* tracked; the compute hosts' control target */
+	VCORE_CLS_REMOVED,   /* delta: not in this version */
 };
 
 struct vcore_class_row {
@@ -196,6 +198,13 @@ static inline const void *vcore_index_find(const struct vcore_index *ix,
 }
 /* The ABI for a driver version string, or NULL. */
 const struct vcore_abi *vcore_abi_for_version(const char *version);
+/*
+ * One more branch, for driver versions of major @major, defined outside
+ * tables_580.c: the test that proves a branch is tables only
+ * (tests/unit/core/delta_branch.c) runs the unchanged hosts over a made-up
+ * one. No host calls it. Call before any slot is created (not locked).
+ */
+void vcore_abi_add_branch(vcore_u32 major, const struct vcore_abi *abi);
 extern const struct vcore_abi vcore_abi_580;
 
 /* ---------------------------------------------------------------- */
@@ -224,6 +233,9 @@ struct vcore_obj {
 	vcore_u32 h_client;
 	vcore_u32 h_object; /* == h_client for the client itself */
 	vcore_u32 cls;
+	/* What cls is on the slot's branch (enum vcore_class_kind, set when
+	 * recorded): TSGs and channels are known by it, not by number. */
+	vcore_u8 kind;
 	vcore_u32 pid;
 	vcore_u64 charged;	   /* bytes charged in the ledger for this */
 	vcore_u64 sysmem;	   /* bytes of the slot's sysmem_held */
@@ -484,6 +496,8 @@ struct vcore_call {
 	struct vcore_obj *new_obj; /* preallocated record */
 	vcore_u32 h_parent;
 	vcore_u64 reserved;	   /* ledger bytes reserved in pre */
+	vcore_u64 requested;	   /* vidmem bytes asked (vcore_call_request_bytes) */
+	vcore_bool quota_refused;  /* refused by the memory quota */
 	vcore_u64 sysmem_reserved; /* sysmem_held bytes reserved in pre */
 	vcore_u32 page_align;	   /* rounding for the settle */
 	int params_buf;		   /* bufs index of class/ctrl params */
@@ -521,6 +535,10 @@ enum vcore_verdict vcore_refuse_errno(struct vcore_call *call, int err,
 				      const char *reason);
 enum vcore_verdict vcore_refuse_status(struct vcore_call *call,
 				       vcore_u32 status, const char *reason);
+/* vcore_refuse_status for a refusal by the memory quota
+ * (vcore_call_refusal: VCORE_REFUSAL_QUOTA). */
+enum vcore_verdict vcore_refuse_quota(struct vcore_call *call, vcore_u32 status,
+				      const char *reason);
 /* The driver's answer to a call the host issued with the core's copy
  * (VCORE_ANSWERED): @status written into the user's struct. */
 enum vcore_verdict vcore_answer_status(struct vcore_call *call,

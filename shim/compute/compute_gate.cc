@@ -71,17 +71,16 @@ void ComputeHost::Gate(bool off, bool force) {
       continue;
     }
     bool all = true;
-    for (size_t i = 0; i < chans.size(); i += VCS_NV2080_CTRL_FIFO_DISABLE_CHANNELS_MAX_ENTRIES) {
+    for (size_t i = 0; i < chans.size(); i += NV2080_CTRL_FIFO_DISABLE_CHANNELS_MAX_ENTRIES) {
       const size_t n =
-          std::min<size_t>(VCS_NV2080_CTRL_FIFO_DISABLE_CHANNELS_MAX_ENTRIES, chans.size() - i);
-      vcs_disable_channels_params p;
+          std::min<size_t>(NV2080_CTRL_FIFO_DISABLE_CHANNELS_MAX_ENTRIES, chans.size() - i);
+      NV2080_CTRL_FIFO_DISABLE_CHANNELS_PARAMS p;
       vcore_sched_fill_disable(&p, c.h_client, chans.data() + i, static_cast<uint32_t>(n),
                                off ? 1 : 0);
       if (off) {  // marked first: the watchdog may need to enable them while RM still has this
         MarkChannels(c.h_client, chans.data() + i, n, /*disabled=*/true, /*confirmed=*/false);
       }
-      const bool ok =
-          Control(c.h_client, sub, VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, &p, sizeof p);
+      const bool ok = Control(c.h_client, sub, NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, &p, sizeof p);
       // A failed disable may still have disabled some: they stay marked, so the on edge enables
       // them (an extra enable of a channel this host disabled is harmless; a missed one stalls)
       // and the next off edge retries. A failed enable leaves them marked and owed.
@@ -174,12 +173,12 @@ void* ComputeHost::PreemptMain(void* self) {
     h->pre_busy_ = true;
     lock.unlock();
     for (const Key& k : todo) {
-      vcs_preempt_params p;
+      NVA06C_CTRL_PREEMPT_PARAMS p;
       vcore_sched_fill_preempt(&p);
       uint32_t status = 0;
       const uint64_t t0 = MonotonicNs();
       const int rc =
-          h->rm_(h->rm_ctx_, k.first, k.second, VCS_NVA06C_CTRL_CMD_PREEMPT, &p, sizeof p, &status);
+          h->rm_(h->rm_ctx_, k.first, k.second, NVA06C_CTRL_CMD_PREEMPT, &p, sizeof p, &status);
       const uint64_t took = MonotonicNs() - t0;
       if (rc != 0 || status != 0) {
         h->pre_errors_++;
@@ -214,11 +213,11 @@ void* ComputeHost::WatchdogMain(void* self) {
         const uint32_t sub = h->CachedSubdevice(c.h_client, c.h_device);
         for (size_t i = 0; sub != 0 && i < chans.size(); i += 64) {
           const size_t n = std::min<size_t>(64, chans.size() - i);
-          vcs_disable_channels_params p;
+          NV2080_CTRL_FIFO_DISABLE_CHANNELS_PARAMS p;
           vcore_sched_fill_disable(&p, c.h_client, chans.data() + i, static_cast<uint32_t>(n), 0);
           uint32_t status;
-          h->rm_(h->rm_ctx_, c.h_client, sub, VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, &p,
-                 sizeof p, &status);
+          h->rm_(h->rm_ctx_, c.h_client, sub, NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, &p, sizeof p,
+                 &status);
           h->MarkChannels(c.h_client, chans.data() + i, n, /*disabled=*/true,
                           /*confirmed=*/false);
         }

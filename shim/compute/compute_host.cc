@@ -108,9 +108,9 @@ bool ComputeHost::Control(uint32_t h_client, uint32_t h_object, uint32_t cmd, vo
 void ComputeHost::SetTimeslice(uint64_t us) {
   for (const ClientObjs& c : Snapshot()) {
     for (uint32_t tsg : c.tsgs) {
-      vcs_timeslice_params p;
+      NVA06C_CTRL_TIMESLICE_PARAMS p;
       vcore_sched_fill_timeslice(&p, us);
-      Control(c.h_client, tsg, VCS_NVA06C_CTRL_CMD_SET_TIMESLICE, &p, sizeof p);
+      Control(c.h_client, tsg, NVA06C_CTRL_CMD_SET_TIMESLICE, &p, sizeof p);
     }
   }
   timeslice_us_ = us;

@@ -69,7 +69,7 @@ class ComputeHost {
   void OnChannel(uint32_t h_client, uint32_t h_tsg, uint32_t h_channel);
   void OnChannelFreed(uint32_t h_client, uint32_t h_channel);
   void OnClientGone(uint32_t h_client);
-  // A subdevice (class 0x2080) the process allocated; saves the GET_CHILD_HANDLE lookup.
+  // A subdevice (NV20_SUBDEVICE_0) the process allocated; saves the GET_CHILD_HANDLE lookup.
   void OnSubdevice(uint32_t h_client, uint32_t h_device, uint32_t h_subdevice);
   // GPFIFO_SCHEDULE(bEnable) on the TSG succeeded. Only a scheduled TSG is controlled: libcuda
   // schedules it at the end of context setup, and a TSG gated or preempted before that froze

@@ -64,10 +64,6 @@ constexpr uint64_t kClockBindRetryNs = 1'000'000'000;
 // ref_probe_max_ns, ~13 spans of 200 ms by default) with room to spare.
 constexpr size_t kMaxUnbinned = 64;
 constexpr uint64_t kForeignQuietNs = 2'000'000'000;
-// NV2080_CTRL_CMD_GPU_GET_GID_INFO (ctrl2080gpu.h): index@0 flags@4 length@8 data[256]@12;
-// flags 0 = FORMAT_ASCII | TYPE_SHA1 gives "GPU-%08x-%04x-%04x-%04x-%012x", NVML's UUID form.
-constexpr uint32_t kCtrlGpuGetGidInfo = 0x2080014a;
-constexpr uint32_t kGidInfoParamsSize = 12 + 256;
 
 }  // namespace
 
@@ -154,18 +150,19 @@ void ComputeHost::MeasureOnce() {
     perfmon_logged_ = true;
     const auto* b = perfmon_buf_.data();
     uint32_t tracker, count;
-    memcpy(&count, b + 8, 4);
-    memcpy(&tracker, b + 12, 4);
+    memcpy(&count, b + kPerfmonCountOffset, sizeof count);
+    memcpy(&tracker, b + kPerfmonTrackerOffset, sizeof tracker);
     dprintf(cfg_.log_fd, "perfmon: pid=%u count=%u tracker=%u period_ns=%llu\n", pid_, count,
             tracker, static_cast<unsigned long long>(d.period_ns));
     for (uint32_t k = 1; k <= 6 && k <= kPerfmonSampleCount; k++) {
       const uint8_t* s =
-          b + 16 + ((tracker + kPerfmonSampleCount - k) % kPerfmonSampleCount) * kPerfmonSampleSize;
+          b + kPerfmonSamplesOffset +
+          ((tracker + kPerfmonSampleCount - k) % kPerfmonSampleCount) * kPerfmonSampleSize;
       uint64_t ts;
       uint32_t util, proc;
-      memcpy(&ts, s, 8);
-      memcpy(&util, s + kSampleGrOffset, 4);
-      memcpy(&proc, s + kSampleGrOffset + 8, 4);
+      memcpy(&ts, s, sizeof ts);
+      memcpy(&util, s + kSampleGrOffset + kEngineUtilOffset, sizeof util);
+      memcpy(&proc, s + kSampleGrOffset + kEngineProcIdOffset, sizeof proc);
       dprintf(cfg_.log_fd, "perfmon:   ts=%llu gr.util=%u gr.procId=%u\n",
               static_cast<unsigned long long>(ts), util, proc);
     }
@@ -357,17 +354,17 @@ void ComputeHost::ClockOnce() {
     }
     clock_bind_next_ns_ = now + kClockBindRetryNs;
     const uint32_t sub = Subdevice(objs[0].h_client, objs[0].h_device);
-    uint8_t p[kGidInfoParamsSize] = {};
+    // flags 0 = FORMAT_ASCII | TYPE_SHA1: "GPU-%08x-%04x-%04x-%04x-%012x", NVML's UUID form.
+    NV2080_CTRL_GPU_GET_GID_INFO_PARAMS p{};
     uint32_t status = 0;
-    const bool gid =
-        sub != 0 &&
-        rm_(rm_ctx_, objs[0].h_client, sub, kCtrlGpuGetGidInfo, p, sizeof p, &status) == 0 &&
-        status == 0;
-    uint32_t len = 0;
-    memcpy(&len, p + 8, 4);
+    const bool gid = sub != 0 &&
+                     rm_(rm_ctx_, objs[0].h_client, sub, NV2080_CTRL_CMD_GPU_GET_GID_INFO, &p,
+                         sizeof p, &status) == 0 &&
+                     status == 0;
+    const uint32_t len = p.length;
     char uuid[96] = "";
     if (gid && len > 0 && len < sizeof uuid) {
-      memcpy(uuid, p + 12, len);
+      memcpy(uuid, p.data, len);
       uuid[len] = '\0';
     }
     clock_bound_ = cfg_.clock->Bind(uuid[0] != '\0' ? uuid : nullptr);

@@ -3,18 +3,15 @@
 #include <iterator>
 #include <mutex>
 
+#include "kmod/core/abi/classes.h"
+#include "kmod/core/abi/ctrl.h"
 #include "shim/compute/compute_host.h"
 
 namespace vgpu::shim::compute {
 
 namespace {
 
-// NV0000_CTRL_CMD_CLIENT_GET_CHILD_HANDLE (ctrl0000client.h): finds the subdevice (class 0x2080)
-// libcuda allocated under the device. A second subdevice of the same instance cannot be
-// allocated (subdeviceConstruct: NV_ERR_INSUFFICIENT_RESOURCES), so we look up libcuda's.
-constexpr uint32_t kCtrlClientGetChildHandle = 0x00000d05;
-constexpr uint32_t kClassSubdevice = 0x2080;
-constexpr uint32_t kEngineGr = 1;  // NV2080_ENGINE_TYPE_GRAPHICS: the compute TSG
+constexpr uint32_t kEngineGr = NV2080_ENGINE_TYPE_GRAPHICS;  // the compute TSG
 
 }  // namespace
 
@@ -145,11 +142,14 @@ uint32_t ComputeHost::Subdevice(uint32_t h_client, uint32_t h_device) {
       return it->second;
     }
   }
-  // NV0000_CTRL_CMD_CLIENT_GET_CHILD_HANDLE_PARAMS: hParent@0 classId@4 hObject@8 (out).
-  uint32_t p[3] = {h_device, kClassSubdevice, 0};
+  // NV0000_CTRL_CMD_CLIENT_GET_CHILD_HANDLE (ctrl0000client.h) finds the subdevice libcuda
+  // allocated under the device. A second subdevice of the same instance cannot be allocated
+  // (subdeviceConstruct: NV_ERR_INSUFFICIENT_RESOURCES), so we look up libcuda's.
+  NV0000_CTRL_CMD_CLIENT_GET_CHILD_HANDLE_PARAMS p{h_device, NV20_SUBDEVICE_0, 0};
   uint32_t status = 0;
-  const int rc = rm_(rm_ctx_, h_client, h_client, kCtrlClientGetChildHandle, p, sizeof p, &status);
-  const uint32_t h = rc == 0 && status == 0 ? p[2] : 0;
+  const int rc = rm_(rm_ctx_, h_client, h_client, NV0000_CTRL_CMD_CLIENT_GET_CHILD_HANDLE, &p,
+                     sizeof p, &status);
+  const uint32_t h = rc == 0 && status == 0 ? p.hObject : 0;
   std::lock_guard<std::mutex> lock(objs_mu_);
   subdevices_[{h_client, h_device}] = h;
   return h;

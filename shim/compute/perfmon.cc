@@ -24,7 +24,7 @@ void PerfmonPrepare(void* params) {
   memset(b, 0, kPerfmonParamsSize);
   b[0] = kGpumonSampleTypePerfmonUtil;
   const uint32_t buf_size = kPerfmonSampleCount * kPerfmonSampleSize;  // RM checks it exactly
-  memcpy(b + 4, &buf_size, sizeof buf_size);
+  memcpy(b + kPerfmonBufSizeOffset, &buf_size, sizeof buf_size);
 }
 
 bool PerfmonConsume(const void* params, uint32_t pid, uint64_t* last_ts, PerfmonDelta* out) {
@@ -38,7 +38,7 @@ bool PerfmonConsume(const void* params, PerfmonClassifyFn classify, void* ctx, u
                     PerfmonDelta* out) {
   const auto* b = static_cast<const uint8_t*>(params);
   *out = PerfmonDelta{};
-  if (Load32(b + 4) != kPerfmonSampleCount * kPerfmonSampleSize) {
+  if (Load32(b + kPerfmonBufSizeOffset) != kPerfmonSampleCount * kPerfmonSampleSize) {
     return false;
   }
   struct Sample {
@@ -50,11 +50,12 @@ bool PerfmonConsume(const void* params, PerfmonClassifyFn classify, void* ctx, u
   Sample s[kPerfmonSampleCount];
   uint32_t n = 0;
   for (uint32_t i = 0; i < kPerfmonSampleCount; i++) {
-    const uint8_t* e = b + 16 + static_cast<size_t>(i) * kPerfmonSampleSize;
-    const uint64_t ts = Load64(e);
+    const uint8_t* e = b + kPerfmonSamplesOffset + static_cast<size_t>(i) * kPerfmonSampleSize;
+    const uint64_t ts = Load64(e);  // base.timeStamp, the sample's first field
     if (ts != 0) {
-      s[n++] = {ts, Load32(e + kSampleGrOffset), Load32(e + kSampleGrOffset + 8),
-                Load32(e + kSampleFbOffset)};
+      s[n++] = {ts, Load32(e + kSampleGrOffset + kEngineUtilOffset),
+                Load32(e + kSampleGrOffset + kEngineProcIdOffset),
+                Load32(e + kSampleFbOffset + kEngineUtilOffset)};
     }
   }
   std::sort(s, s + n, [](const Sample& x, const Sample& y) { return x.ts < y.ts; });

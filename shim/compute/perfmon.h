@@ -1,7 +1,7 @@
 // How a process measures its own GPU busy time from inside the shim: the perfmon utilization
 // samples that NVML's nvmlDeviceGetProcessUtilization reads, fetched directly from RM with
-// NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2 (0x20802096) on the process's own
-// client and subdevice.
+// NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2 (kmod/core/abi/ctrl.h) on the process's
+// own client and subdevice.
 //
 // Why this source (the choice the issue asks to justify):
 // - Kernel launches issue no ioctl (nvidia-rm-abi.md §6.1), so the shim cannot time kernels; CUDA
@@ -30,19 +30,31 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kmod/core/abi/ctrl.h"
+
 namespace vgpu::shim::compute {
 
-// 580.x layout (nvidia-rm-abi.md §6.3): 16-byte header, 72 samples of 776 bytes.
-inline constexpr uint32_t kCtrlPerfmonSamplesV2 = 0x20802096;
-inline constexpr uint32_t kPerfmonSampleCount = 72;
-inline constexpr uint32_t kPerfmonSampleSize = 776;
-inline constexpr uint32_t kPerfmonParamsSize = 16 + kPerfmonSampleCount * kPerfmonSampleSize;
-inline constexpr uint8_t kGpumonSampleTypePerfmonUtil = 2;
-inline constexpr uint32_t kGpumonPidInvalid = 0xffffffffu;
-// Offsets inside one sample: base.timeStamp @0, then 6 engine samples of 128 bytes (fb, gr,
-// nvenc, nvdec, nvjpg, nvofa); an engine sample is util@0 vgpuScale@4 procId@8 subProcessID@12.
-inline constexpr size_t kSampleFbOffset = 8;
-inline constexpr size_t kSampleGrOffset = 8 + 128;
+// The layout is the core's (kmod/core/abi/ctrl.h, nvidia-rm-abi.md §6.3): a header, then a ring
+// of samples, each a timestamp and six engine samples (fb, gr, nvenc, nvdec, nvjpg, nvofa).
+using PerfmonParams = NV2080_CTRL_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2_PARAMS;
+using PerfmonSample = NV2080_CTRL_PERF_GPUMON_PERFMON_UTIL_SAMPLE;
+using PerfmonEngineSample = NV2080_CTRL_PERF_GPUMON_ENGINE_UTIL_SAMPLE;
+inline constexpr uint32_t kCtrlPerfmonSamplesV2 =
+    NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2;
+inline constexpr uint32_t kPerfmonSampleCount = NV2080_CTRL_PERF_GPUMON_SAMPLE_COUNT_PERFMON_UTIL;
+inline constexpr uint32_t kPerfmonSampleSize = sizeof(PerfmonSample);
+inline constexpr uint32_t kPerfmonParamsSize = sizeof(PerfmonParams);
+inline constexpr uint8_t kGpumonSampleTypePerfmonUtil = NV2080_CTRL_GPUMON_SAMPLE_TYPE_PERFMON_UTIL;
+inline constexpr uint32_t kGpumonPidInvalid = NV2080_GPUMON_PID_INVALID;
+// Offsets in the params, in one sample, and in one engine sample.
+inline constexpr size_t kPerfmonBufSizeOffset = offsetof(PerfmonParams, bufSize);
+inline constexpr size_t kPerfmonCountOffset = offsetof(PerfmonParams, count);
+inline constexpr size_t kPerfmonTrackerOffset = offsetof(PerfmonParams, tracker);
+inline constexpr size_t kPerfmonSamplesOffset = offsetof(PerfmonParams, samples);
+inline constexpr size_t kSampleFbOffset = offsetof(PerfmonSample, fb);
+inline constexpr size_t kSampleGrOffset = offsetof(PerfmonSample, gr);
+inline constexpr size_t kEngineUtilOffset = offsetof(PerfmonEngineSample, util);
+inline constexpr size_t kEngineProcIdOffset = offsetof(PerfmonEngineSample, procId);
 
 // Fills the request header of a params buffer of kPerfmonParamsSize bytes (zeroes the rest).
 void PerfmonPrepare(void* params);

@@ -27,12 +27,12 @@ extern "C" {
 struct vcore_slot;
 
 enum vshim_obj_event {
-  VSHIM_TSG_CREATED = 1,     /* class 0xa06c and successors */
+  VSHIM_TSG_CREATED = 1,     /* KEPLER_CHANNEL_GROUP_A and successors */
   VSHIM_TSG_FREED = 2,       /* explicit RM_FREE of the TSG (not client teardown) */
   VSHIM_CHANNEL_CREATED = 3, /* class 0x??6f */
   VSHIM_CHANNEL_FREED = 4,
   VSHIM_CLIENT_GONE = 5,       /* the ctl file owning h_client closed, or RM_FREE of the client */
-  VSHIM_SUBDEVICE_CREATED = 6, /* class 0x2080; h_parent is its device */
+  VSHIM_SUBDEVICE_CREATED = 6, /* NV20_SUBDEVICE_0; h_parent is its device */
   /*
    * NVA06C_CTRL_CMD_GPFIFO_SCHEDULE on a TSG succeeded with bEnable=1 / bEnable=0: the TSG went
    * onto / off the runlist. libcuda schedules a TSG at the end of context setup, after every

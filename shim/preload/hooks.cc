@@ -7,6 +7,10 @@
 #include <vector>
 
 #include "hooks_internal.h"
+#include "kmod/core/abi/classes.h"
+#include "kmod/core/abi/ctrl.h"
+#include "kmod/core/abi/nvstatus.h"
+#include "kmod/core/vcore.h"
 #include "shim/base/real_calls.h"
 #include "shim/base/rm_abi.h"
 #include "shim/include/vshim_hooks.h"
@@ -17,6 +21,7 @@ namespace {
 
 struct Obj {
   uint32_t h_class;
+  vcore_class_role role;  // VCORE_CLASS_TSG or VCORE_CLASS_CHANNEL
   uint32_t h_parent;
   uint32_t engine_type;
   int fd;
@@ -28,29 +33,26 @@ std::map<std::pair<uint32_t, uint32_t>, Obj> objs;  // (client, handle) -> TSG o
 vshim_obj_hook_fn hook_fn = nullptr;
 void* hook_arg = nullptr;
 
-uint32_t Load32(const void* base, size_t off) {
-  uint32_t v;
-  memcpy(&v, static_cast<const uint8_t*>(base) + off, sizeof v);
-  return v;
-}
-uint64_t Load64(const void* base, size_t off) {
-  uint64_t v;
+// A field of a driver struct in user memory the call just used, by its offset in that struct.
+template <typename T>
+T Field(const void* base, size_t off) {
+  T v;
   memcpy(&v, static_cast<const uint8_t*>(base) + off, sizeof v);
   return v;
 }
 
-// KEPLER_CHANNEL_GROUP_A (nvidia-rm-abi.md §6.1)
-bool IsTsgClass(uint32_t c) { return c == 0xa06c; }
-bool IsChannelClass(uint32_t c) {
-  // GPFIFO channels (nvidia-rm-abi.md §6.3)
-  return (c & 0xff) == 0x6f && c >= 0xc36f && c <= 0xcfff;
+// NVOS21 and NVOS64 (the two RM_ALLOC forms) share the fields read here.
+static_assert(offsetof(NVOS21_PARAMETERS, hClass) == offsetof(NVOS64_PARAMETERS, hClass));
+static_assert(offsetof(NVOS21_PARAMETERS, pAllocParms) == offsetof(NVOS64_PARAMETERS, pAllocParms));
+
+// What the class is, from the core's tables for this process's slot (kmod/core/vcore.h). The
+// subdevice is reported as allocated: the compute host's FIFO_DISABLE_CHANNELS, perfmon and GID
+// controls go to libcuda's, and looking it up afterwards (NV0000_CTRL_CMD_CLIENT_GET_CHILD_HANDLE)
+// found nothing on the H200 (compute-h200.md, run 5).
+vcore_class_role RoleOf(uint32_t cls) {
+  ShimState* st = CurrentState();
+  return vcore_class_role_of(st != nullptr ? st->slot : nullptr, cls);
 }
-bool IsClientClass(uint32_t c) { return c == 0x0 || c == 0x1 || c == 0x41; }
-constexpr uint32_t kCtrlTsgGpfifoSchedule = 0xa06c0101;  // NVA06C_CTRL_CMD_GPFIFO_SCHEDULE
-// NV20_SUBDEVICE_0: the compute host's FIFO_DISABLE_CHANNELS, perfmon and GID controls go to
-// libcuda's subdevice. It is reported as allocated because looking it up afterwards
-// (NV0000_CTRL_CMD_CLIENT_GET_CHILD_HANDLE) found nothing on the H200 (compute-h200.md, run 5).
-bool IsSubdeviceClass(uint32_t c) { return c == 0x2080; }
 
 // Removes the client's objects (lock held), appending events.
 void DropClientLocked(uint32_t h_client, std::vector<vshim_obj_info>& ev) {
@@ -84,71 +86,74 @@ void Emit(const std::vector<vshim_obj_info>& ev) {
 
 }  // namespace
 
-void HooksAfterCall(int fd, uint32_t nr, unsigned long req, const void* arg) {
-  if (arg == nullptr || rm::IocNr(req) != nr) {
+void HooksAfterCall(int fd, uint32_t nr, unsigned long req, const void* arg, vcore_uptr_t status) {
+  if (arg == nullptr || status == 0 || rm::IocNr(req) != nr) {
     return;  // XFER-wrapped calls: the top-level struct is the wrapper, not the RM params
+  }
+  if (Field<uint32_t>(reinterpret_cast<const void*>(status), 0) != NV_OK) {
+    return;  // the driver refused it: nothing was made or freed
   }
   uint32_t size = rm::IocSize(req);
   std::vector<vshim_obj_info> ev;
-  if (nr == rm::kEscRmAlloc && (size == 48 || size == 32)) {
-    if (Load32(arg, size == 48 ? 40 : 28) != 0) {
-      return;  // RM status: not allocated
-    }
-    uint32_t h_root = Load32(arg, 0);
-    uint32_t h_parent = Load32(arg, 4);
-    uint32_t h_new = Load32(arg, 8);
-    uint32_t cls = Load32(arg, 12);
-    if (IsClientClass(cls)) {
+  if (nr == NV_ESC_RM_ALLOC &&
+      (size == sizeof(NVOS64_PARAMETERS) || size == sizeof(NVOS21_PARAMETERS))) {
+    using A = NVOS64_PARAMETERS;
+    uint32_t h_root = Field<uint32_t>(arg, offsetof(A, hRoot));
+    uint32_t h_parent = Field<uint32_t>(arg, offsetof(A, hObjectParent));
+    uint32_t h_new = Field<uint32_t>(arg, offsetof(A, hObjectNew));
+    uint32_t cls = Field<uint32_t>(arg, offsetof(A, hClass));
+    const vcore_class_role role = RoleOf(cls);
+    if (role == VCORE_CLASS_CLIENT) {
       std::lock_guard<std::mutex> lock(mu);
       client_fd[h_new] = fd;
       return;
     }
-    if (IsSubdeviceClass(cls)) {
+    if (role == VCORE_CLASS_SUBDEVICE) {
       ev.push_back({VSHIM_SUBDEVICE_CREATED, h_root, h_parent, h_new, cls, 0, fd});
       Emit(ev);
       return;
     }
-    if (!IsTsgClass(cls) && !IsChannelClass(cls)) {
+    if (role != VCORE_CLASS_TSG && role != VCORE_CLASS_CHANNEL) {
       return;
     }
     uint32_t engine = 0;
-    uint64_t params = Load64(arg, 16);
-    if (IsTsgClass(cls) && params >= 4096) {
-      engine = Load32(reinterpret_cast<const void*>(params), 12);
+    uint64_t params = Field<uint64_t>(arg, offsetof(A, pAllocParms));
+    if (role == VCORE_CLASS_TSG && params >= 4096) {
+      engine = Field<uint32_t>(reinterpret_cast<const void*>(params),
+                               offsetof(NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS, engineType));
     }
     {
       std::lock_guard<std::mutex> lock(mu);
-      objs[{h_root, h_new}] = Obj{cls, h_parent, engine, fd};
+      objs[{h_root, h_new}] = Obj{cls, role, h_parent, engine, fd};
     }
-    ev.push_back({IsTsgClass(cls) ? VSHIM_TSG_CREATED : VSHIM_CHANNEL_CREATED, h_root, h_parent,
-                  h_new, cls, engine, fd});
-  } else if (nr == rm::kEscRmControl && size == 32) {
-    // NVOS54: hClient@0 hObject@4 cmd@8 params@16 paramsSize@24 status@28.
-    if (Load32(arg, 8) != kCtrlTsgGpfifoSchedule || Load32(arg, 28) != 0 || Load32(arg, 24) < 1) {
+    ev.push_back({role == VCORE_CLASS_TSG ? VSHIM_TSG_CREATED : VSHIM_CHANNEL_CREATED, h_root,
+                  h_parent, h_new, cls, engine, fd});
+  } else if (nr == NV_ESC_RM_CONTROL && size == sizeof(NVOS54_PARAMETERS)) {
+    using C = NVOS54_PARAMETERS;
+    if (Field<uint32_t>(arg, offsetof(C, cmd)) != NVA06C_CTRL_CMD_GPFIFO_SCHEDULE ||
+        Field<uint32_t>(arg, offsetof(C, paramsSize)) < 1) {
       return;
     }
-    const uint64_t params = Load64(arg, 16);
+    const uint64_t params = Field<uint64_t>(arg, offsetof(C, params));
     if (params < 4096) {
       return;
     }
-    const uint32_t h_root = Load32(arg, 0);
-    const uint32_t h_tsg = Load32(arg, 4);
-    const bool enable = *reinterpret_cast<const uint8_t*>(params) != 0;  // bEnable@0
+    const uint32_t h_root = Field<uint32_t>(arg, offsetof(C, hClient));
+    const uint32_t h_tsg = Field<uint32_t>(arg, offsetof(C, hObject));
+    const bool enable = Field<uint8_t>(reinterpret_cast<const void*>(params),
+                                       offsetof(NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS, bEnable)) != 0;
     {
       std::lock_guard<std::mutex> lock(mu);
       auto it = objs.find({h_root, h_tsg});
-      if (it == objs.end() || !IsTsgClass(it->second.h_class)) {
+      if (it == objs.end() || it->second.role != VCORE_CLASS_TSG) {
         return;
       }
       ev.push_back({enable ? VSHIM_TSG_SCHEDULED : VSHIM_TSG_UNSCHEDULED, h_root,
                     it->second.h_parent, h_tsg, it->second.h_class, it->second.engine_type, fd});
     }
-  } else if (nr == rm::kEscRmFree && size == 16) {
-    if (Load32(arg, 12) != 0) {
-      return;
-    }
-    uint32_t h_root = Load32(arg, 0);
-    uint32_t h_old = Load32(arg, 8);
+  } else if (nr == NV_ESC_RM_FREE && size == sizeof(NVOS00_PARAMETERS)) {
+    uint32_t h_root = Field<uint32_t>(arg, offsetof(NVOS00_PARAMETERS, hRoot));
+    uint32_t h_old = Field<uint32_t>(arg, offsetof(NVOS00_PARAMETERS, hObjectOld));
     std::lock_guard<std::mutex> lock(mu);
     if (h_old == h_root) {
       DropClientLocked(h_root, ev);
@@ -157,7 +162,7 @@ void HooksAfterCall(int fd, uint32_t nr, unsigned long req, const void* arg) {
       if (it == objs.end()) {
         return;
       }
-      bool tsg = IsTsgClass(it->second.h_class);
+      bool tsg = it->second.role == VCORE_CLASS_TSG;
       ev.push_back({tsg ? VSHIM_TSG_FREED : VSHIM_CHANNEL_FREED, h_root, it->second.h_parent, h_old,
                     it->second.h_class, it->second.engine_type, fd});
       objs.erase(it);
@@ -225,15 +230,9 @@ __attribute__((visibility("default"))) int vshim_rm_control(uint32_t h_client, u
   if (fd < 0) {
     return -EBADF;
   }
-  // NVOS54 (nvidia-rm-abi.md §3): hClient@0 hObject@4 cmd@8 flags@12 params@16 paramsSize@24
-  // status@28.
-  struct {
-    uint32_t h_client, h_object, cmd, flags;
-    uint64_t params;
-    uint32_t params_size, status;
-  } p{h_client, h_object, cmd, 0, reinterpret_cast<uint64_t>(params), params_size, 0};
-  static_assert(sizeof p == 32);
-  int rc = vs::real::Ioctl(fd, 0xC020462Aul, &p);
+  NVOS54_PARAMETERS p{h_client,    h_object, cmd, 0, reinterpret_cast<uint64_t>(params),
+                      params_size, 0};
+  int rc = vs::real::Ioctl(fd, vs::rm::IocEscape(NV_ESC_RM_CONTROL, sizeof p), &p);
   if (rc < 0) {
     return -errno;
   }

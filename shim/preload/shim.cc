@@ -23,6 +23,7 @@
 #include <mutex>
 
 #include "hooks_internal.h"
+#include "kmod/core/abi/nvstatus.h"
 #include "log.h"
 #include "preload_internal.h"
 #include "shim/base/real_calls.h"
@@ -38,20 +39,16 @@ std::atomic<ShimState*> state_ptr{nullptr};
 std::atomic<bool> init_failed{false};
 std::atomic<bool> refusal_reported{false};
 
-// NV_ESC_CHECK_VERSION_STR query (cmd '2'): the driver writes its version string
-// (nvidia-rm-abi.md §3, nv_ioctl_rm_api_version_t {cmd@0 reply@4 versionString[64]@8}).
+// NV_ESC_CHECK_VERSION_STR query: the driver writes its version string (nvidia-rm-abi.md §3).
 std::string QueryDriverVersion(int ctl_fd) {
-  struct {
-    uint32_t cmd;
-    uint32_t reply;
-    char version[64];
-  } p{};
-  p.cmd = '2';
-  if (ctl_fd < 0 || real::Ioctl(ctl_fd, 0xC04846D2ul, &p) != 0) {
+  nv_ioctl_rm_api_version_t p{};
+  p.cmd = NV_RM_API_VERSION_CMD_QUERY;
+  if (ctl_fd < 0 ||
+      real::Ioctl(ctl_fd, rm::IocEscape(NV_ESC_CHECK_VERSION_STR, sizeof p), &p) != 0) {
     return "";
   }
-  p.version[63] = '\0';
-  return p.version;
+  p.versionString[sizeof p.versionString - 1] = '\0';
+  return p.versionString;
 }
 
 // TOCTOU (vcore.h): another thread changed an allocation's parameters between the core's check
@@ -143,35 +140,6 @@ ShimState* Init(int ctl_fd_hint) {
   return st;
 }
 
-uint32_t Load32(const void* base, size_t off) {
-  uint32_t v;
-  memcpy(&v, static_cast<const uint8_t*>(base) + off, sizeof v);
-  return v;
-}
-uint64_t Load64(const void* base, size_t off) {
-  uint64_t v;
-  memcpy(&v, static_cast<const uint8_t*>(base) + off, sizeof v);
-  return v;
-}
-
-// The bytes an allocation call asked for, for the refusal line (0 when not an allocation).
-uint64_t RequestedBytes(uint32_t nr, unsigned long req, const void* arg) {
-  if (arg == nullptr) {
-    return 0;
-  }
-  uint32_t size = rm::IocSize(req);
-  if (nr == rm::kEscRmAlloc && (size == 48 || size == 32)) {
-    uint32_t cls = Load32(arg, 12);
-    uint64_t params = Load64(arg, 16);
-    if (params >= 4096 && rm::AllocParamsSize(cls) == 128) {
-      return Load64(reinterpret_cast<const void*>(params), 64);  // NV_MEMORY_ALLOCATION_PARAMS.size
-    }
-  } else if (nr == rm::kEscRmVidHeapControl && size == 184) {
-    return Load64(arg, 88);  // NVOS32 data.AllocSize.size
-  }
-  return 0;
-}
-
 // gettid() once per thread (a system call per ioctl is measurable: ioctl_bench.sh); re-read
 // when the process changed under the thread (fork child).
 vcore_u32 CachedTid() {
@@ -183,20 +151,6 @@ vcore_u32 CachedTid() {
     tid_pid = pid;
   }
   return tid;
-}
-
-// RM status offset of an allocation escape's struct (nvidia-rm-abi.md §3), 0 if not an allocation.
-size_t AllocStatusOffset(uint32_t nr, uint32_t size) {
-  if (nr == rm::kEscRmAlloc) {
-    return size == 48 ? 40 : size == 32 ? 28 : 0;  // NVOS64 / NVOS21
-  }
-  if (nr == rm::kEscRmVidHeapControl && size == 184) {
-    return 20;  // NVOS32
-  }
-  if (nr == rm::kEscRmAllocMemory && size == 56) {
-    return 40;  // NVOS02 + fd wrapper
-  }
-  return 0;
 }
 
 // An XFER the core unwrapped goes to the driver as its inner escape, with the number, size and
@@ -219,26 +173,26 @@ bool UnwrapXfer(const vcore_call* call, unsigned long* req, void** arg) {
   return true;
 }
 
-void UndoOverquota(ShimState* st, const PendingOverquota& p, uint32_t nr, unsigned long req,
-                   void* arg) {
-  size_t status_off = rm::IocNr(req) == nr ? AllocStatusOffset(nr, rm::IocSize(req)) : 0;
-  if (status_off == 0 || p.fd < 0) {
+// `status` is the allocation's RM status word as the core named it (vcore_call_status_addr).
+void UndoOverquota(ShimState* st, const PendingOverquota& p, uint32_t nr, vcore_uptr_t status) {
+  if (status == 0 || p.fd < 0) {
     Logf(LogLevel::kWarn,
          "over quota by a racing allocation (object 0x%x/0x%x, %llu bytes); "
          "not undone (wrapped call)",
          p.oq.h_client, p.oq.h_object, static_cast<unsigned long long>(p.oq.bytes));
     return;
   }
-  // NVOS00 (nvidia-rm-abi.md §3): hRoot@0 hObjectParent@4 hObjectOld@8 status@12, through the
-  // filter.
-  uint32_t nvos00[4] = {p.oq.h_client, p.oq.h_parent, p.oq.h_object, 0};
-  if (FilteredIoctl(p.fd, DevKind::kCtl, 0xC0104629ul, nvos00) != 0 || nvos00[3] != 0) {
+  // RM_FREE through the filter, so that the core refunds it.
+  NVOS00_PARAMETERS nvos00{p.oq.h_client, p.oq.h_parent, p.oq.h_object, 0};
+  if (FilteredIoctl(p.fd, DevKind::kCtl, rm::IocEscape(NV_ESC_RM_FREE, sizeof nvos00), &nvos00) !=
+          0 ||
+      nvos00.status != 0) {
     Logf(LogLevel::kError, "over quota by a racing allocation and the free failed (status 0x%x)",
-         nvos00[3]);
+         nvos00.status);
     return;
   }
-  uint32_t no_memory = 0x51;  // NV_ERR_NO_MEMORY
-  memcpy(static_cast<uint8_t*>(arg) + status_off, &no_memory, sizeof no_memory);
+  const uint32_t no_memory = NV_ERR_NO_MEMORY;
+  memcpy(reinterpret_cast<void*>(status), &no_memory, sizeof no_memory);
   ReportRefusal(st, "allocation the driver made larger than checked", nr, 0, p.oq.bytes,
                 "video memory quota exceeded after the call; object freed");
 }
@@ -308,6 +262,9 @@ int FilteredIoctl(int fd, DevKind kind, unsigned long req, void* arg) {
   }
   uint32_t nr = call != nullptr ? vcore_call_nr(call) : rm::IocNr(req);
   uint32_t cmd = call != nullptr ? vcore_call_cmd(call) : 0;
+  // The RM status word of the call's parameters, named by the core (0: none), read before
+  // vcore_post frees the call: the overquota undo and the hooks read or rewrite it.
+  const vcore_uptr_t status = vcore_call_status_addr(call);
   int rc = 0;
   int real_ret = 0;
   if (v == VCORE_FORWARD || v == VCORE_FORWARD_REWRITTEN) {
@@ -319,23 +276,23 @@ int FilteredIoctl(int fd, DevKind kind, unsigned long req, void* arg) {
     }
   } else if (call != nullptr) {
     const char* what = kind == DevKind::kUvm     ? "UVM ioctl"
-                       : nr == rm::kEscRmAlloc   ? "RM_ALLOC"
-                       : nr == rm::kEscRmControl ? "RM_CONTROL"
+                       : nr == NV_ESC_RM_ALLOC   ? "RM_ALLOC"
+                       : nr == NV_ESC_RM_CONTROL ? "RM_CONTROL"
                                                  : "ioctl";
-    ReportRefusal(st, what, nr, cmd, RequestedBytes(nr, req, arg), vcore_call_reason(call));
+    ReportRefusal(st, what, nr, cmd, vcore_call_request_bytes(call), vcore_call_reason(call));
   }
   int ret = vcore_post(call, rc);
   if (pending_overquota.set) {
     PendingOverquota p = pending_overquota;
     pending_overquota.set = false;
-    UndoOverquota(st, p, nr, req, arg);
+    UndoOverquota(st, p, nr, status);
   }
   if (ret < 0) {
     errno = -ret;
     return -1;
   }
   if (kind == DevKind::kCtl && rc == 0 && (v == VCORE_FORWARD || v == VCORE_FORWARD_REWRITTEN)) {
-    HooksAfterCall(fd, nr, req, arg);
+    HooksAfterCall(fd, nr, req, arg, status);
   }
   return real_ret > 0 ? real_ret : 0;
 }

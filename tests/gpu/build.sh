@@ -13,20 +13,28 @@ CC=${CC:-gcc}
 flags=(-O2 -g -fPIC -Wall -Wextra -fvisibility=hidden -fvisibility-inlines-hidden -fno-exceptions -I"$root")
 base=(shim/base/real_calls.cc shim/base/fd_table.cc shim/base/rm_abi.cc)
 
+# The core's sources as its CMakeLists lists them (VCORE_SOURCES), plus the share controller:
+# both preload libraries take the RM ABI from the core's tables.
+mapfile -t core_c < <(grep -oE 'CMAKE_CURRENT_SOURCE_DIR}/[A-Za-z0-9_/]*\.c\b' kmod/core/CMakeLists.txt |
+                      sed 's|CMAKE_CURRENT_SOURCE_DIR}/|kmod/core/|')
+mapfile -t sched_c < <(ls kmod/core/sched/*.c 2>/dev/null)
+core_objs=()
+for c in "${core_c[@]}"; do
+  o=$out/core-$(basename "$c" .c).o
+  "$CC" -std=gnu11 -O2 -g -fPIC -fvisibility=hidden -I"$root" -Ikmod/core -Ikmod/core/sched -c "$c" -o "$o"
+  core_objs+=("$o")
+done
+
 "$CXX" -std=c++20 "${flags[@]}" -shared -o "$out/libvgpu-trace-record.so" \
-  shim/trace/record_preload.cc "${base[@]}" -ldl -lpthread -Wl,-z,now
+  shim/trace/record_preload.cc "${base[@]}" "${core_objs[@]}" -ldl -lpthread -Wl,-z,now
 "$CXX" -std=c++20 -O2 -I"$root" -o "$out/vgpu-trace-record" shim/trace/record.cc shim/trace/record_main.cc
 echo "built recorder"
 
 if [[ "${1:-}" != --no-shim && -f kmod/core/CMakeLists.txt ]]; then
-  # The core's sources as its CMakeLists lists them (VCORE_SOURCES), plus the share controller.
-  mapfile -t core_c < <(grep -oE 'CMAKE_CURRENT_SOURCE_DIR}/[A-Za-z0-9_/]*\.c\b' kmod/core/CMakeLists.txt |
-                        sed 's|CMAKE_CURRENT_SOURCE_DIR}/|kmod/core/|')
-  mapfile -t sched_c < <(ls kmod/core/sched/*.c 2>/dev/null)
   mapfile -t shim_cc < <(sed 's/#.*//;/^$/d' shim/preload/build-sources.txt)
   mapfile -t compute_src < <(ls shim/compute/*.c shim/compute/*.cc 2>/dev/null)
-  objs=()
-  for c in "${core_c[@]}" "${sched_c[@]}"; do
+  objs=("${core_objs[@]}")
+  for c in "${sched_c[@]}"; do
     o=$out/core-$(basename "$c" .c).o
     "$CC" -std=gnu11 -O2 -g -fPIC -fvisibility=hidden -I"$root" -Ikmod/core -Ikmod/core/sched -c "$c" -o "$o"
     objs+=("$o")

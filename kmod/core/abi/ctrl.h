@@ -195,6 +195,52 @@ typedef struct NV00E0_CTRL_EXPORT_MEM_PARAMS {
 #define NV00E0_CTRL_EXPORT_MEM_DEV_DESCRIPTOR_OFF                              \
 	VCORE_OFF(NV00E0_CTRL_EXPORT_MEM_PARAMS, devDescriptor)
 
+/*
+ * ctrl0000client.h: what the driver holds under a client. The kernel host
+ * asks it about objects the core records (kmod/trusted.c); the shim's
+ * compute thread finds a client's subdevice with GET_CHILD_HANDLE.
+ */
+#define NV0000_CTRL_CMD_CLIENT_GET_HANDLE_INFO		     0x00000d02
+#define NV0000_CTRL_CMD_CLIENT_GET_HANDLE_INFO_INDEX_CLASSID 0x2
+#define NV0000_CTRL_CMD_CLIENT_GET_CHILD_HANDLE		     0x00000d05
+#define NV0000_CTRL_CMD_CLIENT_GET_ADDR_SPACE_TYPE_VIDMEM    0x2
+#define NV0000_CTRL_CMD_CLIENT_GET_ADDR_SPACE_TYPE_FABRIC    0x4
+/* data is a union of NvHandle and NvU32 and NvP64: 8-aligned. */
+typedef struct NV0000_CTRL_CLIENT_GET_HANDLE_INFO_PARAMS {
+	NvHandle hObject;
+	vcore_u32 index;
+	vcore_u64 data;
+} NV0000_CTRL_CLIENT_GET_HANDLE_INFO_PARAMS;
+_Static_assert(sizeof(NV0000_CTRL_CLIENT_GET_HANDLE_INFO_PARAMS) == 16,
+	       "GET_HANDLE_INFO params");
+typedef struct NV0000_CTRL_CMD_CLIENT_GET_CHILD_HANDLE_PARAMS {
+	NvHandle hParent;
+	vcore_u32 hClass;
+	NvHandle hObject;
+} NV0000_CTRL_CMD_CLIENT_GET_CHILD_HANDLE_PARAMS;
+_Static_assert(sizeof(NV0000_CTRL_CMD_CLIENT_GET_CHILD_HANDLE_PARAMS) == 12,
+	       "GET_CHILD_HANDLE params");
+
+/* ctrl0041.h: a memory object's surface facts (the kernel host reads
+ * PHYS_SIZE and ADDR_SPACE_TYPE of a new object, kmod/trusted.c). */
+#define NV0041_CTRL_CMD_GET_SURFACE_INFO		0x00410110
+#define NV0041_CTRL_SURFACE_INFO_INDEX_PHYS_SIZE	0x7
+#define NV0041_CTRL_SURFACE_INFO_INDEX_ADDR_SPACE_TYPE	0x9
+/* PHYS_SIZE is in units of this many bytes. */
+#define NV0041_CTRL_SURFACE_INFO_PHYS_SIZE_SCALE_FACTOR 0x1000ull
+typedef struct NV0041_CTRL_SURFACE_INFO {
+	vcore_u32 index;
+	vcore_u32 data;
+} NV0041_CTRL_SURFACE_INFO;
+/* The list pointer is 8-aligned. */
+typedef struct NV0041_CTRL_GET_SURFACE_INFO_PARAMS {
+	vcore_u32 surfaceInfoListSize;
+	vcore_u32 pad0;
+	NvP64 surfaceInfoList;
+} NV0041_CTRL_GET_SURFACE_INFO_PARAMS;
+_Static_assert(sizeof(NV0041_CTRL_GET_SURFACE_INFO_PARAMS) == 16,
+	       "GET_SURFACE_INFO params");
+
 /* ctrla06c.h: TSG controls (abi.md §6.2). */
 #define NVA06C_CTRL_CMD_GPFIFO_SCHEDULE	     0xa06c0101
 #define NVA06C_CTRL_CMD_BIND		     0xa06c0102
@@ -316,6 +362,17 @@ typedef struct NV2080_CTRL_FIFO_DISABLE_CHANNELS_PARAMS {
 #define NV2080_CTRL_CMD_GPU_ACQUIRE_COMPUTE_MODE_RESERVATION	0x20800145
 #define NV2080_CTRL_CMD_GPU_RELEASE_COMPUTE_MODE_RESERVATION	0x20800146
 #define NV2080_CTRL_CMD_GPU_GET_GID_INFO			0x2080014a
+/* ctrl2080gpu.h: flags 0 = FORMAT_ASCII | TYPE_SHA1, "GPU-%08x-%04x-...",
+ * NVML's UUID form. */
+#define NV2080_GPU_MAX_GID_LENGTH 0x100
+typedef struct NV2080_CTRL_GPU_GET_GID_INFO_PARAMS {
+	vcore_u32 index;
+	vcore_u32 flags;
+	vcore_u32 length;
+	vcore_u8 data[NV2080_GPU_MAX_GID_LENGTH];
+} NV2080_CTRL_GPU_GET_GID_INFO_PARAMS;
+_Static_assert(sizeof(NV2080_CTRL_GPU_GET_GID_INFO_PARAMS) == 268,
+	       "GET_GID_INFO params");
 #define NV2080_CTRL_CMD_GPU_GET_ENGINES_V2			0x20800170
 #define NV2080_CTRL_CMD_GPU_GET_ACTIVE_PARTITION_IDS		0x2080018b
 #define NV2080_CTRL_CMD_GPU_GET_COMPUTE_POLICY_CONFIG		0x20800195
@@ -368,6 +425,10 @@ typedef struct NV2080_CTRL_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2_PARAMS {
 } NV2080_CTRL_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2_PARAMS;
 #define NV2080_CTRL_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2_SIZE               \
 	sizeof(NV2080_CTRL_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2_PARAMS)
+/* ctrl2080gpumon.h: the request's type, and the procId of a sample that
+ * names no process. */
+#define NV2080_CTRL_GPUMON_SAMPLE_TYPE_PERFMON_UTIL 0x2
+#define NV2080_GPUMON_PID_INVALID		    0xffffffffu
 #define NV2080_CTRL_CMD_RC_GET_WATCHDOG_INFO		0x20802209
 #define NV2080_CTRL_CMD_RC_RELEASE_WATCHDOG_REQUESTS	0x2080220c
 #define NV2080_CTRL_CMD_RC_SOFT_DISABLE_WATCHDOG	0x20802210

@@ -18,6 +18,15 @@ typedef vcore_u32 NV_STATUS;
 
 #define VCORE_OFF(type, field) __builtin_offsetof(type, field)
 
+/*
+ * RM functions (nvos.h): how the driver's in-kernel entry numbers its calls
+ * (rm_kernel_rmapi_op, nvidia_kernel_rmapi_ops_t.op), where the ioctl path
+ * numbers them by escape.
+ */
+#define NV01_FREE    0x00000000
+#define NV04_ALLOC   0x00000015
+#define NV04_CONTROL 0x00000036
+
 /* NV_ESC_RM_FREE */
 typedef struct NVOS00_PARAMETERS {
 	NvHandle hRoot;
@@ -284,6 +293,14 @@ typedef struct NVOS41_PARAMETERS {
 	NV_STATUS status;
 } NVOS41_PARAMETERS;
 _Static_assert(sizeof(NVOS41_PARAMETERS) == 16, "NVOS41");
+/* What the driver writes at pEvent (nv-unix-nvos-params-wrappers.h). */
+typedef struct NvUnixEvent {
+	NvHandle hObject;
+	vcore_u32 NotifyIndex;
+	vcore_u32 info32;
+	vcore_u16 info16;
+} NvUnixEvent;
+_Static_assert(sizeof(NvUnixEvent) == 16, "NvUnixEvent");
 #define NV_UNIX_EVENT_SIZE 16
 
 /* NV_ESC_RM_MAP_MEMORY_DMA: 64 B since 580.65.06 (flags2, kindOverride). */

@@ -10,13 +10,13 @@ static void zero(void *ptr, unsigned long n)
 		*c++ = 0;
 }
 
-int vcore_sched_fill_disable(struct vcs_disable_channels_params *p,
+int vcore_sched_fill_disable(NV2080_CTRL_FIFO_DISABLE_CHANNELS_PARAMS *p,
 			     vcs_u32 hclient, const vcs_u32 *hchannels,
 			     vcs_u32 n, int disable)
 {
 	vcs_u32 i;
 
-	if (!n || n > VCS_NV2080_CTRL_FIFO_DISABLE_CHANNELS_MAX_ENTRIES)
+	if (!n || n > NV2080_CTRL_FIFO_DISABLE_CHANNELS_MAX_ENTRIES)
 		return -VCS_EINVAL;
 	zero(p, sizeof(*p));
 	p->bDisable = disable ? 1 : 0;
@@ -33,14 +33,14 @@ int vcore_sched_fill_disable(struct vcs_disable_channels_params *p,
 	return 0;
 }
 
-void vcore_sched_fill_preempt(struct vcs_preempt_params *p)
+void vcore_sched_fill_preempt(NVA06C_CTRL_PREEMPT_PARAMS *p)
 {
 	zero(p, sizeof(*p));
 	/* Wait for the TSG to be off the GPU: work fetched so far drains. */
 	p->bWait = 1;
 }
 
-void vcore_sched_fill_timeslice(struct vcs_timeslice_params *p,
+void vcore_sched_fill_timeslice(NVA06C_CTRL_TIMESLICE_PARAMS *p,
 				vcs_u64 timeslice_us)
 {
 	p->timesliceUs = timeslice_us;

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "tests/unit/core/delta_branch.h"
+
 namespace vgpu::core_test {
 
 namespace {
@@ -85,7 +87,9 @@ void FakeRm::Serve(SimMemory& mem, uint32_t req, uint64_t arg) {
     case NV_ESC_RM_CONTROL: {
       uint32_t cmd = Rd32(mem, arg + 8);
       uint64_t p = Rd64(mem, arg + 16);
-      if (cmd == NV2080_CTRL_CMD_FB_GET_INFO_V2 || cmd == NV2080_CTRL_CMD_FB_GET_INFO) {
+      // The test delta branch serves FB_GET_INFO_V2 under another number (delta_branch.h).
+      if (cmd == NV2080_CTRL_CMD_FB_GET_INFO_V2 || cmd == NV2080_CTRL_CMD_FB_GET_INFO ||
+          cmd == DELTA_TEST_CTRL_FB_GET_INFO_V2) {
         uint32_t n = Rd32(mem, p);
         uint64_t list = cmd == NV2080_CTRL_CMD_FB_GET_INFO ? Rd64(mem, p + 8) : p + 4;
         for (uint32_t i = 0; i < n && i < 128; ++i) {
@@ -164,7 +168,7 @@ void CoreTest::MakeSlot(uint64_t quota, vcore_unknown_policy policy, const vcore
   cfg.sysmem_budget_bytes = sysmem_budget_;
   cfg.gpu_id = gpu_id_;
   cfg.unknown_policy = policy;
-  snprintf(cfg.driver_version, sizeof cfg.driver_version, "580.159.04");
+  snprintf(cfg.driver_version, sizeof cfg.driver_version, "%s", driver_version_.c_str());
   int err = 0;
   slot_ = vcore_slot_create(ops, &host_, &cfg, ledger, &err);
   ASSERT_NE(slot_, nullptr) << err;

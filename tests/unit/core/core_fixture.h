@@ -9,6 +9,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "shim/trace/replay_host.h"
@@ -110,6 +111,7 @@ class CoreTest : public ::testing::Test {
 
   uint64_t sysmem_budget_ = 0;  // vcore_slot_config.sysmem_budget_bytes of the next MakeSlot
   uint32_t gpu_id_ = 0;         // vcore_slot_config.gpu_id of the next MakeSlot
+  std::string driver_version_ = "580.159.04";  // ... and its driver_version
   SimHost host_;
   SimMemory mem_;
   FakeRm rm_;

@@ -5,6 +5,7 @@
 //   hold N: N allocations, print READY, sleep until killed.
 //   managed: mmap 2 MiB of nvidia-uvm.
 //   counters: the shim's diagnostic counters around a few known calls (VGPU_SHIM_COUNT).
+//   delta: calls of the made-up test branch (tests/unit/core/delta_branch.h).
 //   xfer: an XFER-wrapped 2 MiB allocation, then an XFER-wrapped control whose 32 bytes read
 //         as NVOS21 allocate 96 MiB (security review F2): what the fake driver holds each time.
 #define _GNU_SOURCE
@@ -20,6 +21,8 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "tests/unit/core/delta_branch.h"
 
 typedef struct {
   uint32_t h_root, h_parent, h_new, h_class;
@@ -57,14 +60,14 @@ static uint32_t FreeObj(uint32_t parent, uint32_t handle) {
   return f.status;
 }
 
-static void View(const char* when) {
+static void ViewBy(uint32_t cmd, const char* when) {
   uint8_t p[1028];
   memset(p, 0, sizeof p);
   uint32_t idx[3] = {0x09, 0x16, 0x10};
   uint32_t n = 3;
   memcpy(p, &n, 4);
   for (int i = 0; i < 3; i++) memcpy(p + 4 + 8 * i, &idx[i], 4);
-  Nvos54 c = {client, SUBDEVICE, 0x20801303u, 0, (uint64_t)(uintptr_t)p, sizeof p, 0};
+  Nvos54 c = {client, SUBDEVICE, cmd, 0, (uint64_t)(uintptr_t)p, sizeof p, 0};
   int rc = ioctl(ctl, 0xC020462Aul, &c);
   uint32_t heap, freek;
   memcpy(&heap, p + 8, 4);
@@ -72,6 +75,8 @@ static void View(const char* when) {
   printf("VIEW %s rc=%d status=0x%x total=%llu free=%llu\n", when, rc, c.status,
          (unsigned long long)heap << 10, (unsigned long long)freek << 10);
 }
+
+static void View(const char* when) { ViewBy(0x20801303u, when); }
 
 static int Setup(void) {
   char path[512];
@@ -179,6 +184,23 @@ int main(int argc, char** argv) {
     int n = -1;
     int rc = ioctl(old == sv[0] ? sv[0] : sv[1], FIONREAD, &n);
     printf("REUSED %d SOCKET_IOCTL rc=%d n=%d\n", old == sv[0] || old == sv[1], rc, n);
+    return 0;
+  }
+  if (strcmp(mode, "delta") == 0) {
+    // Over the made-up test branch (tests/unit/core/delta_branch.h, NOT a driver branch):
+    // 4 x 2 MiB, the view through its renumbered FB_GET_INFO_V2 and through the old number, a
+    // TSG and a channel of its new classes, then the TSG and the client freed.
+    AllocMem(4);
+    ViewBy(DELTA_TEST_CTRL_FB_GET_INFO_V2, "delta");
+    ViewBy(0x20801303u, "old-number");
+    uint8_t tsg_params[20] = {0};
+    uint32_t engine = 1;
+    memcpy(tsg_params + 12, &engine, 4);
+    uint8_t ch_params[368] = {0};
+    printf("TSG 0x%x\n", Alloc(DEVICE, 0x5c002000u, DELTA_TEST_CLASS_TSG, tsg_params));
+    printf("CHANNEL 0x%x\n", Alloc(0x5c002000u, 0x5c002001u, DELTA_TEST_CLASS_CHANNEL, ch_params));
+    printf("FREE_TSG 0x%x\n", FreeObj(DEVICE, 0x5c002000u));
+    printf("FREE_CLIENT 0x%x\n", FreeObj(client, client));
     return 0;
   }
   if (strcmp(mode, "tsg") == 0) {

@@ -18,6 +18,8 @@
 #include <mutex>
 #include <string>
 
+#include "tests/unit/core/delta_branch.h"
+
 namespace {
 
 constexpr uint64_t kHeap = 16ull << 30;
@@ -103,7 +105,9 @@ int RmControl(void* a) {  // NVOS54
   void* params = reinterpret_cast<void*>(Get<uint64_t>(a, 16));
   uint32_t size = Get<uint32_t>(a, 24);
   uint32_t status = 0;
-  if (cmd == 0x20801303) {  // FB_GET_INFO_V2, 1028 B, values in KiB
+  // FB_GET_INFO_V2, 1028 B, values in KiB; the made-up test branch serves it under another
+  // number (tests/unit/core/delta_branch.h, NOT a driver branch).
+  if (cmd == 0x20801303 || cmd == DELTA_TEST_CTRL_FB_GET_INFO_V2) {
     if (size != 1028) {
       status = 0x1f;
     } else {
@@ -172,9 +176,10 @@ int FakeIoctl(int fd, unsigned long req, void* arg) {
   if (nr == 0x2a && size == 32) {
     return RmControl(arg);
   }
-  if (nr == 0xd2 && size == 72) {  // CHECK_VERSION_STR
+  if (nr == 0xd2 && size == 72) {  // CHECK_VERSION_STR; FAKENV_VERSION plays another driver
     Put<uint32_t>(arg, 4, 0);
-    strcpy(static_cast<char*>(arg) + 8, "580.159.04");
+    const char* version = getenv("FAKENV_VERSION");
+    snprintf(static_cast<char*>(arg) + 8, 64, "%s", version != nullptr ? version : "580.159.04");
     return 0;
   }
   return 0;  // UVM and everything else: accepted, no effect

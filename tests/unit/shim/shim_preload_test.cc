@@ -135,6 +135,49 @@ TEST_F(ShimPreloadTest, HooksReportTsgChannelAndClientLifecycle) {
       << err_;
 }
 
+// A driver branch is its tables (docs/nvidia-rm-abi.md, "Adding a driver branch"): the shim's
+// in-process path, unchanged, over the made-up branch of tests/unit/core/delta_branch.c (NOT a
+// driver branch) linked into a test build of the library, against the fake driver answering
+// version 999. Its renumbered FB_GET_INFO_V2 shows the slot, the old number is unknown, and its
+// new TSG and channel classes reach the compute hooks as the 580 ones do.
+TEST_F(ShimPreloadTest, AMadeUpBranchNeedsOnlyItsTables) {
+  const std::string run =
+      " VGPU_MEMORY_QUOTA=64M " VSHIM_CLIENT " delta >" + dir_ + "/out 2>" + dir_ + "/err";
+  std::string cmd = Env("") +
+                    "FAKENV_VERSION=999.0.1-test LD_PRELOAD=" VSHIM_DELTA_LIB ":" VSHIM_FAKENV
+                    ":" VSHIM_PROBE +
+                    run;
+  ASSERT_EQ(system(cmd.c_str()), 0);
+  out_ = ReadFile(dir_ + "/out");
+  err_ = ReadFile(dir_ + "/err");
+  EXPECT_NE(out_.find("ALLOCS n=4 last_status=0x0\n"
+                      "VIEW delta rc=0 status=0x0 total=67108864 free=58720256\n"
+                      "VIEW old-number rc=0 status=0x56"),
+            std::string::npos)
+      << out_ << err_;
+  EXPECT_NE(out_.find("TSG 0x0\nCHANNEL 0x0\nFREE_TSG 0x0\nFREE_CLIENT 0x0"), std::string::npos)
+      << out_;
+  EXPECT_NE(err_.find("EVENT 1 client=0xc1d00001 parent=0x5c000001 object=0x5c002000 "
+                      "class=0xd06c engine=1 fd_ok=1\nCTRL rc=0 status=0x0\n"
+                      "EVENT 3 client=0xc1d00001 parent=0x5c002000 object=0x5c002001 "
+                      "class=0xd06f engine=0 fd_ok=1\n"
+                      "EVENT 2 client=0xc1d00001 parent=0x5c000001 object=0x5c002000 "
+                      "class=0xd06c engine=1 fd_ok=1\n"),
+            std::string::npos)
+      << err_;
+  // The released library (580 tables) over the 580 driver: the same calls are unknown.
+  cmd = Env("") + "LD_PRELOAD=" VSHIM_LIB ":" VSHIM_FAKENV ":" VSHIM_PROBE + run;
+  ASSERT_EQ(system(cmd.c_str()), 0);
+  out_ = ReadFile(dir_ + "/out");
+  err_ = ReadFile(dir_ + "/err");
+  EXPECT_NE(out_.find("VIEW delta rc=0 status=0x56"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("VIEW old-number rc=0 status=0x0 total=67108864 free=58720256"),
+            std::string::npos)
+      << out_;
+  EXPECT_NE(out_.find("TSG 0x22\n"), std::string::npos) << out_;  // NV_ERR_INVALID_CLASS
+  EXPECT_EQ(err_.find("EVENT 1 "), std::string::npos) << err_;
+}
+
 TEST_F(ShimPreloadTest, ForkChildIsItsOwnSlotMemberAndLeavesOnExit) {
   std::ofstream(dir_ + "/slot.conf") << "mem_quota = 64M\n";
   ASSERT_EQ(Run("VGPU_CONFIG=" + dir_ + "/slot.conf", "fork"), 0) << out_ << err_;

@@ -197,7 +197,7 @@ TEST(SchedStats, WeightSlotReportsTimeslice) {
 }
 
 TEST(SchedCtrl, DisableChannelsLayout) {
-  vcs_disable_channels_params p;
+  NV2080_CTRL_FIFO_DISABLE_CHANNELS_PARAMS p;
   std::memset(&p, 0xff, sizeof(p));
   const vcs_u32 ch[3] = {0x5c000010, 0x5c000011, 0x5c000012};
   ASSERT_EQ(vcore_sched_fill_disable(&p, 0xc1d00042, ch, 3, 1), 0);
@@ -225,13 +225,13 @@ TEST(SchedCtrl, DisableChannelsLayout) {
 }
 
 TEST(SchedCtrl, PreemptAndTimeslice) {
-  vcs_preempt_params p;
+  NVA06C_CTRL_PREEMPT_PARAMS p;
   std::memset(&p, 0xff, sizeof(p));
   vcore_sched_fill_preempt(&p);
   EXPECT_EQ(p.bWait, 1);
   EXPECT_EQ(p.bManualTimeout, 0);
   EXPECT_EQ(p.timeoutUs, 0u);
-  vcs_timeslice_params t;
+  NVA06C_CTRL_TIMESLICE_PARAMS t;
   vcore_sched_fill_timeslice(&t, 3000);
   EXPECT_EQ(t.timesliceUs, 3000u);
 }

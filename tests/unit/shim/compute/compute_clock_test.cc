@@ -48,7 +48,7 @@ class FakeRm {
       const uint32_t len = sizeof kUuid - 1;
       memcpy(static_cast<uint8_t*>(p) + 8, &len, 4);
       memcpy(static_cast<uint8_t*>(p) + 12, kUuid, len);
-    } else if (cmd == VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS) {
+    } else if (cmd == NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS) {
       enabled = static_cast<uint8_t*>(p)[0] == 0;
       if (!enabled) {
         last_disable_ns = MonotonicNs();

@@ -59,7 +59,7 @@ class SlotGpu {
     *status = 0;
     if (cmd == 0xd05) {
       static_cast<uint32_t*>(p)[2] = kSub;
-    } else if (cmd == VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS) {
+    } else if (cmd == NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS) {
       rm->gpu->procs_[rm->proc].enabled = static_cast<uint8_t*>(p)[0] == 0;
     } else if (cmd == kCtrlPerfmonSamplesV2) {
       rm->gpu->Fill(static_cast<uint8_t*>(p));

@@ -46,9 +46,9 @@ class FakeRm {
     Advance();
     *status = 0;
     calls.push_back({c, o, cmd, {static_cast<uint8_t*>(p), static_cast<uint8_t*>(p) + size}});
-    const bool on_gr_tsg = o == kGrTsg && (cmd == VCS_NVA06C_CTRL_CMD_PREEMPT ||
-                                           cmd == VCS_NVA06C_CTRL_CMD_SET_TIMESLICE);
-    const bool on_gr_channels = cmd == VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS && size >= 284 &&
+    const bool on_gr_tsg =
+        o == kGrTsg && (cmd == NVA06C_CTRL_CMD_PREEMPT || cmd == NVA06C_CTRL_CMD_SET_TIMESLICE);
+    const bool on_gr_channels = cmd == NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS && size >= 284 &&
                                 (Load32(p, 280) & 0xffffff00u) == 0x5c000100u;
     if ((on_gr_tsg || on_gr_channels) && !gr_scheduled) {
       unscheduled_controls++;  // what froze the tenant on the H200 (compute_host.cc)
@@ -58,7 +58,7 @@ class FakeRm {
       EXPECT_EQ(q[0], kDevice);
       EXPECT_EQ(q[1], 0x2080u);
       q[2] = kSub;
-    } else if (cmd == VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS) {
+    } else if (cmd == NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS) {
       EXPECT_EQ(size, 536u);
       EXPECT_EQ(o, kSub);
       enabled = static_cast<uint8_t*>(p)[0] == 0;
@@ -70,7 +70,7 @@ class FakeRm {
         std::this_thread::sleep_for(std::chrono::milliseconds(ms));
         mu.lock();
       }
-    } else if (cmd == VCS_NVA06C_CTRL_CMD_PREEMPT) {
+    } else if (cmd == NVA06C_CTRL_CMD_PREEMPT) {
       if (preempt_block_ms != 0) {
         // A long kernel: PREEMPT(bWait=1) returns only when it ends.
         mu.unlock();
@@ -96,7 +96,7 @@ class FakeRm {
   // disabled with bOnlyDisableScheduling=1 and enabled again before a PREEMPT of its TSG returned
   // stalled the process for good; an enable is only ever owed to a channel the gate disabled.
   void CheckProtocol(const uint8_t* p) {
-    vcs_disable_channels_params d;
+    NV2080_CTRL_FIFO_DISABLE_CHANNELS_PARAMS d;
     memcpy(&d, p, sizeof d);
     for (uint32_t i = 0; i < d.numChannels && i < 64; i++) {
       const uint32_t ch = d.hChannelList[i];
@@ -253,16 +253,16 @@ TEST(ComputeHost, CapGatesGrChannelsAndHoldsTheShare) {
   int disables = 0, preempts = 0, perfmon = 0;
   for (const auto& c : rm.calls) {
     EXPECT_EQ(c.client, kClient);
-    if (c.cmd == VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS) {
+    if (c.cmd == NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS) {
       disables++;
-      vcs_disable_channels_params p;
+      NV2080_CTRL_FIFO_DISABLE_CHANNELS_PARAMS p;
       memcpy(&p, c.params.data(), sizeof p);
       ASSERT_EQ(p.numChannels, 8u) << "GR channels only, not the copy TSG's";
       std::set<uint32_t> ch(p.hChannelList, p.hChannelList + 8);
       EXPECT_EQ(ch.size(), 8u);
       EXPECT_EQ(*ch.begin(), 0x5c000100u);
       EXPECT_EQ(p.bOnlyDisableScheduling, p.bDisable);
-    } else if (c.cmd == VCS_NVA06C_CTRL_CMD_PREEMPT) {
+    } else if (c.cmd == NVA06C_CTRL_CMD_PREEMPT) {
       preempts++;
       EXPECT_EQ(c.object, kGrTsg);
       EXPECT_EQ(c.params[0], 1) << "bWait";
@@ -293,12 +293,12 @@ TEST(ComputeHost, ControlsWaitForTheTsgSchedule) {
     }
     return n;
   };
-  EXPECT_EQ(count(VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS), 0);
-  EXPECT_EQ(count(VCS_NVA06C_CTRL_CMD_PREEMPT), 0);
+  EXPECT_EQ(count(NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS), 0);
+  EXPECT_EQ(count(NVA06C_CTRL_CMD_PREEMPT), 0);
   Schedule(h, rm);
   std::this_thread::sleep_for(std::chrono::milliseconds(800));
-  EXPECT_GT(count(VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS), 10) << "gated once scheduled";
-  EXPECT_GT(count(VCS_NVA06C_CTRL_CMD_PREEMPT), 3);
+  EXPECT_GT(count(NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS), 10) << "gated once scheduled";
+  EXPECT_GT(count(NVA06C_CTRL_CMD_PREEMPT), 3);
   ExpectGateProtocolKept(rm);
   EXPECT_TRUE(h.Stop());
   std::lock_guard<std::mutex> lock(rm.mu);
@@ -323,8 +323,8 @@ TEST(ComputeHost, SettledTsgJoinsTheGateEvenWhenFullyOff) {
     std::lock_guard<std::mutex> lock(rm.mu);
     int n = 0;
     for (const auto& c : rm.calls) {
-      vcs_disable_channels_params p;
-      if (c.cmd != VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS || c.params.size() != sizeof p) {
+      NV2080_CTRL_FIFO_DISABLE_CHANNELS_PARAMS p;
+      if (c.cmd != NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS || c.params.size() != sizeof p) {
         continue;
       }
       memcpy(&p, c.params.data(), sizeof p);
@@ -371,7 +371,7 @@ TEST(ComputeHost, BlockingPreemptDefersTheEnableNotTheLoop) {
     std::lock_guard<std::mutex> lock(rm.mu);
     int n = 0;
     for (const auto& c : rm.calls) {
-      n += c.cmd == VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS && c.params[0] == disable;
+      n += c.cmd == NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS && c.params[0] == disable;
     }
     return n;
   };
@@ -466,7 +466,7 @@ TEST(ComputeHost, BlockedMeasurementKeepsGating) {
   {
     std::lock_guard<std::mutex> lock(rm.mu);
     for (const auto& c : rm.calls) {
-      ons += c.cmd == VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS && c.params[0] == 0;
+      ons += c.cmd == NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS && c.params[0] == 0;
     }
   }
   EXPECT_GE(ons, 8) << "gate edges continue while the perfmon read waits";
@@ -484,8 +484,8 @@ TEST(ComputeHost, WeightSetsTimesliceAndNeverGates) {
   std::lock_guard<std::mutex> lock(rm.mu);
   int timeslices = 0;
   for (const auto& c : rm.calls) {
-    EXPECT_NE(c.cmd, VCS_NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS);
-    if (c.cmd == VCS_NVA06C_CTRL_CMD_SET_TIMESLICE) {
+    EXPECT_NE(c.cmd, NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS);
+    if (c.cmd == NVA06C_CTRL_CMD_SET_TIMESLICE) {
       timeslices++;
       EXPECT_EQ(c.object, kGrTsg);
       uint64_t us;
