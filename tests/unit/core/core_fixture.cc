@@ -24,6 +24,15 @@ void Wr64(SimMemory& mem, uint64_t a, uint64_t v) { mem.Write(a, &v, 8); }
 
 }  // namespace
 
+std::vector<uint8_t> FbV2(std::vector<uint32_t> indices) {
+  NV2080_CTRL_FB_GET_INFO_V2_PARAMS p{};
+  p.fbInfoListSize = static_cast<uint32_t>(indices.size());
+  for (size_t i = 0; i < indices.size(); ++i) {
+    p.fbInfoList[i].index = indices[i];
+  }
+  return Bytes(p);
+}
+
 void FakeRm::Serve(SimMemory& mem, uint32_t req, uint64_t arg) {
   ++calls;
   uint32_t nr = VCORE_IOC_NR(req), size = VCORE_IOC_SIZE(req);

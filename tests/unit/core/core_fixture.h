@@ -50,6 +50,9 @@ T Get(const SimMemory& mem, uint64_t addr) {
   return v;
 }
 
+// FB_GET_INFO_V2 params asking for these indices.
+std::vector<uint8_t> FbV2(std::vector<uint32_t> indices);
+
 // A model of RM's answers. Every forwarded call of a test goes through Serve().
 class FakeRm {
  public:

@@ -12,15 +12,6 @@ extern "C" {
 namespace vgpu::core_test {
 namespace {
 
-std::vector<uint8_t> FbV2(std::vector<uint32_t> indices) {
-  NV2080_CTRL_FB_GET_INFO_V2_PARAMS p{};
-  p.fbInfoListSize = static_cast<uint32_t>(indices.size());
-  for (size_t i = 0; i < indices.size(); ++i) {
-    p.fbInfoList[i].index = indices[i];
-  }
-  return Bytes(p);
-}
-
 class DeltaBranchTest : public CoreTest {
  protected:
   // A slot of `version`'s branch with a 4 GiB quota, a session and 512 MiB charged.

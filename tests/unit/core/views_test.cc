@@ -7,15 +7,6 @@
 namespace vgpu::core_test {
 namespace {
 
-std::vector<uint8_t> FbV2(std::vector<uint32_t> indices) {
-  NV2080_CTRL_FB_GET_INFO_V2_PARAMS p{};
-  p.fbInfoListSize = static_cast<uint32_t>(indices.size());
-  for (size_t i = 0; i < indices.size(); ++i) {
-    p.fbInfoList[i].index = indices[i];
-  }
-  return Bytes(p);
-}
-
 uint32_t EntryData(const SimMemory& mem, uint64_t list, uint32_t i) {
   return Get<uint32_t>(mem, list + 8 * i + 4);
 }
