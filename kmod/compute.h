@@ -52,7 +52,7 @@ bool vgpu_compute_slot_stats(struct vgpu_slot *slot,
 const char *vgpu_compute_mode_name(u32 mode);
 
 /* RM classes and controls: kmod/core/abi/classes.h, ctrl.h. */
-#define VGPU_NV_OK	      0
+#define VGPU_NV_OK 0
 /* NV2080_ENGINE_TYPE_GR0: the TSGs whose timeslice sets the compute split. */
 #define VGPU_ENGINE_GR0 1
 
@@ -91,8 +91,8 @@ struct vgpu_compute_slot {
 	u32 ts_us;	   /* weight: the timeslice the controller chose */
 	unsigned int ntsgs;
 	struct vgpu_compute_tsg tsgs[VGPU_COMPUTE_MAX_TSGS];
-	u64 errors;	    /* RM controls that failed */
-	u64 late_ns;	    /* stalls: wake-ups > 10 ms past an edge */
+	u64 errors;  /* RM controls that failed */
+	u64 late_ns; /* stalls: wake-ups > 10 ms past an edge */
 
 	/*
 	 * The perfmon meter (compute_meter.c): busy attributed this tick, and
@@ -122,7 +122,6 @@ struct vgpu_compute_slot {
 	bool enable_owed;     /* an on edge found that PREEMPT still pending */
 	u64 enables_deferred; /* on edges that had to wait for it */
 };
-
 
 struct vgpu_compute_gpu {
 	struct list_head node;

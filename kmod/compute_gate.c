@@ -177,8 +177,8 @@ void vgpu_compute_preempt_work(struct work_struct *work)
 			continue;
 		vcore_sched_fill_preempt(&pp);
 		/* A TSG freed meanwhile answers an error: nothing to do. */
-		vgpu_rm_control(client[i], tsg[i], NVA06C_CTRL_CMD_PREEMPT,
-				&pp, sizeof(pp), &status);
+		vgpu_rm_control(client[i], tsg[i], NVA06C_CTRL_CMD_PREEMPT, &pp,
+				sizeof(pp), &status);
 	}
 	/* Every PREEMPT queued up to seq returned (or was not needed). */
 	spin_lock(&g->preempt_lock);
@@ -331,8 +331,7 @@ void vgpu_compute_gate(struct vgpu_compute_gpu *g, struct vgpu_compute_slot *cs,
 			dc->hClientList[k] = g->chan_client[i + k];
 		ok = !vgpu_compute_rm_control(
 			g, cs, g->h_client, g->h_subdevice,
-			NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, dc,
-			sizeof(*dc));
+			NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, dc, sizeof(*dc));
 		queued += vgpu_compute_gate_done(g, cs, i, n, off, ok);
 	}
 	kfree(dc);

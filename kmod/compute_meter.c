@@ -41,7 +41,8 @@
 
 #define VGPU_PM_SAMPLES NV2080_CTRL_PERF_GPUMON_SAMPLE_COUNT_PERFMON_UTIL
 
-typedef NV2080_CTRL_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2_PARAMS vgpu_pm_params;
+typedef NV2080_CTRL_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2_PARAMS
+	vgpu_pm_params;
 
 struct vgpu_pm_sample {
 	u64 ts;	   /* the period's end (the driver's clock: real time) */
@@ -68,8 +69,8 @@ static void vgpu_pm_note_gate(struct vgpu_compute_gpu *g,
 			      struct vgpu_compute_slot *cs, u64 real)
 {
 	bool gated = vcore_sched_slot_gated(g->sched, cs->id);
-	unsigned int last = (cs->pm_edge_head + VGPU_PM_EDGES - 1) %
-			    VGPU_PM_EDGES;
+	unsigned int last =
+		(cs->pm_edge_head + VGPU_PM_EDGES - 1) % VGPU_PM_EDGES;
 
 	if (!cs->pm_nedges || cs->pm_edge_gated[last] != gated) {
 		cs->pm_edge_ns[cs->pm_edge_head] =
@@ -151,8 +152,8 @@ static void vgpu_pm_unattributed(struct vgpu_compute_gpu *g,
 
 	list_for_each_entry(cs, &g->slots, node)
 	{
-		cs->pm_candidate = cs->ntsgs && vgpu_pm_open_during(cs, s->start,
-								    s->ts);
+		cs->pm_candidate =
+			cs->ntsgs && vgpu_pm_open_during(cs, s->start, s->ts);
 		n += cs->pm_candidate;
 		when = cs->ntsgs ? vgpu_pm_last_open(cs) : 0;
 		if (when > latest_when) {
@@ -265,8 +266,9 @@ unsigned int vgpu_compute_measure(struct vgpu_compute_gpu *g, u64 now,
 			.slot_id = cs->id,
 			.busy_ns = cs->pm_busy_ns,
 			.span_ns = span,
-			.end_ns = now - min_t(u64, now,
-					      real > end_ts ? real - end_ts : 0),
+			.end_ns =
+				now - min_t(u64, now,
+					    real > end_ts ? real - end_ts : 0),
 		};
 	}
 	return nrep;

@@ -34,8 +34,8 @@ MODULE_PARM_DESC(allow_unknown_driver, "Use the newest ABI tables for a driver "
 				       "version the core does not know");
 
 /*
- * Driver system memory (NV01_MEMORY_SYSTEM) one slot may hold, read when a slot is
- * created (issue 17, F10): nvidia.ko charges it to no memory cgroup. libcuda
+ * Driver system memory (NV01_MEMORY_SYSTEM) one slot may hold, read when a slot
+ * is created (issue 17, F10): nvidia.ko charges it to no memory cgroup. libcuda
  * takes about 70 MiB per context (tests/data/traces), and a slot holds at
  * most 16 contexts (VCORE_SLOT_MAX_TSGS / 4), so 2 GiB leaves headroom.
  * 0 = unlimited.

@@ -127,11 +127,9 @@ static long vgpu_ioctl_unprivileged(struct file *real, unsigned int cmd,
  * frame, which CONFIG_INIT_STACK_ALL_ZERO (Debian's kernels) clears on every
  * call, and almost no call needs them.
  */
-static noinline long vgpu_forward_translated(struct vgpu_file *vf,
-					     struct vcore_call *call,
-					     unsigned int cmd,
-					     unsigned long arg,
-					     unsigned int needs)
+static noinline long
+vgpu_forward_translated(struct vgpu_file *vf, struct vcore_call *call,
+			unsigned int cmd, unsigned long arg, unsigned int needs)
 {
 	struct vgpu_fd_fix fix[VGPU_MAX_FD_FIELDS];
 	struct file *real = vf->real;

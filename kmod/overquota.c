@@ -51,8 +51,9 @@
 static int vgpu_overquota_free(struct vgpu_file *vf,
 			       const struct vcore_overquota *oq, bool direct)
 {
-	const unsigned int cmd = _IOC(_IOC_READ | _IOC_WRITE, NV_IOCTL_MAGIC,
-				      NV_ESC_RM_FREE, sizeof(NVOS00_PARAMETERS));
+	const unsigned int cmd =
+		_IOC(_IOC_READ | _IOC_WRITE, NV_IOCTL_MAGIC, NV_ESC_RM_FREE,
+		     sizeof(NVOS00_PARAMETERS));
 	NVOS00_PARAMETERS params = {
 		.hRoot = oq->h_client,
 		.hObjectParent = oq->h_parent,

@@ -119,7 +119,8 @@ unsigned int vcore_call_needs(const struct vcore_call *call)
 		return 0;
 	switch (call->file->kind) {
 	case VCORE_FILE_UVM:
-		return call->nr == UVM_REGISTER_GPU ? VCORE_NEED_GPU_WITNESS : 0;
+		return call->nr == UVM_REGISTER_GPU ? VCORE_NEED_GPU_WITNESS
+						    : 0;
 	case VCORE_FILE_CTL:
 		if (call->nr == NV_ESC_RM_ALLOC_MEMORY)
 			return VCORE_NEED_UNPRIVILEGED;

@@ -223,7 +223,8 @@ void vcore_obj_free_tree_locked(struct vcore_slot *slot, struct vcore_obj *obj)
 void vcore_obj_insert_locked(struct vcore_slot *slot, struct vcore_obj *obj,
 			     vcore_u32 h_parent, struct vcore_file *file)
 {
-	const struct vcore_class_row *row = vcore_abi_class(slot->abi, obj->cls);
+	const struct vcore_class_row *row =
+		vcore_abi_class(slot->abi, obj->cls);
 	struct vcore_obj *old, *parent = VCORE_NULL;
 	vcore_u32 b;
 

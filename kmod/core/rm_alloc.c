@@ -76,7 +76,7 @@ static enum vcore_verdict reserve(struct vcore_call *call, vcore_u64 bytes,
 		call->slot->stats.denied_quota++;
 		vcore_unlock(call->slot);
 		return vcore_refuse_quota(call, NV_ERR_NO_MEMORY,
-					   "video memory quota exceeded");
+					  "video memory quota exceeded");
 	}
 	call->reserved = bytes;
 	return VCORE_FORWARD;

@@ -312,10 +312,9 @@ enum vcore_verdict vcore_esc_export_dmabuf(struct vcore_call *call)
 	vcore_bool ok = 1;
 
 	if (vcore_slot_has_quota(call->slot))
-		return vcore_refuse_quota(
-			call, NV_ERR_INSUFFICIENT_PERMISSIONS,
-			"dma-buf export under a memory quota "
-			"(its memory outlives the charge)");
+		return vcore_refuse_quota(call, NV_ERR_INSUFFICIENT_PERMISSIONS,
+					  "dma-buf export under a memory quota "
+					  "(its memory outlives the charge)");
 	h_client = vcore_rd32(call->argbuf,
 			      NV_IOCTL_EXPORT_TO_DMABUF_FD_CLIENT_OFF);
 	n = vcore_rd32(call->argbuf, NV_IOCTL_EXPORT_TO_DMABUF_FD_NUM_OFF);

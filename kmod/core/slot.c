@@ -248,7 +248,7 @@ static const struct vcore_abi *abi_of(const struct vcore_slot *slot)
 }
 
 enum vcore_class_role vcore_class_role_of(const struct vcore_slot *slot,
-				       vcore_u32 cls)
+					  vcore_u32 cls)
 {
 	const struct vcore_class_row *row = vcore_abi_class(abi_of(slot), cls);
 
@@ -276,8 +276,7 @@ enum vcore_class_role vcore_class_role_of(const struct vcore_slot *slot,
 	}
 }
 
-vcore_u32 vcore_class_params_size(const struct vcore_slot *slot,
-				  vcore_u32 cls)
+vcore_u32 vcore_class_params_size(const struct vcore_slot *slot, vcore_u32 cls)
 {
 	const struct vcore_class_row *row = vcore_abi_class(abi_of(slot), cls);
 

@@ -694,19 +694,18 @@ void vcore_slot_set_host_owns_timeslice(struct vcore_slot *slot, vcore_bool on);
 enum vcore_class_role {
 	VCORE_CLASS_UNKNOWN = 0, /* not in the branch's tables */
 	VCORE_CLASS_OTHER,
-	VCORE_CLASS_CLIENT,	/* an RM client (NV01_ROOT*) */
-	VCORE_CLASS_DEVICE,	/* NV01_DEVICE_0 */
-	VCORE_CLASS_SUBDEVICE,	/* NV20_SUBDEVICE_0 */
-	VCORE_CLASS_MEMORY,	/* any memory class, counted or not */
-	VCORE_CLASS_TSG,	/* KEPLER_CHANNEL_GROUP_A */
-	VCORE_CLASS_CHANNEL,	/* a GPFIFO channel (0x??6f) */
+	VCORE_CLASS_CLIENT,    /* an RM client (NV01_ROOT*) */
+	VCORE_CLASS_DEVICE,    /* NV01_DEVICE_0 */
+	VCORE_CLASS_SUBDEVICE, /* NV20_SUBDEVICE_0 */
+	VCORE_CLASS_MEMORY,    /* any memory class, counted or not */
+	VCORE_CLASS_TSG,       /* KEPLER_CHANNEL_GROUP_A */
+	VCORE_CLASS_CHANNEL,   /* a GPFIFO channel (0x??6f) */
 };
 enum vcore_class_role vcore_class_role_of(const struct vcore_slot *slot,
-				       vcore_u32 cls);
+					  vcore_u32 cls);
 /* Size of the class's allocation parameters (RM derives it from the class,
  * abi.md §3 NVOS64), 0 when the tables do not give one. */
-vcore_u32 vcore_class_params_size(const struct vcore_slot *slot,
-				  vcore_u32 cls);
+vcore_u32 vcore_class_params_size(const struct vcore_slot *slot, vcore_u32 cls);
 
 /* ------------------------------------------------------------------ */
 /* TSG registry (for the time-slice scheduler, kmod/core/sched)        */

@@ -114,8 +114,8 @@ enum vcore_class_kind {
 	VCORE_CLS_QUOTA_REFUSED, /* refused when a memory quota is set */
 	VCORE_CLS_TSG,
 	VCORE_CLS_CHANNEL,
-	VCORE_CLS_EVENT,   /* NV0005 params: data is restored after RM */
-	VCORE_CLS_DEVICE,  /* tracked; the driver needs a GPU witness */
+	VCORE_CLS_EVENT,     /* NV0005 params: data is restored after RM */
+	VCORE_CLS_DEVICE,    /* tracked; the driver needs a GPU witness */
 	VCORE_CLS_SUBDEVICE, /* tracked; the compute hosts' control target */
 	VCORE_CLS_REMOVED,   /* delta: not in this version */
 };
@@ -495,8 +495,8 @@ struct vcore_call {
 	vcore_ctrl_post_fn ctrl_post;
 	struct vcore_obj *new_obj; /* preallocated record */
 	vcore_u32 h_parent;
-	vcore_u64 reserved;	   /* ledger bytes reserved in pre */
-	vcore_u64 requested;	   /* vidmem bytes asked (vcore_call_request_bytes) */
+	vcore_u64 reserved;  /* ledger bytes reserved in pre */
+	vcore_u64 requested; /* vidmem bytes asked (vcore_call_request_bytes) */
 	vcore_bool quota_refused;  /* refused by the memory quota */
 	vcore_u64 sysmem_reserved; /* sysmem_held bytes reserved in pre */
 	vcore_u32 page_align;	   /* rounding for the settle */

@@ -419,17 +419,17 @@ enum vcore_verdict vcore_ctrl_get_pid_info(struct vcore_call *call)
 /* ---- per-process utilisation samples ---- */
 
 /*
- * One engine's sample of NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2
- * as a slot may see it: a process outside the slot becomes "no process", as
- * the driver reports an engine nobody was on (procId and subProcessID
- * NV2080_GPUMON_PID_INVALID, ctrl2080perf.h), so NVML, which attributes a
- * sample only to a valid pid (gpu_acct.c gpuacctProcessGpuUtil does the
- * same), counts it for nobody. util stays: it is the whole engine's busy
- * fraction over the period, not the process's, and the GPU's utilisation is
- * readable to every tenant anyway (nvmlDeviceGetUtilizationRates).
- * pOsPidInfo, the driver's struct pid pointer, which it returns as is to a
- * caller in the initial pid namespace (kern_perf_ctrl.c), is cleared for
- * every sample: it is a kernel address.
+ * One engine's sample of
+ * NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2 as a slot may see it:
+ * a process outside the slot becomes "no process", as the driver reports an
+ * engine nobody was on (procId and subProcessID NV2080_GPUMON_PID_INVALID,
+ * ctrl2080perf.h), so NVML, which attributes a sample only to a valid pid
+ * (gpu_acct.c gpuacctProcessGpuUtil does the same), counts it for nobody. util
+ * stays: it is the whole engine's busy fraction over the period, not the
+ * process's, and the GPU's utilisation is readable to every tenant anyway
+ * (nvmlDeviceGetUtilizationRates). pOsPidInfo, the driver's struct pid pointer,
+ * which it returns as is to a caller in the initial pid namespace
+ * (kern_perf_ctrl.c), is cleared for every sample: it is a kernel address.
  * @last_pid/@last_in cache the previous answer (samples repeat pids).
  */
 static int hide_foreign_engine(struct vcore_slot *slot,
@@ -470,11 +470,12 @@ static int perfmon_samples_post(struct vcore_call *call)
 		ret = -VCORE_EFAULT;
 		goto out;
 	}
-	for (i = 0; i < NV2080_CTRL_PERF_GPUMON_SAMPLE_COUNT_PERFMON_UTIL; i++) {
+	for (i = 0; i < NV2080_CTRL_PERF_GPUMON_SAMPLE_COUNT_PERFMON_UTIL;
+	     i++) {
 		NV2080_CTRL_PERF_GPUMON_PERFMON_UTIL_SAMPLE *s = &r->samples[i];
 		NV2080_CTRL_PERF_GPUMON_ENGINE_UTIL_SAMPLE *e[] = {
-			&s->fb, &s->gr, &s->nvenc, &s->nvdec, &s->nvjpg, &s->nvofa
-		};
+			&s->fb,	   &s->gr,    &s->nvenc,
+			&s->nvdec, &s->nvjpg, &s->nvofa};
 		unsigned int k;
 
 		for (k = 0; k < sizeof(e) / sizeof(e[0]); k++)
@@ -502,8 +503,9 @@ out:
 enum vcore_verdict vcore_ctrl_perfmon_samples(struct vcore_call *call)
 {
 	if (call->params_buf < 0)
-		return vcore_refuse_status(call, NV_ERR_INVALID_ARGUMENT,
-					   "PERFMON_UTIL_SAMPLES_V2 without params");
+		return vcore_refuse_status(
+			call, NV_ERR_INVALID_ARGUMENT,
+			"PERFMON_UTIL_SAMPLES_V2 without params");
 	call->post = VCORE_POST_CTRL;
 	call->ctrl_post = perfmon_samples_post;
 	return VCORE_FORWARD;

@@ -16,7 +16,7 @@
 #ifndef VGPU_TESTS_DELTA_BRANCH_H
 #define VGPU_TESTS_DELTA_BRANCH_H
 
-#define DELTA_TEST_MAJOR   999
+#define DELTA_TEST_MAJOR 999
 #define DELTA_TEST_VERSION "999.0.1-test"
 
 /* NV2080_CTRL_CMD_FB_GET_INFO_V2's params under another number. */
@@ -24,7 +24,7 @@
 /* NV2080_CTRL_CMD_GPU_GET_PIDS with 8 bytes more params. */
 #define DELTA_TEST_GET_PIDS_EXTRA 8u
 /* KEPLER_CHANNEL_GROUP_A's and a GPFIFO channel's rows under new numbers. */
-#define DELTA_TEST_CLASS_TSG	 0x0000d06cu
+#define DELTA_TEST_CLASS_TSG 0x0000d06cu
 #define DELTA_TEST_CLASS_CHANNEL 0x0000d06fu
 
 #endif /* VGPU_TESTS_DELTA_BRANCH_H */
