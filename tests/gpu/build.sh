@@ -10,7 +10,7 @@ mkdir -p "$out"
 cd "$root"
 CXX=${CXX:-g++}
 CC=${CC:-gcc}
-flags=(-O2 -g -fPIC -Wall -Wextra -fvisibility=hidden -fvisibility-inlines-hidden -fno-exceptions -I"$root")
+flags=(-O2 -g -fPIC -Wall -Wextra -fvisibility=hidden -fvisibility-inlines-hidden -fno-exceptions -I"$root" -I"$root/base/include")
 base=(shim/base/real_calls.cc shim/base/fd_table.cc shim/base/rm_abi.cc)
 
 # The core's sources as its CMakeLists lists them (VCORE_SOURCES), plus the share controller:
@@ -47,7 +47,7 @@ if [[ "${1:-}" != --no-shim && -f kmod/core/CMakeLists.txt ]]; then
     echo "WARNING: shim/compute sources did not build; libvgpu-shim.so built without them"
     link_shim
   fi
-  "$CXX" -std=c++20 -O2 -I"$root" -o "$out/vgpu-shim-ledger" shim/tools/ledger_main.cc shim/preload/ledger.cc shim/ledger/ledger_reader.cc
+  "$CXX" -std=c++20 -O2 -I"$root" -I"$root/base/include" -o "$out/vgpu-shim-ledger" shim/tools/ledger_main.cc shim/preload/ledger.cc shim/ledger/ledger_reader.cc
   echo "built shim ($(ls "${compute_src[@]}" 2>/dev/null | wc -l) compute sources)"
 fi
 
