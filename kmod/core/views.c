@@ -18,21 +18,33 @@
 #include "abi/nv_escape.h"
 #include "abi/nvstatus.h"
 
-vcore_u64 vcore_view_total_bytes(struct vcore_slot *slot)
+/*
+ * The figures every memory view shows: @total = the quota, @avail = the quota
+ * less the slot's charge. The core's own ledger (the kernel host's) is one
+ * word its writers change under the slot lock with relaxed atomic stores
+ * (slot.c), so it is read here with one relaxed load and no lock: the lock
+ * would only order this read against a charge in flight, and without it the
+ * view still shows a charge the slot held during the call. The quota is read
+ * lock-free as vcore_slot_has_quota reads it. A host's ledger (the shim's,
+ * shared between processes) is asked under the slot lock, as the contract of
+ * its ops says (vcore.h, struct vcore_ledger_ops).
+ */
+static void view_figures(struct vcore_slot *slot, vcore_u64 *total,
+			 vcore_u64 *avail)
 {
-	return slot->cfg.mem_quota_bytes;
-}
+	vcore_u64 q, c;
 
-vcore_u64 vcore_view_free_bytes(struct vcore_slot *slot)
-{
-	vcore_u64 q = slot->cfg.mem_quota_bytes, c = vcore_charged(slot);
-
-	return c < q ? q - c : 0;
-}
-
-void vcore_count_view(struct vcore_slot *slot)
-{
-	vcore_atomic_inc(&slot->views_rewritten);
+	if (slot->ledger.priv == &slot->own_ledger_charged) {
+		q = slot->cfg.mem_quota_bytes;
+		c = vcore_atomic_load(&slot->own_ledger_charged);
+	} else {
+		vcore_lock(slot);
+		q = slot->cfg.mem_quota_bytes;
+		c = vcore_charged(slot);
+		vcore_unlock(slot);
+	}
+	*total = q;
+	*avail = c < q ? q - c : 0;
 }
 
 static vcore_u32 kib(vcore_u64 bytes)
@@ -46,13 +58,13 @@ static vcore_u32 kib(vcore_u64 bytes)
 static int rewrite_fb_list(struct vcore_slot *slot, NVXXXX_CTRL_XXX_INFO *l,
 			   vcore_u32 n)
 {
+	vcore_u64 total_bytes, free_bytes;
 	vcore_u32 total, free_kib, i, v;
 	int changed = 0;
 
-	vcore_lock(slot);
-	total = kib(vcore_view_total_bytes(slot));
-	free_kib = kib(vcore_view_free_bytes(slot));
-	vcore_unlock(slot);
+	view_figures(slot, &total_bytes, &free_bytes);
+	total = kib(total_bytes);
+	free_kib = kib(free_bytes);
 	for (i = 0; i < n; i++) {
 		switch (l[i].index) {
 		case NV2080_CTRL_FB_INFO_INDEX_RAM_SIZE:
@@ -287,10 +299,7 @@ int vcore_post_vhc_info(struct vcore_call *call)
 		return 0;
 	if (vcore_reply_u32(call, 20, &status) || status != NV_OK)
 		return 0;
-	vcore_lock(call->slot);
-	v[0] = vcore_view_total_bytes(call->slot);
-	v[1] = vcore_view_free_bytes(call->slot);
-	vcore_unlock(call->slot);
+	view_figures(call->slot, &v[0], &v[1]);
 	if (vcore_user_write(call, call->arg + 24, v, sizeof(v)))
 		return -VCORE_EFAULT;
 	vcore_count_view(call->slot);
