@@ -71,6 +71,8 @@ struct vcore_esc_row {
 enum vcore_view_id {
 	VCORE_VIEW_NONE = 0,
 	VCORE_VIEW_FB_INFO_V2, /* NV2080_CTRL_CMD_FB_GET_INFO_V2 */
+	/* NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2 */
+	VCORE_VIEW_PERFMON_SAMPLES,
 	VCORE_VIEWS
 };
 #define VCORE_CTRL_VIEW_SHIFT 8
@@ -722,7 +724,6 @@ int vcore_post_vhc_info(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_fb_get_info(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_get_pids(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_get_pid_info(struct vcore_call *call);
-enum vcore_verdict vcore_ctrl_perfmon_samples(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_unix_fd_at0(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_unix_export_objects(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_unix_import_objects(struct vcore_call *call);
