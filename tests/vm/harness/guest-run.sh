@@ -38,10 +38,12 @@ unload() {
   echo "$pending"
 }
 # Processes whose cwd is $1, but busybox timeout's watcher (it polls once a second whether the
-# suite's shell is still there, then exits by itself).
+# suite's shell is still there, then exits by itself), also when it exits during the scan (its
+# comm then reads empty: a passing nvsim suite was failed for it once).
 strays() {
   for p in /proc/[0-9]*; do
-    [ "$(readlink $p/cwd 2>/dev/null)" = "$1" ] && [ "$(cat $p/comm 2>/dev/null)" != timeout ] &&
+    c=$(cat $p/comm 2>/dev/null)
+    [ -n "$c" ] && [ "$c" != timeout ] && [ "$(readlink $p/cwd 2>/dev/null)" = "$1" ] &&
       printf "%s " ${p#/proc/}
   done
 }
