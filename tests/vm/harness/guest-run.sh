@@ -23,9 +23,9 @@ fi
 # /proc/modules lists the newest module first: a module that uses another was loaded after it.
 mods() { cut -d' ' -f1 /proc/modules; }
 # Unloads what a suite left loaded, newest first, in passes until nothing more goes: a module in
-# use by a later one (nvsim by vgpu's RM clients) unloads once that one is gone. In name order
-# nvsim's rmmod failed before vgpu's and nvsim stayed, so every later suite's insmod failed with
-# "File exists" and one failure became five. Prints what could not be unloaded.
+# use by a later one (nvsim by vgpu's RM clients) unloads once that one is gone; in name order
+# nvsim's rmmod fails first and nvsim stays, and every later suite's insmod fails with "File
+# exists". Prints what could not be unloaded.
 unload() {
   pending=$*
   while [ -n "$pending" ]; do
