@@ -7,19 +7,18 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "vgpu/slots/shim_backend.h"
 #include "vgpu/slots/slot_record_json.h"
+#include "vgpu/text.h"
 
 namespace vgpu::checkpoint {
 namespace {
 
 using nlohmann::json;
 constexpr std::string_view kFormat = "vgpu-manager-checkpoint";
-constexpr int kVersion = 3;        // 3: settings named by uapi/vgpu_slot_fields.h
+constexpr int kVersion = 4;        // 3: settings named by uapi/vgpu_slot_fields.h; 4: ref clock
 constexpr int kOldestVersion = 1;  // snapshot only, no journal
 
 uint32_t Crc32(std::string_view data) {
@@ -28,8 +27,12 @@ uint32_t Crc32(std::string_view data) {
 }
 
 // Records of versions 1 and 2 (before uapi/vgpu_slot_fields.h) spelled two settings otherwise
-// and had no compute mode: every share then was a cap.
+// and had no compute mode: every share then was a cap. Records before version 4 had no reference
+// clock: unknown (0, the shim probes), as the slot's config then said.
 json FromLegacyKeys(json j) {
+  if (!j.contains("compute_ref_clock_mhz")) {
+    j["compute_ref_clock_mhz"] = 0u;
+  }
   if (!j.contains("memory_quota_bytes")) {
     return j;
   }
@@ -311,17 +314,15 @@ Status CheckpointStore::SaveEncoded(const std::vector<const std::string*>& recor
 
 Result<LoadResult> CheckpointStore::Load() const {
   LoadResult out;
-  std::ifstream in(path_, std::ios::binary);
-  if (!in) {
-    if (errno == ENOENT || !std::filesystem::exists(path_)) {
+  Result<std::string> text = ReadFileToString(path_.string());
+  if (!text.ok()) {
+    if (text.status().code() == StatusCode::kNotFound || !std::filesystem::exists(path_)) {
       return out;
     }
-    return ErrnoError("checkpoint: open " + path_.string(), errno);
+    return text.status().Annotate("checkpoint");
   }
   out.found = true;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  auto records = Deserialize(ss.str(), &out.journal_entries, &out.torn_tail);
+  auto records = Deserialize(*text, &out.journal_entries, &out.torn_tail);
   if (records.ok()) {
     out.records = std::move(*records);
     return out;
