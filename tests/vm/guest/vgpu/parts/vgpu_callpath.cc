@@ -4,7 +4,7 @@
 //   - under a quota, paths that cannot be charged are refused (legacy VID_HEAP allocations
 //     whose handle the driver generates, UVM migration, one managed mapping per UVM file);
 //   - an admin caller's legacy heap query gets no handle on the whole framebuffer;
-//   - no real driver file reaches another process (a fork during a call);
+//   - no usable driver file reaches another process (a fork during a call);
 //   - another slot's pids and usage are not readable by an unprivileged user.
 // Linked into vgpu_gtest (guest.cmake).
 #include <sys/mman.h>
@@ -222,16 +222,14 @@ TEST(CallPath, UvmMigrationIsRefusedUnderAQuota) {
   close(uvm);
 }
 
-// F4: the temporary real /dev/nvidia0 a device allocation installs for the driver's fd-table
-// check must not reach a child forked by a sibling thread during the call. The children look
-// for a major-195 file in what they inherited and exit 3 when they find one.
-//
-// OPEN (docs/security/kernel-call-path.md, F4): a module cannot give the calling thread a private
-// fd table (dup_fd/unshare_files are not exported) and the driver finds these files only in
-// current->files, so this still fails: a child forked at the right moment inherits the file.
-// Disabled until the driver's lookups are hooked (docs/nvidia-rm-abi.md §9.7); run it with
-// --gtest_also_run_disabled_tests to see the hole.
-TEST(CallPath, DISABLED_ForkedChildNeverInheritsARealDriverFile) {
+// F4: the driver looks some files up in the caller's fd table: the fd of REGISTER_FD (and the
+// other fd fields) and, for a device allocation, a /dev/nvidiaN of the GPU (docs/nvidia-rm-abi.md
+// §9.3). Whatever the module installs there for the call is visible to the caller's other threads,
+// and a child forked by one of them during the call inherits it. It must be useless: the children
+// try an RM call (a root client allocation) on every major-195 file they inherited and exit 3 when
+// one succeeds. The tenant alternates the two kinds of call (a device allocation; REGISTER_FD of a
+// fresh /dev/vgpuN file) while a sibling thread forks.
+TEST(CallPath, ForkedChildNeverInheritsAUsableDriverFile) {
   ScopedSlot slot(64 * kMiB);
   ASSERT_TRUE(slot.ok());
   const int calls = DebianKernel() ? 2000 : 100;
@@ -241,25 +239,38 @@ TEST(CallPath, DISABLED_ForkedChildNeverInheritsARealDriverFile) {
     Session s;
     if (!s.Open(slot.ctl(), slot.dev()).empty()) _exit(2);
     std::atomic<bool> stop{false};
-    std::atomic<int> leaked{0}, forks{0};
+    std::atomic<int> held{0}, usable{0}, forks{0};
     std::thread forker([&] {
       while (!stop.load(std::memory_order_relaxed)) {
         pid_t c = fork();
         if (c == 0) {
+          int found = 0;
           for (int fd = 0; fd < 64; ++fd) {
             struct stat st {};
-            if (fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) && major(st.st_rdev) == 195) _exit(3);
+            if (fstat(fd, &st) != 0 || !S_ISCHR(st.st_mode) || major(st.st_rdev) != 195) continue;
+            found = 1;
+            uint32_t client = 0;
+            if (AllocClient(fd, &client) == NV_OK) _exit(3);
           }
-          _exit(0);
+          _exit(found ? 4 : 0);
         }
         if (c < 0) continue;
         int st = 0;
         waitpid(c, &st, 0);
         forks++;
-        if (WIFEXITED(st) && WEXITSTATUS(st) == 3) leaked++;
+        if (WIFEXITED(st) && WEXITSTATUS(st) >= 3) held++;
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 3) usable++;
       }
     });
-    for (int i = 0; i < calls && leaked == 0; ++i) {
+    for (int i = 0; i < calls && usable == 0; ++i) {
+      if (i % 2) {
+        int dev = open(slot.dev().c_str(), O_RDWR | O_CLOEXEC);
+        if (dev < 0) _exit(5);
+        nv_ioctl_register_fd r{s.ctl};
+        if (RawIoctl(dev, NV_ESC_REGISTER_FD, &r, sizeof(r)).ret) _exit(5);
+        close(dev);
+        continue;
+      }
       uint32_t h = 0xd1000000 + i;
       nv0080_alloc_params dp{};
       if (Alloc(s.ctl, s.client, s.client, &h, NV01_DEVICE_0, &dp) == NV_OK)
@@ -267,15 +278,18 @@ TEST(CallPath, DISABLED_ForkedChildNeverInheritsARealDriverFile) {
     }
     stop = true;
     forker.join();
-    std::printf("fork during device allocations: %d forks, %d children held a real driver file\n",
-                forks.load(), leaked.load());
+    std::printf("fork during device allocations and REGISTER_FD: %d forks, %d children held a "
+                "major-195 file, %d could allocate an RM client on it\n",
+                forks.load(), held.load(), usable.load());
     std::fflush(stdout);
-    _exit(leaked ? 3 : 0);
+    _exit(usable ? 3 : 0);
   }
   int status = 0;
   ASSERT_EQ(waitpid(tenant, &status, 0), tenant);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-      << "status " << status << " (exit 3: a forked child held a real major-195 file)";
+      << "status " << status
+      << " (exit 3: a forked child made an RM call on an inherited driver file; 5: REGISTER_FD "
+         "failed)";
 }
 
 // F11.4: GPU accounting names every process that used the GPU, other tenants' included, with its
