@@ -17,17 +17,32 @@
  * operations refuse everything, so a copy does nothing. The decoy holds a
  * reference to the real file (in its inode's i_private: private_data belongs
  * to the driver) until its last reference goes: the driver may keep the file
- * it looked up (REGISTER_FD until the dev file closes, escape.c:916-925; an
- * exported memory's GPU info, mem_export.c:703) and reads the real file's
- * private data through it.
+ * it looked up (REGISTER_FD, until the dev file closes: escape.c:917-918,
+ * osapi.c:2932-2934) and reads the real file's private data through it.
  *
- * The table scan also compares f_op, so its decoy (the "witness") is an
- * O_PATH file: fget() and fdget() refuse O_PATH files, so no syscall on it
- * reaches its file operations, nor can the driver's own fd lookups take it.
- * It carries the real file's f_op only while its call runs. Until then only
- * the scan, filp_close's ->flush and /proc's ->show_fdinfo read that f_op
- * (neither is set in nvidia_fops, nv.c:235-245, nor here), and ->release
- * cannot run: the call holds a reference. Reopening a decoy through
+ * nv_match_gpu_os_info (nv.c:5778-5783) compares f_op too, on the
+ * devDescriptor file of NV00E0 EXPORT_MEM and NV00FD ATTACH_GPU
+ * (escape.c:740-761, mem_export.c:700, mem_multicast_fabric.c:546): their
+ * decoy fails it, and the driver answers NV_ERR_INVALID_DEVICE. Fabric memory
+ * export and multicast attach (NVLink fabric only) do not work through the
+ * module: a file that passed that test would be usable by any thread.
+ *
+ * Two lookups also compare f_op: the table scan, and nvidia-uvm's lookup of
+ * UVM_MM_INITIALIZE's uvmFd (uvm_api_mm_initialize, uvm.c:59-75, which keeps
+ * the file for the MM file's life and reads only its private_data, uvm.c:
+ * 231-248). Their decoys carry the real file's f_op while their call runs,
+ * and are switched to the decoy's own when it ends. The scan's decoy (the
+ * "witness") is an O_PATH file: fget() and fdget() refuse O_PATH files, so no
+ * syscall on it reaches its file operations, nor can the driver's own fd
+ * lookups take it. The uvmFd decoy cannot be one (fget must take it): a
+ * sibling that uses it (ioctl) while that call runs reaches nvidia-uvm on the
+ * caller's own va_space; a copy is inert once the call ended.
+ *
+ * Until the switch, only the lookups, filp_close's ->flush and /proc's
+ * ->show_fdinfo read a witness's f_op (neither is set in nvidia_fops, nv.c:
+ * 235-245, nvidia-uvm's uvm_fops, uvm.c:1076-1086, nor here), and ->release
+ * cannot run: the call holds a reference. No decoy can be read, written or
+ * mapped (it has neither FMODE_READ nor FMODE_WRITE); reopening one through
  * /proc/PID/fd opens its inode's i_fop, which refuses.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -49,25 +64,8 @@ static int vgpu_decoy_refuse_open(struct inode *inode, struct file *file)
 	return -EPERM;
 }
 
-static ssize_t vgpu_decoy_read(struct file *file, char __user *buf,
-			       size_t len, loff_t *pos)
-{
-	return -EPERM;
-}
-
-static ssize_t vgpu_decoy_write(struct file *file, const char __user *buf,
-				size_t len, loff_t *pos)
-{
-	return -EPERM;
-}
-
 static long vgpu_decoy_ioctl(struct file *file, unsigned int cmd,
 			     unsigned long arg)
-{
-	return -EPERM;
-}
-
-static int vgpu_decoy_mmap(struct file *file, struct vm_area_struct *vma)
 {
 	return -EPERM;
 }
@@ -79,19 +77,19 @@ static int vgpu_decoy_release(struct inode *inode, struct file *file)
 	return 0;
 }
 
-/* No ->flush and no ->show_fdinfo: see the witness above. */
+/*
+ * read, write and mmap need FMODE_READ or FMODE_WRITE, which no decoy has.
+ * No ->flush and no ->show_fdinfo: see the f_op switch above.
+ */
 static const struct file_operations vgpu_decoy_fops = {
 	.owner = THIS_MODULE,
 	.open = vgpu_decoy_refuse_open,
-	.read = vgpu_decoy_read,
-	.write = vgpu_decoy_write,
 	.unlocked_ioctl = vgpu_decoy_ioctl,
 	.compat_ioctl = vgpu_decoy_ioctl,
-	.mmap = vgpu_decoy_mmap,
 	.release = vgpu_decoy_release,
 };
 
-static struct file *vgpu_decoy_new(struct file *real, int flags)
+struct file *vgpu_decoy_open(struct file *real, enum vgpu_decoy_kind kind)
 {
 	struct inode *inode = new_inode(vgpu_decoy_mnt->mnt_sb);
 	struct file *f;
@@ -105,7 +103,8 @@ static struct file *vgpu_decoy_new(struct file *real, int flags)
 	/* The file's f_op owner: __fput's fops_put drops it (as
 	 * anon_inode_getfile takes it). */
 	__module_get(THIS_MODULE);
-	f = alloc_file_pseudo(inode, vgpu_decoy_mnt, "vgpu-decoy", flags,
+	/* O_ACCMODE: neither FMODE_READ nor FMODE_WRITE. */
+	f = alloc_file_pseudo(inode, vgpu_decoy_mnt, "vgpu-decoy", O_ACCMODE,
 			      &vgpu_decoy_fops);
 	if (IS_ERR(f)) {
 		module_put(THIS_MODULE);
@@ -114,34 +113,22 @@ static struct file *vgpu_decoy_new(struct file *real, int flags)
 	}
 	inode->i_private = get_file(real); /* fput in vgpu_decoy_release */
 	f->private_data = real->private_data;
+	if (kind == VGPU_DECOY_WITNESS) {
+		f->f_flags = O_PATH;
+		f->f_mode |= FMODE_PATH;
+	}
+	/* The lookups' test: nv.c:5767, uvm.c:51. */
+	if (kind != VGPU_DECOY_FD)
+		WRITE_ONCE(f->f_op, real->f_op);
 	return f;
 }
 
-struct file *vgpu_decoy_open(struct file *real)
-{
-	return vgpu_decoy_new(real, O_RDWR);
-}
-
-struct file *vgpu_decoy_witness(struct file *real)
-{
-	/* O_ACCMODE: neither FMODE_READ nor FMODE_WRITE (no access to put
-	 * back at __fput); then marked as an O_PATH file. */
-	struct file *f = vgpu_decoy_new(real, O_PATH | O_ACCMODE);
-
-	if (IS_ERR(f))
-		return f;
-	f->f_flags = O_PATH;
-	f->f_mode |= FMODE_PATH;
-	WRITE_ONCE(f->f_op, real->f_op); /* the scan's test, nv.c:5767 */
-	return f;
-}
-
-void vgpu_decoy_witness_end(struct file *witness)
+void vgpu_decoy_end(struct file *decoy)
 {
 	/* Before the caller's reference goes: whoever drops the last one
 	 * runs the decoy's release, never the driver's. */
-	WRITE_ONCE(witness->f_op, &vgpu_decoy_fops);
-	fput(witness);
+	WRITE_ONCE(decoy->f_op, &vgpu_decoy_fops);
+	fput(decoy);
 }
 
 static int vgpu_decoy_init_fs_context(struct fs_context *fc)

@@ -14,21 +14,26 @@
 int vgpu_decoy_init(void);
 void vgpu_decoy_exit(void);
 
-/*
- * A decoy of @real for an fd field (nv_get_file_private): a new file with
- * @real's device number and private_data and refusing file operations. It
- * holds a reference to @real until its last reference goes (the driver may
- * keep it: REGISTER_FD). ERR_PTR on failure.
- */
-struct file *vgpu_decoy_open(struct file *real);
+enum vgpu_decoy_kind {
+	/* An fd field the driver resolves by device number and private_data
+	 * alone (nv_get_file_private): refusing file operations for life. */
+	VGPU_DECOY_FD,
+	/* An fd field whose lookup also compares f_op (nvidia-uvm's uvmFd):
+	 * the real file's f_op until vgpu_decoy_end(). */
+	VGPU_DECOY_FD_FOPS,
+	/* The driver's fd-table scan (nv_is_gpu_accessible), which compares
+	 * f_op: an O_PATH file (no syscall reaches its f_op) with the real
+	 * file's f_op until vgpu_decoy_end(). */
+	VGPU_DECOY_WITNESS,
+};
 
 /*
- * A decoy of @real for the driver's fd-table scan (nv_is_gpu_accessible),
- * which also compares f_op: an O_PATH file (no syscall reaches its f_op) that
- * carries @real's f_op until vgpu_decoy_witness_end(), which drops the
- * caller's reference. ERR_PTR on failure.
+ * A decoy of @real: a new file with @real's device number and private_data.
+ * It holds a reference to @real until its own last reference goes (the
+ * driver may keep it: REGISTER_FD). ERR_PTR on failure.
  */
-struct file *vgpu_decoy_witness(struct file *real);
-void vgpu_decoy_witness_end(struct file *witness);
+struct file *vgpu_decoy_open(struct file *real, enum vgpu_decoy_kind kind);
+/* The call is over: refusing f_op from now on; drops @decoy's reference. */
+void vgpu_decoy_end(struct file *decoy);
 
 #endif /* VGPU_KMOD_DECOY_H */

@@ -18,9 +18,12 @@
  * of one call (the driver fget()s them from the shared table, §9.5). What a
  * sibling can take from them (a use, dup, fork, SCM_RIGHTS, pidfd_getfd) is a
  * decoy: every call on it is refused, so no copy needs finding or killing
- * (docs/security/kernel-call-path.md, F4). Holding one keeps the real file,
- * and with it the driver's memory, alive: file_release.c keeps the charge
- * while anything holds the real file.
+ * (docs/security/kernel-call-path.md, F4). One exception is left: nvidia-uvm
+ * compares the f_op of UVM_MM_INITIALIZE's uvmFd, so that decoy carries
+ * nvidia-uvm's f_op while that call runs, and a sibling's ioctl on it in
+ * that window reaches nvidia-uvm (the caller's own va_space) unfiltered.
+ * Holding a decoy keeps the real file, and with it the driver's memory,
+ * alive: file_release.c keeps the charge while anything holds the real file.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -34,28 +37,39 @@
 #include "slot.h"
 
 /*
- * Installs @decoy (a reference the caller hands over, or an ERR_PTR) on a new
- * fd, close-on-exec. close_fd() is exported on 6.1 and 6.12 (nvidia.ko itself
- * relies on it when the kernel exports it, nv-caps.c:619).
+ * Installs a decoy of @real on a new fd, close-on-exec: returns the number,
+ * and in *@decoy the call's own reference (the fd's may go any time: a
+ * sibling may close it). close_fd() is exported on 6.1 and 6.12 (nvidia.ko
+ * itself relies on it when the kernel exports it, nv-caps.c:619).
  */
-static int vgpu_install_decoy(struct file *decoy)
+static int vgpu_install_decoy(struct file *real, enum vgpu_decoy_kind kind,
+			      struct file **decoy)
 {
+	struct file *f = vgpu_decoy_open(real, kind);
 	int fd;
 
-	if (IS_ERR(decoy))
-		return PTR_ERR(decoy);
+	if (IS_ERR(f))
+		return PTR_ERR(f);
 	fd = get_unused_fd_flags(O_CLOEXEC);
 	if (fd < 0) {
-		fput(decoy);
+		vgpu_decoy_end(f);
 		return fd;
 	}
-	fd_install(fd, decoy);
+	*decoy = get_file(f);
+	fd_install(fd, f);
 	return fd;
+}
+
+static void vgpu_remove_decoy(int fd, struct file *decoy)
+{
+	close_fd(fd);
+	vgpu_decoy_end(decoy);
 }
 
 int vgpu_fd_translate(struct vgpu_file *vf, struct vgpu_fd_fix *fix,
 		      u32 __user *uaddr, int fd)
 {
+	enum vgpu_decoy_kind kind = VGPU_DECOY_FD;
 	struct vgpu_file *pf;
 	struct file *f;
 	int tmp;
@@ -82,14 +96,17 @@ int vgpu_fd_translate(struct vgpu_file *vf, struct vgpu_fd_fix *fix,
 	}
 	fix->kind = pf->kind;
 	fix->core = pf->core;
-	/* Pairs with close_fd in vgpu_fd_restore; the driver may keep the
-	 * decoy (REGISTER_FD keeps the ctl file until the dev file closes). */
-	tmp = vgpu_install_decoy(vgpu_decoy_open(pf->real));
+	/* nvidia-uvm compares the uvmFd file's f_op (decoy.c). */
+	if (pf->kind == VGPU_NODE_UVM)
+		kind = VGPU_DECOY_FD_FOPS;
+	/* Removed by vgpu_fd_restore; the driver may keep the decoy
+	 * (REGISTER_FD keeps the ctl file until the dev file closes). */
+	tmp = vgpu_install_decoy(pf->real, kind, &fix->decoy);
 	fput(f);
 	if (tmp < 0)
 		return tmp;
 	if (put_user(tmp, uaddr)) {
-		close_fd(tmp);
+		vgpu_remove_decoy(tmp, fix->decoy);
 		return -EFAULT;
 	}
 	fix->tmp = tmp;
@@ -104,7 +121,7 @@ void vgpu_fd_restore(struct vgpu_fd_fix *fix)
 	 * back. */
 	if (put_user(fix->orig, fix->uaddr))
 		pr_debug("fd field at %p no longer writable\n", fix->uaddr);
-	close_fd(fix->tmp);
+	vgpu_remove_decoy(fix->tmp, fix->decoy);
 	fix->tmp = -1;
 }
 
@@ -137,24 +154,16 @@ static int vgpu_witness_match(const void *p, struct file *f, unsigned int fd)
 int vgpu_install_gpu_witness(struct vgpu_file *vf, struct vgpu_gpu_witness *w)
 {
 	struct vgpu_witness_scan sc = {.slot = vf->slot};
-	struct file *decoy;
 	int fd;
 
 	w->fd = -1;
 	iterate_fd(current->files, 0, vgpu_witness_match, &sc);
 	if (!sc.real)
 		return 0;
-	decoy = vgpu_decoy_witness(sc.real);
+	fd = vgpu_install_decoy(sc.real, VGPU_DECOY_WITNESS, &w->decoy);
 	fput(sc.real); /* the decoy holds its own */
-	if (IS_ERR(decoy))
-		return PTR_ERR(decoy);
-	/* Ours until vgpu_remove_gpu_witness: the fd's may go any time. */
-	w->file = get_file(decoy);
-	fd = vgpu_install_decoy(decoy);
-	if (fd < 0) {
-		vgpu_decoy_witness_end(w->file);
+	if (fd < 0)
 		return fd;
-	}
 	w->fd = fd;
 	return 0;
 }
@@ -163,7 +172,6 @@ void vgpu_remove_gpu_witness(struct vgpu_gpu_witness *w)
 {
 	if (w->fd < 0)
 		return;
-	close_fd(w->fd);
-	vgpu_decoy_witness_end(w->file);
+	vgpu_remove_decoy(w->fd, w->decoy);
 	w->fd = -1;
 }

@@ -124,7 +124,7 @@ static long vgpu_ioctl_unprivileged(struct file *real, unsigned int cmd,
  * §9.5: fd numbers inside the params become decoys of real files for the call,
  * and §9.3 item 2: the driver looks for a /dev/nvidiaN in the caller's fd
  * table (fd_translate.c, decoy.c).
- * Out of line: the fd fixes (192 bytes) would otherwise sit in the hot path's
+ * Out of line: the fd fixes (320 bytes) would otherwise sit in the hot path's
  * frame, which CONFIG_INIT_STACK_ALL_ZERO (Debian's kernels) clears on every
  * call, and almost no call needs them.
  */

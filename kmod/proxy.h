@@ -65,6 +65,7 @@ struct vgpu_fd_fix {
 	u32 __user *uaddr;	  /* where the fd number lives in user memory */
 	int orig;		  /* the number the caller wrote */
 	int tmp;		  /* the temporary decoy fd installed, or -1 */
+	struct file *decoy;	  /* the call's reference to it (decoy.h) */
 	enum vgpu_node_kind kind; /* of the proxy file it named */
 	/* The core's record of that proxy file, for vcore_call_set_fd_file
 	 * (compared, never dereferenced, after the fd reference is put). */
@@ -75,8 +76,8 @@ int vgpu_fd_translate(struct vgpu_file *vf, struct vgpu_fd_fix *fix,
 void vgpu_fd_restore(struct vgpu_fd_fix *fix);
 /* The decoy standing for a /dev/nvidiaN during one call (decoy.h). */
 struct vgpu_gpu_witness {
-	int fd;		   /* -1: none installed */
-	struct file *file; /* the call's own reference */
+	int fd;		    /* -1: none installed */
+	struct file *decoy; /* the call's own reference */
 };
 int vgpu_install_gpu_witness(struct vgpu_file *vf, struct vgpu_gpu_witness *w);
 void vgpu_remove_gpu_witness(struct vgpu_gpu_witness *w);

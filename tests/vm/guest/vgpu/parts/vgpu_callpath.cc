@@ -292,6 +292,71 @@ TEST(CallPath, ForkedChildNeverInheritsAUsableDriverFile) {
          "failed)";
 }
 
+// F4, nvidia-uvm: UVM_MM_INITIALIZE's uvmFd is looked up with an f_op test (uvm.c:49-75, modelled
+// by nvsim), so its decoy carries nvidia-uvm's f_op while the call runs: the call works through
+// the proxy, and a copy that a sibling thread takes of the temporary fd is inert once the call
+// ended (every ioctl on it fails with EPERM; a use during the call is not covered,
+// docs/security/kernel-call-path.md).
+TEST(CallPath, UvmMmInitializeWorksAndACopyOfItsFdIsInert) {
+  ScopedSlot slot(64 * kMiB, "uvm", VGPU_SLOT_F_UVM);
+  ASSERT_TRUE(slot.ok());
+  const std::string uvm_path = "/dev/vgpu-uvm" + std::to_string(slot.id());
+  struct stat real_uvm {};
+  ASSERT_EQ(stat("/dev/nvidia-uvm", &real_uvm), 0) << strerror(errno);
+  const int calls = DebianKernel() ? 2000 : 100;
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int va = OpenUvm(slot);
+    if (va < 0) _exit(2);
+    int next = open("/dev/null", O_RDONLY);  // the mm file's number; the decoy's is next + 1
+    close(next);
+    std::atomic<bool> stop{false};
+    std::atomic<int> got{-1};
+    std::thread thief([&] {
+      for (int n = 0; !stop.load(std::memory_order_relaxed); n ^= 1) {
+        int d = fcntl(next + n, F_DUPFD_CLOEXEC, 200);
+        if (d < 0) continue;
+        struct stat st {};
+        if (fstat(d, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == real_uvm.st_rdev) {
+          got = d;
+          return;
+        }
+        close(d);
+      }
+    });
+    int failed = 0;
+    for (int i = 0; i < calls && got < 0; ++i) {
+      int mm = open(uvm_path.c_str(), O_RDWR | O_CLOEXEC);
+      if (mm < 0) _exit(5);
+      uvm_mm_initialize_params p{va, ~0u};
+      if (ioctl(mm, UVM_MM_INITIALIZE, &p) != 0 || p.rmStatus != NV_OK) failed++;
+      close(mm);
+    }
+    stop = true;
+    thief.join();
+    if (failed) {
+      std::printf("UVM_MM_INITIALIZE through the proxy failed %d times\n", failed);
+      _exit(4);
+    }
+    if (got < 0) _exit(0);
+    uvm_initialize_params ip{};
+    errno = 0;
+    if (ioctl(got, UVM_INITIALIZE, &ip) == 0 || errno != EPERM) _exit(3);
+    _exit(6);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  const int rc = WEXITSTATUS(status);
+  EXPECT_TRUE(rc == 0 || rc == 6)
+      << rc << ": 3: an ioctl on the copy did not fail with EPERM; 4: UVM_MM_INITIALIZE failed "
+      << "through the proxy; 2/5: a UVM file did not open";
+  std::printf("UVM_MM_INITIALIZE copy race: %s\n",
+              rc == 6 ? "a copy of the uvmFd decoy was made, and it was inert after the call"
+                      : "the window was not caught");
+}
+
 // F11.4: GPU accounting names every process that used the GPU, other tenants' included, with its
 // utilisation and memory (NV0000 GPUACCT_GET_ACCOUNTING_PIDS, GET_PROC_ACCOUNTING_INFO), and its
 // SET/CLEAR controls change node-wide state. They must not reach the driver from a tenant; the
