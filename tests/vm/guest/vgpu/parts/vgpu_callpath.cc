@@ -278,9 +278,10 @@ TEST(CallPath, ForkedChildNeverInheritsAUsableDriverFile) {
     }
     stop = true;
     forker.join();
-    std::printf("fork during device allocations and REGISTER_FD: %d forks, %d children held a "
-                "major-195 file, %d could allocate an RM client on it\n",
-                forks.load(), held.load(), usable.load());
+    std::printf(
+        "fork during device allocations and REGISTER_FD: %d forks, %d children held a "
+        "major-195 file, %d could allocate an RM client on it\n",
+        forks.load(), held.load(), usable.load());
     std::fflush(stdout);
     _exit(usable ? 3 : 0);
   }

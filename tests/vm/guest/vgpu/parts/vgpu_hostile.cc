@@ -486,7 +486,7 @@ TEST(Hostile, CopyOfATemporaryFdIsAnInertDecoy) {
     EXPECT_GE(slot.Stat(VGPU_STAT_FD_REFUSED), 1u) << "the decoy fd field";
   }
   std::printf("copy race: %s\n", rc == 6 ? "a copy was made, it was inert and the process lived"
-                                          : "the window was not caught");
+                                         : "the window was not caught");
   EXPECT_EQ(NvsimUsedBytes(), base);
 }
 
