@@ -358,6 +358,7 @@ TEST(CallPath, UvmMmInitializeWorksAndACopyOfItsFdIsInert) {
   std::printf("UVM_MM_INITIALIZE copy race: %s\n",
               rc == 6 ? "a copy of the uvmFd decoy was made, and it was inert after the call"
                       : "the window was not caught");
+  std::fflush(stdout);
 }
 
 // F11.4: GPU accounting names every process that used the GPU, other tenants' included, with its

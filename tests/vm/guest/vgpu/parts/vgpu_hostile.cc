@@ -488,6 +488,7 @@ TEST(Hostile, CopyOfATemporaryFdIsAnInertDecoy) {
   }
   std::printf("copy race: %s\n", rc == 6 ? "a copy was made, it was inert and the process lived"
                                          : "the window was not caught");
+  std::fflush(stdout);
   EXPECT_EQ(NvsimUsedBytes(), base);
 }
 
