@@ -10,8 +10,9 @@
  * channel its clients allocate, and which TSGs the app has scheduled),
  * measure the GPU time each slot used since the last tick
  * (compute_meter.c), vcore_sched_tick(), issue its actions, sleep
- * until the controller's next edge (at most 50 ms, so new TSGs are seen
- * promptly). Actions, as measured on the H200 (compute-control-h200.md):
+ * until the controller's next edge (at most 50 ms, so new channels are seen
+ * promptly) or until a slot's TSG goes on the runlist (vgpu_compute_kick).
+ * Actions, as measured on the H200 (compute-control-h200.md):
  *   GATE_OFF  FIFO_DISABLE_CHANNELS(bDisable=1, onlySched=1) on the slot's
  *             channels, then PREEMPT(bWait=1) on its TSGs from a worker (on the
  *             H200 it did not return while long kernels ran: never block the
@@ -45,8 +46,9 @@
  * destroy) issues its GATE_ON; stopping the thread (last slot gone, module
  * exit) runs vcore_sched_release_all() and issues every GATE_ON before the
  * thread returns. A process that exits takes its TSGs with it (the driver
- * frees them when the real file is released); a TSG or channel that appears
- * while its slot is gated off is gated off on the next tick.
+ * frees them when the real file is released); a TSG scheduled while its slot
+ * is gated off is gated off at once (the schedule kicks the thread), a channel
+ * added to a scheduled TSG on the next tick.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -231,7 +233,7 @@ static u64 vgpu_compute_tick(struct vgpu_compute_gpu *g)
  * fully, so stalls are counted (VGPU_STAT_CONTROL_LATE_NS) and the guest
  * suite can tell a loop error from a stalled thread.
  */
-static u64 vgpu_compute_sleep_until(u64 next)
+static u64 vgpu_compute_sleep_until(struct vgpu_compute_gpu *g, u64 next)
 {
 	u64 now = ktime_get_ns(), woke;
 	ktime_t t;
@@ -240,13 +242,26 @@ static u64 vgpu_compute_sleep_until(u64 next)
 		     now + VGPU_COMPUTE_MAX_SLEEP_NS);
 	t = ns_to_ktime(next);
 	set_current_state(TASK_INTERRUPTIBLE);
-	if (!kthread_should_stop())
+	/* A kick after this check finds the thread asleep and wakes it. */
+	if (!kthread_should_stop() && !READ_ONCE(g->kicked))
 		/* ~0.1 ms edges: the 50 ms period's 1 % is 0.5 ms. */
 		schedule_hrtimeout_range(&t, 100 * NSEC_PER_USEC,
 					 HRTIMER_MODE_ABS);
 	__set_current_state(TASK_RUNNING);
 	woke = ktime_get_ns();
 	return woke > next + VGPU_COMPUTE_LATE_NS ? woke - next : 0;
+}
+
+/*
+ * A TSG of one of @g's slots went on the runlist (compute_config.c): the
+ * thread ticks now rather than at its next edge, so a TSG scheduled while its
+ * slot is gated off is gated at once (the tick's gated-slot pass) instead of
+ * running free for the rest of the off phase.
+ */
+void vgpu_compute_kick(struct vgpu_compute_gpu *g)
+{
+	WRITE_ONCE(g->kicked, true);
+	wake_up_process(g->thread);
 }
 
 int vgpu_compute_thread(void *arg)
@@ -265,6 +280,8 @@ int vgpu_compute_thread(void *arg)
 	 */
 	sched_set_fifo_low(current);
 	while (!kthread_should_stop()) {
+		/* Before the walk: a TSG scheduled after it kicks again. */
+		smp_store_mb(g->kicked, false);
 		mutex_lock(&g->lock);
 		list_for_each_entry(cs, &g->slots, node) cs->late_ns += late;
 		next = vgpu_compute_tick(g);
@@ -286,7 +303,7 @@ int vgpu_compute_thread(void *arg)
 			late = 0;
 			continue;
 		}
-		late = vgpu_compute_sleep_until(next);
+		late = vgpu_compute_sleep_until(g, next);
 	}
 	/*
 	 * Never leave a tenant disabled: every gate goes back on first, after

@@ -120,6 +120,7 @@ struct vgpu_compute_slot {
 	u64 preempt_seq;      /* g->preempt_queued_seq after this slot's last
 			       * off edge: its enable waits for preempt_done_seq */
 	bool enable_owed;     /* an on edge found that PREEMPT still pending */
+	unsigned int on_edges; /* on edges issued: which TSG goes first */
 	u64 enables_deferred; /* on edges that had to wait for it */
 };
 
@@ -131,6 +132,13 @@ struct vgpu_compute_gpu {
 	struct list_head slots;
 	unsigned int nslots;
 	struct task_struct *thread;
+	/*
+	 * A TSG went on the runlist since the thread's tick began (set by
+	 * vgpu_compute_kick under vgpu_compute_lock, cleared by the thread
+	 * before its registry walk, read without g->lock): the thread ticks
+	 * again instead of sleeping until its next edge.
+	 */
+	bool kicked;
 	bool rm_ready;
 	u64 rm_retry_ns; /* next attempt at the RM objects */
 	u32 h_client, h_device, h_subdevice; /* the module's own RM objects */
@@ -182,6 +190,8 @@ void vgpu_compute_meter_reset(struct vgpu_compute_gpu *g);
 struct vgpu_compute_slot *vgpu_compute_find(struct vgpu_compute_gpu *g, u32 id);
 void vgpu_compute_exec(struct vgpu_compute_gpu *g, int n, bool force);
 int vgpu_compute_thread(void *arg);
+/* Makes @g's running thread tick now (a TSG went on the runlist). */
+void vgpu_compute_kick(struct vgpu_compute_gpu *g);
 
 /* compute_gate.c (the gate's protocol), used by compute.c. */
 struct vcore_channel_info;

@@ -14,6 +14,7 @@
 
 #include "slot.h"
 #include "compute.h"
+#include "core_host.h"
 #include "core/vcore.h"
 
 /* vgpu_compute_lock protects: vgpu_compute_gpus, each g->thread. */
@@ -234,8 +235,35 @@ bool vgpu_compute_slot_stats(struct vgpu_slot *slot,
 	return found;
 }
 
+/*
+ * A TSG of slot @slot_id went on the runlist (core_host.h): its GPU's thread
+ * ticks now, and the tick gates the TSG if its slot is gated off
+ * (compute.c). Waiting for the thread's next edge let a TSG scheduled early
+ * in a cap-10 off phase run alone for up to the whole 45 ms, all of it the
+ * slot's debt by the cap's rules: four such joiners left their slot gated for
+ * most of the next second, some of its tenants with nothing
+ * (compute_gate.cc, TsgScheduledWhileGatedIsNotEnabledByTheOnEdge).
+ */
+static void vgpu_compute_tsg_scheduled(u32 slot_id)
+{
+	struct vgpu_slot *slot = vgpu_slot_lookup(slot_id);
+	struct vgpu_compute_gpu *g;
+	u32 gpu;
+
+	if (!slot)
+		return;
+	gpu = slot->gpu;
+	vgpu_slot_put(slot); /* the caller's open file holds another */
+	mutex_lock(&vgpu_compute_lock);
+	g = vgpu_compute_gpu_get(gpu, false);
+	if (g && g->thread)
+		vgpu_compute_kick(g);
+	mutex_unlock(&vgpu_compute_lock);
+}
+
 int vgpu_compute_init(void)
 {
+	vgpu_filter_set_tsg_hook(vgpu_compute_tsg_scheduled);
 	return 0;
 }
 
@@ -245,6 +273,7 @@ void vgpu_compute_exit(void)
 	struct vgpu_compute_slot *cs, *tmp;
 	struct vgpu_compute_gpu *g, *gt;
 
+	vgpu_filter_set_tsg_hook(NULL);
 	mutex_lock(&vgpu_compute_lock);
 	list_for_each_entry_safe(g, gt, &vgpu_compute_gpus, node)
 	{

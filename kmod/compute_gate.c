@@ -137,6 +137,56 @@ static int vgpu_compute_chan_seen(void *arg,
 	return 0;
 }
 
+/*
+ * Which TSG an on edge enables first. The runlist hands the GPU to the first
+ * TSG whose channels are enabled again (nvsim: the first one runnable; on the
+ * GPU, Host's runlist search finds it while RM is still enabling the rest),
+ * and the others follow in runlist order, one timeslice each. An on phase
+ * shorter than one round of the slot's timeslices (cap 10: 5 ms for five
+ * TSGs of 1 ms slices, less while the integral repays a debt) ends before the
+ * last TSGs get theirs: enabled in the same order at every edge, one tenant
+ * of five got 0.0 % of a 1 s window (compute_gate.cc, the joiners). Each on
+ * edge starts one TSG further along the slot's list (@c->g->chan_*[0, @n),
+ * grouped by TSG as the registry walk found them).
+ */
+static bool vgpu_compute_chan_new_tsg(const struct vgpu_compute_gpu *g,
+				      unsigned int i)
+{
+	return !i || g->chan_tsg[i] != g->chan_tsg[i - 1] ||
+	       g->chan_client[i] != g->chan_client[i - 1];
+}
+
+static void vgpu_compute_chan_reverse(struct vgpu_compute_gpu *g,
+				      unsigned int lo, unsigned int hi)
+{
+	for (; lo + 1 < hi; lo++, hi--) {
+		swap(g->chan_client[lo], g->chan_client[hi - 1]);
+		swap(g->chan_handle[lo], g->chan_handle[hi - 1]);
+		swap(g->chan_tsg[lo], g->chan_tsg[hi - 1]);
+	}
+}
+
+static void vgpu_compute_rotate_on(struct vgpu_compute_gpu *g,
+				   struct vgpu_compute_slot *cs, unsigned int n)
+{
+	unsigned int i, tsgs = 0, first;
+
+	for (i = 0; i < n; i++)
+		tsgs += vgpu_compute_chan_new_tsg(g, i);
+	if (tsgs < 2)
+		return;
+	first = cs->on_edges++ % tsgs;
+	for (i = 0; i < n; i++)
+		if (vgpu_compute_chan_new_tsg(g, i) && !first--)
+			break;
+	if (!i || i == n)
+		return;
+	/* Left by i: reverse both parts, then the whole. */
+	vgpu_compute_chan_reverse(g, 0, i);
+	vgpu_compute_chan_reverse(g, i, n);
+	vgpu_compute_chan_reverse(g, 0, n);
+}
+
 /* ---- the PREEMPT worker and the edges --------------------------------- */
 
 void vgpu_compute_preempt_work(struct work_struct *work)
@@ -312,6 +362,8 @@ void vgpu_compute_gate(struct vgpu_compute_gpu *g, struct vgpu_compute_slot *cs,
 		pr_warn_ratelimited("slot %u: more than %u channels, the rest "
 				    "is not gated\n",
 				    cs->id, VGPU_COMPUTE_MAX_CHANNELS);
+	if (!off)
+		vgpu_compute_rotate_on(g, cs, c.n);
 	if (c.n && g->rm_ready)
 		dc = kmalloc(sizeof(*dc), GFP_KERNEL);
 	if (c.n && !dc) {

@@ -209,6 +209,22 @@ static vcore_u64 vgpu_host_clock_ns(void *priv)
 	return ktime_get_ns();
 }
 
+static void (*vgpu_tsg_hook)(u32 slot_id);
+
+void vgpu_filter_set_tsg_hook(void (*fn)(u32 slot_id))
+{
+	WRITE_ONCE(vgpu_tsg_hook, fn);
+}
+
+static void vgpu_host_tsg_scheduled(void *priv)
+{
+	struct vgpu_filter_slot *fs = priv;
+	void (*fn)(u32 slot_id) = READ_ONCE(vgpu_tsg_hook);
+
+	if (fn)
+		fn(fs->id);
+}
+
 const struct vcore_host_ops vgpu_host_ops = {
 	.copy_from_user = vgpu_host_copy_from_user,
 	.copy_to_user = vgpu_host_copy_to_user,
@@ -222,6 +238,7 @@ const struct vcore_host_ops vgpu_host_ops = {
 	.clock_ns = vgpu_host_clock_ns,
 	.driver_memory = vgpu_trusted_driver_memory,
 	.control_copy = vgpu_trusted_control_copy,
+	.tsg_scheduled = vgpu_host_tsg_scheduled,
 };
 
 /* Client records confirmed by the driver (kmod/core/vcore.h, driver_query.c).

@@ -54,6 +54,13 @@ void vgpu_filter_exit(void);
 /* core_host.c */
 extern const struct vcore_host_ops vgpu_host_ops;
 extern const struct vcore_client_ops vgpu_client_ops;
+/*
+ * Who hears that a slot's TSG went on the runlist (vcore.h, tsg_scheduled):
+ * the compute part, which sits above this one and is reached only through
+ * this hook (kmod/layers.txt). Set while it runs (vgpu_compute_init/exit);
+ * NULL: nobody. Called in the scheduling task, no lock held.
+ */
+void vgpu_filter_set_tsg_hook(void (*fn)(u32 slot_id));
 
 /* vcore_u64 is the compiler's unsigned long; the kernel's u64 is unsigned long
  * long. */

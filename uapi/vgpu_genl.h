@@ -28,6 +28,8 @@
  *     VGPU_A_SLOT_MEM_QUOTA      u64 bytes of video memory, optional; 0 (default) = unlimited
  *     VGPU_A_SLOT_COMPUTE_SHARE  u32 percent 1..100, optional, default 100
  *     VGPU_A_SLOT_COMPUTE_MODE   u32 enum vgpu_compute_mode, optional, default CAP
+ *     VGPU_A_SLOT_COMPUTE_REF_CLOCK_MHZ u32 MHz 0..10000, optional, default 0: carried,
+ *                                not used by the module (uapi/vgpu_slot_fields.h)
  *     VGPU_A_SLOT_MANAGED_POLICY u32 enum vgpu_managed_policy, optional, default
  *                                REFUSE when a memory quota is set, else ALLOW_UNCOUNTED
  *     VGPU_A_SLOT_UNKNOWN_POLICY u32 enum vgpu_unknown_policy, optional, default REFUSE
@@ -52,7 +54,7 @@
  *   a change is flagged NLM_F_DUMP_INTR (retry it). A slot is described by:
  *     VGPU_A_SLOT_ID, VGPU_A_SLOT_GPU, VGPU_A_SLOT_NAME, VGPU_A_SLOT_MEM_QUOTA,
  *     VGPU_A_SLOT_COMPUTE_SHARE, VGPU_A_SLOT_COMPUTE_MODE, VGPU_A_SLOT_MANAGED_POLICY,
- *     VGPU_A_SLOT_UNKNOWN_POLICY,
+ *     VGPU_A_SLOT_UNKNOWN_POLICY, VGPU_A_SLOT_COMPUTE_REF_CLOCK_MHZ,
  *     VGPU_A_SLOT_FLAGS, VGPU_A_SLOT_STATE (enum vgpu_slot_state),
  *     VGPU_A_SLOT_NODE_CTL, VGPU_A_SLOT_NODE_DEV, VGPU_A_SLOT_NODE_UVM (node names under /dev),
  *     VGPU_A_SLOT_OPEN_FILES u32, VGPU_A_SLOT_PROCS (nested: VGPU_A_PROC_PID u32 repeated),
@@ -132,6 +134,7 @@ enum vgpu_attr {
 	VGPU_A_EVENT_DETAIL,	    /* string */
 	VGPU_A_PAD,		    /* alignment padding for u64 attributes */
 	VGPU_A_SLOT_COMPUTE_MODE,   /* u32 enum vgpu_compute_mode */
+	VGPU_A_SLOT_COMPUTE_REF_CLOCK_MHZ, /* u32 MHz, 0 = unknown */
 	__VGPU_A_MAX
 };
 #define VGPU_A_MAX (__VGPU_A_MAX - 1)

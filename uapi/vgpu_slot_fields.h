@@ -37,7 +37,10 @@
 	X(mem_quota, u64, "bytes of video memory, 0 = unlimited", 0, 0,        \
 	  0xffffffffffffffffULL, VGPU_A_SLOT_MEM_QUOTA, "VGPU_MEMORY_QUOTA")   \
 	X(compute_share, u32, "percent of the GPU's compute time", 100, 1,     \
-	  100, VGPU_A_SLOT_COMPUTE_SHARE, "VGPU_COMPUTE_SHARE")
+	  100, VGPU_A_SLOT_COMPUTE_SHARE, "VGPU_COMPUTE_SHARE")                 \
+	X(compute_ref_clock_mhz, u32,                                          \
+	  "MHz, the GPU's saturated SM clock; 0 = unknown", 0, 0, 10000,       \
+	  VGPU_A_SLOT_COMPUTE_REF_CLOCK_MHZ, "VGPU_COMPUTE_REF_CLOCK_MHZ")
 
 #define VGPU_SLOT_ENUMS(X)                                                     \
 	X(compute_mode, ComputeMode, VGPU_COMPUTE_MODE_VALUES,                 \
@@ -49,6 +52,16 @@
 	X(unknown_policy, UnknownPolicy, VGPU_UNKNOWN_POLICY_VALUES,           \
 	  VGPU_UNKNOWN_REFUSE, __VGPU_UNKNOWN_MAX,                             \
 	  VGPU_A_SLOT_UNKNOWN_POLICY, "VGPU_POLICY")
+
+/*
+ * compute_ref_clock_mhz: the SM clock this slot's GPU sustains when saturated
+ * at its power limit, which the shim's clock weighting measures work against
+ * (shim/compute/compute_measure.cc, "Clock weighting"). Written by the manager
+ * from what it measured on that GPU (daemon/reference_clock); 0: not known,
+ * the shim learns it with its start-up probe (shim/compute/ref_clock_probe.h).
+ * vgpu.ko carries it like every setting but does not use it: its controller
+ * caps GPU time, not work.
+ */
 
 /*
  * compute_mode: cap = a hard limit of compute_share, even on an idle GPU (what

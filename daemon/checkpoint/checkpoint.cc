@@ -19,7 +19,7 @@ namespace {
 
 using nlohmann::json;
 constexpr std::string_view kFormat = "vgpu-manager-checkpoint";
-constexpr int kVersion = 3;        // 3: settings named by uapi/vgpu_slot_fields.h
+constexpr int kVersion = 4;        // 3: settings named by uapi/vgpu_slot_fields.h; 4: ref clock
 constexpr int kOldestVersion = 1;  // snapshot only, no journal
 
 uint32_t Crc32(std::string_view data) {
@@ -28,8 +28,12 @@ uint32_t Crc32(std::string_view data) {
 }
 
 // Records of versions 1 and 2 (before uapi/vgpu_slot_fields.h) spelled two settings otherwise
-// and had no compute mode: every share then was a cap.
+// and had no compute mode: every share then was a cap. Records before version 4 had no reference
+// clock: unknown (0, the shim probes), as the slot's config then said.
 json FromLegacyKeys(json j) {
+  if (!j.contains("compute_ref_clock_mhz")) {
+    j["compute_ref_clock_mhz"] = 0u;
+  }
   if (!j.contains("memory_quota_bytes")) {
     return j;
   }

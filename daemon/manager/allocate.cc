@@ -131,6 +131,7 @@ Result<Grant> SlotManager::AllocateMemoryLocked(const IdSet& set,
   config.gpu_uuid = gpu->uuid;
   config.mem_quota = set.units.size() * options_.memory_unit_bytes;
   config.compute_share = 100;  // until PreStartContainer links the core share
+  config.compute_ref_clock_mhz = ReferenceClockOf(gpu->uuid);
   config.managed_policy = options_.managed_policy;
   config.unknown_policy = options_.unknown_policy;
   bool was_shared = slots_.AnyOnGpu(set.gpu);
@@ -200,6 +201,7 @@ Result<Grant> SlotManager::AllocateWholeLocked(const std::vector<alloc::DeviceId
     config.gpu_uuid = info->uuid;
     config.mem_quota = 0;  // unlimited: the container has the GPU to itself
     config.compute_share = 100;
+    config.compute_ref_clock_mhz = ReferenceClockOf(info->uuid);
     config.managed_policy = slots::ManagedPolicy::kAllowUncounted;
     config.unknown_policy = options_.unknown_policy;
     config.exclusive = true;

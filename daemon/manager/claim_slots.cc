@@ -22,6 +22,7 @@ Result<SlotRecord> SlotManager::CreateForClaim(const ClaimSlotRequest& request) 
   config.unknown_policy = options_.unknown_policy;
   config.exclusive = request.exclusive;
   config.compute_mode = request.compute_mode;
+  config.compute_ref_clock_mhz = ReferenceClockOf(gpu->uuid);
   if (request.exclusive) {
     config.mem_quota = 0;  // unlimited: the claim has the GPU to itself
     config.compute_share = 100;
@@ -60,6 +61,8 @@ Result<SlotRecord> SlotManager::CreateForClaimUnsaved(slots::SlotConfig config,
   std::lock_guard lock(mu_);
   if (TrackedSlot* t = slots_.FindByName(request.name)) {
     config.id = t->record.config.id;
+    // The reference clock is the GPU's, not the claim's: it may have changed since.
+    config.compute_ref_clock_mhz = t->record.config.compute_ref_clock_mhz;
     if (!SameEnforcement(t->record.config, config) ||
         t->record.config.exclusive != config.exclusive) {
       return FailedPreconditionError("slot " + request.name + " exists with other settings (" +

@@ -99,6 +99,9 @@ Status SlotManager::LinkLocked(TrackedSlot& t, const podresources::ContainerAssi
   } else if (const auto* whole = IdsFor(owner, options_.gpu_resource); whole != nullptr) {
     r.gpu_ids = Sorted(*whole);
   }
+  if (const uint32_t mhz = ReferenceClockOf(r.config.gpu_uuid); mhz != 0) {
+    r.config.compute_ref_clock_mhz = mhz;  // learned since Allocate, or lowered
+  }
   r.pod_namespace = owner.pod_namespace;
   r.pod_name = owner.pod_name;
   r.container = owner.container;

@@ -35,6 +35,7 @@
 #include "vgpu/manager/control_api.h"
 #include "vgpu/manager/enforcement.h"
 #include "vgpu/manager/log.h"
+#include "vgpu/manager/reference_clock_startup.h"
 #include "vgpu/manager/slot_manager.h"
 #include "vgpu/manager/stats_source.h"
 #include "vgpu/metrics/exporter.h"
@@ -416,6 +417,14 @@ class Daemon {
     opts.cdi_spec_dir = cfg_.cdi_spec_dir;
     opts.driver_library_dir = cfg_.DriverLibraryDir();
     opts.extra = std::move(*extra);
+    auto clocks = LoadReferenceClocks(cfg_.checkpoint_path);
+    if (!clocks.ok()) {
+      return clocks.status();
+    }
+    reference_clocks_ = std::move(*clocks);
+    opts.reference_clock_mhz = [clocks = reference_clocks_.get()](std::string_view uuid) {
+      return clocks->MhzFor(uuid);
+    };
     if (const char* at = std::getenv("VGPU_MANAGER_CRASH_AT"); at != nullptr && *at != '\0') {
       // Test seam for the crash-consistency scenarios (tests/integration/manager).
       std::string point = at;
@@ -441,6 +450,7 @@ class Daemon {
     }
     LogInfo("event=startup step=allocator placement=" + std::string(slots_->placer_name()) +
             " checkpoint=" + store_->path().string() + " " + report->ToString());
+    StartReferenceClocks(*reference_clocks_, *slots_);
     // GPU health (XID events through NVML) feeds ListAndWatch; without NVML GPUs stay healthy.
     xid_source_ = std::make_unique<health::NvmlXidSource>();
     health_sink_ = std::make_unique<health::SlotManagerHealthSink>(*slots_);
@@ -592,6 +602,9 @@ class Daemon {
   }
 
   void Shutdown() {
+    if (reference_clocks_) {
+      reference_clocks_->Stop();  // its thread calls into slots_
+    }
     if (health_) {
       health_->Stop();
     }
@@ -622,6 +635,7 @@ class Daemon {
   EnforcementInForce enforcement_;
   std::vector<alloc::GpuInfo> gpus_;
   std::unique_ptr<checkpoint::CheckpointStore> store_;
+  std::unique_ptr<reference_clock::ReferenceClocks> reference_clocks_;  // outlives slots_
   std::unique_ptr<SlotManager> slots_;
   std::unique_ptr<ControlServer> control_;
   std::vector<std::unique_ptr<plugin::PluginServer>> plugins_;

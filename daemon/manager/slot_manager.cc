@@ -55,6 +55,37 @@ const alloc::GpuInfo* SlotManager::FindGpu(uint32_t index) const {
   return nullptr;
 }
 
+uint32_t SlotManager::ReferenceClockOf(const std::string& gpu_uuid) const {
+  return options_.reference_clock_mhz ? options_.reference_clock_mhz(gpu_uuid) : 0;
+}
+
+int SlotManager::ApplyReferenceClock(const std::string& gpu_uuid) {
+  const uint32_t mhz = ReferenceClockOf(gpu_uuid);
+  if (mhz == 0) {
+    return 0;
+  }
+  std::lock_guard lock(mu_);
+  int rewritten = 0;
+  for (auto& [id, t] : slots_.all()) {
+    slots::SlotConfig& c = t.record.config;
+    if (c.gpu_uuid != gpu_uuid || c.compute_ref_clock_mhz == mhz) {
+      continue;
+    }
+    slots::SlotConfig updated = c;
+    updated.compute_ref_clock_mhz = mhz;
+    if (Status s = backend_.Update(updated); !s.ok()) {
+      LogWarn("event=reference_clock_not_applied " + Describe(t.record) + " error=\"" +
+              s.ToString() + "\"");
+      continue;
+    }
+    c = updated;
+    slots_.MarkChanged(id);
+    ++rewritten;
+  }
+  SaveLocked();
+  return rewritten;
+}
+
 const std::string& SlotManager::ResourceName(ResourceKind kind) const {
   switch (kind) {
     case ResourceKind::kCore:

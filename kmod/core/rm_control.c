@@ -213,11 +213,18 @@ enum vcore_verdict vcore_ctrl_node_private(struct vcore_call *call)
  * rewrites bEnable during the call can make the driver and the registry
  * disagree.
  */
+/* After the registry recorded a schedule change: the host's hook (vcore.h). */
+static void tsg_schedule_changed(struct vcore_slot *slot, vcore_bool on)
+{
+	if (on && slot->ops->tsg_scheduled)
+		slot->ops->tsg_scheduled(slot->priv);
+}
+
 static int tsg_schedule_post(struct vcore_call *call)
 {
 	struct vcore_obj *tsg;
 	vcore_u32 status = 1;
-	vcore_bool on;
+	vcore_bool on, changed = 0;
 
 	if (vcore_reply_u32(call, 28, &status) || status != NV_OK)
 		return 0;
@@ -228,8 +235,11 @@ static int tsg_schedule_post(struct vcore_call *call)
 	if (tsg && tsg->kind == VCORE_CLS_TSG && tsg->scheduled != on) {
 		tsg->scheduled = on;
 		call->slot->tsg_gen++;
+		changed = 1;
 	}
 	vcore_unlock(call->slot);
+	if (changed)
+		tsg_schedule_changed(call->slot, on);
 	return 0;
 }
 
@@ -252,7 +262,7 @@ static vcore_bool tsg_schedule_copy(struct vcore_call *call, int i,
 	vcore_u32 h_tsg = vcore_rd32(call->argbuf, 4), status = 0;
 	vcore_u8 prm[sizeof(NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS)];
 	struct vcore_obj *tsg;
-	vcore_bool on;
+	vcore_bool on, changed = 0;
 
 	if (!slot->ops->control_copy || call->bufs[i].len != sizeof(prm) ||
 	    !vcore_own_client(call, h_client))
@@ -272,8 +282,11 @@ static vcore_bool tsg_schedule_copy(struct vcore_call *call, int i,
 	if (status == NV_OK && tsg && tsg->scheduled != on) {
 		tsg->scheduled = on;
 		slot->tsg_gen++;
+		changed = 1;
 	}
 	vcore_unlock(slot);
+	if (changed)
+		tsg_schedule_changed(slot, on);
 	*v = vcore_answer_status(call, status);
 	return 1;
 }

@@ -156,6 +156,17 @@ struct vcore_host_ops {
 	int (*control_copy)(void *priv, vcore_u32 h_client, vcore_u32 h_object,
 			    vcore_u32 cmd, void *params, vcore_u32 size,
 			    vcore_u32 *status);
+	/*
+	 * Optional: a TSG of this slot went on the runlist (GPFIFO_SCHEDULE
+	 * with bEnable=1 answered NV_OK and the registry says so now). Called
+	 * in the calling task, slot lock not held. A TSG scheduled while its
+	 * slot is gated off runs free until the host's compute controller
+	 * gates it (vcore_sched.h: at once); the kernel host wakes its
+	 * controller here rather than at the next gate edge, up to a cap
+	 * period later (docs/results/compute-kernel-host.md). The shim leaves
+	 * it NULL.
+	 */
+	void (*tsg_scheduled)(void *priv);
 };
 
 /*

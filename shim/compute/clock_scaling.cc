@@ -4,11 +4,11 @@
 
 namespace vgpu::shim::compute {
 
-void ClockScalingLearner::Add(uint64_t busy_ns, uint64_t fb_ns, uint32_t u_pm) {
+void ClockScalingLearner::Add(uint64_t busy_ns, uint64_t fb_ns, uint32_t u_pm, bool gated) {
   if (busy_ns == 0 || u_pm == 0) {
     return;
   }
-  Bin* b = u_pm >= kRefMinPm ? &ref_ : u_pm <= kLiftMaxPm ? &lift_ : nullptr;
+  Bin* b = u_pm >= kRefMinPm ? &ref_ : u_pm <= kLiftMaxPm && gated ? &lift_ : nullptr;
   if (b == nullptr) {
     return;  // between the bins: says little about c
   }

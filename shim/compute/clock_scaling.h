@@ -67,7 +67,10 @@ class ClockScalingLearner {
   static constexpr uint32_t kMinGapPm = 30;  // the bins' mean u at least 0.03 apart
 
   // One span of the slot's own samples: GR busy, fb (DRAM) busy, u = f_ref / f_busy in permille.
-  void Add(uint64_t busy_ns, uint64_t fb_ns, uint32_t u_pm);
+  // `gated`: the slot was duty-cycled in it. Only such a span may enter the lifted bin: an
+  // ungated one that ran above the reference is a cold card's boost (the start-up probe's first
+  // spans), not the lift a cap gives, and once taught c = 0 (docs/results/e2e-h200.md, run H).
+  void Add(uint64_t busy_ns, uint64_t fb_ns, uint32_t u_pm, bool gated);
 
   // c in permille: learned, else kPriorPm.
   uint32_t c_pm() const { return c_pm_; }

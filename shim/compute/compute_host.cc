@@ -41,8 +41,11 @@ ComputeHost::ComputeHost(const ComputeConfig& cfg, RmControlFn rm, void* rm_ctx)
       rm_ctx_(rm_ctx),
       pid_(cfg.pid != 0 ? cfg.pid : static_cast<uint32_t>(getpid())),
       probe_(cfg.ref_probe_max_ns) {
+  // The probe learns the reference clock, and gives c's learner its reference spans (the tenant
+  // saturating at the reference: clock_scaling.h). With both configured nothing is left to learn.
+  const bool learn_c = cfg_.clock_scaling_pm == kLearnClockScaling;
   probing_ = cfg_.mode == VCORE_SCHED_MODE_CAP && cfg_.share < 100 && cfg_.clock != nullptr &&
-             cfg_.ref_clock_mhz == 0 && cfg_.ref_probe_max_ns != 0;
+             (cfg_.ref_clock_mhz == 0 || learn_c) && cfg_.ref_probe_max_ns != 0;
   probe_state_.store(probing_ ? 1 : 0);
   scaling_pm_.store(cfg_.clock_scaling_pm != kLearnClockScaling
                         ? std::min<uint32_t>(cfg_.clock_scaling_pm, ClockScalingLearner::kMaxPm)

@@ -207,9 +207,11 @@ class ComputeHost {
   struct UnbinnedSpan {
     uint64_t busy_ns, fb_ns;
     uint32_t mhz;
+    bool gated;  // duty-cycled: may be a lifted span (compute_measure.cc, "Clock weighting")
   };
   std::vector<UnbinnedSpan> unbinned_;  // meter thread: spans before the reference was known
   uint64_t last_foreign_ns_ = 0;        // meter thread: the last span naming a non-member
+  uint64_t probe_end_ns_ = 0;           // meter thread: when the start-up probe ended
   std::atomic<uint32_t> scaling_pm_{0};
   std::atomic<bool> scaling_learned_{false};
   std::atomic<uint32_t> rho_ref_pm_{0}, rho_lift_pm_{0}, u_lift_pm_{0};  // for the log

@@ -39,12 +39,24 @@ constexpr size_t kMaxUnpublished = 4 * kPerfmonSampleCount;
 //    duty 40 % and one every few periods below, and the meter folds them into each perfmon
 //    span (200 ms). The clock moves on the power controller's time scale (tens of ms and more),
 //    so the samples need not be aligned with the perfmon samples, which lag by <= ~0.4 s.
-//  - f_ref: the clock the GPU sustains when this tenant saturates it uncapped: learned by the
-//    start-up probe of a cap slot (ref_clock_probe.h: the slot runs ungated from its first
-//    settled context until two saturated spans agree, at most ref_probe_max_ns), and from then
-//    on from spans with no off edge for kLearnQuietNs and >= 90 % busy, as an exponential
-//    average over kLearnSpans spans (~1 s at 200 ms); or configured (compute_ref_clock_mhz, for
-//    a test that wants it fixed). Before any is known q = 1 (the time cap).
+//  - f_ref: the clock the GPU sustains when saturated at its power limit. Configured
+//    (compute_ref_clock_mhz): the manager writes what it measured on this GPU over long
+//    saturated stretches (daemon/reference_clock), a property of the GPU rather than of the
+//    moment a process starts: a 2-s probe read 1483 MHz on a hot H200 and 1538 MHz on the same
+//    card a minute later (docs/results/e2e-h200.md, run H), and caps 70/90 over-delivered by 3-5
+//    points against the higher one. Unknown (0): learned by the start-up probe of a cap slot
+//    (ref_clock_probe.h: the slot runs ungated from its first settled context, at most
+//    ref_probe_max_ns), and from then on from spans with no off edge for kLearnQuietNs and
+//    >= 90 % busy, as an exponential average over kLearnSpans spans (~1 s at 200 ms). Before
+//    any is known q = 1 (the time cap).
+//  - The probe also gives c's learner its reference bin (the tenant's DRAM traffic per busy
+//    second at the saturated clock): a tenant capped from its first kernel never runs there
+//    otherwise, and without that bin c stays at its prior 1, which under-delivers low caps
+//    (26.3 % at cap 30 on the H200, docs/results/compute-h200.md, run 3). So a configured
+//    reference skips the probe only where c is configured too; its spans then feed c alone.
+//  - c's lifted bin takes only gated spans (an off edge within kLearnQuietNs, and not the
+//    probe's last spans, which perfmon reports up to kPerfmonLagNs late): the probe's first
+//    spans on a cold card boost far above the reference and once taught c = 0 (run H).
 //  - c (the fraction of the busy time that scales with the clock): learned per tenant and GPU
 //    from the same perfmon samples' DRAM (fb) busy, which is proportional to work for a given
 //    loop (clock_scaling.h says how, and why not a constant: the H200 bf16 matmul loop's c was
@@ -64,6 +76,8 @@ constexpr uint64_t kClockBindRetryNs = 1'000'000'000;
 // ref_probe_max_ns, ~13 spans of 200 ms by default) with room to spare.
 constexpr size_t kMaxUnbinned = 64;
 constexpr uint64_t kForeignQuietNs = 2'000'000'000;
+// How late perfmon reports GPU time (<= ~0.4 s on the H200, "Clock weighting").
+constexpr uint64_t kPerfmonLagNs = 500'000'000;
 
 }  // namespace
 
@@ -267,10 +281,15 @@ uint32_t ComputeHost::WorkPerTime(uint64_t busy_ns, uint64_t span_ns, uint64_t f
   const uint64_t now = MonotonicNs();
   const uint64_t last_off = last_gate_off_ns_.load(std::memory_order_relaxed);
   const bool quiet = last_off == 0 || now - last_off > kLearnQuietNs;
-  if (probe_state_.load() == 1) {
-    // The start-up probe (ref_clock_probe.h): the slot runs ungated until it has learned.
+  const bool probing = probe_state_.load() == 1;
+  if (probing) {
+    // The start-up probe (ref_clock_probe.h): the slot runs ungated until it has learned. A
+    // configured reference stays the reference: the probe ran for c's reference spans.
     if (probe_.Add(now, busy_ns, span_ns, n != 0 ? busy : 0) != RefClockProbe::State::kProbing) {
-      ref = probe_.ref_mhz();
+      if (cfg_.ref_clock_mhz == 0) {
+        ref = probe_.ref_mhz();
+      }
+      probe_end_ns_ = now;
       ref_mhz_.store(ref, std::memory_order_relaxed);  // before the state the control thread reads
       probe_state_.store(probe_.state() == RefClockProbe::State::kLearned ? 2 : 3);
     }
@@ -280,14 +299,18 @@ uint32_t ComputeHost::WorkPerTime(uint64_t busy_ns, uint64_t span_ns, uint64_t f
   }
   ref_mhz_.store(ref, std::memory_order_relaxed);
   // c's learner (clock_scaling.h) bins spans by u = ref / clock; the probe's spans, the
-  // reference bin's first, come before the reference is known, so they wait for it.
+  // reference bin's first, come before a learned reference is known, so they wait for it. Only a
+  // gated span may be a lifted one ("Clock weighting").
+  const bool after_probe = !probing && (probe_end_ns_ == 0 || now - probe_end_ns_ >= kPerfmonLagNs);
+  const bool gated = !quiet && after_probe;
   if (n != 0 && !shared && unbinned_.size() < kMaxUnbinned) {
-    unbinned_.push_back({busy_ns, fb_ns, busy});
+    unbinned_.push_back({busy_ns, fb_ns, busy, gated});
   }
   if (ref != 0) {
     for (const UnbinnedSpan& u : unbinned_) {
       scaling_.Add(u.busy_ns, u.fb_ns,
-                   static_cast<uint32_t>(std::min<uint64_t>(uint64_t{ref} * 1000 / u.mhz, 10'000)));
+                   static_cast<uint32_t>(std::min<uint64_t>(uint64_t{ref} * 1000 / u.mhz, 10'000)),
+                   u.gated);
     }
     unbinned_.clear();
   }
@@ -329,8 +352,12 @@ void ComputeHost::EndProbeIfDone() {
     Execute(a, n);
   }
   if (cfg_.log_fd >= 0) {
-    dprintf(cfg_.log_fd, "clock probe: %s, reference %u MHz after %u saturated spans\n",
-            probe_state_.load() == 2 ? "learned" : "gave up", ref_mhz_.load(), probe_.busy_spans());
+    dprintf(cfg_.log_fd,
+            "clock probe: %s, reference %u MHz (%s; the probe's %u MHz) after %u "
+            "saturated spans\n",
+            probe_state_.load() == 2 ? "learned" : "gave up", ref_mhz_.load(),
+            cfg_.ref_clock_mhz != 0 ? "configured" : "probed", probe_.ref_mhz(),
+            probe_.busy_spans());
   }
 }
 

@@ -1,8 +1,13 @@
 // libvgpu-shim.so's compute share: wires ComputeHost to the shim's hooks (vshim_hooks.h).
 //
-// Configuration (slot config file keys, overridden by the environment):
-//   compute_share          / VGPU_COMPUTE_SHARE          1..100 (absent or 100 cap: no thread)
-//   compute_mode           / VGPU_COMPUTE_MODE           cap | weight (default cap)
+// Configuration. The slot's settings (uapi/vgpu_slot_fields.h: compute_share, compute_mode,
+// compute_ref_clock_mhz) are read by their schema names from what shim/preload/config.cc parsed
+// (the slot config, or without one the rows' environment variables); VGPU_SETTING_KEY makes a
+// name that is not a schema row fail to compile, so they cannot be spelled a second way here.
+//   compute_ref_clock_mhz: the GPU's saturated SM clock, written by the manager from what it
+//     measured on that GPU (daemon/reference_clock); 0: the start-up probe learns it
+//     (ref_clock_probe.h)
+// The host's own tuning (slot config file keys, overridden by the environment without a config):
 //   compute_foreign_share  / VGPU_COMPUTE_FOREIGN_SHARE  weight: the other weight slots' total
 //                                                        share on the GPU (default: unknown, no
 //                                                        feedback, the calibrated map alone)
@@ -13,12 +18,6 @@
 //   compute_clock          / VGPU_COMPUTE_CLOCK          on | off (default on): cap work, not
 //                                                        time, by weighting GPU time with the
 //                                                        SM clock (NVML, sm_clock.h)
-//   compute_ref_clock_mhz  / VGPU_COMPUTE_REF_CLOCK_MHZ  the GPU's SM clock when saturated
-//                                                        uncapped. Not for operators: by default
-//                                                        a cap slot learns it with a start-up
-//                                                        probe (ref_clock_probe.h); setting it
-//                                                        skips the probe (tests that want it
-//                                                        fixed)
 //   compute_clock_scaling_pm / VGPU_COMPUTE_CLOCK_SCALING_PM  permille of the work's time that
 //                                                        scales with the SM clock. Not for
 //                                                        operators: by default each tenant learns
@@ -35,6 +34,7 @@
 
 #include "shim/compute/compute_host.h"
 #include "shim/include/vshim_hooks.h"
+#include "uapi/vgpu_slot_fields.h"
 
 namespace vgpu::shim::compute {
 namespace {
@@ -44,6 +44,19 @@ ComputeHost* host = nullptr;
 NvmlClock* clock = nullptr;
 pid_t host_pid = 0;
 
+// One member per slot setting: VGPU_SETTING_KEY(field) is "field", and compiles only for a row.
+struct SchemaRows {
+#define VGPU_ROW_MEMBER(field, ...) int field;
+  VGPU_SLOT_NUMBERS(VGPU_ROW_MEMBER)
+  VGPU_SLOT_ENUMS(VGPU_ROW_MEMBER)
+#undef VGPU_ROW_MEMBER
+};
+#define VGPU_SETTING_KEY(field) ((void)sizeof(SchemaRows::field), #field)
+
+// A slot setting as shim/preload/config.cc resolved it (config file, else the row's variable).
+const char* SlotSetting(const char* key) { return vshim_config_get(key); }
+
+// One of the host's own keys: the environment only without a slot config.
 const char* Setting(const char* key, const char* env) {
   // Under a slot config the tenant's environment changes nothing (shim/preload/config.h).
   const char* config = getenv("VGPU_CONFIG");
@@ -108,7 +121,7 @@ void OnObject(void* arg, const vshim_obj_info* i) {
 
 // Parses compute settings; false when no controller is needed (no share, or an uncapped cap).
 bool ParseConfig(ComputeConfig* cfg) {
-  const char* share = Setting("compute_share", "VGPU_COMPUTE_SHARE");
+  const char* share = SlotSetting(VGPU_SETTING_KEY(compute_share));
   if (share == nullptr) {
     return false;
   }
@@ -118,16 +131,16 @@ bool ParseConfig(ComputeConfig* cfg) {
     return false;
   }
   cfg->share = static_cast<uint32_t>(s);
-  const char* mode = Setting("compute_mode", "VGPU_COMPUTE_MODE");
+  const char* mode = SlotSetting(VGPU_SETTING_KEY(compute_mode));
   cfg->mode = mode != nullptr && strcmp(mode, "weight") == 0 ? VCORE_SCHED_MODE_WEIGHT
                                                              : VCORE_SCHED_MODE_CAP;
   if (const char* f = Setting("compute_foreign_share", "VGPU_COMPUTE_FOREIGN_SHARE")) {
     const long v = strtol(f, nullptr, 10);
     cfg->foreign_share = v >= 1 && v <= 100 ? static_cast<uint32_t>(v) : 0;
   }
-  if (const char* ref = Setting("compute_ref_clock_mhz", "VGPU_COMPUTE_REF_CLOCK_MHZ")) {
-    const long v = strtol(ref, nullptr, 10);
-    cfg->ref_clock_mhz = v >= 1 && v <= 10000 ? static_cast<uint32_t>(v) : 0;
+  if (const char* ref = SlotSetting(VGPU_SETTING_KEY(compute_ref_clock_mhz))) {
+    // In the row's range already (config.cc refused anything else); 0 = unknown.
+    cfg->ref_clock_mhz = static_cast<uint32_t>(strtoul(ref, nullptr, 10));
   }
   if (const char* c = Setting("compute_clock_scaling_pm", "VGPU_COMPUTE_CLOCK_SCALING_PM")) {
     const long v = strtol(c, nullptr, 10);

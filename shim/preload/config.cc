@@ -294,7 +294,6 @@ std::string LoadSlotConfig(SlotConfig& cfg, GetEnvFn getenv_fn) {
       // Read elsewhere (shim.cc, shim/compute), named here so that the shim logs them.
       {"VGPU_SHIM_PASSTHROUGH", nullptr},
       {"VGPU_COMPUTE_FOREIGN_SHARE", nullptr},
-      {"VGPU_COMPUTE_REF_CLOCK_MHZ", nullptr},
       {"VGPU_COMPUTE_CLOCK_SCALING_PM", nullptr},
       {"VGPU_COMPUTE_SETTLE_MS", nullptr},
       {"VGPU_COMPUTE_CLOCK", nullptr},

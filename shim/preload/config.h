@@ -13,6 +13,7 @@
 //     mem_quota       / VGPU_MEMORY_QUOTA   bytes, optionally with K/M/G/T (binary); 0 = none
 //     compute_share   / VGPU_COMPUTE_SHARE  percent 1..100
 //     compute_mode    / VGPU_COMPUTE_MODE   cap | weight
+//     compute_ref_clock_mhz / VGPU_COMPUTE_REF_CLOCK_MHZ  0..10000 (0: unknown, the shim probes)
 //     managed_policy  / VGPU_MANAGED        refuse | allow-uncounted (default: the core decides)
 //     unknown_policy  / VGPU_POLICY         refuse | allow-log
 //   ledger               / VGPU_LEDGER                shared ledger file (absolute path); default

@@ -172,6 +172,7 @@ constexpr vcore_host_ops kSimOpsBase = {
     .pid_in_slot = nullptr,
     .driver_memory = nullptr,  // the replay has no driver to ask
     .control_copy = nullptr,
+    .tsg_scheduled = nullptr,  // no compute controller in a replay
 };
 
 constexpr vcore_host_ops WithPidInSlot(vcore_host_ops ops) {

@@ -18,7 +18,8 @@
 # throughput in every 1 s window after the first, on a bf16 matmul loop and a CUDA-graph loop;
 # weight 30/70 and 10/90 within 3 points on both loops, each tenant in its own slot; the slot's
 # metrics agree with what was measured; CUDA IPC between two processes of one slot (legacy handles
-# and cuMemExportToShareableHandle fds) works and is charged once.
+# and cuMemExportToShareableHandle fds) works and is charged once; the cap slots carry the GPU's
+# reference clock the manager measured (from the bare run: daemon/reference_clock).
 #   usage: [E2E_PARTS="mem ipc caps weight"] [E2E_CAPS="10 30 50 70 90"] [E2E_LOOPS="matmul graph"]
 #          [E2E_PAIRS="30:70 10:90"] tests/gpu/e2e.sh BUNDLE [OUTDIR] [--prebuilt]
 #   BUNDLE: bin/ and lib/ from tests/gpu/e2e/bundle.sh; --prebuilt: build/gpu as it is
@@ -34,7 +35,11 @@ source "$e2e/pod.sh"  # build_shim, row, run, util, in_pod, bare, mem_in_pod
 build_shim "${3:-}" || exit 1
 export PYTHONUNBUFFERED=1
 SECS=${E2E_SECS:-5}     # measured seconds per cap run
-WARM=${E2E_WARMUP_S:-3} # unmeasured: the settle and the reference clock's probe (ref_clock_probe.h)
+WARM=${E2E_WARMUP_S:-3} # unmeasured: the settle and the start-up probe (ref_clock_probe.h: c's reference spans)
+# The bare run's unmeasured start, longer: the manager learns the GPU's reference clock from a
+# stretch of >= 5 saturated NVML samples (daemon/reference_clock), and the cap slots admitted after
+# the bare run get it in their configs.
+BARE_WARM=${E2E_BARE_WARMUP_S:-$((WARM + 3))}
 QUOTA_UNITS=16          # vcuda-memory IDs of 256 MiB: 4 GiB
 QUOTA=$((QUOTA_UNITS << 28))
 work=/tmp/vgpu-e2e.$$  # short: unix socket paths
@@ -176,10 +181,12 @@ res=$out/e2e.jsonl
 : >"$res"
 for wl in $LOOPS; do
   part caps || break
-  bare timeout 60 python3 "$bench" --workload $wl --phases "100:cap:$SECS" --warmup-s "$WARM" --tag "bare-$wl" >>"$res"
+  bare timeout 60 python3 "$bench" --workload $wl --phases "100:cap:$SECS" --warmup-s "$BARE_WARM" --tag "bare-$wl" >>"$res"
+  refs=
   for c in $CAPS; do
     name=cap-$wl-$c
     admit "$name" $c $QUOTA_UNITS || { row "cap $c $wl" FAIL "admission refused"; continue; }
+    refs+=" $(sed -n 's/^compute_ref_clock_mhz=//p' "$work/vm/slots/$(slot_of "$name")/config")"
     scrape "$name" >"$out/logs/$name.scrape" &
     s=$!
     in_pod "$out/grants/$name.json" timeout 90 python3 "$bench" --workload $wl --phases "$c:cap:$SECS" \
@@ -188,6 +195,11 @@ for wl in $LOOPS; do
     wait $s 2>/dev/null
     release "$name"
   done
+  # The manager measured the GPU's saturated clock (from the bare run or earlier) and wrote it into
+  # every cap slot: no cap row depends on its own start-up probe's reference.
+  learned=$(grep -o 'event=reference_clock_learned [^ ]* reference_clock_mhz=[0-9]*' "$out/logs/manager.log" | sed 's/.*=//' | tr '\n' ' ')
+  [[ -n ${refs// /} && ! " $refs " =~ " 0 " ]] && res_ref=PASS || res_ref=FAIL
+  row "reference clock in the cap slots, $wl" $res_ref "slot configs' compute_ref_clock_mhz:$refs; manager learned (MHz, in order): ${learned:-none}"
 done
 stop_manager
 echo quit >&"${KUBELET[1]}"

@@ -1,114 +1,17 @@
-// NVML through dlopen. The few prototypes and structs used are declared here from the NVML API
-// reference (docs.nvidia.com/deploy/nvml-api, nvml.h), so vgpu builds without the CUDA toolkit
-// and runs on nodes without a driver (dlopen fails, the source reports Unavailable).
-#include <dlfcn.h>
+// GPU discovery through NVML (nvml_api.h: the declarations and the dlopen handle).
 
 #include <array>
 #include <cstring>
 #include <map>
 #include <utility>
 
+#include "nvml_api.h"
 #include "vgpu/topology/discovery.h"
 
 namespace vgpu::topology {
 namespace {
 
-// --- from nvml.h --------------------------------------------------------------------------
-using nvmlReturn_t = int;
-using nvmlDevice_t = struct nvmlDevice_st*;
-constexpr nvmlReturn_t NVML_SUCCESS = 0;
-constexpr nvmlReturn_t NVML_ERROR_INVALID_ARGUMENT = 2;
-constexpr nvmlReturn_t NVML_ERROR_NOT_SUPPORTED = 3;
-constexpr unsigned NVML_DEVICE_UUID_V2_BUFFER_SIZE = 96;
-constexpr unsigned NVML_DEVICE_NAME_V2_BUFFER_SIZE = 96;
-constexpr unsigned NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE = 80;
-constexpr unsigned NVML_NVLINK_MAX_LINKS = 18;          // nvml.h of r535..r580
-constexpr unsigned NVML_NVLINK_DEVICE_TYPE_GPU = 0x00;  // nvmlIntNvLinkDeviceType_t
-constexpr unsigned NVML_NVLINK_DEVICE_TYPE_SWITCH = 0x02;
-constexpr int NVML_FEATURE_ENABLED = 1;  // nvmlEnableState_t
-
-struct nvmlPciInfo_t {   // nvmlPciInfo_st, the v3 layout (nvmlDeviceGetPciInfo_v3)
-  char busIdLegacy[16];  // NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE
-  unsigned int domain;
-  unsigned int bus;
-  unsigned int device;
-  unsigned int pciDeviceId;
-  unsigned int pciSubSystemId;
-  char busId[32];  // NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE
-};
-static_assert(sizeof(nvmlPciInfo_t) == 68);
-
-struct nvmlMemory_t {  // nvmlMemory_st (v1: nvmlDeviceGetMemoryInfo)
-  unsigned long long total;
-  unsigned long long free;
-  unsigned long long used;
-};
-// ------------------------------------------------------------------------------------------
-
-// The entry points used; `required` ones must resolve, the rest degrade (older drivers lack
-// nvmlDeviceGetNvLinkRemoteDeviceType: a remote that is not one of our GPUs is then a switch).
-struct NvmlApi {
-  nvmlReturn_t (*Init)() = nullptr;
-  nvmlReturn_t (*Shutdown)() = nullptr;
-  const char* (*ErrorString)(nvmlReturn_t) = nullptr;
-  nvmlReturn_t (*GetCount)(unsigned*) = nullptr;
-  nvmlReturn_t (*GetHandleByIndex)(unsigned, nvmlDevice_t*) = nullptr;
-  nvmlReturn_t (*GetUuid)(nvmlDevice_t, char*, unsigned) = nullptr;
-  nvmlReturn_t (*GetName)(nvmlDevice_t, char*, unsigned) = nullptr;
-  nvmlReturn_t (*GetMemoryInfo)(nvmlDevice_t, nvmlMemory_t*) = nullptr;
-  nvmlReturn_t (*GetPciInfo)(nvmlDevice_t, nvmlPciInfo_t*) = nullptr;
-  nvmlReturn_t (*GetCpuAffinity)(nvmlDevice_t, unsigned, unsigned long*) = nullptr;
-  nvmlReturn_t (*GetNvLinkState)(nvmlDevice_t, unsigned, int*) = nullptr;
-  nvmlReturn_t (*GetNvLinkRemotePciInfo)(nvmlDevice_t, unsigned, nvmlPciInfo_t*) = nullptr;
-  nvmlReturn_t (*GetNvLinkRemoteDeviceType)(nvmlDevice_t, unsigned, unsigned*) = nullptr;
-  nvmlReturn_t (*GetComputeCapability)(nvmlDevice_t, int*, int*) = nullptr;
-  nvmlReturn_t (*GetDriverVersion)(char*, unsigned) = nullptr;
-};
-
-// Owns the dlopen handle; closes it on every path.
-class Library {
- public:
-  explicit Library(const std::string& path)
-      : handle_(dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) {}
-  ~Library() {
-    if (handle_ != nullptr) {
-      dlclose(handle_);
-    }
-  }
-  Library(const Library&) = delete;
-  Library& operator=(const Library&) = delete;
-  void* handle() const { return handle_; }
-  template <typename Fn>
-  bool Bind(const char* symbol, Fn& out) const {
-    out = reinterpret_cast<Fn>(dlsym(handle_, symbol));
-    return out != nullptr;
-  }
-
- private:
-  void* handle_;
-};
-
-// Pairs nvmlInit_v2 with nvmlShutdown.
-class Session {
- public:
-  explicit Session(const NvmlApi& api) : api_(api) {}
-  ~Session() {
-    if (active_) {
-      api_.Shutdown();
-    }
-  }
-  Session(const Session&) = delete;
-  Session& operator=(const Session&) = delete;
-  nvmlReturn_t Start() {
-    nvmlReturn_t rc = api_.Init();
-    active_ = rc == NVML_SUCCESS;
-    return rc;
-  }
-
- private:
-  const NvmlApi& api_;
-  bool active_ = false;
-};
+using namespace nvml;  // NOLINT: the NVML declarations of nvml_api.h
 
 class NvmlSource final : public GpuSource {
  public:

@@ -241,5 +241,68 @@ TEST_F(TsgScheduleTest, WithTheKernelEntryTheDriverSchedulesThePrivateCopy) {
   g_copied = nullptr;
 }
 
+// The host's tsg_scheduled hook (vcore.h): the kernel host wakes its compute controller there, so
+// that a TSG scheduled while its slot is gated off is gated at once. It must come once per TSG that
+// went on the runlist, after the registry says so (the controller's walk runs at once), and never
+// for a refused schedule, a repeat or an unschedule.
+struct HookSeen {
+  vcore_slot* slot = nullptr;
+  uint32_t client = 0;
+  int calls = 0, calls_scheduled = 0;
+};
+HookSeen* g_hook = nullptr;
+
+void TsgScheduled(void*) {
+  ++g_hook->calls;
+  g_hook->calls_scheduled += vcore_slot_tsg_scheduled(g_hook->slot, g_hook->client, kTsg);
+}
+vcore_host_ops OpsWithHook(bool control_copy) {
+  vcore_host_ops ops = SimHost::kOps;
+  ops.tsg_scheduled = TsgScheduled;
+  if (control_copy) ops.control_copy = ControlCopy;
+  return ops;
+}
+const vcore_host_ops kHookOps = OpsWithHook(false);
+const vcore_host_ops kHookCopyOps = OpsWithHook(true);
+
+TEST_F(TsgScheduleTest, TheHostHearsOfEachTsgThatWentOnTheRunlistAfterTheRegistry) {
+  for (const vcore_host_ops* ops : {&kHookOps, &kHookCopyOps}) {
+    SCOPED_TRACE(ops == &kHookOps ? "forwarded (post)" : "kernel entry (control_copy)");
+    CopiedControl copied;
+    HookSeen seen;
+    g_copied = &copied;
+    g_hook = &seen;
+    MakeSlot(0, VCORE_UNKNOWN_STRICT, ops);
+    Session(&client_, &device_, &subdevice_);
+    seen.slot = slot_;
+    seen.client = client_;
+    NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS t{};
+    t.engineType = NV2080_ENGINE_TYPE_GRAPHICS;
+    ASSERT_EQ(Alloc(client_, device_, kTsg, KEPLER_CHANNEL_GROUP_A, Bytes(t)).verdict,
+              VCORE_FORWARD);
+    EXPECT_EQ(seen.calls, 0) << "an allocation is no schedule";
+    // Refused by RM: nothing went on the runlist.
+    copied.status = NV_ERR_GENERIC;
+    if (ops == &kHookOps)
+      ScheduleByHand(true, NV_ERR_GENERIC);
+    else
+      Control(client_, kTsg, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, ScheduleParams(true));
+    EXPECT_EQ(seen.calls, 0) << "a refused schedule";
+    copied.status = NV_OK;
+    Control(client_, kTsg, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, ScheduleParams(true));
+    EXPECT_EQ(seen.calls, 1);
+    EXPECT_EQ(seen.calls_scheduled, 1) << "the hook ran before the registry recorded the schedule";
+    Control(client_, kTsg, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, ScheduleParams(true));
+    EXPECT_EQ(seen.calls, 1) << "a repeat changes nothing";
+    Control(client_, kTsg, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, ScheduleParams(false));
+    EXPECT_EQ(seen.calls, 1) << "off the runlist: nothing to gate";
+    Control(client_, kTsg, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, ScheduleParams(true));
+    EXPECT_EQ(seen.calls, 2);
+    EXPECT_EQ(seen.calls_scheduled, 2);
+    g_hook = nullptr;
+    g_copied = nullptr;
+  }
+}
+
 }  // namespace
 }  // namespace vgpu::core_test

@@ -135,7 +135,7 @@ TEST_F(JournalTest, EditedEntryIsCorruptAndKeptAside) {
 
 TEST_F(JournalTest, VersionOneFileStillLoads) {
   std::string v1 = Serialize({Record(4)});
-  size_t at = v1.find("\"version\":3");
+  size_t at = v1.find("\"version\":4");
   ASSERT_NE(at, std::string::npos);
   v1.replace(at, 11, "\"version\":1");
   std::ofstream(dir_ / "cp") << v1;
@@ -146,6 +146,20 @@ TEST_F(JournalTest, VersionOneFileStillLoads) {
   ASSERT_EQ(loaded->records.size(), 1u);
 }
 
+// A snapshot of `version` holding `rec` as it is, with a valid CRC (a file an older manager wrote).
+void WriteSnapshot(const fs::path& path, const nlohmann::json& rec, int version) {
+  nlohmann::json payload = {{"slots", {rec}}};
+  std::string dumped = payload.dump();
+  uint32_t crc = static_cast<uint32_t>(
+      crc32(0L, reinterpret_cast<const Bytef*>(dumped.data()), static_cast<uInt>(dumped.size())));
+  std::ofstream(path) << nlohmann::json{{"crc32", crc},
+                                        {"format", "vgpu-manager-checkpoint"},
+                                        {"payload", payload},
+                                        {"version", version}}
+                             .dump()
+                      << "\n";
+}
+
 // A version 2 file, as the manager wrote it before the slot schema: the quota and the share under
 // their old names, no compute mode. Upgrading keeps every slot, its share a cap.
 TEST_F(JournalTest, VersionTwoRecordsKeepTheirSettings) {
@@ -153,18 +167,10 @@ TEST_F(JournalTest, VersionTwoRecordsKeepTheirSettings) {
   rec.erase("mem_quota");
   rec.erase("compute_share");
   rec.erase("compute_mode");
+  rec.erase("compute_ref_clock_mhz");
   rec["memory_quota_bytes"] = 3ull << 30;
   rec["compute_share_percent"] = 30;
-  nlohmann::json payload = {{"slots", {rec}}};
-  std::string dumped = payload.dump();
-  uint32_t crc = static_cast<uint32_t>(
-      crc32(0L, reinterpret_cast<const Bytef*>(dumped.data()), static_cast<uInt>(dumped.size())));
-  std::ofstream(dir_ / "cp") << nlohmann::json{{"crc32", crc},
-                                               {"format", "vgpu-manager-checkpoint"},
-                                               {"payload", payload},
-                                               {"version", 2}}
-                                    .dump()
-                             << "\n";
+  WriteSnapshot(dir_ / "cp", rec, 2);
   CheckpointStore store(dir_ / "cp");
   auto loaded = store.Load();
   ASSERT_TRUE(loaded.ok());
@@ -173,6 +179,35 @@ TEST_F(JournalTest, VersionTwoRecordsKeepTheirSettings) {
   EXPECT_EQ(loaded->records[0].config.mem_quota, 3ull << 30);
   EXPECT_EQ(loaded->records[0].config.compute_share, 30u);
   EXPECT_EQ(loaded->records[0].config.compute_mode, ComputeMode::kCap);
+}
+
+// A version 3 file predates the reference clock: its slots load with the reference unknown (the
+// shim probes), not as a corrupt checkpoint that would lose them.
+TEST_F(JournalTest, VersionThreeRecordsLoadWithTheReferenceUnknown) {
+  slots::SlotRecord r = Record(4);
+  r.config.compute_share = 30;
+  nlohmann::json rec = nlohmann::json::parse(RecordJson(r));
+  rec.erase("compute_ref_clock_mhz");
+  WriteSnapshot(dir_ / "cp", rec, 3);
+  CheckpointStore store(dir_ / "cp");
+  auto loaded = store.Load();
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_TRUE(loaded->corrupt_reason.empty()) << loaded->corrupt_reason;
+  ASSERT_EQ(loaded->records.size(), 1u);
+  EXPECT_EQ(loaded->records[0].config.compute_ref_clock_mhz, 0u);
+  EXPECT_EQ(loaded->records[0].config.compute_share, 30u);
+}
+
+// The reference clock a slot was given is kept across a restart.
+TEST_F(JournalTest, ReferenceClockRoundTrips) {
+  slots::SlotRecord r = Record(4);
+  r.config.compute_ref_clock_mhz = 1483;
+  CheckpointStore store(dir_ / "cp");
+  ASSERT_TRUE(store.Save({r}).ok());
+  auto loaded = store.Load();
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_EQ(loaded->records.size(), 1u);
+  EXPECT_EQ(loaded->records[0].config.compute_ref_clock_mhz, 1483u);
 }
 
 TEST_F(JournalTest, WriterGroupsConcurrentAppendsAndCompacts) {

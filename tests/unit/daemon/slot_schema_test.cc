@@ -74,6 +74,24 @@ TEST(SlotSchemaRoundTrip, TheComputeShareReachesTheShim) {
   }
 }
 
+// The GPU's reference clock, as the manager writes it into a new slot (daemon/reference_clock),
+// is what the shim's compute host reads (shim/compute/compute_shim.cc): no probe needed for it.
+TEST(SlotSchemaRoundTrip, TheReferenceClockReachesTheShim) {
+  slots::SlotConfig c;
+  c.compute_share = 70;
+  c.compute_ref_clock_mhz = 1483;
+  shim::SlotConfig s;
+  ASSERT_EQ(shim::ParseConfigText(s, slots::FormatSlotConfigFile(c)), "");
+  shim::PublishSettings(s);
+  EXPECT_EQ(s.extra["compute_ref_clock_mhz"], "1483");
+  shim::SlotConfig unknown;
+  ASSERT_EQ(shim::ParseConfigText(unknown, slots::FormatSlotConfigFile(slots::SlotConfig{})), "");
+  shim::PublishSettings(unknown);
+  EXPECT_EQ(unknown.extra["compute_ref_clock_mhz"], "0") << "unknown: the shim probes";
+  shim::SlotConfig bad;
+  EXPECT_NE(shim::ParseConfigText(bad, "compute_ref_clock_mhz=20000\n"), "") << "out of range";
+}
+
 TEST(SlotSchemaRoundTrip, ManagerWriterToShimParser) {
   const slots::SlotConfig c = NonDefaultSlot();
   const std::string text = slots::FormatSlotConfigFile(c);

@@ -4,6 +4,10 @@
 //   switch    4 GPUs, 6 links each: 3 to NVSwitch 0000:e0:00.0, 3 to NVSwitch 0000:e1:00.0
 //   nolink    2 GPUs without NVLink (NOT_SUPPORTED)
 //   noinit    nvmlInit_v2 fails with NVML_ERROR_DRIVER_NOT_LOADED
+// Load (GpuLoadSource): GPU 0 reads the lines "UTIL MHZ" of the file FAKE_NVML_LOAD, the next one
+// at each nvmlDeviceGetUtilizationRates call and its clock until the following one; past the
+// last line, and on the other GPUs, it is idle (0 %, 345 MHz). The enforced power limit is
+// FAKE_NVML_POWER_LIMIT_MW (default 700000).
 // Built twice: with FAKE_NVML_OLD it lacks nvmlDeviceGetNvLinkRemoteDeviceType (and the compute
 // capability and driver version calls), like drivers before it existed, so the source must
 // classify remotes by itself and leave those two unknown.
@@ -114,6 +118,51 @@ int nvmlDeviceGetNvLinkRemotePciInfo_v2(void* device, unsigned link, PciInfo* pc
   std::snprintf(pci->busId, sizeof(pci->busId), "%s", remote);
   return 0;
 }
+struct Utilization {
+  unsigned gpu, memory;
+};
+unsigned load_line = 0;  // lines of FAKE_NVML_LOAD read so far
+unsigned load_mhz = 345;
+int nvmlDeviceGetUtilizationRates(void* device, Utilization* u) {
+  u->gpu = 0;
+  u->memory = 0;
+  load_mhz = 345;
+  const char* path = std::getenv("FAKE_NVML_LOAD");
+  if (Index(device) != 0 || path == nullptr) {
+    return 0;
+  }
+  FILE* f = std::fopen(path, "r");
+  if (f == nullptr) {
+    return 0;
+  }
+  unsigned util = 0, mhz = 0;
+  for (unsigned i = 0; i <= load_line; i++) {
+    if (std::fscanf(f, "%u %u", &util, &mhz) != 2) {
+      std::fclose(f);
+      return 0;  // past the last line: idle
+    }
+  }
+  std::fclose(f);
+  load_line++;
+  u->gpu = util;
+  load_mhz = mhz;
+  return 0;
+}
+int nvmlDeviceGetClockInfo(void* device, int type, unsigned* mhz) {
+  if (type != 1) {  // NVML_CLOCK_SM
+    return 2;
+  }
+  *mhz = Index(device) == 0 ? load_mhz : 345;
+  return 0;
+}
+int nvmlDeviceGetEnforcedPowerLimit(void*, unsigned* mw) {
+  const char* limit = std::getenv("FAKE_NVML_POWER_LIMIT_MW");
+  *mw = limit != nullptr ? static_cast<unsigned>(std::atoi(limit)) : 700000;
+  return 0;
+}
+// Tests read this: how many load lines GPU 0 has read.
+unsigned fake_nvml_load_lines() { return load_line; }
+
 #ifndef FAKE_NVML_OLD
 int nvmlDeviceGetCudaComputeCapability(void*, int* major, int* minor) {
   *major = 9;

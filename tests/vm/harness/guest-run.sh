@@ -20,7 +20,31 @@ if [ -w $KML ]; then
 else
   echo "harness: kmemleak not available in this kernel (no CONFIG_DEBUG_KMEMLEAK): leak check skipped"
 fi
-mods() { cut -d' ' -f1 /proc/modules | sort; }
+# /proc/modules lists the newest module first: a module that uses another was loaded after it.
+mods() { cut -d' ' -f1 /proc/modules; }
+# Unloads what a suite left loaded, newest first, in passes until nothing more goes: a module in
+# use by a later one (nvsim by vgpu's RM clients) unloads once that one is gone. In name order
+# nvsim's rmmod failed before vgpu's and nvsim stayed, so every later suite's insmod failed with
+# "File exists" and one failure became five. Prints what could not be unloaded.
+unload() {
+  pending=$*
+  while [ -n "$pending" ]; do
+    kept=
+    for m in $pending; do rmmod $m 2>/dev/null || kept="$kept $m"; done
+    kept=${kept# }
+    [ "$kept" = "$pending" ] && break
+    pending=$kept
+  done
+  echo "$pending"
+}
+# Processes whose cwd is $1, but busybox timeout's watcher (it polls once a second whether the
+# suite's shell is still there, then exits by itself).
+strays() {
+  for p in /proc/[0-9]*; do
+    [ "$(readlink $p/cwd 2>/dev/null)" = "$1" ] && [ "$(cat $p/comm 2>/dev/null)" != timeout ] &&
+      printf "%s " ${p#/proc/}
+  done
+}
 overall=0
 for d in $P/suites/*/; do
   s=$(basename $d); o=$P/out/suites/$s; mkdir -p $o
@@ -29,16 +53,29 @@ for d in $P/suites/*/; do
   echo "harness: suite $s: begin"
   echo "vmtest: suite $s begin" > /dev/kmsg
   ln -sfn $P/mod $d/mod
-  ( cd $d && OUT=$o timeout $SUITE_TIMEOUT sh ./guest.sh 2>&1; echo $? > $o/rc ) | tee $o/log.txt
+  # What a failed or timed-out suite left running (its programs' cwd is the suite's directory)
+  # holds this pipe and its modules' files open: killed before the pipe can end.
+  ( cd $d && OUT=$o timeout $SUITE_TIMEOUT sh ./guest.sh 2>&1; echo $? > $o/rc
+    cd / && strays ${d%/} > /tmp/strays; [ -s /tmp/strays ] && kill -KILL $(cat /tmp/strays)
+  ) | tee $o/log.txt
   rc=$(cat $o/rc 2>/dev/null || echo 1)
   [ "$rc" = 143 ] && echo "harness: suite $s: killed after ${SUITE_TIMEOUT}s (vmtest.suite_timeout)" | tee -a $o/log.txt
   echo "vmtest: suite $s end rc=$rc" > /dev/kmsg
+  if [ -s /tmp/strays ]; then
+    echo "harness: suite $s left processes running: $(cat /tmp/strays)(killed)" | tee -a $o/log.txt
+    [ "$rc" = 0 ] && rc=103
+    sleep 1 # their files close as they exit
+  fi
   mods > /tmp/mods.after
-  left=$(grep -vxFf /tmp/mods.before /tmp/mods.after | tr "\n" " ")
+  # Not grep -vxFf: busybox reads an empty pattern file (no module before the first suite) as
+  # one empty pattern that matches every line, so nothing was ever "left" after the first suite.
+  left=
+  for m in $(cat /tmp/mods.after); do grep -qxF $m /tmp/mods.before || left="$left$m "; done
   if [ -n "$left" ]; then
     echo "harness: suite $s left modules loaded: $left(suites must rmmod what they load)" | tee -a $o/log.txt
     [ "$rc" = 0 ] && rc=102
-    for m in $left; do rmmod $m || echo "harness: rmmod $m failed"; done
+    stuck=$(unload $left)
+    [ -z "$stuck" ] || echo "harness: could not unload $stuck (later suites may fail to load it)" | tee -a $o/log.txt
   fi
   dmesg | tail -n +$((n0 + 1)) | grep -E -A25 "$SPLAT" > $o/splat.txt
   if [ -s $o/splat.txt ]; then

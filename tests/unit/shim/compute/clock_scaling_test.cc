@@ -18,10 +18,11 @@ uint64_t Fb(uint64_t busy, double u, double c, double rho_ref) {
 void Feed(ClockScalingLearner& l, double c, double rho_ref, double x, int ref_spans, int lift_spans,
           uint64_t lift_busy = kSpan / 3) {
   for (int i = 0; i < ref_spans; i++) {
-    l.Add(kSpan, Fb(kSpan, 1, c, rho_ref), 1000);
+    l.Add(kSpan, Fb(kSpan, 1, c, rho_ref), 1000, /*gated=*/false);
   }
   for (int i = 0; i < lift_spans; i++) {
-    l.Add(lift_busy, Fb(lift_busy, 1 / x, c, rho_ref), static_cast<uint32_t>(1000 / x));
+    l.Add(lift_busy, Fb(lift_busy, 1 / x, c, rho_ref), static_cast<uint32_t>(1000 / x),
+          /*gated=*/true);
   }
 }
 
@@ -41,10 +42,11 @@ TEST(ClockScaling, RecoversTheModelsFraction) {
 TEST(ClockScaling, TheH200MatmulLoop) {
   ClockScalingLearner l;
   for (int i = 0; i < 6; i++) {
-    l.Add(kSpan, kSpan / 10, 1000);  // rho 0.1 saturated
+    l.Add(kSpan, kSpan / 10, 1000, /*gated=*/false);  // rho 0.1 saturated
   }
   for (int i = 0; i < 20; i++) {
-    l.Add(kSpan / 5, static_cast<uint64_t>(kSpan / 5 / 10 * 1.21), 1000 * 1000 / 1340);
+    l.Add(kSpan / 5, static_cast<uint64_t>(kSpan / 5 / 10 * 1.21), 1000 * 1000 / 1340,
+          /*gated=*/true);
   }
   ASSERT_TRUE(l.learned());
   EXPECT_NEAR(l.c_pm(), 700, 25);
@@ -78,19 +80,20 @@ TEST(ClockScaling, NoSignalNoLearning) {
 TEST(ClockScaling, ClampedToTheModel) {
   ClockScalingLearner l;
   for (int i = 0; i < 6; i++) {
-    l.Add(kSpan, kSpan / 10, 1000);
+    l.Add(kSpan, kSpan / 10, 1000, /*gated=*/false);
   }
   for (int i = 0; i < 10; i++) {
-    l.Add(kSpan / 2, kSpan / 2 / 12, 800);  // less DRAM per busy second at a higher clock
+    l.Add(kSpan / 2, kSpan / 2 / 12, 800,
+          /*gated=*/true);  // less DRAM per busy second at a higher clock
   }
   ASSERT_TRUE(l.learned());
   EXPECT_EQ(l.c_pm(), 0u);
   ClockScalingLearner hi;
   for (int i = 0; i < 6; i++) {
-    hi.Add(kSpan, kSpan / 10, 1000);
+    hi.Add(kSpan, kSpan / 10, 1000, /*gated=*/false);
   }
   for (int i = 0; i < 10; i++) {
-    hi.Add(kSpan / 2, kSpan / 2 / 10 * 2, 800);  // work doubled on a 1.25x clock
+    hi.Add(kSpan / 2, kSpan / 2 / 10 * 2, 800, /*gated=*/true);  // work doubled on a 1.25x clock
   }
   EXPECT_EQ(hi.c_pm(), ClockScalingLearner::kMaxPm);
 }
@@ -100,10 +103,10 @@ TEST(ClockScaling, ClampedToTheModel) {
 TEST(ClockScaling, LearnsWorkThatOutrunsTheReportedClock) {
   ClockScalingLearner l;
   for (int i = 0; i < 6; i++) {
-    l.Add(kSpan, kSpan / 10, 1000);
+    l.Add(kSpan, kSpan / 10, 1000, /*gated=*/false);
   }
   for (int i = 0; i < 10; i++) {  // 1.2x the work per busy second on a 1.126x clock: c = 1.49
-    l.Add(kSpan / 2, static_cast<uint64_t>(kSpan / 2 / 10 * 1.2), 888);
+    l.Add(kSpan / 2, static_cast<uint64_t>(kSpan / 2 / 10 * 1.2), 888, /*gated=*/true);
   }
   ASSERT_TRUE(l.learned());
   EXPECT_NEAR(l.c_pm(), 1490, 30);
@@ -118,6 +121,24 @@ TEST(ClockScaling, FollowsTheLiftedStateAsItChanges) {
   EXPECT_NEAR(l.c_pm(), 300, 15);
   Feed(l, 0.7, 0.12, 1.3, 0, 60);  // 60 spans of 67 ms busy: 4 s of busy time later
   EXPECT_NEAR(l.c_pm(), 700, 20) << "a cumulative bin would still read ~0.6";
+}
+
+// A cold card's first saturated seconds (the start-up probe, ungated) boost far above the
+// reference: those spans say nothing about the lift a cap gives and never enter the lifted bin.
+// Fed as lifted, they taught c = 0 on the H200 (docs/results/e2e-h200.md, run H).
+TEST(ClockScaling, UngatedBoostedSpansAreNotLifted) {
+  ClockScalingLearner l;
+  for (int i = 0; i < 6; i++) {
+    l.Add(kSpan, kSpan / 10, 1000, /*gated=*/false);
+  }
+  for (int i = 0; i < 10; i++) {  // the same DRAM per busy second on a 1.2x clock: c = 0 if lifted
+    l.Add(kSpan, kSpan / 10, 833, /*gated=*/false);
+  }
+  EXPECT_FALSE(l.learned());
+  EXPECT_EQ(l.rho_lift_pm(), 0u) << "the lifted bin is empty";
+  Feed(l, 0.7, 0.1, 1.3, 0, 10);  // gated spans of a capped tenant
+  ASSERT_TRUE(l.learned());
+  EXPECT_NEAR(l.c_pm(), 700, 20);
 }
 
 }  // namespace

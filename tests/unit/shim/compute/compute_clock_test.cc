@@ -289,18 +289,66 @@ TEST(ComputeClock, ProbeLearnsTheReferenceWhenCappedFromTheStart) {
   EXPECT_NEAR(share, 0.50 / 1.25, 0.06) << "time cap would give 0.50";
 }
 
-// A configured reference (a test that wants it fixed) or no clock: no probe, capped at once.
-TEST(ComputeClock, NoProbeWithAConfiguredReferenceOrWithoutAClock) {
+// A configured reference and a configured c, or no clock: nothing to learn, no probe, capped at
+// once. A configured reference alone still probes, for c's reference spans (next test).
+TEST(ComputeClock, NoProbeWithAConfiguredReferenceAndCOrWithoutAClock) {
   FakeRm rm;
   FakeClock clock;
   ComputeConfig cfg = Config(50, &clock);
   cfg.ref_clock_mhz = 1000;
+  cfg.clock_scaling_pm = 700;
   EXPECT_EQ(ComputeHost(cfg, FakeRm::Control, &rm).Counters().ref_probe_state, 0u);
+  cfg.clock_scaling_pm = kLearnClockScaling;
+  EXPECT_EQ(ComputeHost(cfg, FakeRm::Control, &rm).Counters().ref_probe_state, 1u)
+      << "c is still learned: its reference spans come from the probe";
   EXPECT_EQ(ComputeHost(Config(50, nullptr), FakeRm::Control, &rm).Counters().ref_probe_state, 0u);
   cfg = Config(50, &clock);
   cfg.mode = VCORE_SCHED_MODE_WEIGHT;
   EXPECT_EQ(ComputeHost(cfg, FakeRm::Control, &rm).Counters().ref_probe_state, 0u)
       << "weight: both sides of the split run at the same clock";
+}
+
+// A card that is cool when the tenant starts: its clock boosts above the saturated one for the
+// first saturated spans (the H200's cold card, docs/results/e2e-h200.md, run H), then runs at it.
+class ColdStartClock : public FakeClock {
+ public:
+  explicit ColdStartClock(uint64_t cold_ns) : cold_ns_(cold_ns) {}
+  uint32_t SmMhz() override {
+    reads++;
+    const uint64_t now = MonotonicNs();
+    if (first_ns_ == 0) {
+      first_ns_ = now;
+    }
+    return now - first_ns_ < cold_ns_ ? 1250 : 1000;
+  }
+
+ private:
+  uint64_t cold_ns_;
+  uint64_t first_ns_ = 0;  // clock thread only
+};
+
+// The manager's reference (what the GPU sustains hot) configured, c learned, the card cool at the
+// start: the cap's on phases run at the reference (cap 90, as the graph loop in run H), so there
+// is no lift to learn c from, and c stays the prior (q = x = 1 here). The reference is the
+// configured one, not the probe's; the probe's boosted spans are ungated and never lifted. Before
+// (configured reference: no probe, the cold spans gated from the first kernel and taken as lifted)
+// the learner read the unchanged DRAM traffic as "no gain from a 1.25x clock": c = 0.
+TEST(ComputeClock, ConfiguredReferenceProbesForCOnlyAndItsSpansAreNotLifted) {
+  FakeRm rm;
+  rm.rho_saturated = 0.2;
+  rm.c_true = 0;  // the same DRAM traffic per busy second whatever FakeRm's lift
+  ColdStartClock clock(250'000'000);
+  ComputeConfig cfg = Config(90, &clock);
+  cfg.measure_ns = 100'000'000;  // 100-ms spans: the cold start is ~2 of them
+  cfg.ref_clock_mhz = 980;       // the hot card's clock, below what this probe will see
+  ComputeHost h(cfg, FakeRm::Control, &rm);
+  ASSERT_TRUE(StartWithTenant(h));
+  const auto [share, c] = SettleMeasureStop(h, rm, 2000, 1000);
+  EXPECT_EQ(c.ref_probe_state, 2u) << "the probe ran (for c)";
+  EXPECT_EQ(c.ref_clock_mhz, 980u) << "the configured reference, not the probe's ~1000";
+  EXPECT_FALSE(c.clock_scaling_learned) << "c = " << c.clock_scaling_pm;
+  EXPECT_EQ(c.clock_scaling_pm, ClockScalingLearner::kPriorPm);
+  EXPECT_EQ(c.work_per_time_pm, 1020u) << "1000 / 980 at c = 1";
 }
 
 // Part of the work does not scale with the clock, c configured (a test that wants it fixed):

@@ -40,6 +40,10 @@ struct ManagerOptions {
   std::function<void(std::string_view point)> crash_point;
   // Journal entries between two checkpoint snapshots (checkpoint_writer.h).
   size_t checkpoint_compact_after = 1024;
+  // The saturated SM clock the manager measured on the GPU of this UUID, 0 when unknown
+  // (daemon/reference_clock); written into every slot on that GPU as compute_ref_clock_mhz.
+  // Unset: every slot's reference is unknown (the shim probes).
+  std::function<uint32_t(std::string_view gpu_uuid)> reference_clock_mhz;
 };
 
 // What a container gets from one Allocate.

@@ -153,6 +153,12 @@ class SlotManager {
   // null (standalone, or no API access): every share is a cap. Set before serving.
   void SetPodAnnotations(podresources::PodAnnotationSource* source) { annotations_ = source; }
 
+  // The reference clock of the GPU `gpu_uuid` changed (daemon/reference_clock): every slot on it
+  // gets the new figure in its config, so processes started in it from now on measure work
+  // against it (a running process keeps the reference it started with). Returns how many slots
+  // were rewritten; a slot whose backend refuses the update keeps its old figure (logged).
+  int ApplyReferenceClock(const std::string& gpu_uuid);
+
   // Health (from daemon/health): bumps the generation ListAndWatch waits on.
   void SetGpuHealth(uint32_t gpu, bool healthy);
   std::map<uint32_t, bool> GpuHealth() const;
@@ -166,6 +172,8 @@ class SlotManager {
 
  private:
   const alloc::GpuInfo* FindGpu(uint32_t index) const;
+  // The GPU's measured reference clock (options_.reference_clock_mhz), 0 when unknown.
+  uint32_t ReferenceClockOf(const std::string& gpu_uuid) const;
   Result<Grant> AllocateUncounted(ResourceKind kind, const std::vector<std::string>& ids);
   // Queues the changed records' journal entries (returns at once).
   void SaveLocked();

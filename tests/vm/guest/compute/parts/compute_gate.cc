@@ -131,6 +131,9 @@ TEST_F(ComputeShares, TsgScheduledWhileGatedIsNotEnabledByTheOnEdge) {
     ASSERT_TRUE(ts.back());
   }
   SleepMs(300);
+  // The controller's side of the window: what the joiners left it owing, and the GPU time it
+  // measured while the slot was gated off (a TSG running before its first off edge).
+  const auto before = slot.Get();
   const Window win = MeasureWindow(gpu, slot, 1000);
   const GpuView& v1 = win.v1;
   double sum = 0;
@@ -149,7 +152,10 @@ TEST_F(ComputeShares, TsgScheduledWhileGatedIsNotEnabledByTheOnEdge) {
   EXPECT_EQ(v1.contract.enable_unpreempted - c0.enable_unpreempted, 0u);
   EXPECT_EQ(v1.contract.wedged - c0.wedged, 0u);
   Log("gate protocol, cap 10, 4 TSGs joining mid-cycle: slot " + Pct(sum) + " % (tenants" + row +
-      "), nvsim: enables of never-disabled channels " +
+      "), debt at the window's start " + Pct(before.stats[VGPU_STAT_DEBT_NS] / 1e6) +
+      " ms, GPU time measured while gated off before it " +
+      Pct(before.stats[VGPU_STAT_OVERSHOOT_NS] / 1e6) +
+      " ms, nvsim: enables of never-disabled channels " +
       std::to_string(v1.contract.enable_undisabled - c0.enable_undisabled) +
       ", enables before the PREEMPT " +
       std::to_string(v1.contract.enable_unpreempted - c0.enable_unpreempted));

@@ -1,0 +1,130 @@
+#include "vgpu/reference_clock/reference_clock_file.h"
+
+#include <zlib.h>
+
+#include <cerrno>
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "uapi/vgpu_slot_fields.h"
+#include "vgpu/slots/shim_backend.h"
+
+namespace vgpu::reference_clock {
+namespace {
+
+using nlohmann::json;
+constexpr std::string_view kFormat = "vgpu-reference-clocks";
+constexpr int kVersion = 1;
+
+// The slot setting's valid range (uapi/vgpu_slot_fields.h): a figure outside it could not be
+// written into a slot.
+#define VGPU_REF_CLOCK_MAX(field, wire, unit, def, min, max, attr, env) \
+  if (std::string_view(#field) == "compute_ref_clock_mhz") return max;
+constexpr uint64_t MaxMhz() {
+  VGPU_SLOT_NUMBERS(VGPU_REF_CLOCK_MAX)
+  return 0;
+}
+#undef VGPU_REF_CLOCK_MAX
+static_assert(MaxMhz() != 0, "compute_ref_clock_mhz is a slot setting");
+
+uint32_t Crc32(std::string_view data) {
+  return static_cast<uint32_t>(
+      ::crc32(0L, reinterpret_cast<const Bytef*>(data.data()), static_cast<uInt>(data.size())));
+}
+
+}  // namespace
+
+std::string SerializeReferences(const std::map<std::string, GpuReference>& gpus) {
+  json list = json::object();
+  for (const auto& [uuid, r] : gpus) {
+    list[uuid] = {{"mhz", r.mhz},
+                  {"power_limit_mw", r.power_limit_mw},
+                  {"driver_version", r.driver_version},
+                  {"learned_unix_s", r.learned_unix_s}};
+  }
+  json payload = {{"gpus", list}};
+  return json{{"crc32", Crc32(payload.dump())},
+              {"format", kFormat},
+              {"payload", payload},
+              {"version", kVersion}}
+             .dump() +
+         "\n";
+}
+
+Result<std::map<std::string, GpuReference>> ParseReferences(std::string_view text) {
+  json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return DataLossError("not JSON");
+  }
+  if (doc.value("format", "") != kFormat || doc.value("version", 0) != kVersion) {
+    return DataLossError("not a version " + std::to_string(kVersion) + " " + std::string(kFormat) +
+                         " file");
+  }
+  if (!doc.contains("payload") || !doc.contains("crc32") || !doc["crc32"].is_number_unsigned()) {
+    return DataLossError("payload or crc32 missing");
+  }
+  if (doc["crc32"].get<uint32_t>() != Crc32(doc["payload"].dump())) {
+    return DataLossError("crc32 mismatch");
+  }
+  const json& list = doc["payload"].value("gpus", json());
+  if (!list.is_object()) {
+    return DataLossError("payload.gpus is not an object");
+  }
+  std::map<std::string, GpuReference> out;
+  for (const auto& [uuid, j] : list.items()) {
+    GpuReference r;
+    try {
+      r.mhz = j.at("mhz").get<uint32_t>();
+      r.power_limit_mw = j.at("power_limit_mw").get<uint32_t>();
+      r.driver_version = j.at("driver_version").get<std::string>();
+      r.learned_unix_s = j.at("learned_unix_s").get<uint64_t>();
+    } catch (const json::exception& e) {  // exceptions stay inside the parser
+      return DataLossError(uuid + ": " + e.what());
+    }
+    if (r.mhz == 0 || r.mhz > MaxMhz()) {
+      return DataLossError(uuid + ": " + std::to_string(r.mhz) + " MHz is not in 1.." +
+                           std::to_string(MaxMhz()));
+    }
+    out.emplace(uuid, std::move(r));
+  }
+  return out;
+}
+
+Result<LoadedReferences> ReferenceClockFile::Load() const {
+  LoadedReferences out;
+  std::ifstream in(path_, std::ios::binary);
+  if (!in) {
+    if (errno == ENOENT || !std::filesystem::exists(path_)) {
+      return out;
+    }
+    return ErrnoError("reference clocks: open " + path_.string(), errno);
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  auto gpus = ParseReferences(text.str());
+  if (gpus.ok()) {
+    out.gpus = std::move(*gpus);
+    return out;
+  }
+  out.corrupt_reason = gpus.status().message();
+  const auto secs = std::chrono::duration_cast<std::chrono::seconds>(
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count();
+  out.kept_aside = path_;
+  out.kept_aside += ".corrupt-" + std::to_string(secs);
+  std::error_code ec;
+  std::filesystem::rename(path_, out.kept_aside, ec);
+  if (ec) {
+    return InternalError("reference clocks " + path_.string() + " are corrupt (" +
+                         out.corrupt_reason + ") and cannot be moved aside: " + ec.message());
+  }
+  return out;
+}
+
+Status ReferenceClockFile::Save(const std::map<std::string, GpuReference>& gpus) const {
+  return slots::WriteFileAtomically(path_, SerializeReferences(gpus)).Annotate("reference clocks");
+}
+
+}  // namespace vgpu::reference_clock
