@@ -117,11 +117,11 @@ struct vgpu_compute_slot {
 	u32 dis_client[VGPU_COMPUTE_MAX_CHANNELS];
 	u32 dis_chan[VGPU_COMPUTE_MAX_CHANNELS];
 	u8 dis_flags[VGPU_COMPUTE_MAX_CHANNELS];
-	u64 preempt_seq;      /* g->preempt_queued_seq after this slot's last
-			       * off edge: its enable waits for preempt_done_seq */
-	bool enable_owed;     /* an on edge found that PREEMPT still pending */
+	u64 preempt_seq;       /* g->preempt_queued_seq after this slot's last
+				* off edge: its enable waits for preempt_done_seq */
+	bool enable_owed;      /* an on edge found that PREEMPT still pending */
 	unsigned int on_edges; /* on edges issued: which TSG goes first */
-	u64 enables_deferred; /* on edges that had to wait for it */
+	u64 enables_deferred;  /* on edges that had to wait for it */
 };
 
 struct vgpu_compute_gpu {

@@ -146,7 +146,7 @@ static int vgpu_compute_chan_seen(void *arg,
  * TSGs of 1 ms slices, less while the integral repays a debt) ends before the
  * last TSGs get theirs: enabled in the same order at every edge, one tenant
  * of five got 0.0 % of a 1 s window (compute_gate.cc, the joiners). Each on
- * edge starts one TSG further along the slot's list (@c->g->chan_*[0, @n),
+ * edge starts one TSG further along the slot's list (@g->chan_*[0, @n),
  * grouped by TSG as the registry walk found them).
  */
 static bool vgpu_compute_chan_new_tsg(const struct vgpu_compute_gpu *g,

@@ -7,12 +7,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "vgpu/slots/shim_backend.h"
 #include "vgpu/slots/slot_record_json.h"
+#include "vgpu/text.h"
 
 namespace vgpu::checkpoint {
 namespace {
@@ -315,17 +314,15 @@ Status CheckpointStore::SaveEncoded(const std::vector<const std::string*>& recor
 
 Result<LoadResult> CheckpointStore::Load() const {
   LoadResult out;
-  std::ifstream in(path_, std::ios::binary);
-  if (!in) {
-    if (errno == ENOENT || !std::filesystem::exists(path_)) {
+  Result<std::string> text = ReadFileToString(path_.string());
+  if (!text.ok()) {
+    if (text.status().code() == StatusCode::kNotFound || !std::filesystem::exists(path_)) {
       return out;
     }
-    return ErrnoError("checkpoint: open " + path_.string(), errno);
+    return text.status().Annotate("checkpoint");
   }
   out.found = true;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  auto records = Deserialize(ss.str(), &out.journal_entries, &out.torn_tail);
+  auto records = Deserialize(*text, &out.journal_entries, &out.torn_tail);
   if (records.ok()) {
     out.records = std::move(*records);
     return out;

@@ -200,6 +200,13 @@ enum vcore_verdict vcore_ctrl_node_private(struct vcore_call *call)
 				   "node-wide accounting state");
 }
 
+/* After the registry recorded a schedule change: the host's hook (vcore.h). */
+static void tsg_schedule_changed(struct vcore_slot *slot, vcore_bool on)
+{
+	if (on && slot->ops->tsg_scheduled)
+		slot->ops->tsg_scheduled(slot->priv);
+}
+
 /*
  * NVA06C GPFIFO_SCHEDULE {NvBool bEnable, bSkipSubmit, bSkipEnable} (3 B,
  * abi.md §6.2): libcuda issues it with bEnable=1 per TSG as the last step
@@ -213,13 +220,6 @@ enum vcore_verdict vcore_ctrl_node_private(struct vcore_call *call)
  * rewrites bEnable during the call can make the driver and the registry
  * disagree.
  */
-/* After the registry recorded a schedule change: the host's hook (vcore.h). */
-static void tsg_schedule_changed(struct vcore_slot *slot, vcore_bool on)
-{
-	if (on && slot->ops->tsg_scheduled)
-		slot->ops->tsg_scheduled(slot->priv);
-}
-
 static int tsg_schedule_post(struct vcore_call *call)
 {
 	struct vcore_obj *tsg;

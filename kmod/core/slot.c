@@ -33,30 +33,37 @@ void vcore_logf(struct vcore_slot *slot, enum vcore_log_level level,
 
 static int own_try_charge(void *ledger, vcore_u64 bytes, vcore_u64 quota)
 {
-	vcore_u64 *charged = ledger;
+	vcore_u64 *charged = ledger, now = vcore_atomic_load(charged);
 
 	/* Called under the slot lock (vcore_charge_try). */
-	if (quota && (bytes > quota || *charged > quota - bytes))
+	if (quota && (bytes > quota || now > quota - bytes))
 		return -VCORE_ENOSPC;
-	*charged += bytes;
+	vcore_atomic_store(charged, now + bytes);
 	return 0;
 }
 
+/*
+ * The default ledger's writers run under the slot lock, one at a time; their
+ * stores are relaxed atomics only because the memory views read the word
+ * without the lock (views.c, view_figures).
+ */
 static void own_force_charge(void *ledger, vcore_u64 bytes)
 {
-	*(vcore_u64 *)ledger += bytes;
+	vcore_u64 *charged = ledger;
+
+	vcore_atomic_store(charged, vcore_atomic_load(charged) + bytes);
 }
 
 static void own_uncharge(void *ledger, vcore_u64 bytes)
 {
-	vcore_u64 *charged = ledger;
+	vcore_u64 *charged = ledger, now = vcore_atomic_load(charged);
 
-	*charged = *charged > bytes ? *charged - bytes : 0;
+	vcore_atomic_store(charged, now > bytes ? now - bytes : 0);
 }
 
 static vcore_u64 own_charged(void *ledger)
 {
-	return *(vcore_u64 *)ledger;
+	return vcore_atomic_load((vcore_u64 *)ledger);
 }
 
 static const struct vcore_ledger_ops own_ledger_ops = {
@@ -106,11 +113,6 @@ void vcore_charge_refund(struct vcore_slot *slot, vcore_u64 bytes)
 vcore_u64 vcore_charged(struct vcore_slot *slot)
 {
 	return slot->ledger.ops->charged(slot->ledger.priv);
-}
-
-vcore_bool vcore_slot_has_quota(const struct vcore_slot *slot)
-{
-	return slot->cfg.mem_quota_bytes != 0;
 }
 
 /* ---- counters ---- */

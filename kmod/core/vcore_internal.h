@@ -71,6 +71,8 @@ struct vcore_esc_row {
 enum vcore_view_id {
 	VCORE_VIEW_NONE = 0,
 	VCORE_VIEW_FB_INFO_V2, /* NV2080_CTRL_CMD_FB_GET_INFO_V2 */
+	/* NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2 */
+	VCORE_VIEW_PERFMON_SAMPLES,
 	VCORE_VIEWS
 };
 #define VCORE_CTRL_VIEW_SHIFT 8
@@ -428,7 +430,11 @@ void vcore_charge_force(struct vcore_slot *slot, vcore_u64 bytes);
 void vcore_charge_refund(struct vcore_slot *slot, vcore_u64 bytes);
 vcore_u64 vcore_charged(struct vcore_slot *slot);
 void vcore_note_peak_locked(struct vcore_slot *slot);
-vcore_bool vcore_slot_has_quota(const struct vcore_slot *slot);
+/* Read without the lock: the views and the lean path test it per call. */
+static inline vcore_bool vcore_slot_has_quota(const struct vcore_slot *slot)
+{
+	return slot->cfg.mem_quota_bytes != 0;
+}
 /* Managed memory refused by the slot's policy (counted as a managed-memory
  * denial, not as a denied call: the caller refuses and counts that). */
 vcore_bool vcore_managed_refused(struct vcore_slot *slot);
@@ -718,7 +724,6 @@ int vcore_post_vhc_info(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_fb_get_info(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_get_pids(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_get_pid_info(struct vcore_call *call);
-enum vcore_verdict vcore_ctrl_perfmon_samples(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_unix_fd_at0(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_unix_export_objects(struct vcore_call *call);
 enum vcore_verdict vcore_ctrl_unix_import_objects(struct vcore_call *call);
@@ -746,10 +751,11 @@ enum vcore_verdict vcore_ctrl_gpu_detach_ids(struct vcore_call *call);
 enum vcore_verdict vcore_sched_obj_limit(struct vcore_call *call,
 					 vcore_bool tsg, vcore_u32 h_root);
 
-/* views.c: memory figures the views show */
-vcore_u64 vcore_view_total_bytes(struct vcore_slot *slot);
-vcore_u64 vcore_view_free_bytes(struct vcore_slot *slot);
-void vcore_count_view(struct vcore_slot *slot);
+/* views.c: a reply rewritten (stats.views_rewritten), lock-free */
+static inline void vcore_count_view(struct vcore_slot *slot)
+{
+	vcore_atomic_inc(&slot->views_rewritten);
+}
 /*
  * A view row (struct vcore_ctrl_row .view): whether the slot wants its
  * rewrite, and vcore_pre's handler for it (vcore_pre_lean needs none).

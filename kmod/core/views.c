@@ -18,21 +18,33 @@
 #include "abi/nv_escape.h"
 #include "abi/nvstatus.h"
 
-vcore_u64 vcore_view_total_bytes(struct vcore_slot *slot)
+/*
+ * The figures every memory view shows: @total = the quota, @avail = the quota
+ * less the slot's charge. The core's own ledger (the kernel host's) is one
+ * word its writers change under the slot lock with relaxed atomic stores
+ * (slot.c), so it is read here with one relaxed load and no lock: the lock
+ * would only order this read against a charge in flight, and without it the
+ * view still shows a charge the slot held during the call. The quota is read
+ * lock-free as vcore_slot_has_quota reads it. A host's ledger (the shim's,
+ * shared between processes) is asked under the slot lock, as the contract of
+ * its ops says (vcore.h, struct vcore_ledger_ops).
+ */
+static void view_figures(struct vcore_slot *slot, vcore_u64 *total,
+			 vcore_u64 *avail)
 {
-	return slot->cfg.mem_quota_bytes;
-}
+	vcore_u64 q, c;
 
-vcore_u64 vcore_view_free_bytes(struct vcore_slot *slot)
-{
-	vcore_u64 q = slot->cfg.mem_quota_bytes, c = vcore_charged(slot);
-
-	return c < q ? q - c : 0;
-}
-
-void vcore_count_view(struct vcore_slot *slot)
-{
-	vcore_atomic_inc(&slot->views_rewritten);
+	if (slot->ledger.priv == &slot->own_ledger_charged) {
+		q = slot->cfg.mem_quota_bytes;
+		c = vcore_atomic_load(&slot->own_ledger_charged);
+	} else {
+		vcore_lock(slot);
+		q = slot->cfg.mem_quota_bytes;
+		c = vcore_charged(slot);
+		vcore_unlock(slot);
+	}
+	*total = q;
+	*avail = c < q ? q - c : 0;
 }
 
 static vcore_u32 kib(vcore_u64 bytes)
@@ -46,13 +58,13 @@ static vcore_u32 kib(vcore_u64 bytes)
 static int rewrite_fb_list(struct vcore_slot *slot, NVXXXX_CTRL_XXX_INFO *l,
 			   vcore_u32 n)
 {
+	vcore_u64 total_bytes, free_bytes;
 	vcore_u32 total, free_kib, i, v;
 	int changed = 0;
 
-	vcore_lock(slot);
-	total = kib(vcore_view_total_bytes(slot));
-	free_kib = kib(vcore_view_free_bytes(slot));
-	vcore_unlock(slot);
+	view_figures(slot, &total_bytes, &free_bytes);
+	total = kib(total_bytes);
+	free_kib = kib(free_bytes);
 	for (i = 0; i < n; i++) {
 		switch (l[i].index) {
 		case NV2080_CTRL_FB_INFO_INDEX_RAM_SIZE:
@@ -222,12 +234,6 @@ int vcore_post_view(struct vcore_file *file, const struct vcore_reply *reply,
 	return reply->view(file->slot, uctx, reply);
 }
 
-/* The view rows' rewrites, by enum vcore_view_id (struct vcore_ctrl_row). */
-const struct vcore_view vcore_views[VCORE_VIEWS] = {
-	[VCORE_VIEW_FB_INFO_V2] = {.rewrite = fb_get_info_v2_view,
-				   .under_quota = 1},
-};
-
 static int fb_v1_post(struct vcore_call *call)
 {
 	const struct vcore_buf_info *list = &call->bufs[call->list_buf];
@@ -287,10 +293,7 @@ int vcore_post_vhc_info(struct vcore_call *call)
 		return 0;
 	if (vcore_reply_u32(call, 20, &status) || status != NV_OK)
 		return 0;
-	vcore_lock(call->slot);
-	v[0] = vcore_view_total_bytes(call->slot);
-	v[1] = vcore_view_free_bytes(call->slot);
-	vcore_unlock(call->slot);
+	view_figures(call->slot, &v[0], &v[1]);
 	if (vcore_user_write(call, call->arg + 24, v, sizeof(v)))
 		return -VCORE_EFAULT;
 	vcore_count_view(call->slot);
@@ -453,20 +456,31 @@ static int hide_foreign_engine(struct vcore_slot *slot,
 	return 1;
 }
 
-static int perfmon_samples_post(struct vcore_call *call)
+/*
+ * NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2 (0x20802096,
+ * 55888 B), a view row: the samples name the process on each engine at each
+ * sampling instant, every tenant's (F11.4, docs/security.md); the reply keeps
+ * only this slot's. Nothing of the request decides anything (the driver
+ * checks bufSize), so nothing is read before the call; after a call RM
+ * answered NV_OK, the reply (the row's exact size) is read, rewritten and
+ * written back when anything changed. On every slot, quota or not.
+ */
+static int perfmon_samples_view(struct vcore_slot *slot, void *uctx,
+				const struct vcore_reply *reply)
 {
-	const struct vcore_buf_info *b = &call->bufs[call->params_buf];
 	NV2080_CTRL_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2_PARAMS *r;
-	vcore_u32 i, last_pid = NV2080_GPUMON_PID_INVALID;
+	vcore_u32 i, status = 1, last_pid = NV2080_GPUMON_PID_INVALID;
 	vcore_bool last_in = 0;
 	int changed = 0, ret = 0;
 
-	if (!ctrl_ok(call))
+	if (vcore_slot_user_read(slot, uctx, &status, reply->arg + CTRL_STATUS,
+				 sizeof(status)) ||
+	    status != NV_OK)
 		return 0;
-	r = call->slot->ops->zalloc(call->slot->priv, sizeof(*r));
+	r = slot->ops->zalloc(slot->priv, sizeof(*r));
 	if (!r)
 		return -VCORE_ENOMEM;
-	if (vcore_user_read(call, r, b->uaddr, sizeof(*r))) {
+	if (vcore_slot_user_read(slot, uctx, r, reply->params, sizeof(*r))) {
 		ret = -VCORE_EFAULT;
 		goto out;
 	}
@@ -479,34 +493,23 @@ static int perfmon_samples_post(struct vcore_call *call)
 		unsigned int k;
 
 		for (k = 0; k < sizeof(e) / sizeof(e[0]); k++)
-			changed |= hide_foreign_engine(call->slot, e[k],
-						       &last_pid, &last_in);
+			changed |= hide_foreign_engine(slot, e[k], &last_pid,
+						       &last_in);
 	}
 	if (!changed)
 		goto out;
-	if (vcore_user_write(call, b->uaddr, r, sizeof(*r)))
+	if (vcore_slot_user_write(slot, uctx, reply->params, r, sizeof(*r)))
 		ret = -VCORE_EFAULT;
 	else
-		vcore_count_view(call->slot);
+		vcore_count_view(slot);
 out:
-	call->slot->ops->free(call->slot->priv, r);
+	slot->ops->free(slot->priv, r);
 	return ret;
 }
 
-/*
- * NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2 (0x20802096,
- * 55888 B): the samples name the process on each engine at each sampling
- * instant, every tenant's (F11.4, docs/security.md); the reply keeps only
- * this slot's. Nothing of the request decides anything (the driver checks
- * bufSize), so the request is not copied; the reply is rewritten in place.
- */
-enum vcore_verdict vcore_ctrl_perfmon_samples(struct vcore_call *call)
-{
-	if (call->params_buf < 0)
-		return vcore_refuse_status(
-			call, NV_ERR_INVALID_ARGUMENT,
-			"PERFMON_UTIL_SAMPLES_V2 without params");
-	call->post = VCORE_POST_CTRL;
-	call->ctrl_post = perfmon_samples_post;
-	return VCORE_FORWARD;
-}
+/* The view rows' rewrites, by enum vcore_view_id (struct vcore_ctrl_row). */
+const struct vcore_view vcore_views[VCORE_VIEWS] = {
+	[VCORE_VIEW_FB_INFO_V2] = {.rewrite = fb_get_info_v2_view,
+				   .under_quota = 1},
+	[VCORE_VIEW_PERFMON_SAMPLES] = {.rewrite = perfmon_samples_view},
+};

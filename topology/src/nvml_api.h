@@ -93,6 +93,16 @@ class Library {
   void* handle_;
 };
 
+// Binds what every NVML source needs: the session and the walk over the GPUs by UUID. False
+// when one is missing (not an NVML library).
+inline bool BindDeviceWalk(const Library& lib, NvmlApi& api) {
+  return lib.Bind("nvmlInit_v2", api.Init) && lib.Bind("nvmlShutdown", api.Shutdown) &&
+         lib.Bind("nvmlErrorString", api.ErrorString) &&
+         lib.Bind("nvmlDeviceGetCount_v2", api.GetCount) &&
+         lib.Bind("nvmlDeviceGetHandleByIndex_v2", api.GetHandleByIndex) &&
+         lib.Bind("nvmlDeviceGetUUID", api.GetUuid);
+}
+
 // Pairs nvmlInit_v2 with nvmlShutdown.
 class Session {
  public:

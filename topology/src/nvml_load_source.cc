@@ -20,12 +20,7 @@ class NvmlLoadSource final : public GpuLoadSource {
       const char* why = dlerror();
       return UnavailableError("nvml: dlopen " + library_ + ": " + (why ? why : "failed"));
     }
-    const bool bound = lib_.Bind("nvmlInit_v2", api_.Init) &&
-                       lib_.Bind("nvmlShutdown", api_.Shutdown) &&
-                       lib_.Bind("nvmlErrorString", api_.ErrorString) &&
-                       lib_.Bind("nvmlDeviceGetCount_v2", api_.GetCount) &&
-                       lib_.Bind("nvmlDeviceGetHandleByIndex_v2", api_.GetHandleByIndex) &&
-                       lib_.Bind("nvmlDeviceGetUUID", api_.GetUuid) &&
+    const bool bound = BindDeviceWalk(lib_, api_) &&
                        lib_.Bind("nvmlDeviceGetUtilizationRates", api_.GetUtilizationRates) &&
                        lib_.Bind("nvmlDeviceGetClockInfo", api_.GetClockInfo);
     if (!bound) {

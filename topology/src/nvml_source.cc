@@ -25,12 +25,7 @@ class NvmlSource final : public GpuSource {
       return UnavailableError("nvml: dlopen " + library_ + ": " + (why ? why : "failed"));
     }
     NvmlApi api;
-    bool bound = lib.Bind("nvmlInit_v2", api.Init) && lib.Bind("nvmlShutdown", api.Shutdown) &&
-                 lib.Bind("nvmlErrorString", api.ErrorString) &&
-                 lib.Bind("nvmlDeviceGetCount_v2", api.GetCount) &&
-                 lib.Bind("nvmlDeviceGetHandleByIndex_v2", api.GetHandleByIndex) &&
-                 lib.Bind("nvmlDeviceGetUUID", api.GetUuid) &&
-                 lib.Bind("nvmlDeviceGetName", api.GetName) &&
+    bool bound = BindDeviceWalk(lib, api) && lib.Bind("nvmlDeviceGetName", api.GetName) &&
                  lib.Bind("nvmlDeviceGetMemoryInfo", api.GetMemoryInfo) &&
                  lib.Bind("nvmlDeviceGetPciInfo_v3", api.GetPciInfo);
     if (!bound) {

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -236,6 +237,39 @@ std::vector<Case> Cases() {
   cs.back().quota = kQuota;
   cs.push_back({"FB_GET_INFO_V2 without a quota", rm_control, fb_v2(1, 1)});
   cs.back().plain = true;
+  // The perfmon samples' view (F11.4), on every slot: another slot's processes read as "no
+  // process" after the driver.
+  using Perfmon = NV2080_CTRL_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2_PARAMS;
+  const uint32_t pm_cmd = NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2;
+  cs.push_back(
+      {"PERFMON_UTIL_SAMPLES_V2, other processes", rm_control, control(pm_cmd, sizeof(Perfmon))});
+  cs.back().plain = cs.back().view = true;
+  cs.push_back(
+      {"PERFMON_UTIL_SAMPLES_V2 under a quota", rm_control, control(pm_cmd, sizeof(Perfmon))});
+  cs.back().plain = cs.back().view = true;
+  cs.back().quota = kQuota;
+  cs.push_back({"PERFMON_UTIL_SAMPLES_V2, the driver refuses", rm_control,
+                control(pm_cmd, sizeof(Perfmon))});
+  cs.back().plain = cs.back().view = true;
+  cs.back().rm_status = NV_ERR_INVALID_ARGUMENT;
+  cs.back().rm_serves = false;
+  cs.push_back({"PERFMON_UTIL_SAMPLES_V2, params not mapped", rm_control, [=](LeanTest& t) {
+                  NVOS54_PARAMETERS p{0xc1d00001, 0x5c000010,
+                                      pm_cmd,     0,
+                                      0xbad00000, static_cast<uint32_t>(sizeof(Perfmon)),
+                                      0};
+                  t.PutRaw(kArgAddr, Bytes(p));
+                }});
+  cs.back().plain = cs.back().view = true;
+  cs.back().rm_serves = false;
+  cs.push_back({"PERFMON_UTIL_SAMPLES_V2, no params", rm_control, [=](LeanTest& t) {
+                  NVOS54_PARAMETERS p{
+                      0xc1d00001, 0x5c000010, pm_cmd, 0, 0, static_cast<uint32_t>(sizeof(Perfmon)),
+                      0};
+                  t.PutRaw(kArgAddr, Bytes(p));
+                }});
+  cs.push_back({"PERFMON_UTIL_SAMPLES_V2, wrong paramsSize", rm_control,
+                control(pm_cmd, sizeof(Perfmon), 1024)});
   cs.push_back({"unreadable NVOS54", rm_control, [](LeanTest& t) {
                   t.PutRaw(0x50000, std::vector<uint8_t>(32));  // nothing at kArg
                 }});
@@ -263,6 +297,14 @@ std::vector<Case> Cases() {
                   t.PutRaw(kArgAddr, Bytes(p));
                 }});
   return cs;
+}
+
+// One case of Cases() by name.
+Case FindCase(const std::string& name) {
+  for (const Case& c : Cases())
+    if (c.name == name) return c;
+  ADD_FAILURE() << name;
+  return Case{};
 }
 
 TEST_F(LeanTest, EveryCallIsDecidedAsByVcorePre) {
@@ -302,28 +344,22 @@ TEST_F(LeanTest, EveryCallIsDecidedAsByVcorePre) {
 // The cases above cover every test vcore_pre makes on an RM_CONTROL; these check a few of their
 // answers outright, so that "the same as vcore_pre" cannot hide a shared mistake.
 TEST_F(LeanTest, RefusalsKeepTheirStatusAndErrno) {
-  auto find = [](const std::string& name) {
-    for (const Case& c : Cases())
-      if (c.name == name) return c;
-    ADD_FAILURE() << name;
-    return Case{};
-  };
-  Seen s = Run(find("wrong paramsSize"), true);
+  Seen s = Run(FindCase("wrong paramsSize"), true);
   EXPECT_EQ(s.verdict, VCORE_REFUSE_STATUS);
   EXPECT_EQ(s.status, static_cast<uint32_t>(NV_ERR_INVALID_ARGUMENT));
   EXPECT_EQ(s.stats.denied, 1u);
-  s = Run(find("unknown control, strict"), true);
+  s = Run(FindCase("unknown control, strict"), true);
   EXPECT_EQ(s.status, static_cast<uint32_t>(NV_ERR_NOT_SUPPORTED));
   EXPECT_EQ(s.stats.unknown_controls.n, 1u);
-  s = Run(find("tampered file"), true);
+  s = Run(FindCase("tampered file"), true);
   EXPECT_EQ(s.ret, -VCORE_ENODEV);
   EXPECT_FALSE(s.forwarded);
   EXPECT_EQ(s.arg_reads, 0);
-  s = Run(find("unreadable NVOS54"), true);
+  s = Run(FindCase("unreadable NVOS54"), true);
   EXPECT_EQ(s.ret, -VCORE_EFAULT);
   EXPECT_EQ(s.arg_reads, 1) << "a failed read is not retried";
   EXPECT_EQ(s.stats.malformed, 1u);
-  s = Run(find("plain GET_TIMESLICE"), true);
+  s = Run(FindCase("plain GET_TIMESLICE"), true);
   EXPECT_EQ(s.ret, 0);
   EXPECT_EQ(s.status, static_cast<uint32_t>(NV_OK));
   EXPECT_FALSE(s.has_call);
@@ -333,13 +369,7 @@ TEST_F(LeanTest, RefusalsKeepTheirStatusAndErrno) {
 // The memory view on the lean path, outright: the record is skipped, not the rewrite, and the
 // reply is read once after the call (status, then the list's head) and written once.
 TEST_F(LeanTest, TheMemoryViewNeedsNoRecordAndRewritesTheReply) {
-  auto find = [](const std::string& name) {
-    for (const Case& c : Cases())
-      if (c.name == name) return c;
-    ADD_FAILURE() << name;
-    return Case{};
-  };
-  Seen s = Run(find("FB_GET_INFO_V2 under a quota, one entry"), true);
+  Seen s = Run(FindCase("FB_GET_INFO_V2 under a quota, one entry"), true);
   EXPECT_FALSE(s.has_call);
   EXPECT_TRUE(s.has_view);
   EXPECT_EQ(s.ret, 0);
@@ -351,27 +381,68 @@ TEST_F(LeanTest, TheMemoryViewNeedsNoRecordAndRewritesTheReply) {
   EXPECT_EQ(s.stats.views_rewritten, 1u);
   EXPECT_EQ(s.reads, 3) << "the NVOS54, the status, the list's head";
   EXPECT_EQ(s.writes, 1);
-  s = Run(find("FB_GET_INFO_V2 under a quota, a list past one read"), true);
+  s = Run(FindCase("FB_GET_INFO_V2 under a quota, a list past one read"), true);
   EXPECT_EQ(s.reads, 4) << "the rest of the list in one more read";
   EXPECT_EQ(s.writes, 1);
-  s = Run(find("FB_GET_INFO_V2 under a quota, nothing to rewrite"), true);
+  s = Run(FindCase("FB_GET_INFO_V2 under a quota, nothing to rewrite"), true);
   EXPECT_EQ(s.writes, 0);
   EXPECT_EQ(s.stats.views_rewritten, 0u);
-  s = Run(find("FB_GET_INFO_V2 under a quota, the driver refuses"), true);
+  s = Run(FindCase("FB_GET_INFO_V2 under a quota, the driver refuses"), true);
   EXPECT_EQ(s.reads, 3) << "the list's head comes with the status, and is not rewritten";
   EXPECT_EQ(s.writes, 0);
   EXPECT_EQ(s.status, static_cast<uint32_t>(NV_ERR_INVALID_ARGUMENT));
-  s = Run(find("FB_GET_INFO_V2 under a quota, the ioctl fails"), true);
+  s = Run(FindCase("FB_GET_INFO_V2 under a quota, the ioctl fails"), true);
   EXPECT_EQ(s.ret, -VCORE_EFAULT);
   EXPECT_EQ(s.reads, 1);
-  s = Run(find("FB_GET_INFO_V2 under a quota, params not mapped"), true);
+  s = Run(FindCase("FB_GET_INFO_V2 under a quota, params not mapped"), true);
   EXPECT_EQ(s.ret, -VCORE_EFAULT) << "the reply could not be rewritten";
-  s = Run(find("FB_GET_INFO_V2 under a quota, no params"), true);
+  s = Run(FindCase("FB_GET_INFO_V2 under a quota, no params"), true);
   EXPECT_EQ(s.verdict, VCORE_REFUSE_STATUS);
   EXPECT_FALSE(s.forwarded);
-  s = Run(find("FB_GET_INFO_V2 without a quota"), true);
+  s = Run(FindCase("FB_GET_INFO_V2 without a quota"), true);
   EXPECT_FALSE(s.has_view);
   EXPECT_EQ(s.reads, 1);
+}
+
+// The perfmon samples' view on the lean path, outright: no record, the status and the reply read
+// after the call, another slot's processes hidden, the driver's kernel address cleared.
+TEST_F(LeanTest, ThePerfmonViewNeedsNoRecordAndHidesOtherSlotsProcesses) {
+  using Perfmon = NV2080_CTRL_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2_PARAMS;
+  Seen s = Run(FindCase("PERFMON_UTIL_SAMPLES_V2, other processes"), true);
+  EXPECT_FALSE(s.has_call);
+  EXPECT_TRUE(s.has_view);
+  EXPECT_EQ(s.ret, 0);
+  EXPECT_EQ(s.reads, 3) << "the NVOS54, the status, the reply";
+  EXPECT_EQ(s.writes, 1);
+  EXPECT_EQ(s.stats.views_rewritten, 1u);
+  ASSERT_EQ(s.params.size(), sizeof(Perfmon));
+  auto r = std::make_unique<Perfmon>();
+  memcpy(r.get(), s.params.data(), sizeof(Perfmon));
+  unsigned own = 0, hidden = 0;
+  for (const auto& sample : r->samples) {
+    for (const auto* e : {&sample.gr, &sample.fb}) {
+      EXPECT_EQ(e->pOsPidInfo, 0u);
+      EXPECT_EQ(e->util, 5000u);
+      if (e->procId == kPid) {
+        ++own;
+      } else {
+        EXPECT_EQ(e->procId, NV2080_GPUMON_PID_INVALID);
+        EXPECT_EQ(e->subProcessID, NV2080_GPUMON_PID_INVALID);
+        ++hidden;
+      }
+    }
+  }
+  EXPECT_EQ(own, 48u) << "pid 100 of the driver's 100, 200, 300";
+  EXPECT_EQ(hidden, 96u);
+  s = Run(FindCase("PERFMON_UTIL_SAMPLES_V2, the driver refuses"), true);
+  EXPECT_EQ(s.reads, 2) << "the status says there is nothing to rewrite";
+  EXPECT_EQ(s.writes, 0);
+  s = Run(FindCase("PERFMON_UTIL_SAMPLES_V2, params not mapped"), true);
+  EXPECT_EQ(s.ret, -VCORE_EFAULT) << "the reply could not be rewritten";
+  s = Run(FindCase("PERFMON_UTIL_SAMPLES_V2, no params"), true);
+  EXPECT_EQ(s.verdict, VCORE_REFUSE_STATUS);
+  EXPECT_EQ(s.status, static_cast<uint32_t>(NV_ERR_INVALID_ARGUMENT));
+  EXPECT_FALSE(s.forwarded);
 }
 
 // The lean path notes the caller in the slot's pid set, as vcore_pre does (GET_PIDS views).

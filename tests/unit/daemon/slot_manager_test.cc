@@ -93,6 +93,10 @@ class SlotManagerTest : public ::testing::Test {
     o.orphan_grace = std::chrono::seconds(30);
     o.cdi_kind = "vgpu.io/slot";
     o.cdi_spec_dir = (dir_ / "cdi").string();
+    o.reference_clock_mhz = [this](std::string_view uuid) {
+      auto it = refs_.find(std::string(uuid));
+      return it == refs_.end() ? 0u : it->second;
+    };
     auto placer = alloc::MakePlacer(placement, gpus_);
     EXPECT_TRUE(placer.ok());
     auto m = std::make_unique<SlotManager>(o, gpus_, backend_, *store_, &pods_, std::move(*placer),
@@ -120,7 +124,58 @@ class SlotManagerTest : public ::testing::Test {
   FakePodResources pods_;
   std::vector<alloc::GpuInfo> gpus_;
   std::chrono::steady_clock::time_point now_{std::chrono::seconds(1000)};
+  std::map<std::string, uint32_t> refs_;  // the GPUs' measured reference clocks, by UUID
 };
+
+// The reference clock the manager measured on a GPU (daemon/reference_clock) goes into every slot
+// on it: at creation, by each path; into the live slots when it is learned or lowered; never onto
+// the other GPU. A DRA claim retried after it changed is the same claim, not a conflict.
+TEST_F(SlotManagerTest, SlotsCarryTheirGpusReferenceClock) {
+  auto m = Make();
+  auto backend_ref = [&](uint32_t id) {
+    auto live = backend_.List();
+    EXPECT_TRUE(live.ok());
+    for (const auto& c : *live) {
+      if (c.id == id) return c.compute_ref_clock_mhz;
+    }
+    return 99999u;
+  };
+  // A pod's slot, linked to 20 % before anything was measured.
+  const auto mem = Ids(ResourceKind::kMemory, 0, 0, 2);
+  ASSERT_TRUE(m->Allocate(ResourceKind::kMemory, mem).ok());
+  pods_.Add("p", "c", mem, Ids(ResourceKind::kCore, 0, 0, 20));
+  ASSERT_TRUE(m->PreStart(ResourceKind::kMemory, mem).ok());
+  const uint32_t early = m->Snapshot()[0].config.id;
+  EXPECT_EQ(m->Snapshot()[0].config.compute_ref_clock_mhz, 0u) << "nothing measured yet";
+  refs_["GPU-a"] = 1483;
+  EXPECT_EQ(m->ApplyReferenceClock("GPU-a"), 1);
+  EXPECT_EQ(m->Snapshot()[0].config.compute_ref_clock_mhz, 1483u);
+  EXPECT_EQ(backend_ref(early), 1483u) << "the slot's config rewritten for new processes";
+  EXPECT_EQ(m->ApplyReferenceClock("GPU-a"), 0) << "nothing left to rewrite";
+  auto manual = m->CreateManual(0, kUnit, 30, ComputeMode::kCap, "by-hand");
+  ASSERT_TRUE(manual.ok()) << manual.status().ToString();
+  EXPECT_EQ(manual->config.compute_ref_clock_mhz, 1483u) << "the control API's slot";
+  ClaimSlotRequest claim;
+  claim.name = "claim-1";
+  claim.gpu = 0;
+  claim.memory_bytes = kUnit;
+  claim.core_percent = 20;
+  auto claimed = m->CreateForClaim(claim);
+  ASSERT_TRUE(claimed.ok()) << claimed.status().ToString();
+  EXPECT_EQ(claimed->config.compute_ref_clock_mhz, 1483u) << "the DRA claim's slot";
+  refs_["GPU-a"] = 1470;  // lowered, the slots not yet told
+  auto again = m->CreateForClaim(claim);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->config.id, claimed->config.id) << "a retried claim is the same claim";
+  EXPECT_EQ(m->ApplyReferenceClock("GPU-a"), 3);
+  ASSERT_TRUE(m->Allocate(ResourceKind::kMemory, Ids(ResourceKind::kMemory, 0, 8, 2)).ok());
+  ASSERT_TRUE(m->Allocate(ResourceKind::kMemory, Ids(ResourceKind::kMemory, 1, 0, 2)).ok());
+  ASSERT_EQ(m->Snapshot().size(), 5u);
+  for (const auto& r : m->Snapshot()) {
+    EXPECT_EQ(r.config.compute_ref_clock_mhz, r.config.gpu == 0 ? 1470u : 0u) << r.config.name;
+    EXPECT_EQ(backend_ref(r.config.id), r.config.compute_ref_clock_mhz) << r.config.name;
+  }
+}
 
 TEST_F(SlotManagerTest, AdvertisesIdsPerGpu) {
   auto m = Make();

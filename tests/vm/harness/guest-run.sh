@@ -23,9 +23,9 @@ fi
 # /proc/modules lists the newest module first: a module that uses another was loaded after it.
 mods() { cut -d' ' -f1 /proc/modules; }
 # Unloads what a suite left loaded, newest first, in passes until nothing more goes: a module in
-# use by a later one (nvsim by vgpu's RM clients) unloads once that one is gone. In name order
-# nvsim's rmmod failed before vgpu's and nvsim stayed, so every later suite's insmod failed with
-# "File exists" and one failure became five. Prints what could not be unloaded.
+# use by a later one (nvsim by vgpu's RM clients) unloads once that one is gone; in name order
+# nvsim's rmmod fails first and nvsim stays, and every later suite's insmod fails with "File
+# exists". Prints what could not be unloaded.
 unload() {
   pending=$*
   while [ -n "$pending" ]; do
@@ -38,10 +38,12 @@ unload() {
   echo "$pending"
 }
 # Processes whose cwd is $1, but busybox timeout's watcher (it polls once a second whether the
-# suite's shell is still there, then exits by itself).
+# suite's shell is still there, then exits by itself), also when it exits during the scan (its
+# comm then reads empty: a passing nvsim suite was failed for it once).
 strays() {
   for p in /proc/[0-9]*; do
-    [ "$(readlink $p/cwd 2>/dev/null)" = "$1" ] && [ "$(cat $p/comm 2>/dev/null)" != timeout ] &&
+    c=$(cat $p/comm 2>/dev/null)
+    [ -n "$c" ] && [ "$c" != timeout ] && [ "$(readlink $p/cwd 2>/dev/null)" = "$1" ] &&
       printf "%s " ${p#/proc/}
   done
 }
