@@ -46,9 +46,8 @@
  *
  * A client free (@h_object == @h_client, @bytes NULL) is asked only when the
  * core found tampering: the client and all under it is freed the same way,
- * and the calling task is killed (SIGKILL, as fd_translate.c does for a copied
- * real fd, after vcore_post: overquota.c): whatever else it holds dies with its
- * files.
+ * and the calling task is killed (SIGKILL, after vcore_post: overquota.c):
+ * whatever else it holds dies with its files.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 

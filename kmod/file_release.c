@@ -6,10 +6,10 @@
  * last reference goes (rm_cleanup_file_private from nvidia_close,
  * nvidia-rm-abi.md §9.1). Others than the proxy can hold that file:
  *   - a dev file registered to it (NV_ESC_REGISTER_FD: nvidia_ioctl fgets the
- *     ctl file and keeps it in the dev file's nv_linux_file_private until the
- *     dev file closes, §9.2);
+ *     ctl file, a decoy of it (decoy.c) that holds it, and keeps that in the
+ *     dev file's nv_linux_file_private until the dev file closes, §9.2);
  *   - a VMA (vgpu_fops_mmap switches the VMA to the real file);
- *   - a real fd that escaped a call.
+ *   - a copy of a call's temporary decoy that a sibling thread took.
  * So the filter's record of a file (its clients, their charges, the TSG
  * registry the compute controller gates) must live exactly as long as the real
  * file: a proxy whose real file is still held elsewhere when it closes is

@@ -121,9 +121,10 @@ static long vgpu_ioctl_unprivileged(struct file *real, unsigned int cmd,
 }
 
 /*
- * §9.5: fd numbers inside the params become real files for the call, and §9.3
- * item 2: the driver looks for a real /dev/nvidiaN in the caller's fd table.
- * Out of line: the fd fixes (192 bytes) would otherwise sit in the hot path's
+ * §9.5: fd numbers inside the params become decoys of real files for the call,
+ * and §9.3 item 2: the driver looks for a /dev/nvidiaN in the caller's fd
+ * table (fd_translate.c, decoy.c).
+ * Out of line: the fd fixes (320 bytes) would otherwise sit in the hot path's
  * frame, which CONFIG_INIT_STACK_ALL_ZERO (Debian's kernels) clears on every
  * call, and almost no call needs them.
  */
@@ -133,8 +134,8 @@ vgpu_forward_translated(struct vgpu_file *vf, struct vcore_call *call,
 {
 	struct vgpu_fd_fix fix[VGPU_MAX_FD_FIELDS];
 	struct file *real = vf->real;
+	struct vgpu_gpu_witness witness = {.fd = -1};
 	unsigned int nfix = 0, i, n;
-	int tmp = -1;
 	long rc = 0;
 
 	n = vcore_call_fd_count(call);
@@ -172,7 +173,7 @@ vgpu_forward_translated(struct vgpu_file *vf, struct vcore_call *call,
 		goto out_restore;
 	}
 	if (needs & VCORE_NEED_GPU_WITNESS) {
-		rc = vgpu_install_gpu_witness(vf, &tmp);
+		rc = vgpu_install_gpu_witness(vf, &witness);
 		if (rc)
 			goto out_restore;
 	}
@@ -182,7 +183,7 @@ vgpu_forward_translated(struct vgpu_file *vf, struct vcore_call *call,
 	else
 		rc = real->f_op->unlocked_ioctl(real, cmd, arg);
 
-	vgpu_remove_gpu_witness(tmp);
+	vgpu_remove_gpu_witness(&witness);
 out_restore:
 	while (nfix)
 		vgpu_fd_restore(&fix[--nfix]);

@@ -15,6 +15,7 @@
 #include "compute.h"
 #include "control.h"
 #include "core_host.h"
+#include "decoy.h"
 #include "nodes.h"
 #include "proxy.h"
 #include "real.h"
@@ -25,9 +26,12 @@ static int __init vgpu_init(void)
 {
 	int err;
 
-	err = vgpu_real_init();
+	err = vgpu_decoy_init();
 	if (err)
 		return err;
+	err = vgpu_real_init();
+	if (err)
+		goto err_decoy;
 	/* The nodes have the data path's file operations and the control
 	 * plane's sysfs files; no slot, so no node, exists yet. */
 	err = vgpu_nodes_init(&vgpu_fops, vgpu_node_groups);
@@ -61,6 +65,8 @@ err_nodes:
 	vgpu_nodes_exit();
 err_filter:
 	vgpu_filter_exit();
+err_decoy:
+	vgpu_decoy_exit();
 	return err;
 }
 
@@ -79,6 +85,7 @@ static void __exit vgpu_exit(void)
 	vgpu_real_exit();
 	/* Last: no slot, file or kernel thread can issue an RM call now. */
 	vgpu_rm_unbind();
+	vgpu_decoy_exit();
 	pr_info("unloaded\n");
 }
 

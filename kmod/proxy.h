@@ -3,8 +3,8 @@
  * The data path: the proxy files and their calls. fops.c opens a proxy file
  * on one real file and forwards mmap and poll; ioctl.c runs each ioctl through
  * the filter core (pre -> fd translation -> real ioctl -> restore -> post);
- * fd_translate.c makes fd numbers inside parameters name real files for the
- * call; overquota.c undoes, after the call, what the core found allocated past
+ * fd_translate.c makes fd numbers inside parameters name decoys of real files
+ * for the call; overquota.c undoes, after the call, what the core found allocated past
  * the quota; file_release.c ends a proxy file when its real file ends. It calls
  * down into the slots (slot.h) and the filter core's host (core_host.h), never
  * into the control plane.
@@ -64,7 +64,8 @@ void vgpu_linger_exit(void);
 struct vgpu_fd_fix {
 	u32 __user *uaddr;	  /* where the fd number lives in user memory */
 	int orig;		  /* the number the caller wrote */
-	int tmp;		  /* the temporary real fd installed, or -1 */
+	int tmp;		  /* the temporary decoy fd installed, or -1 */
+	struct file *decoy;	  /* the call's reference to it (decoy.h) */
 	enum vgpu_node_kind kind; /* of the proxy file it named */
 	/* The core's record of that proxy file, for vcore_call_set_fd_file
 	 * (compared, never dereferenced, after the fd reference is put). */
@@ -73,8 +74,13 @@ struct vgpu_fd_fix {
 int vgpu_fd_translate(struct vgpu_file *vf, struct vgpu_fd_fix *fix,
 		      u32 __user *uaddr, int fd);
 void vgpu_fd_restore(struct vgpu_fd_fix *fix);
-int vgpu_install_gpu_witness(struct vgpu_file *vf, int *tmp);
-void vgpu_remove_gpu_witness(int tmp);
+/* The decoy standing for a /dev/nvidiaN during one call (decoy.h). */
+struct vgpu_gpu_witness {
+	int fd;		    /* -1: none installed */
+	struct file *decoy; /* the call's own reference */
+};
+int vgpu_install_gpu_witness(struct vgpu_file *vf, struct vgpu_gpu_witness *w);
+void vgpu_remove_gpu_witness(struct vgpu_gpu_witness *w);
 
 /* overquota.c: allocations that grew past the quota during the call. */
 void vgpu_overquota_settle(struct vgpu_file *vf, u32 __user *status);

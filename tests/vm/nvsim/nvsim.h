@@ -92,7 +92,12 @@ struct nvsim_mmap_ctx {
 };
 
 /* file->private_data of every nvsim node. */
+/* struct nvsim_file's first field: what nvsim_fget_rm_file checks in a private_data the real
+ * driver would trust blindly. */
+#define NVSIM_FILE_MAGIC 0x6e76736d /* "nvsm" */
+
 struct nvsim_file {
+	u32 magic; /* NVSIM_FILE_MAGIC; first, so that any private_data can be read for it */
 	struct file *filp;
 	struct nvsim_gpu *gpu;     /* NULL: the ctl node */
 	struct file *ctl_filp;     /* REGISTER_FD target, reference held until release */

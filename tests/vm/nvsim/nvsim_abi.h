@@ -530,6 +530,14 @@ NVSIM_ASSERT(sizeof(struct nv2080_perf_get_gpumon_perfmon_util_samples_v2_params
 #define UVM_DEINITIALIZE 0x30000002
 #define UVM_REGISTER_GPU 37
 #define UVM_UNREGISTER_GPU 38
+#define UVM_MM_INITIALIZE 75
+
+/* uvm_ioctl.h: uvmFd is fget()-ed and must be a va-space file of nvidia-uvm (uvm.c:59-75). */
+struct uvm_mm_initialize_params {
+	__s32 uvmFd;
+	__u32 rmStatus;
+};
+NVSIM_ASSERT(sizeof(struct uvm_mm_initialize_params) == 8, "UVM_MM_INITIALIZE is 8 B");
 
 struct uvm_initialize_params {
 	__u64 flags;

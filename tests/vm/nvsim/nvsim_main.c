@@ -64,15 +64,19 @@ int nvsim_copy_out(const struct nvsim_caller *c, u64 dst, const void *src, size_
 }
 
 /*
- * nv_get_file_private() (nvidia-rm-abi.md §9.3.1): fget(fd) in current's table, then major 195 and
- * minor 255 (ctl) or a GPU minor. The real driver then trusts private_data without checking
- * f_op; nvsim checks f_op as well and reports a foreign major-195 file loudly instead of
- * corrupting memory, because that is exactly the proxy bug the simulator exists to expose.
+ * nv_get_file_private() (nvidia-rm-abi.md §9.3.1; nv.c:4071-4125 at 580.142): fget(fd) in current's
+ * table, then the inode's major 195 and minor 255 (ctl) or a GPU minor, then private_data, cast
+ * to the driver's per-open data without checking f_op: exactly these checks here, so that a file
+ * the driver accepts (vgpu.ko's decoys, kmod/decoy.c) is accepted. Where the real driver would
+ * misread a foreign private_data (a major-195 file that is not a driver open: a proxy's own
+ * node, for one), nvsim refuses it loudly instead, because that is exactly the proxy bug the
+ * simulator exists to expose.
  * On success returns the nvsim_file with *filp holding a reference (fput it).
  */
 struct nvsim_file *nvsim_fget_rm_file(int fd, bool want_ctl, struct file **filp, u32 *status)
 {
 	struct file *f = fget(fd);
+	struct nvsim_file *nvf;
 	struct inode *inode;
 	unsigned int minor;
 
@@ -81,19 +85,20 @@ struct nvsim_file *nvsim_fget_rm_file(int fd, bool want_ctl, struct file **filp,
 	if (!f)
 		return NULL;
 	inode = file_inode(f);
-	if (!S_ISCHR(inode->i_mode) || imajor(inode) != NV_MAJOR_DEVICE_NUMBER)
+	if (!inode || imajor(inode) != NV_MAJOR_DEVICE_NUMBER)
 		goto refuse;
 	minor = iminor(inode);
 	if (want_ctl ? minor != NV_CTL_MINOR : minor >= nvsim_num_gpus)
 		goto refuse;
-	if (f->f_op != &nvsim_fops) {
-		pr_warn_ratelimited("fd %d of %s[%d] is major 195 but not nvsim's: the real driver would misread its private_data\n",
+	nvf = nvsim_file_of(f);
+	if (!nvf || nvf->magic != NVSIM_FILE_MAGIC) {
+		pr_warn_ratelimited("fd %d of %s[%d] is major 195 but its private_data is not an nvsim open: the real driver would misread it\n",
 				    fd, current->comm, task_pid_nr(current));
 		goto refuse;
 	}
 	*filp = f;
 	*status = NV_OK;
-	return nvsim_file_of(f);
+	return nvf;
 refuse:
 	fput(f);
 	return NULL;
@@ -111,6 +116,7 @@ static int nvsim_open(struct inode *inode, struct file *filp)
 	nvf = kzalloc(sizeof(*nvf), GFP_KERNEL);
 	if (!nvf)
 		return -ENOMEM;
+	nvf->magic = NVSIM_FILE_MAGIC;
 	nvf->filp = filp;
 	nvf->gpu = minor == NV_CTL_MINOR ? NULL : &nvsim_gpus[minor];
 	filp->private_data = nvf;

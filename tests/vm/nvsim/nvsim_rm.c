@@ -179,10 +179,15 @@ u32 nvsim_obj_insert(struct nvsim_client *cl, struct nvsim_obj *parent, struct n
 	return NV_OK;
 }
 
-/* osIsGpuAccessible (§9.3.2): a file with nvsim's f_op for this GPU in current's fd table. */
+/*
+ * osIsGpuAccessible (§9.3.2): nv_match_dev_state (nv.c:5762-5776 at 580.142) over current's fd
+ * table, i.e. a file whose f_op is the driver's, whose private_data is set and whose GPU is this
+ * one. Unlike the lookup of an fd number, the driver does compare f_op here.
+ */
 static int nvsim_match_gpu(const void *gpu, struct file *f, unsigned int fd)
 {
-	return f->f_op == &nvsim_fops && ((struct nvsim_file *)f->private_data)->gpu == gpu;
+	return f->f_op == &nvsim_fops && f->private_data &&
+	       ((struct nvsim_file *)f->private_data)->gpu == gpu;
 }
 
 bool nvsim_gpu_accessible(struct nvsim_gpu *gpu)

@@ -3,19 +3,31 @@
  * /dev/nvidia-uvm, reduced to what the fd-table contract needs (nvidia-rm-abi.md §7, §9.3.2):
  * UVM_REGISTER_GPU reaches nvGpuOpsGetGpuInfo, which fails with NV_ERR_INSUFFICIENT_PERMISSIONS
  * unless the calling process has a real GPU file of that GPU in its fd table, even though the
- * ioctl arrives on the UVM node. UVM_INITIALIZE / UNREGISTER_GPU succeed; external ranges and
- * mappings are nvsim_uvm_ext.c; everything else is -EINVAL (no managed memory here). Dynamic major, like the real "nvidia-uvm" region.
+ * ioctl arrives on the UVM node. UVM_INITIALIZE / UNREGISTER_GPU succeed; UVM_MM_INITIALIZE
+ * checks its uvmFd as the driver does; external ranges and mappings are nvsim_uvm_ext.c;
+ * everything else is -EINVAL (no managed memory here). Dynamic major, like the real "nvidia-uvm"
+ * region.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/cdev.h>
 #include <linux/device.h>
+#include <linux/file.h>
+#include <linux/slab.h>
 #include <linux/uaccess.h>
 
 #include "nvsim.h"
 
 static dev_t nvsim_uvm_dev;
 static struct cdev nvsim_uvm_cdev;
+static const struct file_operations nvsim_uvm_fops;
+
+/* One open /dev/nvidia-uvm (file->private_data): what uvm_fd_type() tells in the driver. */
+struct nvsim_uvm_open {
+	void *ext;          /* nvsim_uvm_ext.c's ranges */
+	bool va_space;      /* UVM_INITIALIZE done: UVM_FD_VA_SPACE */
+	struct file *mm_of; /* UVM_MM_INITIALIZE done: UVM_FD_MM, holding this va-space file */
+};
 
 struct nvsim_gpu *nvsim_gpu_by_uuid(const u8 *uuid)
 {
@@ -30,8 +42,38 @@ struct nvsim_gpu *nvsim_gpu_by_uuid(const u8 *uuid)
 	return NULL;
 }
 
+/*
+ * uvm_api_mm_initialize (uvm.c:59-135 at 580.142): uvmFd is fget()-ed and must have nvidia-uvm's
+ * f_op (uvm_file_is_nvidia_uvm, uvm.c:49-52) and be a va-space file; the calling file, not yet
+ * typed, becomes an MM file that keeps that file until it closes (uvm.c:126, 231-248).
+ */
+static u32 nvsim_uvm_mm_initialize(struct nvsim_uvm_open *mm, int fd)
+{
+	struct file *f = fget(fd);
+	struct nvsim_uvm_open *uo;
+	u32 status = NV_ERR_INVALID_ARGUMENT;
+
+	if (!f)
+		return status;
+	if (f->f_op != &nvsim_uvm_fops)
+		goto out;
+	uo = f->private_data;
+	mutex_lock(&nvsim_rm_lock);
+	if (uo->va_space && uo != mm && !mm->va_space && !mm->mm_of) {
+		mm->mm_of = f;
+		f = NULL;
+		status = NV_OK;
+	}
+	mutex_unlock(&nvsim_rm_lock);
+out:
+	if (f)
+		fput(f);
+	return status;
+}
+
 static long nvsim_uvm_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 {
+	struct nvsim_uvm_open *uo = filp->private_data;
 	void __user *up = (void __user *)arg;
 	long ret;
 
@@ -41,7 +83,20 @@ static long nvsim_uvm_ioctl(struct file *filp, unsigned int cmd, unsigned long a
 
 		if (copy_from_user(&p, up, sizeof(p)))
 			return -EFAULT;
-		p.rmStatus = NV_OK;
+		/* An MM file is not a va space (uvm.c:971-973). */
+		mutex_lock(&nvsim_rm_lock);
+		p.rmStatus = uo->mm_of ? NV_ERR_INVALID_ARGUMENT : NV_OK;
+		if (!uo->mm_of)
+			uo->va_space = true;
+		mutex_unlock(&nvsim_rm_lock);
+		return copy_to_user(up, &p, sizeof(p)) ? -EFAULT : 0;
+	}
+	case UVM_MM_INITIALIZE: {
+		struct uvm_mm_initialize_params p;
+
+		if (copy_from_user(&p, up, sizeof(p)))
+			return -EFAULT;
+		p.rmStatus = nvsim_uvm_mm_initialize(uo, p.uvmFd);
 		return copy_to_user(up, &p, sizeof(p)) ? -EFAULT : 0;
 	}
 	case UVM_DEINITIALIZE:
@@ -72,24 +127,36 @@ static long nvsim_uvm_ioctl(struct file *filp, unsigned int cmd, unsigned long a
 		return copy_to_user(up, &p, sizeof(p)) ? -EFAULT : 0;
 	}
 	default:
-		ret = nvsim_uvm_ext_ioctl(filp->private_data, cmd, up);
+		ret = nvsim_uvm_ext_ioctl(uo->ext, cmd, up);
 		return ret == -ENOIOCTLCMD ? -EINVAL : ret;
 	}
 }
 
 static int nvsim_uvm_open(struct inode *inode, struct file *filp)
 {
-	filp->private_data = nvsim_uvm_ext_open();
-	return filp->private_data ? 0 : -ENOMEM;
+	struct nvsim_uvm_open *uo = kzalloc(sizeof(*uo), GFP_KERNEL);
+
+	if (!uo)
+		return -ENOMEM;
+	uo->ext = nvsim_uvm_ext_open();
+	if (!uo->ext) {
+		kfree(uo);
+		return -ENOMEM;
+	}
+	filp->private_data = uo;
+	return 0;
 }
 
 static int nvsim_uvm_release(struct inode *inode, struct file *filp)
 {
-	nvsim_uvm_ext_release(filp->private_data);
+	struct nvsim_uvm_open *uo = filp->private_data;
+
+	if (uo->mm_of)
+		fput(uo->mm_of);
+	nvsim_uvm_ext_release(uo->ext);
+	kfree(uo);
 	return 0;
 }
-
-static const struct file_operations nvsim_uvm_fops;
 
 int nvsim_uvm_init(struct class *cls)
 {

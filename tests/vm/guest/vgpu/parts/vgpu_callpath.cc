@@ -4,7 +4,7 @@
 //   - under a quota, paths that cannot be charged are refused (legacy VID_HEAP allocations
 //     whose handle the driver generates, UVM migration, one managed mapping per UVM file);
 //   - an admin caller's legacy heap query gets no handle on the whole framebuffer;
-//   - no real driver file reaches another process (a fork during a call);
+//   - no usable driver file reaches another process (a fork during a call);
 //   - another slot's pids and usage are not readable by an unprivileged user.
 // Linked into vgpu_gtest (guest.cmake).
 #include <sys/mman.h>
@@ -222,44 +222,56 @@ TEST(CallPath, UvmMigrationIsRefusedUnderAQuota) {
   close(uvm);
 }
 
-// F4: the temporary real /dev/nvidia0 a device allocation installs for the driver's fd-table
-// check must not reach a child forked by a sibling thread during the call. The children look
-// for a major-195 file in what they inherited and exit 3 when they find one.
-//
-// OPEN (docs/security/kernel-call-path.md, F4): a module cannot give the calling thread a private
-// fd table (dup_fd/unshare_files are not exported) and the driver finds these files only in
-// current->files, so this still fails: a child forked at the right moment inherits the file.
-// Disabled until the driver's lookups are hooked (docs/nvidia-rm-abi.md §9.7); run it with
-// --gtest_also_run_disabled_tests to see the hole.
-TEST(CallPath, DISABLED_ForkedChildNeverInheritsARealDriverFile) {
+// F4: the driver looks some files up in the caller's fd table: the fd of REGISTER_FD (and the
+// other fd fields) and, for a device allocation, a /dev/nvidiaN of the GPU (docs/nvidia-rm-abi.md
+// §9.3). Whatever the module installs there for the call is visible to the caller's other threads,
+// and a child forked by one of them during the call inherits it. It must be useless: the children
+// try an RM call (a root client allocation) on every major-195 file they inherited and exit 3 when
+// one succeeds. The tenant alternates the two kinds of call (a device allocation; REGISTER_FD of a
+// fresh /dev/vgpuN file) while a sibling thread forks.
+TEST(CallPath, ForkedChildNeverInheritsAUsableDriverFile) {
   ScopedSlot slot(64 * kMiB);
   ASSERT_TRUE(slot.ok());
   const int calls = DebianKernel() ? 2000 : 100;
+  std::fflush(stdout);  // a child that flushes must not print the parent's buffer again
   pid_t tenant = fork();
   ASSERT_GE(tenant, 0);
   if (tenant == 0) {
     Session s;
     if (!s.Open(slot.ctl(), slot.dev()).empty()) _exit(2);
     std::atomic<bool> stop{false};
-    std::atomic<int> leaked{0}, forks{0};
+    std::atomic<int> held{0}, usable{0}, forks{0};
     std::thread forker([&] {
       while (!stop.load(std::memory_order_relaxed)) {
         pid_t c = fork();
         if (c == 0) {
+          int found = 0;
           for (int fd = 0; fd < 64; ++fd) {
             struct stat st {};
-            if (fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) && major(st.st_rdev) == 195) _exit(3);
+            if (fstat(fd, &st) != 0 || !S_ISCHR(st.st_mode) || major(st.st_rdev) != 195) continue;
+            found = 1;
+            uint32_t client = 0;
+            if (AllocClient(fd, &client) == NV_OK) _exit(3);
           }
-          _exit(0);
+          _exit(found ? 4 : 0);
         }
         if (c < 0) continue;
         int st = 0;
         waitpid(c, &st, 0);
         forks++;
-        if (WIFEXITED(st) && WEXITSTATUS(st) == 3) leaked++;
+        if (WIFEXITED(st) && WEXITSTATUS(st) >= 3) held++;
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 3) usable++;
       }
     });
-    for (int i = 0; i < calls && leaked == 0; ++i) {
+    for (int i = 0; i < calls && usable == 0; ++i) {
+      if (i % 2) {
+        int dev = open(slot.dev().c_str(), O_RDWR | O_CLOEXEC);
+        if (dev < 0) _exit(5);
+        nv_ioctl_register_fd r{s.ctl};
+        if (RawIoctl(dev, NV_ESC_REGISTER_FD, &r, sizeof(r)).ret) _exit(5);
+        close(dev);
+        continue;
+      }
       uint32_t h = 0xd1000000 + i;
       nv0080_alloc_params dp{};
       if (Alloc(s.ctl, s.client, s.client, &h, NV01_DEVICE_0, &dp) == NV_OK)
@@ -267,15 +279,86 @@ TEST(CallPath, DISABLED_ForkedChildNeverInheritsARealDriverFile) {
     }
     stop = true;
     forker.join();
-    std::printf("fork during device allocations: %d forks, %d children held a real driver file\n",
-                forks.load(), leaked.load());
+    std::printf(
+        "fork during device allocations and REGISTER_FD: %d forks, %d children held a "
+        "major-195 file, %d could allocate an RM client on it\n",
+        forks.load(), held.load(), usable.load());
     std::fflush(stdout);
-    _exit(leaked ? 3 : 0);
+    _exit(usable ? 3 : 0);
   }
   int status = 0;
   ASSERT_EQ(waitpid(tenant, &status, 0), tenant);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-      << "status " << status << " (exit 3: a forked child held a real major-195 file)";
+      << "status " << status
+      << " (exit 3: a forked child made an RM call on an inherited driver file; 5: REGISTER_FD "
+         "failed)";
+}
+
+// F4, nvidia-uvm: UVM_MM_INITIALIZE's uvmFd is looked up with an f_op test (uvm.c:49-75, modelled
+// by nvsim), so its decoy carries nvidia-uvm's f_op while the call runs: the call works through
+// the proxy, and a copy that a sibling thread takes of the temporary fd is inert once the call
+// ended (every ioctl on it fails with EPERM; a use during the call is not covered,
+// docs/security/kernel-call-path.md).
+TEST(CallPath, UvmMmInitializeWorksAndACopyOfItsFdIsInert) {
+  ScopedSlot slot(64 * kMiB, "uvm", VGPU_SLOT_F_UVM);
+  ASSERT_TRUE(slot.ok());
+  const std::string uvm_path = "/dev/vgpu-uvm" + std::to_string(slot.id());
+  struct stat real_uvm {};
+  ASSERT_EQ(stat("/dev/nvidia-uvm", &real_uvm), 0) << strerror(errno);
+  const int calls = DebianKernel() ? 2000 : 100;
+  std::fflush(stdout);  // a child that flushes must not print the parent's buffer again
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int va = OpenUvm(slot);
+    if (va < 0) _exit(2);
+    int next = open("/dev/null", O_RDONLY);  // the mm file's number; the decoy's is next + 1
+    close(next);
+    std::atomic<bool> stop{false};
+    std::atomic<int> got{-1};
+    std::thread thief([&] {
+      for (int n = 0; !stop.load(std::memory_order_relaxed); n ^= 1) {
+        int d = fcntl(next + n, F_DUPFD_CLOEXEC, 200);
+        if (d < 0) continue;
+        struct stat st {};
+        if (fstat(d, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == real_uvm.st_rdev) {
+          got = d;
+          return;
+        }
+        close(d);
+      }
+    });
+    int failed = 0;
+    for (int i = 0; i < calls && got < 0; ++i) {
+      int mm = open(uvm_path.c_str(), O_RDWR | O_CLOEXEC);
+      if (mm < 0) _exit(5);
+      uvm_mm_initialize_params p{va, ~0u};
+      if (ioctl(mm, UVM_MM_INITIALIZE, &p) != 0 || p.rmStatus != NV_OK) failed++;
+      close(mm);
+    }
+    stop = true;
+    thief.join();
+    if (failed) {
+      std::printf("UVM_MM_INITIALIZE through the proxy failed %d times\n", failed);
+      _exit(4);
+    }
+    if (got < 0) _exit(0);
+    uvm_initialize_params ip{};
+    errno = 0;
+    if (ioctl(got, UVM_INITIALIZE, &ip) == 0 || errno != EPERM) _exit(3);
+    _exit(6);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  const int rc = WEXITSTATUS(status);
+  EXPECT_TRUE(rc == 0 || rc == 6)
+      << rc << ": 3: an ioctl on the copy did not fail with EPERM; 4: UVM_MM_INITIALIZE failed "
+      << "through the proxy; 2/5: a UVM file did not open";
+  std::printf("UVM_MM_INITIALIZE copy race: %s\n",
+              rc == 6 ? "a copy of the uvmFd decoy was made, and it was inert after the call"
+                      : "the window was not caught");
+  std::fflush(stdout);
 }
 
 // F11.4: GPU accounting names every process that used the GPU, other tenants' included, with its
