@@ -4,10 +4,10 @@
  * on one real file and forwards mmap and poll; ioctl.c runs each ioctl through
  * the filter core (pre -> fd translation -> real ioctl -> restore -> post);
  * fd_translate.c makes fd numbers inside parameters name decoys of real files
- * for the call; overquota.c undoes, after the call, what the core found allocated past
- * the quota; file_release.c ends a proxy file when its real file ends. It calls
- * down into the slots (slot.h) and the filter core's host (core_host.h), never
- * into the control plane.
+ * for the call; overquota.c undoes, after the call, what the core found
+ * allocated past the quota; file_release.c ends a proxy file when its real file
+ * ends. It calls down into the slots (slot.h) and the filter core's host
+ * (core_host.h), never into the control plane.
  */
 #ifndef VGPU_KMOD_PROXY_H
 #define VGPU_KMOD_PROXY_H
