@@ -58,7 +58,11 @@ for d in $P/suites/*/; do
   # What a failed or timed-out suite left running (its programs' cwd is the suite's directory)
   # holds this pipe and its modules' files open: killed before the pipe can end.
   ( cd $d && OUT=$o timeout $SUITE_TIMEOUT sh ./guest.sh 2>&1; echo $? > $o/rc
-    cd / && strays ${d%/} > /tmp/strays; [ -s /tmp/strays ] && kill -KILL $(cat /tmp/strays)
+    # A process found in its exit (a test's child between its last write and the reaper) is no
+    # stray: only what is still there a second later counts.
+    cd / && strays ${d%/} > /tmp/strays
+    [ -s /tmp/strays ] && sleep 1 && strays ${d%/} > /tmp/strays
+    [ -s /tmp/strays ] && kill -KILL $(cat /tmp/strays) 2>/dev/null
   ) | tee $o/log.txt
   rc=$(cat $o/rc 2>/dev/null || echo 1)
   [ "$rc" = 143 ] && echo "harness: suite $s: killed after ${SUITE_TIMEOUT}s (vmtest.suite_timeout)" | tee -a $o/log.txt
