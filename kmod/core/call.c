@@ -6,6 +6,7 @@
 #include "vcore_internal.h"
 #include "abi/classes.h"
 #include "abi/nv_escape.h"
+#include "abi/nvstatus.h"
 #include "abi/uvm.h"
 
 /* ---- user memory, through the host ---- */
@@ -13,6 +14,14 @@
 int vcore_reply_u32(struct vcore_call *call, vcore_u32 off, vcore_u32 *out)
 {
 	return vcore_user_read(call, out, call->arg + off, sizeof(*out));
+}
+
+vcore_bool vcore_reply_ok(struct vcore_call *call)
+{
+	vcore_u32 status = 1;
+
+	return !vcore_reply_u32(call, call->status_off, &status) &&
+	       status == NV_OK;
 }
 
 /* ---- buffers and fd fields ---- */

@@ -40,9 +40,6 @@
 #define IMPORT_INDEX_OFF                                                       \
 	VCORE_OFF(NV0000_CTRL_OS_UNIX_IMPORT_OBJECTS_FROM_FD_PARAMS, index)
 
-/* NVOS54: hClient at 0, status at 28 (abi.md §3). */
-#define CTRL_STATUS_OFF 28
-
 static const vcore_u8 *params_of(const struct vcore_call *call)
 {
 	return call->bufs[call->params_buf].priv;
@@ -138,14 +135,6 @@ static struct vcore_obj *find_hold(struct vcore_file *file, vcore_u32 index)
 	return VCORE_NULL;
 }
 
-static vcore_bool ctrl_ok(struct vcore_call *call)
-{
-	vcore_u32 status = 1;
-
-	return !vcore_reply_u32(call, CTRL_STATUS_OFF, &status) &&
-	       status == NV_OK;
-}
-
 /*
  * Each export slot index @index+i now names objects[i] (the driver replaces,
  * and so frees, what an index held before; 0 leaves the index empty). The
@@ -158,7 +147,7 @@ static int export_post(struct vcore_call *call)
 	vcore_u32 h_client = vcore_rd32(call->argbuf, 0), i, n, index;
 	struct vcore_file *efile;
 
-	if (!ctrl_ok(call))
+	if (!vcore_reply_ok(call))
 		return 0;
 	n = *(const vcore_u16 *)(prm + EXPORT_NUM_OFF);
 	index = *(const vcore_u16 *)(prm + EXPORT_INDEX_OFF);
@@ -215,7 +204,7 @@ static int import_post(struct vcore_call *call)
 	vcore_u32 h_parent = vcore_rd32(prm, IMPORT_PARENT_OFF);
 	struct vcore_file *efile;
 
-	if (!ctrl_ok(call) || !vcore_own_client(call, h_client))
+	if (!vcore_reply_ok(call) || !vcore_own_client(call, h_client))
 		return 0;
 	n = *(const vcore_u16 *)(prm + IMPORT_NUM_OFF);
 	index = *(const vcore_u16 *)(prm + IMPORT_INDEX_OFF);

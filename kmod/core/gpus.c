@@ -84,9 +84,8 @@ static int rewrite_reply(struct vcore_call *call,
 	struct vcore_buf_info *b = &call->bufs[call->params_buf];
 	/* Reuse the private copy for the reply: the decision was made. */
 	vcore_u8 *prm = (vcore_u8 *)b->priv;
-	vcore_u32 status = 1;
 
-	if (vcore_reply_u32(call, 28, &status) || status != NV_OK)
+	if (!vcore_reply_ok(call))
 		return 0;
 	if (vcore_user_read(call, prm, b->uaddr, b->len))
 		return -VCORE_EFAULT;

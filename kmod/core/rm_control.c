@@ -88,9 +88,8 @@ enum vcore_verdict vcore_ctrl_export_mem(struct vcore_call *call)
 static int tsg_timeslice_post(struct vcore_call *call)
 {
 	struct vcore_obj *tsg;
-	vcore_u32 status = 1;
 
-	if (vcore_reply_u32(call, 28, &status) || status != NV_OK)
+	if (!vcore_reply_ok(call))
 		return 0;
 	vcore_lock(call->slot);
 	tsg = vcore_obj_find_locked(call->slot, vcore_rd32(call->argbuf, 0),
@@ -200,10 +199,23 @@ enum vcore_verdict vcore_ctrl_node_private(struct vcore_call *call)
 				   "node-wide accounting state");
 }
 
-/* After the registry recorded a schedule change: the host's hook (vcore.h). */
-static void tsg_schedule_changed(struct vcore_slot *slot, vcore_bool on)
+/*
+ * Records that the driver (un)scheduled @tsg (NULL: nothing to record), drops
+ * the slot lock the caller took to find it, and tells the host of a TSG that
+ * went on the runlist (vcore.h, tsg_scheduled).
+ */
+static void tsg_record_schedule_unlock(struct vcore_slot *slot,
+				       struct vcore_obj *tsg, vcore_bool on)
 {
-	if (on && slot->ops->tsg_scheduled)
+	vcore_bool started = 0;
+
+	if (tsg && tsg->scheduled != on) {
+		tsg->scheduled = on;
+		slot->tsg_gen++;
+		started = on;
+	}
+	vcore_unlock(slot);
+	if (started && slot->ops->tsg_scheduled)
 		slot->ops->tsg_scheduled(slot->priv);
 }
 
@@ -223,23 +235,17 @@ static void tsg_schedule_changed(struct vcore_slot *slot, vcore_bool on)
 static int tsg_schedule_post(struct vcore_call *call)
 {
 	struct vcore_obj *tsg;
-	vcore_u32 status = 1;
-	vcore_bool on, changed = 0;
+	vcore_bool on;
 
-	if (vcore_reply_u32(call, 28, &status) || status != NV_OK)
+	if (!vcore_reply_ok(call))
 		return 0;
 	on = ((const vcore_u8 *)call->bufs[call->params_buf].priv)[0] != 0;
 	vcore_lock(call->slot);
 	tsg = vcore_obj_find_locked(call->slot, vcore_rd32(call->argbuf, 0),
 				    vcore_rd32(call->argbuf, 4));
-	if (tsg && tsg->kind == VCORE_CLS_TSG && tsg->scheduled != on) {
-		tsg->scheduled = on;
-		call->slot->tsg_gen++;
-		changed = 1;
-	}
-	vcore_unlock(call->slot);
-	if (changed)
-		tsg_schedule_changed(call->slot, on);
+	if (tsg && tsg->kind != VCORE_CLS_TSG)
+		tsg = VCORE_NULL;
+	tsg_record_schedule_unlock(call->slot, tsg, on);
 	return 0;
 }
 
@@ -262,7 +268,7 @@ static vcore_bool tsg_schedule_copy(struct vcore_call *call, int i,
 	vcore_u32 h_tsg = vcore_rd32(call->argbuf, 4), status = 0;
 	vcore_u8 prm[sizeof(NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS)];
 	struct vcore_obj *tsg;
-	vcore_bool on, changed = 0;
+	vcore_bool on;
 
 	if (!slot->ops->control_copy || call->bufs[i].len != sizeof(prm) ||
 	    !vcore_own_client(call, h_client))
@@ -279,14 +285,8 @@ static vcore_bool tsg_schedule_copy(struct vcore_call *call, int i,
 	on = prm[0] != 0;
 	vcore_lock(slot);
 	tsg = ctrl_tsg_locked(call);
-	if (status == NV_OK && tsg && tsg->scheduled != on) {
-		tsg->scheduled = on;
-		slot->tsg_gen++;
-		changed = 1;
-	}
-	vcore_unlock(slot);
-	if (changed)
-		tsg_schedule_changed(slot, on);
+	tsg_record_schedule_unlock(slot, status == NV_OK ? tsg : VCORE_NULL,
+				   on);
 	*v = vcore_answer_status(call, status);
 	return 1;
 }

@@ -612,8 +612,11 @@ static inline void vcore_wr64(void *p, vcore_u32 off, vcore_u64 v)
 {
 	vcore_memcpy((vcore_u8 *)p + off, &v, sizeof(v));
 }
-/* Read the driver's reply status (u32 at @off of the top-level). */
+/* Read a u32 of the driver's reply (at @off of the top-level). */
 int vcore_reply_u32(struct vcore_call *call, vcore_u32 off, vcore_u32 *out);
+/* Whether the driver answered NV_OK: the status at the call's row's offset
+ * (call->status_off); a reply that cannot be read did not. */
+vcore_bool vcore_reply_ok(struct vcore_call *call);
 /* User memory through the host's copy ops (0 or -VCORE_EFAULT), for a call
  * of @slot whose context has @uctx (struct vcore_call_ctx). */
 static inline int vcore_slot_user_read(const struct vcore_slot *slot,

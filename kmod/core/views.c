@@ -110,13 +110,6 @@ static int rewrite_fb_reply(struct vcore_call *call, vcore_uptr_t uaddr,
 	return 0;
 }
 
-static int ctrl_ok(struct vcore_call *call)
-{
-	vcore_u32 status = 1;
-
-	return !vcore_reply_u32(call, 28, &status) && status == NV_OK;
-}
-
 /* ---- views: controls whose only work is rewriting the reply ---- */
 
 static int view_post(struct vcore_call *call)
@@ -238,7 +231,7 @@ static int fb_v1_post(struct vcore_call *call)
 {
 	const struct vcore_buf_info *list = &call->bufs[call->list_buf];
 
-	if (!ctrl_ok(call))
+	if (!vcore_reply_ok(call))
 		return 0;
 	return rewrite_fb_reply(call, list->uaddr,
 				list->len / sizeof(NVXXXX_CTRL_XXX_INFO));
@@ -287,11 +280,8 @@ enum vcore_verdict vcore_ctrl_fb_get_info(struct vcore_call *call)
 int vcore_post_vhc_info(struct vcore_call *call)
 {
 	vcore_u64 v[2];
-	vcore_u32 status = 1;
 
-	if (!vcore_slot_has_quota(call->slot))
-		return 0;
-	if (vcore_reply_u32(call, 20, &status) || status != NV_OK)
+	if (!vcore_slot_has_quota(call->slot) || !vcore_reply_ok(call))
 		return 0;
 	view_figures(call->slot, &v[0], &v[1]);
 	if (vcore_user_write(call, call->arg + 24, v, sizeof(v)))
@@ -324,7 +314,7 @@ static int get_pids_post(struct vcore_call *call)
 	vcore_u32 i, n, kept = 0;
 	int ret = 0;
 
-	if (!ctrl_ok(call))
+	if (!vcore_reply_ok(call))
 		return 0;
 	/* Reuse the private buffer for the reply: the decision was made. */
 	r = (NV2080_CTRL_GPU_GET_PIDS_PARAMS *)b->priv;
@@ -385,7 +375,7 @@ static int get_pid_info_post(struct vcore_call *call)
 	vcore_u32 i, n;
 	int changed = 0;
 
-	if (!ctrl_ok(call))
+	if (!vcore_reply_ok(call))
 		return 0;
 	r = (NV2080_CTRL_GPU_GET_PID_INFO_PARAMS *)b->priv;
 	if (vcore_user_read(call, r, b->uaddr, sizeof(*r)))
