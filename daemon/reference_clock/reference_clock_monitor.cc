@@ -56,7 +56,7 @@ void ReferenceClockMonitor::PollOnce(uint64_t now_unix_s) {
     const uint32_t figure = stretches_[s.uuid].Add(s.gpu_util_percent, s.sm_clock_mhz);
     if (figure != 0 &&
         book_.Offer(s.uuid, figure, s.power_limit_mw, source_.DriverVersion(), now_unix_s)) {
-      changed.emplace_back(s.uuid, book_.MhzFor(s.uuid));
+      changed.emplace_back(s.uuid, figure);  // an accepted offer is the GPU's figure now
     }
   }
   if (changed.empty()) {

@@ -7,6 +7,7 @@
 
 #include <dlfcn.h>
 
+#include <array>
 #include <string>
 
 namespace vgpu::topology::nvml {
@@ -101,6 +102,22 @@ inline bool BindDeviceWalk(const Library& lib, NvmlApi& api) {
          lib.Bind("nvmlDeviceGetCount_v2", api.GetCount) &&
          lib.Bind("nvmlDeviceGetHandleByIndex_v2", api.GetHandleByIndex) &&
          lib.Bind("nvmlDeviceGetUUID", api.GetUuid);
+}
+
+// "<nvmlErrorString> (<code>)" for an error message.
+inline std::string Describe(const NvmlApi& api, nvmlReturn_t rc) {
+  const char* text = api.ErrorString(rc);
+  return std::string(text ? text : "unknown") + " (" + std::to_string(rc) + ")";
+}
+
+// The node's driver version, "" when the entry point is missing or fails (informational).
+inline std::string DriverVersion(const NvmlApi& api) {
+  std::array<char, NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE> version{};
+  if (api.GetDriverVersion == nullptr ||
+      api.GetDriverVersion(version.data(), version.size()) != NVML_SUCCESS) {
+    return "";
+  }
+  return version.data();
 }
 
 // Pairs nvmlInit_v2 with nvmlShutdown.

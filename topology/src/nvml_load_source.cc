@@ -29,20 +29,16 @@ class NvmlLoadSource final : public GpuLoadSource {
     lib_.Bind("nvmlDeviceGetEnforcedPowerLimit", api_.GetEnforcedPowerLimit);
     lib_.Bind("nvmlSystemGetDriverVersion", api_.GetDriverVersion);
     if (nvmlReturn_t rc = session_.Start(); rc != NVML_SUCCESS) {
-      return UnavailableError("nvml: nvmlInit_v2: " + std::to_string(rc));
+      return UnavailableError("nvml: nvmlInit_v2: " + Describe(api_, rc));
     }
-    std::array<char, NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE> version{};
-    if (api_.GetDriverVersion != nullptr &&
-        api_.GetDriverVersion(version.data(), version.size()) == NVML_SUCCESS) {
-      driver_version_ = version.data();
-    }
+    driver_version_ = nvml::DriverVersion(api_);
     return OkStatus();
   }
 
   Result<std::vector<GpuLoadSample>> Sample() override {
     unsigned count = 0;
     if (nvmlReturn_t rc = api_.GetCount(&count); rc != NVML_SUCCESS) {
-      return UnavailableError("nvml: nvmlDeviceGetCount_v2: " + Describe(rc));
+      return UnavailableError("nvml: nvmlDeviceGetCount_v2: " + Describe(api_, rc));
     }
     std::vector<GpuLoadSample> out;
     nvmlReturn_t last = NVML_SUCCESS;
@@ -68,7 +64,7 @@ class NvmlLoadSource final : public GpuLoadSource {
       out.push_back(std::move(s));
     }
     if (out.empty() && last != NVML_SUCCESS) {
-      return UnavailableError("nvml: no GPU could be read: " + Describe(last));
+      return UnavailableError("nvml: no GPU could be read: " + Describe(api_, last));
     }
     return out;
   }
@@ -76,11 +72,6 @@ class NvmlLoadSource final : public GpuLoadSource {
   std::string DriverVersion() const override { return driver_version_; }
 
  private:
-  std::string Describe(nvmlReturn_t rc) const {
-    const char* text = api_.ErrorString(rc);
-    return std::string(text ? text : "unknown") + " (" + std::to_string(rc) + ")";
-  }
-
   // Declared in this order: the session (nvmlShutdown) ends before the library is closed.
   Library lib_;
   NvmlApi api_;

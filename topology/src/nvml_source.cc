@@ -46,12 +46,7 @@ class NvmlSource final : public GpuSource {
     if (nvmlReturn_t rc = api.GetCount(&count); rc != NVML_SUCCESS) {
       return UnavailableError("nvml: nvmlDeviceGetCount_v2: " + Describe(api, rc));
     }
-    std::string driver_version;  // one per node; informational, so a failure leaves it empty
-    std::array<char, NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE> version{};
-    if (api.GetDriverVersion != nullptr &&
-        api.GetDriverVersion(version.data(), version.size()) == NVML_SUCCESS) {
-      driver_version = version.data();
-    }
+    const std::string driver_version = DriverVersion(api);  // one per node
     std::vector<Gpu> gpus;
     std::vector<std::vector<std::pair<std::string, unsigned>>> remotes(count);  // bus id, type
     for (unsigned i = 0; i < count; ++i) {
@@ -72,11 +67,6 @@ class NvmlSource final : public GpuSource {
   }
 
  private:
-  static std::string Describe(const NvmlApi& api, nvmlReturn_t rc) {
-    const char* text = api.ErrorString(rc);
-    return std::string(text ? text : "unknown") + " (" + std::to_string(rc) + ")";
-  }
-
   static Result<Gpu> ReadGpu(const NvmlApi& api, nvmlDevice_t device, unsigned index,
                              std::vector<std::pair<std::string, unsigned>>& remotes) {
     std::string where = "nvml: GPU " + std::to_string(index) + ": ";
