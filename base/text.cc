@@ -1,6 +1,7 @@
 #include "vgpu/text.h"
 
 #include <cerrno>
+#include <chrono>
 #include <fstream>
 #include <sstream>
 
@@ -14,6 +15,24 @@ Result<std::string> ReadFileToString(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return std::move(text).str();
+}
+
+Result<std::filesystem::path> KeepCorruptFileAside(const std::filesystem::path& path) {
+  const auto secs = std::chrono::duration_cast<std::chrono::seconds>(
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count();
+  std::filesystem::path aside = path;
+  aside += ".corrupt-" + std::to_string(secs);
+  std::error_code ec;
+  for (int n = 1; std::filesystem::exists(aside, ec); ++n) {
+    aside = path;
+    aside += ".corrupt-" + std::to_string(secs) + "." + std::to_string(n);
+  }
+  std::filesystem::rename(path, aside, ec);
+  if (ec) {
+    return InternalError(path.string() + " cannot be moved aside: " + ec.message());
+  }
+  return aside;
 }
 
 std::vector<std::string_view> SplitLines(std::string_view text) {

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <nlohmann/json.hpp>
 
 #include "vgpu/slots/shim_backend.h"
@@ -329,22 +328,11 @@ Result<LoadResult> CheckpointStore::Load() const {
   }
   // Keep the evidence; the caller rebuilds from live slots and the pod-resources API.
   out.corrupt_reason = records.status().message();
-  auto secs = std::chrono::duration_cast<std::chrono::seconds>(
-                  std::chrono::system_clock::now().time_since_epoch())
-                  .count();
-  std::filesystem::path aside = path_;
-  aside += ".corrupt-" + std::to_string(secs);
-  std::error_code ec;
-  for (int n = 1; std::filesystem::exists(aside, ec); ++n) {  // never overwrite older evidence
-    aside = path_;
-    aside += ".corrupt-" + std::to_string(secs) + "." + std::to_string(n);
+  auto aside = KeepCorruptFileAside(path_);
+  if (!aside.ok()) {
+    return aside.status().Annotate("checkpoint is corrupt (" + out.corrupt_reason + ")");
   }
-  std::filesystem::rename(path_, aside, ec);
-  if (ec) {
-    return InternalError("checkpoint " + path_.string() + " is corrupt (" + out.corrupt_reason +
-                         ") and cannot be moved aside: " + ec.message());
-  }
-  out.kept_aside = aside;
+  out.kept_aside = std::move(*aside);
   return out;
 }
 

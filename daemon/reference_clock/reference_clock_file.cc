@@ -2,14 +2,11 @@
 
 #include <zlib.h>
 
-#include <cerrno>
-#include <chrono>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "uapi/vgpu_slot_fields.h"
 #include "vgpu/slots/shim_backend.h"
+#include "vgpu/text.h"
 
 namespace vgpu::reference_clock {
 namespace {
@@ -94,32 +91,24 @@ Result<std::map<std::string, GpuReference>> ParseReferences(std::string_view tex
 
 Result<LoadedReferences> ReferenceClockFile::Load() const {
   LoadedReferences out;
-  std::ifstream in(path_, std::ios::binary);
-  if (!in) {
-    if (errno == ENOENT || !std::filesystem::exists(path_)) {
+  Result<std::string> text = ReadFileToString(path_.string());
+  if (!text.ok()) {
+    if (text.status().code() == StatusCode::kNotFound || !std::filesystem::exists(path_)) {
       return out;
     }
-    return ErrnoError("reference clocks: open " + path_.string(), errno);
+    return text.status().Annotate("reference clocks");
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  auto gpus = ParseReferences(text.str());
+  auto gpus = ParseReferences(*text);
   if (gpus.ok()) {
     out.gpus = std::move(*gpus);
     return out;
   }
   out.corrupt_reason = gpus.status().message();
-  const auto secs = std::chrono::duration_cast<std::chrono::seconds>(
-                        std::chrono::system_clock::now().time_since_epoch())
-                        .count();
-  out.kept_aside = path_;
-  out.kept_aside += ".corrupt-" + std::to_string(secs);
-  std::error_code ec;
-  std::filesystem::rename(path_, out.kept_aside, ec);
-  if (ec) {
-    return InternalError("reference clocks " + path_.string() + " are corrupt (" +
-                         out.corrupt_reason + ") and cannot be moved aside: " + ec.message());
+  auto aside = KeepCorruptFileAside(path_);
+  if (!aside.ok()) {
+    return aside.status().Annotate("reference clocks are corrupt (" + out.corrupt_reason + ")");
   }
+  out.kept_aside = std::move(*aside);
   return out;
 }
 

@@ -1,8 +1,9 @@
-// Small text and file helpers that several parsers share: a file read whole, text cut into
-// numbered lines, a decimal number that must fill its field.
+// Small text and file helpers that several parsers share: a file read whole, a corrupt file kept
+// aside, text cut into numbered lines, a decimal number that must fill its field.
 #pragma once
 
 #include <charconv>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,6 +17,11 @@ namespace vgpu {
 // The whole file as bytes. Failure is ErrnoError("read <path>", errno): NotFound for a missing
 // file, PermissionDenied, ...; callers that word their own error annotate or replace it.
 Result<std::string> ReadFileToString(const std::string& path);
+
+// Moves a file found corrupt to <path>.corrupt-<unix seconds> (".<n>" added when that exists:
+// older evidence is never overwritten) and returns where it went; the caller rebuilds the file.
+// Failure is InternalError naming the path and why it could not be moved.
+Result<std::filesystem::path> KeepCorruptFileAside(const std::filesystem::path& path);
 
 // `text` cut at each '\n', without the '\n'. A final line needs no '\n', and "a\n" is one line,
 // not two: the index + 1 is the line number an error message gives.
