@@ -159,6 +159,17 @@ int OpenUvm(const ScopedSlot& slot) {
   return uvm;
 }
 
+// One UVM_MM_INITIALIZE of the va-space file `va` on a fresh MM file of `uvm_path`, as cuInit
+// does: 1 if it succeeded, 0 if the call or its status failed, -1 if the node did not open.
+int MmInitializeOnce(const std::string& uvm_path, int va) {
+  int mm = open(uvm_path.c_str(), O_RDWR | O_CLOEXEC);
+  if (mm < 0) return -1;
+  uvm_mm_initialize_params p{va, ~0u};
+  const bool ok = ioctl(mm, UVM_MM_INITIALIZE, &p) == 0 && p.rmStatus == NV_OK;
+  close(mm);
+  return ok ? 1 : 0;
+}
+
 // F6: libcuda's context mapping (the first mmap <= 2 MiB) is allowed once per process, not once
 // per UVM file: eight UVM files give eight free managed mappings otherwise. nvsim's UVM node has
 // no mmap, so a mapping that reached the driver fails with ENODEV, a refused one with EPERM.
@@ -333,11 +344,9 @@ TEST(CallPath, UvmMmInitializeWorksAndACopyOfItsFdIsInert) {
     });
     int failed = 0;
     for (int i = 0; i < calls && got < 0; ++i) {
-      int mm = open(uvm_path.c_str(), O_RDWR | O_CLOEXEC);
-      if (mm < 0) _exit(5);
-      uvm_mm_initialize_params p{va, ~0u};
-      if (ioctl(mm, UVM_MM_INITIALIZE, &p) != 0 || p.rmStatus != NV_OK) failed++;
-      close(mm);
+      const int r = MmInitializeOnce(uvm_path, va);
+      if (r < 0) _exit(5);
+      failed += r == 0;
     }
     stop = true;
     thief.join();
@@ -397,11 +406,9 @@ TEST(CallPath, NoSiblingReachesNvidiaUvmDuringMmInitialize) {
     });
     int failed = 0;
     for (int i = 0; i < calls; ++i) {
-      int mm = open(uvm_path.c_str(), O_RDWR | O_CLOEXEC);
-      if (mm < 0) _exit(5);
-      uvm_mm_initialize_params p{va, ~0u};
-      if (ioctl(mm, UVM_MM_INITIALIZE, &p) != 0 || p.rmStatus != NV_OK) failed++;
-      close(mm);
+      const int r = MmInitializeOnce(uvm_path, va);
+      if (r < 0) _exit(5);
+      failed += r == 0;
     }
     stop = true;
     sibling.join();
@@ -418,6 +425,7 @@ TEST(CallPath, NoSiblingReachesNvidiaUvmDuringMmInitialize) {
   std::printf(
       "UVM_MM_INITIALIZE with a sibling on its fds: %llu sibling calls reached nvidia-uvm\n",
       static_cast<unsigned long long>(reached));
+  std::fflush(stdout);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
       << status << ": 4: UVM_MM_INITIALIZE failed through the proxy; 2/5: a UVM file did not open";
   EXPECT_EQ(reached, 0u) << "a sibling thread reached nvidia-uvm through a file of the call";
