@@ -78,6 +78,16 @@ std::vector<std::string> Ids(ResourceKind kind, uint32_t gpu, uint32_t first, ui
   return out;
 }
 
+// A DRA claim of one memory unit and 20 % of GPU `gpu`'s cores.
+ClaimSlotRequest OneUnitClaim(std::string name, uint32_t gpu) {
+  ClaimSlotRequest claim;
+  claim.name = std::move(name);
+  claim.gpu = gpu;
+  claim.memory_bytes = kUnit;
+  claim.core_percent = 20;
+  return claim;
+}
+
 class SlotManagerTest : public ::testing::Test {
  protected:
   SlotManagerTest() {
@@ -156,11 +166,7 @@ TEST_F(SlotManagerTest, SlotsCarryTheirGpusReferenceClock) {
   auto manual = m->CreateManual(0, kUnit, 30, ComputeMode::kCap, "by-hand");
   ASSERT_TRUE(manual.ok()) << manual.status().ToString();
   EXPECT_EQ(manual->config.compute_ref_clock_mhz, 1483u) << "the control API's slot";
-  ClaimSlotRequest claim;
-  claim.name = "claim-1";
-  claim.gpu = 0;
-  claim.memory_bytes = kUnit;
-  claim.core_percent = 20;
+  const ClaimSlotRequest claim = OneUnitClaim("claim-1", 0);
   auto claimed = m->CreateForClaim(claim);
   ASSERT_TRUE(claimed.ok()) << claimed.status().ToString();
   EXPECT_EQ(claimed->config.compute_ref_clock_mhz, 1483u) << "the DRA claim's slot";
@@ -184,12 +190,7 @@ TEST_F(SlotManagerTest, SlotsCarryTheirGpusReferenceClock) {
 // the slot was granted: device plugin memory and whole-GPU grants, the control API, DRA claims.
 TEST_F(SlotManagerTest, EverySlotsConfigNamesTheGpuItWasGranted) {
   auto m = Make();
-  ClaimSlotRequest claim;
-  claim.name = "claim-1";
-  claim.gpu = 1;
-  claim.memory_bytes = kUnit;
-  claim.core_percent = 20;
-  auto claimed = m->CreateForClaim(claim);
+  auto claimed = m->CreateForClaim(OneUnitClaim("claim-1", 1));
   ASSERT_TRUE(claimed.ok()) << claimed.status().ToString();
   auto manual = m->CreateManual(1, kUnit, 30, ComputeMode::kCap, "by-hand");
   ASSERT_TRUE(manual.ok()) << manual.status().ToString();

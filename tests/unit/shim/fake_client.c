@@ -64,6 +64,21 @@ static uint32_t FreeObj(uint32_t parent, uint32_t handle) {
   return f.status;
 }
 
+// Up to `max` allocations of class `cls` (NV_MEMORY_ALLOCATION_PARAMS, size @64) under the
+// device, handles from `base`, until the first refusal (its status in *status): how many passed.
+static int AllocUntilRefused(uint32_t cls, uint32_t base, uint64_t size, int max,
+                             uint32_t* status) {
+  int n = 0;
+  *status = 0;
+  for (; n < max; n++) {
+    uint8_t mp[128] = {0};
+    memcpy(mp + 64, &size, 8);
+    *status = Alloc(DEVICE, base + n, cls, mp);
+    if (*status != 0) break;
+  }
+  return n;
+}
+
 static void ViewBy(uint32_t cmd, const char* when) {
   uint8_t p[1028];
   memset(p, 0, sizeof p);
@@ -136,15 +151,8 @@ static int Gpus(void) {
 static int Sysmem(int max) {
   uint64_t (*held)(void) = (uint64_t(*)(void))dlsym(RTLD_DEFAULT, "vshim_fakenv_sysmem_bytes");
   if (held == NULL) return 1;
-  int n = 0;
   uint32_t status = 0;
-  for (; n < max; n++) {
-    uint8_t mp[128] = {0};
-    uint64_t size = 256ull << 20;
-    memcpy(mp + 64, &size, 8);
-    status = Alloc(DEVICE, 0x5c003000u + n, 0x3e, mp);
-    if (status != 0) break;
-  }
+  int n = AllocUntilRefused(0x3e, 0x5c003000u, 256ull << 20, max, &status);
   printf("SYSMEM n=%d last_status=0x%x driver_mib=%llu\n", n, status,
          (unsigned long long)(held() >> 20));
   return 0;
@@ -172,15 +180,8 @@ static int Setup(void) {
 static uint32_t mem_base = MEM0;
 
 static int AllocMem(int max) {
-  int n = 0;
   uint32_t status = 0;
-  for (; n < max; n++) {
-    uint8_t mp[128] = {0};
-    uint64_t size = 2u << 20;
-    memcpy(mp + 64, &size, 8);
-    status = Alloc(DEVICE, mem_base + n, 0x40, mp);
-    if (status != 0) break;
-  }
+  int n = AllocUntilRefused(0x40, mem_base, 2u << 20, max, &status);
   printf("ALLOCS n=%d last_status=0x%x\n", n, status);
   return n;
 }

@@ -114,25 +114,25 @@ int RmAlloc(void* a, uint32_t size) {  // NVOS64 (48 B) or NVOS21 (32 B)
   return 0;
 }
 
+// Drops what `held` records for the object (or, for the client itself, the whole client) from it
+// and from `total`.
+void FreeHeld(std::map<std::pair<uint32_t, uint32_t>, uint64_t>& held, uint64_t& total,
+              uint32_t h_root, uint32_t h_old) {
+  for (auto it = held.begin(); it != held.end();) {
+    if (it->first.first == h_root && (h_old == h_root || it->first.second == h_old)) {
+      total -= it->second;
+      it = held.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
 int RmFree(void* a) {  // NVOS00
   uint32_t h_root = Get<uint32_t>(a, 0), h_old = Get<uint32_t>(a, 8);
   std::lock_guard<std::mutex> lock(mu);
-  for (auto it = memory.begin(); it != memory.end();) {
-    if (it->first.first == h_root && (h_old == h_root || it->first.second == h_old)) {
-      used -= it->second;
-      it = memory.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  for (auto it = sysmem.begin(); it != sysmem.end();) {
-    if (it->first.first == h_root && (h_old == h_root || it->first.second == h_old)) {
-      sysmem_used -= it->second;
-      it = sysmem.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  FreeHeld(memory, used, h_root, h_old);
+  FreeHeld(sysmem, sysmem_used, h_root, h_old);
   Put<uint32_t>(a, 12, 0);
   return 0;
 }
