@@ -277,6 +277,16 @@ enum vcore_managed_policy {
 
 #define VCORE_VERSION_MAX 64
 
+/*
+ * Driver system memory (class NV01_MEMORY_SYSTEM) one slot may hold, in MiB,
+ * unless its host says otherwise (vgpu.ko: the slot_sysmem_mib parameter;
+ * libvgpu-shim.so takes it as it is): nvidia.ko charges those pages to no
+ * memory cgroup (issue 17, F10). libcuda takes about 70 MiB per context
+ * (tests/data/traces), and a slot holds at most 16 contexts
+ * (VCORE_SLOT_MAX_TSGS / 4), so 2 GiB leaves headroom.
+ */
+#define VCORE_SLOT_SYSMEM_DEFAULT_MIB 2048
+
 struct vcore_slot_config {
 	vcore_u32 id;		   /* slot number, for log lines */
 	vcore_u64 mem_quota_bytes; /* 0 = unlimited */
