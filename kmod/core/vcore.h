@@ -394,6 +394,10 @@ struct vcore_stats {
 	vcore_u64 views_rewritten;    /* replies rewritten (memory, pids) */
 	vcore_u64 charged_bytes;      /* ledger charge now */
 	vcore_u64 charged_peak_bytes; /* highest charge after a settle */
+	/* Of charged_bytes, the fixed estimate of the driver's own memory for
+	 * the slot's TSGs and channels (issue 17 F11.1, tables_580.c); the
+	 * rest is memory the driver reported. */
+	vcore_u64 internal_charged_bytes;
 	vcore_u64
 		overquota_events; /* driver allocated beyond the reservation */
 	vcore_u64 uvm_mmap_refused;
