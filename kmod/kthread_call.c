@@ -43,12 +43,13 @@
  * call (override_creds), so a capable() in the driver answers for the tenant:
  * RM's privilege level is osIsAdministrator() (escape.c:304), and a client's
  * owner check fails only if both euid and pid differ (os.c:3787-3868), euid
- * being the caller's. The RM client is the one of the ctl file the call is
- * made on (escape.c:308-310), as from the caller.
+ * being the caller's (NV_CURRENT_EUID reads current->cred, nv-linux.h:156,
+ * which override_creds sets). The RM client is the one of the ctl file the
+ * call is made on (escape.c:308-310), as from the caller.
  *
- * signals: a kernel thread takes none, and the path sleeps nowhere
- * interruptibly (the power-management lock is a trylock, uvm.c:1059, then a
- * spinlock); the caller waits uninterruptibly, as it would in the driver.
+ * signals: a kernel thread takes none, so an interruptible wait in the driver
+ * is a plain wait here (the uvm path has none: the power-management lock is a
+ * trylock, uvm.c:1059, then a spinlock); the caller waits uninterruptibly.
  *
  * the task: nvidia-uvm keys its per-thread lock-tracking context on current
  * for the call only (UVM_ENTRY_WRAP, uvm_api.h; uvm_thread_context.c) and
