@@ -165,8 +165,7 @@ long vgpu_fd_call(struct file *real, unsigned int cmd, unsigned long arg,
 	while (nfix--) {
 		if (fix[nfix].kthread_file)
 			return vgpu_kthread_ioctl(fix[nfix].kthread, real, cmd,
-						  arg,
-						  fix[nfix].kthread_file,
+						  arg, fix[nfix].kthread_file,
 						  fix[nfix].uaddr);
 	}
 	return real->f_op->unlocked_ioctl(real, cmd, arg);
