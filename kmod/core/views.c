@@ -34,7 +34,7 @@ static void view_figures(struct vcore_slot *slot, vcore_u64 *total,
 {
 	vcore_u64 q, c;
 
-	if (slot->ledger.priv == &slot->own_ledger_charged) {
+	if (slot->own_ledger) {
 		q = slot->cfg.mem_quota_bytes;
 		c = vcore_atomic_load(&slot->own_ledger_charged);
 	} else {
