@@ -141,7 +141,8 @@ int vgpu_host_patch_user_list(void *uctx, const struct vcore_list_patch *p)
 	const u32 __user *status = vgpu_uptr(p->status);
 	const u32 __user *size = vgpu_uptr(p->list);
 	struct vcore_kv32 __user *e = vgpu_uptr(p->list + sizeof(u32));
-	bool list_ok = access_ok(size, sizeof(u32) + (size_t)p->max * sizeof(*e));
+	bool list_ok =
+		access_ok(size, sizeof(u32) + (size_t)p->max * sizeof(*e));
 	u32 st, n, i, k, key, value;
 	int changed = 0;
 

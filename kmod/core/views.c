@@ -78,9 +78,11 @@ static void fb_view_subst(struct vcore_slot *slot,
 	view_figures(slot, &total_bytes, &free_bytes);
 	total = kib(total_bytes);
 	free_kib = kib(free_bytes);
-	s[0] = (struct vcore_kv32){NV2080_CTRL_FB_INFO_INDEX_HEAP_FREE, free_kib};
+	s[0] = (struct vcore_kv32){NV2080_CTRL_FB_INFO_INDEX_HEAP_FREE,
+				   free_kib};
 	s[1] = (struct vcore_kv32){
-		NV2080_CTRL_FB_INFO_INDEX_LARGEST_FREE_REGION_SIZE_KB, free_kib};
+		NV2080_CTRL_FB_INFO_INDEX_LARGEST_FREE_REGION_SIZE_KB,
+		free_kib};
 	s[2] = (struct vcore_kv32){NV2080_CTRL_FB_INFO_INDEX_HEAP_SIZE, total};
 	s[3] = (struct vcore_kv32){NV2080_CTRL_FB_INFO_INDEX_RAM_SIZE, total};
 	s[4] = (struct vcore_kv32){NV2080_CTRL_FB_INFO_INDEX_TOTAL_RAM_SIZE,
@@ -177,7 +179,7 @@ enum vcore_verdict vcore_ctrl_view(struct vcore_call *call,
 	return VCORE_FORWARD;
 }
 
-/* Where the list's size and the list are in the params, where RM's status is. */
+/* The list's size and the list in the params; RM's status in the NVOS54. */
 #define FB_V2_SIZE  VCORE_OFF(NV2080_CTRL_FB_GET_INFO_V2_PARAMS, fbInfoListSize)
 #define FB_V2_LIST  VCORE_OFF(NV2080_CTRL_FB_GET_INFO_V2_PARAMS, fbInfoList)
 #define CTRL_STATUS VCORE_OFF(NVOS54_PARAMETERS, status)
@@ -243,13 +245,12 @@ static int patch_list_by_copies(struct vcore_slot *slot, void *uctx,
 static int patch_user_list(struct vcore_slot *slot, void *uctx,
 			   const struct vcore_list_patch *p)
 {
-#if defined(VCORE_HOST_PATCH_USER_LIST) && defined(VCORE_HOST_COPY_FROM_USER) && \
-	defined(VCORE_HOST_COPY_TO_USER)
-	if (__builtin_expect(slot->ops->copy_from_user ==
-					     VCORE_HOST_COPY_FROM_USER &&
-				     slot->ops->copy_to_user ==
-					     VCORE_HOST_COPY_TO_USER,
-			     1))
+#if defined(VCORE_HOST_PATCH_USER_LIST) &&                                     \
+	defined(VCORE_HOST_COPY_FROM_USER) && defined(VCORE_HOST_COPY_TO_USER)
+	if (__builtin_expect(
+		    slot->ops->copy_from_user == VCORE_HOST_COPY_FROM_USER &&
+			    slot->ops->copy_to_user == VCORE_HOST_COPY_TO_USER,
+		    1))
 		return VCORE_HOST_PATCH_USER_LIST(uctx, p);
 #endif
 	return patch_list_by_copies(slot, uctx, p);
