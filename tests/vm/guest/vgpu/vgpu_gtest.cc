@@ -299,11 +299,8 @@ TEST(Forwarding, MmapIsSwitchedToTheRealFile) {
   ASSERT_TRUE(slot.ok());
   Session s;
   ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
-  nv_memory_allocation_params mp{};
-  mp.owner = s.client;
-  mp.size = 2 * kMiB;
-  uint32_t hmem = 0xc1;
-  int64_t st = Alloc(s.ctl, s.client, s.device, &hmem, NV01_MEMORY_SYSTEM, &mp);
+  const uint32_t hmem = 0xc1;
+  int64_t st = s.Sysmem(hmem, 2 * kMiB);
   if (st != NV_OK) GTEST_SKIP() << "sysmem class 0x3e refused (" << st << ")";
   int fresh = open(slot.ctl().c_str(), O_RDWR);
   ASSERT_GE(fresh, 0);
