@@ -35,12 +35,9 @@ MODULE_PARM_DESC(allow_unknown_driver, "Use the newest ABI tables for a driver "
 
 /*
  * Driver system memory (NV01_MEMORY_SYSTEM) one slot may hold, read when a slot
- * is created (issue 17, F10): nvidia.ko charges it to no memory cgroup. libcuda
- * takes about 70 MiB per context (tests/data/traces), and a slot holds at
- * most 16 contexts (VCORE_SLOT_MAX_TSGS / 4), so 2 GiB leaves headroom.
- * 0 = unlimited.
+ * is created (issue 17, F10; the default and why: core/vcore.h). 0 = unlimited.
  */
-static unsigned int slot_sysmem_mib = 2048;
+static unsigned int slot_sysmem_mib = VCORE_SLOT_SYSMEM_DEFAULT_MIB;
 module_param(slot_sysmem_mib, uint, 0644);
 MODULE_PARM_DESC(slot_sysmem_mib,
 		 "Driver system memory per slot in MiB, taken at slot creation "

@@ -27,21 +27,19 @@
  * export and multicast attach (NVLink fabric only) do not work through the
  * module: a file that passed that test would be usable by any thread.
  *
- * Two lookups also compare f_op: the table scan, and nvidia-uvm's lookup of
- * UVM_MM_INITIALIZE's uvmFd (uvm_api_mm_initialize, uvm.c:59-75, which keeps
- * the file for the MM file's life and reads only its private_data, uvm.c:
- * 231-248). Their decoys carry the real file's f_op while their call runs,
- * and are switched to the decoy's own when it ends. The scan's decoy (the
- * "witness") is an O_PATH file: fget() and fdget() refuse O_PATH files, so no
- * syscall on it reaches its file operations, nor can the driver's own fd
- * lookups take it. The uvmFd decoy cannot be one (fget must take it): a
- * sibling that uses it (ioctl) while that call runs reaches nvidia-uvm on the
- * caller's own va_space; a copy is inert once the call ended.
+ * The table scan compares f_op too. Its decoy (the "witness") carries the
+ * real file's f_op while its call runs, and is switched to the decoy's own
+ * when it ends. It is an O_PATH file: fget() and fdget() refuse O_PATH files,
+ * so no syscall on it reaches its file operations, nor can the driver's own
+ * fd lookups take it. Until the switch, only the scan, filp_close's ->flush
+ * and /proc's ->show_fdinfo read its f_op (neither is set in nvidia_fops,
+ * nv.c:235-245, nor here), and ->release cannot run: the call holds a
+ * reference.
  *
- * Until the switch, only the lookups, filp_close's ->flush and /proc's
- * ->show_fdinfo read a witness's f_op (neither is set in nvidia_fops, nv.c:
- * 235-245, nvidia-uvm's uvm_fops, uvm.c:1076-1086, nor here), and ->release
- * cannot run: the call holds a reference. No decoy can be read, written or
+ * nvidia-uvm's lookup of UVM_MM_INITIALIZE's uvmFd compares f_op and needs
+ * fget to take the file (uvm.c:59-76), so no decoy can serve it and stay
+ * inert: that call runs from the module's kernel thread, with the real file
+ * in that thread's table, never in the caller's (kthread_call.c). No decoy can be read, written or
  * mapped (it has neither FMODE_READ nor FMODE_WRITE); reopening one through
  * /proc/PID/fd opens its inode's i_fop, which refuses.
  */
@@ -117,8 +115,8 @@ struct file *vgpu_decoy_open(struct file *real, enum vgpu_decoy_kind kind)
 		f->f_flags = O_PATH;
 		f->f_mode |= FMODE_PATH;
 	}
-	/* The lookups' test: nv.c:5767, uvm.c:51. */
-	if (kind != VGPU_DECOY_FD)
+	/* The scan's test: nv.c:5767. */
+	if (kind == VGPU_DECOY_WITNESS)
 		WRITE_ONCE(f->f_op, real->f_op);
 	return f;
 }

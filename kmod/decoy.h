@@ -18,9 +18,6 @@ enum vgpu_decoy_kind {
 	/* An fd field the driver resolves by device number and private_data
 	 * alone (nv_get_file_private): refusing file operations for life. */
 	VGPU_DECOY_FD,
-	/* An fd field whose lookup also compares f_op (nvidia-uvm's uvmFd):
-	 * the real file's f_op until vgpu_decoy_end(). */
-	VGPU_DECOY_FD_FOPS,
 	/* The driver's fd-table scan (nv_is_gpu_accessible), which compares
 	 * f_op: an O_PATH file (no syscall reaches its f_op) with the real
 	 * file's f_op until vgpu_decoy_end(). */

@@ -18,10 +18,10 @@
  * of one call (the driver fget()s them from the shared table, §9.5). What a
  * sibling can take from them (a use, dup, fork, SCM_RIGHTS, pidfd_getfd) is a
  * decoy: every call on it is refused, so no copy needs finding or killing
- * (docs/security/kernel-call-path.md, F4). One exception is left: nvidia-uvm
- * compares the f_op of UVM_MM_INITIALIZE's uvmFd, so that decoy carries
- * nvidia-uvm's f_op while that call runs, and a sibling's ioctl on it in
- * that window reaches nvidia-uvm (the caller's own va_space) unfiltered.
+ * (docs/security/kernel-call-path.md, F4). nvidia-uvm compares the f_op of
+ * UVM_MM_INITIALIZE's uvmFd, which no decoy can pass and stay inert: that
+ * call runs from the module's kernel thread, with the real file in that
+ * thread's table only (kthread_call.c); nothing stands in the caller's.
  * Holding a decoy keeps the real file, and with it the driver's memory,
  * alive: file_release.c keeps the charge while anything holds the real file.
  */
@@ -33,6 +33,7 @@
 #include <linux/uaccess.h>
 
 #include "decoy.h"
+#include "kthread_call.h"
 #include "proxy.h"
 #include "slot.h"
 
@@ -69,7 +70,6 @@ static void vgpu_remove_decoy(int fd, struct file *decoy)
 int vgpu_fd_translate(struct vgpu_file *vf, struct vgpu_fd_fix *fix,
 		      u32 __user *uaddr, int fd)
 {
-	enum vgpu_decoy_kind kind = VGPU_DECOY_FD;
 	struct vgpu_file *pf;
 	struct file *f;
 	int tmp;
@@ -77,6 +77,7 @@ int vgpu_fd_translate(struct vgpu_file *vf, struct vgpu_fd_fix *fix,
 	fix->uaddr = uaddr;
 	fix->orig = fd;
 	fix->tmp = -1;
+	fix->kthread_file = NULL;
 	f = fget(fd);
 	if (!f)
 		return -EINVAL; /* as the driver: nv_get_file_private fails */
@@ -96,12 +97,16 @@ int vgpu_fd_translate(struct vgpu_file *vf, struct vgpu_fd_fix *fix,
 	}
 	fix->kind = pf->kind;
 	fix->core = pf->core;
-	/* nvidia-uvm compares the uvmFd file's f_op (decoy.c). */
-	if (pf->kind == VGPU_NODE_UVM)
-		kind = VGPU_DECOY_FD_FOPS;
+	if (pf->kind == VGPU_NODE_UVM) {
+		/* nvidia-uvm compares the uvmFd file's f_op: the real file,
+		 * for the kernel thread's table (vgpu_fd_call). */
+		fix->kthread_file = get_file(pf->real);
+		fput(f);
+		return 0;
+	}
 	/* Removed by vgpu_fd_restore; the driver may keep the decoy
 	 * (REGISTER_FD keeps the ctl file until the dev file closes). */
-	tmp = vgpu_install_decoy(pf->real, kind, &fix->decoy);
+	tmp = vgpu_install_decoy(pf->real, VGPU_DECOY_FD, &fix->decoy);
 	fput(f);
 	if (tmp < 0)
 		return tmp;
@@ -115,14 +120,37 @@ int vgpu_fd_translate(struct vgpu_file *vf, struct vgpu_fd_fix *fix,
 
 void vgpu_fd_restore(struct vgpu_fd_fix *fix)
 {
-	if (fix->tmp < 0)
+	if (fix->tmp < 0 && !fix->kthread_file)
 		return;
 	/* The driver copied the whole struct back: put the caller's number
 	 * back. */
 	if (put_user(fix->orig, fix->uaddr))
 		pr_debug("fd field at %p no longer writable\n", fix->uaddr);
+	if (fix->kthread_file) {
+		fput(fix->kthread_file);
+		fix->kthread_file = NULL;
+		return;
+	}
 	vgpu_remove_decoy(fix->tmp, fix->decoy);
 	fix->tmp = -1;
+}
+
+/*
+ * The real call, @real's unlocked_ioctl(@cmd, @arg). A field whose file the
+ * driver tests by f_op (the uvmFd) makes it a call from the kernel thread,
+ * with that file in the thread's table and its number in the field
+ * (kthread_call.h). No call has two such fields, nor one and a witness.
+ */
+long vgpu_fd_call(struct file *real, unsigned int cmd, unsigned long arg,
+		  const struct vgpu_fd_fix *fix, unsigned int nfix)
+{
+	while (nfix--) {
+		if (fix[nfix].kthread_file)
+			return vgpu_kthread_ioctl(real, cmd, arg,
+						  fix[nfix].kthread_file,
+						  fix[nfix].uaddr);
+	}
+	return real->f_op->unlocked_ioctl(real, cmd, arg);
 }
 
 struct vgpu_witness_scan {

@@ -121,9 +121,10 @@ static long vgpu_ioctl_unprivileged(struct file *real, unsigned int cmd,
 }
 
 /*
- * §9.5: fd numbers inside the params become decoys of real files for the call,
- * and §9.3 item 2: the driver looks for a /dev/nvidiaN in the caller's fd
- * table (fd_translate.c, decoy.c).
+ * §9.5: fd numbers inside the params become decoys of real files for the call
+ * (nvidia-uvm's uvmFd: the call runs from the module's kernel thread), and
+ * §9.3 item 2: the driver looks for a /dev/nvidiaN in the caller's fd table
+ * (fd_translate.c, decoy.c, kthread_call.c).
  * Out of line: the fd fixes (320 bytes) would otherwise sit in the hot path's
  * frame, which CONFIG_INIT_STACK_ALL_ZERO (Debian's kernels) clears on every
  * call, and almost no call needs them.
@@ -150,15 +151,13 @@ vgpu_forward_translated(struct vgpu_file *vf, struct vcore_call *call,
 		}
 		rc = vgpu_fd_translate(vf, &fix[nfix], vgpu_uptr(f->uaddr),
 				       f->value);
-		if (!rc && fix[nfix].tmp >= 0 &&
-		    !vgpu_fd_kind_ok(f->kind, fix[nfix].kind)) {
+		if (!rc && !vgpu_fd_kind_ok(f->kind, fix[nfix].kind)) {
 			vgpu_fd_restore(&fix[nfix]);
 			rc = -EINVAL;
 		} else if (!rc) {
 			/* Export fds keep their objects' charge (core
 			 * export.c, F3): the core needs the file. */
-			if (fix[nfix].tmp >= 0)
-				vcore_call_set_fd_file(call, i, fix[nfix].core);
+			vcore_call_set_fd_file(call, i, fix[nfix].core);
 			nfix++;
 		}
 	}
@@ -181,7 +180,7 @@ vgpu_forward_translated(struct vgpu_file *vf, struct vcore_call *call,
 	if (needs & VCORE_NEED_UNPRIVILEGED)
 		rc = vgpu_ioctl_unprivileged(real, cmd, arg);
 	else
-		rc = real->f_op->unlocked_ioctl(real, cmd, arg);
+		rc = vgpu_fd_call(real, cmd, arg, fix, nfix);
 
 	vgpu_remove_gpu_witness(&witness);
 out_restore:

@@ -16,6 +16,7 @@
 #include "control.h"
 #include "core_host.h"
 #include "decoy.h"
+#include "kthread_call.h"
 #include "nodes.h"
 #include "proxy.h"
 #include "real.h"
@@ -29,9 +30,12 @@ static int __init vgpu_init(void)
 	err = vgpu_decoy_init();
 	if (err)
 		return err;
-	err = vgpu_real_init();
+	err = vgpu_kthread_call_init();
 	if (err)
 		goto err_decoy;
+	err = vgpu_real_init();
+	if (err)
+		goto err_kthread;
 	/* The nodes have the data path's file operations and the control
 	 * plane's sysfs files; no slot, so no node, exists yet. */
 	err = vgpu_nodes_init(&vgpu_fops, vgpu_node_groups);
@@ -65,6 +69,8 @@ err_nodes:
 	vgpu_nodes_exit();
 err_filter:
 	vgpu_filter_exit();
+err_kthread:
+	vgpu_kthread_call_exit();
 err_decoy:
 	vgpu_decoy_exit();
 	return err;
@@ -85,6 +91,7 @@ static void __exit vgpu_exit(void)
 	vgpu_real_exit();
 	/* Last: no slot, file or kernel thread can issue an RM call now. */
 	vgpu_rm_unbind();
+	vgpu_kthread_call_exit();
 	vgpu_decoy_exit();
 	pr_info("unloaded\n");
 }

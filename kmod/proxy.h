@@ -4,10 +4,11 @@
  * on one real file and forwards mmap and poll; ioctl.c runs each ioctl through
  * the filter core (pre -> fd translation -> real ioctl -> restore -> post);
  * fd_translate.c makes fd numbers inside parameters name decoys of real files
- * for the call; overquota.c undoes, after the call, what the core found
- * allocated past the quota; file_release.c ends a proxy file when its real file
- * ends. It calls down into the slots (slot.h) and the filter core's host
- * (core_host.h), never into the control plane.
+ * for the call (or runs it from the module's kernel thread, kthread_call.h);
+ * overquota.c undoes, after the call, what the core found allocated past the
+ * quota; file_release.c ends a proxy file when its real file ends. It calls
+ * down into the slots (slot.h) and the filter core's host (core_host.h),
+ * never into the control plane.
  */
 #ifndef VGPU_KMOD_PROXY_H
 #define VGPU_KMOD_PROXY_H
@@ -66,6 +67,9 @@ struct vgpu_fd_fix {
 	int orig;		  /* the number the caller wrote */
 	int tmp;		  /* the temporary decoy fd installed, or -1 */
 	struct file *decoy;	  /* the call's reference to it (decoy.h) */
+	/* Or the real file, for the kernel thread's table (kthread_call.h):
+	 * a lookup that tests f_op (nvidia-uvm's uvmFd). */
+	struct file *kthread_file;
 	enum vgpu_node_kind kind; /* of the proxy file it named */
 	/* The core's record of that proxy file, for vcore_call_set_fd_file
 	 * (compared, never dereferenced, after the fd reference is put). */
@@ -74,6 +78,8 @@ struct vgpu_fd_fix {
 int vgpu_fd_translate(struct vgpu_file *vf, struct vgpu_fd_fix *fix,
 		      u32 __user *uaddr, int fd);
 void vgpu_fd_restore(struct vgpu_fd_fix *fix);
+long vgpu_fd_call(struct file *real, unsigned int cmd, unsigned long arg,
+		  const struct vgpu_fd_fix *fix, unsigned int nfix);
 /* The decoy standing for a /dev/nvidiaN during one call (decoy.h). */
 struct vgpu_gpu_witness {
 	int fd;		    /* -1: none installed */

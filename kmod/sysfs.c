@@ -199,6 +199,7 @@ VGPU_CORE_STAT_ATTR(uvm_mmap_refused);
 VGPU_CORE_STAT_ATTR(objects);
 VGPU_CORE_STAT_ATTR(clients);
 VGPU_CORE_STAT_ATTR(tsgs);
+VGPU_CORE_STAT_ATTR(internal_charged_bytes);
 
 #define VGPU_HOST_STAT_ATTR(field, stat)                                       \
 	static ssize_t field##_show(struct device *dev,                        \
@@ -252,6 +253,7 @@ static struct attribute *vgpu_stats_attrs[] = {
 	&dev_attr_objects.attr,
 	&dev_attr_clients.attr,
 	&dev_attr_tsgs.attr,
+	&dev_attr_internal_charged_bytes.attr,
 	&dev_attr_fd_refused.attr,
 	&dev_attr_opens.attr,
 	&dev_attr_mmaps.attr,

@@ -106,7 +106,9 @@ vcore_bool vcore_obj_pass_charge_to_dup_locked(struct vcore_slot *slot,
 	if (!o)
 		return 0;
 	o->charged += obj->charged;
+	o->internal += obj->internal;
 	obj->charged = 0;
+	obj->internal = 0;
 	return 1;
 }
 
@@ -151,6 +153,7 @@ static void release_one(struct vcore_slot *slot, struct vcore_obj *obj)
 	if (obj->charged && !vcore_obj_pass_charge_to_dup_locked(slot, obj) &&
 	    !pass_charge_to_process(slot, obj))
 		vcore_charge_refund(slot, obj->charged);
+	slot->stats.internal_charged_bytes -= obj->internal;
 	slot->sysmem_held -= obj->sysmem;
 	if (obj->xdup_client && l->dup)
 		l->dup(slot->ledger.priv, obj->xdup_client, obj->xdup_object,
@@ -195,6 +198,7 @@ void vcore_obj_drop_hold_locked(struct vcore_slot *slot, struct vcore_obj *hold)
 	if (hold->charged && !vcore_obj_pass_charge_to_dup_locked(slot, hold) &&
 	    !pass_charge_to_process(slot, hold))
 		vcore_charge_refund(slot, hold->charged);
+	slot->stats.internal_charged_bytes -= hold->internal;
 	vcore_obj_unlink_dups_locked(slot, hold);
 	if (hold->dup_src)
 		slot->n_dups--;

@@ -17,6 +17,11 @@
  * the reservation is charged against the quota or the object is freed and
  * refused, and an unused part of the reservation is refunded at once; else
  * it is read from the reply, which a racing thread can still rewrite.
+ *
+ * TSGs and channels hold video memory of the driver's own that no RM_ALLOC
+ * of memory reports (issue 17 F11.1): each is charged its class's fixed
+ * estimate (rm_internal_bytes, tables_580.c), reserved and refused exactly
+ * like memory, and refunded with the object (objects.c).
  */
 #include "rm_alloc_internal.h"
 #include "abi/classes.h"
@@ -192,12 +197,15 @@ static enum vcore_verdict alloc_by_class(struct vcore_call *call, vcore_u32 cls,
 	case VCORE_CLS_CHANNEL:
 		v = vcore_sched_obj_limit(call, row->kind == VCORE_CLS_TSG,
 					  vcore_rd32(call->argbuf, 0));
-		if (v != VCORE_FORWARD || row->kind != VCORE_CLS_TSG)
+		if (v != VCORE_FORWARD)
 			return v;
-		if (params &&
+		if (row->kind == VCORE_CLS_TSG && params &&
 		    psize >= sizeof(NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS))
 			call->new_obj->engine_type = vcore_rd32(params, 12);
-		return VCORE_FORWARD;
+		/* The driver's own memory behind it (tables_580.c), by class
+		 * alone: nothing the tenant writes changes the estimate. */
+		call->internal = row->rm_internal_bytes;
+		return reserve(call, call->internal, 0);
 	case VCORE_CLS_EVENT:
 		/* RM overwrites NV0005.data with a kernel pointer and copies it
 		 * back (event.c:174-183, abi.md §9.3 item 5): post puts the

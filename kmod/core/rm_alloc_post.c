@@ -161,7 +161,9 @@ int vcore_post_alloc(struct vcore_call *call)
 		 * docs/results/kmod-issue4-tamper.md), the rest of the
 		 * reservation goes back now, not at the free.
 		 */
-		charge = trusted;
+		/* The driver reports none of a TSG's or channel's own
+		 * memory: its estimate stays (rm_alloc.c). */
+		charge = trusted + call->internal;
 		if (charge < call->reserved) {
 			vcore_lock(slot);
 			vcore_charge_refund(slot, call->reserved - charge);
@@ -222,6 +224,8 @@ int vcore_post_alloc(struct vcore_call *call)
 		}
 	}
 	obj->charged = charge;
+	obj->internal = call->internal;
+	slot->stats.internal_charged_bytes += obj->internal;
 	call->reserved = 0; /* now owned by the object */
 	if (obj->h_object != obj->h_client &&
 	    !vcore_obj_find_locked(slot, obj->h_client, obj->h_client))

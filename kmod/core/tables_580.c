@@ -544,12 +544,36 @@ static const struct vcore_ctrl_row ctrl_580_pass[] = {
 
 #define CLS(c, type_, kind)                                                    \
 	{                                                                      \
-		c, sizeof(type_), kind, #c, #type_                             \
+		c, sizeof(type_), kind, #c, #type_, 0                          \
 	}
 /* a class whose params the core never reads */
 #define CLS0(c, kind)                                                          \
 	{                                                                      \
-		c, 0, kind, #c, VCORE_NULL                                     \
+		c, 0, kind, #c, VCORE_NULL, 0                                  \
+	}
+
+/*
+ * The driver's own video memory behind one TSG and one channel, which no
+ * RM_ALLOC of memory reports (instance blocks, USERD, GR context and
+ * preemption buffers, page tables): charged per object as a fixed estimate
+ * (issue 17 F11.1). Measured on the H200 with 580.159.04
+ * (docs/nvidia-rm-abi.md §4.2, tests/gpu/ctx-mem.sh): every channel more
+ * takes 64 KiB of HEAP_FREE, and a process's first default context (4 TSGs,
+ * 20 channels) 8.8125 MiB beyond its class-0x40 allocations, which leaves
+ * 1.89 MiB per TSG, rounded up.
+ */
+#define RM_INTERNAL_TSG_580	0x200000ull /* 2 MiB */
+#define RM_INTERNAL_CHANNEL_580 0x10000ull  /* 64 KiB */
+
+/* a TSG or channel class, charged its RM-internal estimate */
+#define CLS_SCHED(c, type_, kind, internal)                                    \
+	{                                                                      \
+		c, sizeof(type_), kind, #c, #type_, internal                   \
+	}
+#define CLS_CHANNEL(c)                                                         \
+	{                                                                      \
+		c, sizeof(NV_CHANNEL_ALLOC_PARAMS), VCORE_CLS_CHANNEL, #c,     \
+			"NV_CHANNEL_ALLOC_PARAMS", RM_INTERNAL_CHANNEL_580     \
 	}
 
 static const struct vcore_class_row cls_580[] = {
@@ -616,19 +640,14 @@ static const struct vcore_class_row cls_580[] = {
 	CLS0(AMPERE_SMC_CONFIG_SESSION, VCORE_CLS_PASS),
 	CLS0(AMPERE_SMC_MONITOR_SESSION, VCORE_CLS_PASS),
 	/* scheduling (abi.md §6) */
-	CLS(KEPLER_CHANNEL_GROUP_A, NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS,
-	    VCORE_CLS_TSG),
-	CLS(VOLTA_CHANNEL_GPFIFO_A, NV_CHANNEL_ALLOC_PARAMS, VCORE_CLS_CHANNEL),
-	CLS(TURING_CHANNEL_GPFIFO_A, NV_CHANNEL_ALLOC_PARAMS,
-	    VCORE_CLS_CHANNEL),
-	CLS(AMPERE_CHANNEL_GPFIFO_A, NV_CHANNEL_ALLOC_PARAMS,
-	    VCORE_CLS_CHANNEL),
-	CLS(HOPPER_CHANNEL_GPFIFO_A, NV_CHANNEL_ALLOC_PARAMS,
-	    VCORE_CLS_CHANNEL),
-	CLS(BLACKWELL_CHANNEL_GPFIFO_A, NV_CHANNEL_ALLOC_PARAMS,
-	    VCORE_CLS_CHANNEL),
-	CLS(BLACKWELL_CHANNEL_GPFIFO_B, NV_CHANNEL_ALLOC_PARAMS,
-	    VCORE_CLS_CHANNEL),
+	CLS_SCHED(KEPLER_CHANNEL_GROUP_A, NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS,
+		  VCORE_CLS_TSG, RM_INTERNAL_TSG_580),
+	CLS_CHANNEL(VOLTA_CHANNEL_GPFIFO_A),
+	CLS_CHANNEL(TURING_CHANNEL_GPFIFO_A),
+	CLS_CHANNEL(AMPERE_CHANNEL_GPFIFO_A),
+	CLS_CHANNEL(HOPPER_CHANNEL_GPFIFO_A),
+	CLS_CHANNEL(BLACKWELL_CHANNEL_GPFIFO_A),
+	CLS_CHANNEL(BLACKWELL_CHANNEL_GPFIFO_B),
 	CLS0(VOLTA_USERMODE_A, VCORE_CLS_PASS),
 	CLS0(TURING_USERMODE_A, VCORE_CLS_PASS),
 	CLS(HOPPER_USERMODE_A, NV_HOPPER_USERMODE_A_PARAMS, VCORE_CLS_PASS),

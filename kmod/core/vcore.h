@@ -309,6 +309,16 @@ enum vcore_managed_policy {
 
 #define VCORE_VERSION_MAX 64
 
+/*
+ * Driver system memory (class NV01_MEMORY_SYSTEM) one slot may hold, in MiB,
+ * unless its host says otherwise (vgpu.ko: the slot_sysmem_mib parameter;
+ * libvgpu-shim.so takes it as it is): nvidia.ko charges those pages to no
+ * memory cgroup (issue 17, F10). libcuda takes about 70 MiB per context
+ * (tests/data/traces), and a slot holds at most 16 contexts
+ * (VCORE_SLOT_MAX_TSGS / 4), so 2 GiB leaves headroom.
+ */
+#define VCORE_SLOT_SYSMEM_DEFAULT_MIB 2048
+
 struct vcore_slot_config {
 	vcore_u32 id;		   /* slot number, for log lines */
 	vcore_u64 mem_quota_bytes; /* 0 = unlimited */
@@ -416,6 +426,10 @@ struct vcore_stats {
 	vcore_u64 views_rewritten;    /* replies rewritten (memory, pids) */
 	vcore_u64 charged_bytes;      /* ledger charge now */
 	vcore_u64 charged_peak_bytes; /* highest charge after a settle */
+	/* Of charged_bytes, the fixed estimate of the driver's own memory for
+	 * the slot's TSGs and channels (issue 17 F11.1, tables_580.c); the
+	 * rest is memory the driver reported. */
+	vcore_u64 internal_charged_bytes;
 	vcore_u64
 		overquota_events; /* driver allocated beyond the reservation */
 	vcore_u64 uvm_mmap_refused;

@@ -128,6 +128,13 @@ struct vcore_class_row {
 	enum vcore_class_kind kind;
 	const char *name;
 	const char *params; /* as in vcore_esc_row; NULL when 0 */
+	/*
+	 * Video memory the driver allocates for one object of the class that
+	 * no RM_ALLOC of memory reports (TSGs, channels: instance blocks, GR
+	 * context buffers, page tables), charged as a fixed estimate (issue 17
+	 * F11.1, rm_alloc.c); 0 for the rest.
+	 */
+	vcore_u64 rm_internal_bytes;
 };
 
 struct vcore_uvm_row {
@@ -240,6 +247,7 @@ struct vcore_obj {
 	vcore_u8 kind;
 	vcore_u32 pid;
 	vcore_u64 charged;	   /* bytes charged in the ledger for this */
+	vcore_u64 internal;	   /* of which the class's rm_internal_bytes */
 	vcore_u64 sysmem;	   /* bytes of the slot's sysmem_held */
 	struct vcore_obj *hnext;   /* hash chain */
 	struct vcore_obj *parent;  /* NULL for clients */
@@ -505,6 +513,7 @@ struct vcore_call {
 	struct vcore_obj *new_obj; /* preallocated record */
 	vcore_u32 h_parent;
 	vcore_u64 reserved;  /* ledger bytes reserved in pre */
+	vcore_u64 internal;  /* of which the class's rm_internal_bytes */
 	vcore_u64 requested; /* vidmem bytes asked (vcore_call_request_bytes) */
 	vcore_bool quota_refused;  /* refused by the memory quota */
 	vcore_u64 sysmem_reserved; /* sysmem_held bytes reserved in pre */

@@ -208,6 +208,12 @@ std::string ApplyConfigKey(SlotConfig& cfg, const std::string& key, const std::s
       return bad("a 32-bit number");
     }
     cfg.slot_id = static_cast<uint32_t>(*v);
+  } else if (key == "gpu_index") {
+    auto v = ParseU64(value);
+    if (!v || *v > UINT32_MAX) {
+      return bad("the minor of the GPU's /dev/nvidiaN");
+    }
+    cfg.gpu_index = static_cast<uint32_t>(*v);
   } else if (key == "allow_unknown_driver") {
     auto v = ParseBool(value);
     if (!v) {

@@ -21,6 +21,10 @@
 //                                                     without a config
 //   log                  / VGPU_LOG                   error | warn | info | debug (default warn)
 //   slot_id              / VGPU_SLOT_ID               number used in log lines
+//   gpu_index            file only: the minor of the slot GPU's /dev/nvidiaN, as vgpu-manager
+//                        writes it (daemon/slots/slot_config_file.h) and vgpu.ko takes it: the
+//                        shim confines the slot to that GPU (shim.cc, FindSlotGpuId); absent:
+//                        not confined (logged)
 //   allow_unknown_driver / VGPU_ALLOW_UNKNOWN_DRIVER  0 | 1
 //   version              the manager's file format (daemon/slots/slot_config_file.h); if given,
 //                        it must be 2
@@ -58,6 +62,8 @@ struct SlotConfig {
 #define VGPU_SETTING_MEMBER(field, type, values, def, max, attr, env) uint32_t field = def;
   VGPU_SLOT_ENUMS(VGPU_SETTING_MEMBER)
 #undef VGPU_SETTING_MEMBER
+  // The minor of the slot GPU's /dev/nvidiaN (the config's gpu_index); nullopt: not named.
+  std::optional<uint32_t> gpu_index;
   bool allow_unknown_driver = false;
   LogLevel log = LogLevel::kWarn;
   std::string config_path;  // "" when none

@@ -21,6 +21,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "hooks_internal.h"
 #include "kmod/core/abi/nvstatus.h"
@@ -49,6 +51,60 @@ std::string QueryDriverVersion(int ctl_fd) {
   }
   p.versionString[sizeof p.versionString - 1] = '\0';
   return p.versionString;
+}
+
+// A ctl file for the init's own driver questions: the one the caller just opened, else one of
+// the shim's own, opened on first use and closed with this.
+class QueryCtl {
+ public:
+  explicit QueryCtl(int hint) : fd_(hint) {}
+  ~QueryCtl() {
+    if (own_) {
+      real::Close(fd_);
+    }
+  }
+  QueryCtl(const QueryCtl&) = delete;
+  QueryCtl& operator=(const QueryCtl&) = delete;
+  int fd() {
+    if (fd_ < 0 && !own_) {
+      std::string path = std::string(DevDir()) + "/nvidiactl";
+      fd_ = real::OpenAt(AT_FDCWD, path.c_str(), O_RDWR | O_CLOEXEC, 0);
+      own_ = true;
+    }
+    return fd_;
+  }
+
+ private:
+  int fd_;
+  bool own_ = false;
+};
+
+// The driver's id of the slot's GPU (vcore_slot_config.gpu_id), asked as vgpu.ko asks it when
+// it creates a slot (kmod/slot_gpu.c): NV_ESC_CARD_INFO on a ctl file, the entry of the minor
+// the slot config names. The request and the reply's layout are the core's (gpus.c). Returns ""
+// or why the slot cannot be confined; a minor the driver does not list is an error, never a slot
+// left unconfined.
+std::string FindSlotGpuId(int ctl_fd, uint32_t minor, vcore_u32* gpu_id) {
+  vcore_size_t len = 0;
+  const vcore_u32 req = vcore_card_info_req(&len);
+  std::vector<unsigned char> reply(len);
+  if (ctl_fd < 0 || real::Ioctl(ctl_fd, req, reply.data()) != 0) {
+    return std::string("cannot ask the driver which GPU gpu_index ") + std::to_string(minor) +
+           " is (CARD_INFO: " + strerror(ctl_fd < 0 ? ENOENT : errno) + ")";
+  }
+  *gpu_id = vcore_card_info_gpu_id(reply.data(), len, minor);
+  if (*gpu_id != 0) {
+    return "";
+  }
+  std::string listed;
+  for (uint32_t m = 0; m < 256; ++m) {
+    if (vcore_card_info_gpu_id(reply.data(), len, m) != 0) {
+      listed += (listed.empty() ? "" : " ") + std::to_string(m);
+    }
+  }
+  return "gpu_index " + std::to_string(minor) +
+         " is not a GPU of the driver (CARD_INFO lists minors: " +
+         (listed.empty() ? "none" : listed) + "); the slot is not run unconfined";
 }
 
 // TOCTOU (vcore.h): another thread changed an allocation's parameters between the core's check
@@ -105,17 +161,25 @@ ShimState* Init(int ctl_fd_hint) {
       break;
   }
   cc.allow_unknown_driver_version = st->cfg.allow_unknown_driver;
+  // The same budget vgpu.ko gives every slot by default (F10): the shim has no module parameter
+  // an operator could change it with, and a tenant's environment must not.
+  cc.sysmem_budget_bytes = uint64_t{VCORE_SLOT_SYSMEM_DEFAULT_MIB} << 20;
+  QueryCtl ctl(ctl_fd_hint);
   std::string version = ReadDriverVersion();
-  if (version.empty() && ctl_fd_hint >= 0) {
-    version = QueryDriverVersion(ctl_fd_hint);
+  if (version.empty()) {
+    version = QueryDriverVersion(ctl.fd());
   }
-  if (version.empty()) {  // first NVIDIA open was not the ctl node: ask one of our own
-    std::string ctl_path = std::string(DevDir()) + "/nvidiactl";
-    int fd = real::OpenAt(AT_FDCWD, ctl_path.c_str(), O_RDWR | O_CLOEXEC, 0);
-    if (fd >= 0) {
-      version = QueryDriverVersion(fd);
-      real::Close(fd);
+  // F11.3: confined to the slot's GPU before the first call is forwarded.
+  if (st->cfg.gpu_index) {
+    err = FindSlotGpuId(ctl.fd(), *st->cfg.gpu_index, &cc.gpu_id);
+    if (!err.empty()) {
+      st->init_error = "slot config " + st->cfg.config_path + ": " + err;
+      return st;
     }
+  } else {
+    Logf(st->cfg.config_path.empty() ? LogLevel::kInfo : LogLevel::kWarn,
+         "slot config %s names no GPU (gpu_index): not confined to one GPU",
+         st->cfg.config_path.empty() ? "(none)" : st->cfg.config_path.c_str());
   }
   snprintf(cc.driver_version, sizeof cc.driver_version, "%s", version.c_str());
   vcore_ledger ledger{LedgerOps(), st->ledger.get()};
@@ -131,12 +195,15 @@ ShimState* Init(int ctl_fd_hint) {
     Logf(LogLevel::kWarn, "%s ignored: the slot config %s is in force", env.c_str(),
          st->cfg.config_path.c_str());
   }
-  Logf(LogLevel::kInfo, "quota=%llu share=%u mode=%s managed=%s policy=%s ledger=%s driver=%s",
+  Logf(LogLevel::kInfo,
+       "quota=%llu share=%u mode=%s managed=%s policy=%s ledger=%s driver=%s gpu_id=0x%x "
+       "sysmem_budget=%llu",
        static_cast<unsigned long long>(st->cfg.mem_quota), st->cfg.compute_share,
        SettingValueName("compute_mode", st->cfg.compute_mode),
        SettingValueName("managed_policy", st->cfg.managed_policy),
        SettingValueName("unknown_policy", st->cfg.unknown_policy),
-       st->cfg.ledger_path.empty() ? "(process)" : st->cfg.ledger_path.c_str(), version.c_str());
+       st->cfg.ledger_path.empty() ? "(process)" : st->cfg.ledger_path.c_str(), version.c_str(),
+       cc.gpu_id, static_cast<unsigned long long>(cc.sysmem_budget_bytes));
   return st;
 }
 

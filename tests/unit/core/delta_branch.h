@@ -26,5 +26,8 @@
 /* KEPLER_CHANNEL_GROUP_A's and a GPFIFO channel's rows under new numbers. */
 #define DELTA_TEST_CLASS_TSG 0x0000d06cu
 #define DELTA_TEST_CLASS_CHANNEL 0x0000d06fu
+/* Their RM-internal memory estimates (a branch's own, unlike the 580 ones). */
+#define DELTA_TEST_TSG_INTERNAL (3u << 20)
+#define DELTA_TEST_CHANNEL_INTERNAL (128u << 10)
 
 #endif /* VGPU_TESTS_DELTA_BRANCH_H */

@@ -104,6 +104,9 @@ TEST_F(DeltaBranchTest, NewClassNumbersJoinTheTsgRegistry) {
             VCORE_FORWARD);
   EXPECT_EQ(Tsgs(), 1);
   EXPECT_EQ(Stats().tsgs, 1u);
+  // Their RM-internal memory is charged at the branch's own estimates (issue 17 F11.1).
+  EXPECT_EQ(Charged(), 512 * kMiB + DELTA_TEST_TSG_INTERNAL + DELTA_TEST_CHANNEL_INTERNAL);
+  EXPECT_EQ(Stats().internal_charged_bytes, DELTA_TEST_TSG_INTERNAL + DELTA_TEST_CHANNEL_INTERNAL);
   // What the hosts ask instead of testing class numbers (kmod/core/vcore.h).
   EXPECT_EQ(vcore_class_role_of(slot_, DELTA_TEST_CLASS_TSG), VCORE_CLASS_TSG);
   EXPECT_EQ(vcore_class_role_of(slot_, DELTA_TEST_CLASS_CHANNEL), VCORE_CLASS_CHANNEL);

@@ -15,6 +15,10 @@
 #include "shim/trace/replay.h"
 #include "tests/unit/core/core_fixture.h"
 
+extern "C" {
+#include "kmod/core/vcore_internal.h"
+}
+
 namespace vgpu::core_test {
 namespace {
 
@@ -77,9 +81,11 @@ T At(const std::vector<uint8_t>& b, size_t off) {
 }
 
 // An independent reading of a recording: class-0x40 (non-virtual) NVOS64/NVOS21 allocations that
-// the driver accepted, with the size it reported; frees of them, of their parent, of their client;
-// closes of the ctl file that created the client. Optionally with a quota: allocations that
-// would cross it are skipped and the first one's seq is remembered.
+// the driver accepted, with the size it reported, and TSGs and channels (a channel only under a
+// TSG that exists) at their class's fixed estimate of the driver's own memory (issue 17 F11.1, the
+// branch's table); frees of them and of any object above them, of their client; closes of the
+// ctl file that created the client. Optionally with a quota: allocations that would cross it are
+// skipped and the first one's seq is remembered.
 struct Oracle {
   struct Mem {
     uint64_t size;
@@ -87,9 +93,21 @@ struct Oracle {
   };
   std::map<std::pair<uint32_t, uint32_t>, Mem> live;             // (client, handle)
   std::map<uint32_t, std::pair<uint64_t, int64_t>> client_file;  // client -> (pid, fd)
+  std::set<uint32_t> tsgs;                                       // handles of TSGs made
   uint64_t sum = 0, peak = 0, quota = 0;
   int64_t first_crossing = -1;
   size_t allocs = 0;
+
+  // What the recording's objects under `client` below `obj` (and `obj` itself) hold: gone.
+  void RemoveSubtree(uint32_t client, uint32_t obj) {
+    std::set<uint32_t> gone = {obj};
+    for (size_t before = 0; before != gone.size();) {
+      before = gone.size();
+      for (auto& [k, m] : live)
+        if (k.first == client && gone.count(m.parent)) gone.insert(k.second);
+    }
+    Remove([&](auto& k, auto&) { return k.first == client && gone.count(k.second) != 0; });
+  }
 
   void Remove(std::function<bool(const std::pair<uint32_t, uint32_t>&, const Mem&)> pred) {
     for (auto it = live.begin(); it != live.end();) {
@@ -127,6 +145,23 @@ struct Oracle {
         if (status == NV_OK) client_file[h] = {j.value("pid", 0), j.value("fd", -1)};
         return;
       }
+      const vcore_class_row* row = vcore_abi_class(&vcore_abi_580, cls);
+      if (row != nullptr && row->rm_internal_bytes) {
+        uint32_t parent = At<uint32_t>(in, 4);
+        if (row->kind == VCORE_CLS_CHANNEL &&
+            (!live.count({client, parent}) || !tsgs.count(parent)))
+          return;  // refused: a channel only under a TSG of the slot
+        if (quota && sum + row->rm_internal_bytes > quota) {
+          if (first_crossing < 0) first_crossing = j.value("seq", int64_t{0});
+          return;
+        }
+        if (status != NV_OK) return;
+        live[{client, h}] = {row->rm_internal_bytes, parent};
+        if (row->kind == VCORE_CLS_TSG) tsgs.insert(h);
+        sum += row->rm_internal_bytes;
+        peak = std::max(peak, sum);
+        return;
+      }
       if (cls != NV01_MEMORY_LOCAL_USER) return;
       for (const json& p : j["ptrs"]) {
         if (p.value("off", -1) != 16) continue;
@@ -148,9 +183,10 @@ struct Oracle {
       }
     } else if (nr == NV_ESC_RM_FREE && out.size() == 16 && At<uint32_t>(out, 12) == NV_OK) {
       uint32_t client = At<uint32_t>(in, 0), obj = At<uint32_t>(in, 8);
-      Remove([&](auto& k, auto& m) {
-        return k.first == client && (obj == client || k.second == obj || m.parent == obj);
-      });
+      if (obj == client)
+        Remove([&](auto& k, auto&) { return k.first == client; });
+      else
+        RemoveSubtree(client, obj);
     }
   }
 };

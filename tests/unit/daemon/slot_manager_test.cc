@@ -15,6 +15,7 @@
 #include "vgpu/manager/stats_source.h"
 #include "vgpu/metrics/prometheus_text.h"
 #include "vgpu/slots/fake_backend.h"
+#include "vgpu/slots/slot_config_file.h"
 
 namespace vgpu::manager {
 namespace {
@@ -75,6 +76,16 @@ std::vector<std::string> Ids(ResourceKind kind, uint32_t gpu, uint32_t first, ui
     out.push_back(FormatDeviceId({kind, gpu, u}));
   }
   return out;
+}
+
+// A DRA claim of one memory unit and 20 % of GPU `gpu`'s cores.
+ClaimSlotRequest OneUnitClaim(std::string name, uint32_t gpu) {
+  ClaimSlotRequest claim;
+  claim.name = std::move(name);
+  claim.gpu = gpu;
+  claim.memory_bytes = kUnit;
+  claim.core_percent = 20;
+  return claim;
 }
 
 class SlotManagerTest : public ::testing::Test {
@@ -155,11 +166,7 @@ TEST_F(SlotManagerTest, SlotsCarryTheirGpusReferenceClock) {
   auto manual = m->CreateManual(0, kUnit, 30, ComputeMode::kCap, "by-hand");
   ASSERT_TRUE(manual.ok()) << manual.status().ToString();
   EXPECT_EQ(manual->config.compute_ref_clock_mhz, 1483u) << "the control API's slot";
-  ClaimSlotRequest claim;
-  claim.name = "claim-1";
-  claim.gpu = 0;
-  claim.memory_bytes = kUnit;
-  claim.core_percent = 20;
+  const ClaimSlotRequest claim = OneUnitClaim("claim-1", 0);
   auto claimed = m->CreateForClaim(claim);
   ASSERT_TRUE(claimed.ok()) << claimed.status().ToString();
   EXPECT_EQ(claimed->config.compute_ref_clock_mhz, 1483u) << "the DRA claim's slot";
@@ -175,6 +182,37 @@ TEST_F(SlotManagerTest, SlotsCarryTheirGpusReferenceClock) {
     EXPECT_EQ(r.config.compute_ref_clock_mhz, r.config.gpu == 0 ? 1470u : 0u) << r.config.name;
     EXPECT_EQ(backend_ref(r.config.id), r.config.compute_ref_clock_mhz) << r.config.name;
   }
+}
+
+// In shim mode the slot config's gpu_index (the minor of the GPU's /dev/nvidiaN) is what
+// libvgpu-shim.so confines the slot to: it asks the driver for that GPU's id (shim/preload/shim.cc,
+// FindSlotGpuId), as vgpu.ko does with the same number. Every creation path must write the GPU
+// the slot was granted: device plugin memory and whole-GPU grants, the control API, DRA claims.
+TEST_F(SlotManagerTest, EverySlotsConfigNamesTheGpuItWasGranted) {
+  auto m = Make();
+  auto claimed = m->CreateForClaim(OneUnitClaim("claim-1", 1));
+  ASSERT_TRUE(claimed.ok()) << claimed.status().ToString();
+  auto manual = m->CreateManual(1, kUnit, 30, ComputeMode::kCap, "by-hand");
+  ASSERT_TRUE(manual.ok()) << manual.status().ToString();
+  ASSERT_TRUE(m->Allocate(ResourceKind::kMemory, Ids(ResourceKind::kMemory, 1, 8, 2)).ok());
+  ASSERT_TRUE(m->Allocate(ResourceKind::kWholeGpu, {"vcuda-gpu0"}).ok());
+  auto live = backend_.List();
+  ASSERT_TRUE(live.ok());
+  ASSERT_EQ(live->size(), 4u);
+  std::map<uint32_t, uint32_t> gpu_of;  // slot id -> the GPU its config names
+  for (const auto& c : *live) {
+    gpu_of[c.id] = c.gpu;
+    const std::string file = slots::FormatSlotConfigFile(c);
+    EXPECT_NE(file.find("\ngpu_index=" + std::to_string(c.gpu) + "\n"), std::string::npos) << file;
+    EXPECT_EQ(c.gpu, c.exclusive ? 0u : 1u) << c.name;
+  }
+  EXPECT_EQ(gpu_of[claimed->config.id], 1u) << "the DRA claim's slot";
+  EXPECT_EQ(gpu_of[manual->config.id], 1u) << "the control API's slot";
+  int whole = 0;
+  for (const auto& c : *live) {
+    whole += c.exclusive;
+  }
+  EXPECT_EQ(whole, 1) << "the device plugin's whole-GPU slot";
 }
 
 TEST_F(SlotManagerTest, AdvertisesIdsPerGpu) {

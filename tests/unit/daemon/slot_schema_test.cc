@@ -92,6 +92,17 @@ TEST(SlotSchemaRoundTrip, TheReferenceClockReachesTheShim) {
   EXPECT_NE(shim::ParseConfigText(bad, "compute_ref_clock_mhz=20000\n"), "") << "out of range";
 }
 
+// The GPU the manager granted is the GPU the shim confines the slot to (docs/security.md F11.3):
+// the file's gpu_index, the minor of its /dev/nvidiaN, which the shim resolves to the driver's id.
+TEST(SlotSchemaRoundTrip, TheSlotsGpuReachesTheShim) {
+  slots::SlotConfig c;
+  c.gpu = 3;
+  c.gpu_uuid = "GPU-3";
+  shim::SlotConfig s;
+  ASSERT_EQ(shim::ParseConfigText(s, slots::FormatSlotConfigFile(c)), "");
+  EXPECT_EQ(s.gpu_index, std::optional<uint32_t>{3});
+}
+
 TEST(SlotSchemaRoundTrip, ManagerWriterToShimParser) {
   const slots::SlotConfig c = NonDefaultSlot();
   const std::string text = slots::FormatSlotConfigFile(c);

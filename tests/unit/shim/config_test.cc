@@ -60,7 +60,7 @@ TEST(ParseConfigText, ReadsTheManagersFormat) {
                                     "version=2\n"
                                     "slot_id=3\n"
                                     "slot_name=g0-m17-n8\n"
-                                    "gpu_index=0\n"
+                                    "gpu_index=1\n"
                                     "gpu_uuid=GPU-abc\n"
                                     "exclusive=0\n"
                                     "ledger=/run/vgpu/ledger\n"
@@ -78,6 +78,7 @@ TEST(ParseConfigText, ReadsTheManagersFormat) {
   EXPECT_EQ(cfg.unknown_policy, uint32_t{VGPU_UNKNOWN_ALLOW_LOG});
   EXPECT_EQ(cfg.ledger_path, "/run/vgpu/ledger");
   EXPECT_EQ(cfg.extra.at("gpu_uuid"), "GPU-abc");
+  EXPECT_EQ(cfg.gpu_index, std::optional<uint32_t>{1});  // the GPU the slot is confined to
   SlotConfig other;
   EXPECT_EQ(ParseConfigText(other, "version=1\n"),
             "line 1: unsupported config version '1' (this shim reads version 2; vgpu-manager "
@@ -93,6 +94,8 @@ TEST(ParseConfigText, ErrorsNameTheLineAndKey) {
   EXPECT_EQ(ParseConfigText(cfg, "compute_mode = fair\n"),
             "line 1: bad value 'fair' for compute_mode (want cap|weight)");
   EXPECT_EQ(ParseConfigText(cfg, "just words\n"), "line 1: expected key = value");
+  EXPECT_EQ(ParseConfigText(cfg, "gpu_index = GPU-1\n"),
+            "line 1: bad value 'GPU-1' for gpu_index (want the minor of the GPU's /dev/nvidiaN)");
   EXPECT_EQ(ParseConfigText(cfg, "ledger = relative/path\n"),
             "line 1: bad value 'relative/path' for ledger (want an absolute path)");
   EXPECT_EQ(ParseConfigText(cfg, " = 3\n"), "line 1: empty key");

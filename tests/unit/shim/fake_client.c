@@ -6,6 +6,10 @@
 //   managed: mmap 2 MiB of nvidia-uvm.
 //   counters: the shim's diagnostic counters around a few known calls (VGPU_SHIM_COUNT).
 //   delta: calls of the made-up test branch (tests/unit/core/delta_branch.h).
+//   gpus: what the tenant learns of the node's GPUs and whether it attaches the second one
+//         (fake driver with FAKENV_GPUS=2): CARD_INFO entries, GET_PROBED_IDS / GET_ATTACHED_IDS
+//         ids, GET_ID_INFO_V2 / ATTACH_IDS / ATTACH_GPUS_TO_FD of GPU 1, own ATTACH_IDS.
+//   sysmem N: N class-0x3e system memory allocations of 256 MiB; what the fake driver holds.
 //   xfer: an XFER-wrapped 2 MiB allocation, then an XFER-wrapped control whose 32 bytes read
 //         as NVOS21 allocate 96 MiB (security review F2): what the fake driver holds each time.
 #define _GNU_SOURCE
@@ -60,6 +64,21 @@ static uint32_t FreeObj(uint32_t parent, uint32_t handle) {
   return f.status;
 }
 
+// Up to `max` allocations of class `cls` (NV_MEMORY_ALLOCATION_PARAMS, size @64) under the
+// device, handles from `base`, until the first refusal (its status in *status): how many passed.
+static int AllocUntilRefused(uint32_t cls, uint32_t base, uint64_t size, int max,
+                             uint32_t* status) {
+  int n = 0;
+  *status = 0;
+  for (; n < max; n++) {
+    uint8_t mp[128] = {0};
+    memcpy(mp + 64, &size, 8);
+    *status = Alloc(DEVICE, base + n, cls, mp);
+    if (*status != 0) break;
+  }
+  return n;
+}
+
 static void ViewBy(uint32_t cmd, const char* when) {
   uint8_t p[1028];
   memset(p, 0, sizeof p);
@@ -77,6 +96,67 @@ static void ViewBy(uint32_t cmd, const char* when) {
 }
 
 static void View(const char* when) { ViewBy(0x20801303u, when); }
+
+static uint32_t Control(uint32_t cmd, void* params, uint32_t size) {
+  Nvos54 c = {client, client, cmd, 0, (uint64_t)(uintptr_t)params, size, 0};
+  if (ioctl(ctl, 0xC020462Aul, &c) != 0) return 0xffff;
+  return c.status;
+}
+
+// How many ids an INVALID-terminated gpuIds[32] names.
+static int IdCount(const uint32_t* ids) {
+  int n = 0;
+  while (n < 32 && ids[n] != 0xffffffffu) n++;
+  return n;
+}
+
+// F11.3 in shim mode: the second GPU of the fake node (its id from the fake driver, since a
+// confined CARD_INFO no longer names it) must be neither listed nor described nor attached.
+static int Gpus(void) {
+  uint32_t (*gpu_id)(uint32_t) = (uint32_t(*)(uint32_t))dlsym(RTLD_DEFAULT, "vshim_fakenv_gpu_id");
+  uint32_t (*attached)(void) = (uint32_t(*)(void))dlsym(RTLD_DEFAULT, "vshim_fakenv_attached_mask");
+  if (gpu_id == NULL || attached == NULL) return 1;
+  const uint32_t mine = gpu_id(0), other = gpu_id(1);
+  uint8_t ci[32 * 72];
+  memset(ci, 0, sizeof ci);
+  int rc = ioctl(ctl, 0xC90046C8ul, ci);  // NV_ESC_CARD_INFO, 32 entries
+  int cards = 0;
+  for (int i = 0; i < 32; i++) cards += ci[72 * i] != 0;
+  uint32_t first = 0;
+  memcpy(&first, ci + 16, 4);
+  printf("CARD_INFO rc=%d entries=%d first=0x%x own=%d\n", rc, cards, first, first == mine);
+  uint32_t probed[96], listed[32];
+  memset(probed, 0, sizeof probed);
+  uint32_t st = Control(0x214, probed, sizeof probed);  // GET_PROBED_IDS
+  printf("PROBED status=0x%x n=%d\n", st, IdCount(probed));
+  uint32_t own_attach[33] = {mine, 0xffffffffu};
+  printf("ATTACH_OWN status=0x%x\n", Control(0x215, own_attach, sizeof own_attach));
+  uint32_t info[8] = {other};
+  printf("ID_INFO_OTHER status=0x%x\n", Control(0x205, info, sizeof info));
+  uint32_t attach[33] = {other, 0xffffffffu};
+  st = Control(0x215, attach, sizeof attach);
+  uint32_t all[33] = {0xffffu, 0xffffffffu};  // ATTACH_ALL_PROBED_IDS
+  uint32_t st_all = Control(0x215, all, sizeof all);
+  uint32_t ids[32] = {other};
+  rc = ioctl(ctl, 0xC08046D4ul, ids);  // NV_ESC_ATTACH_GPUS_TO_FD, 32 ids
+  printf("ATTACH_OTHER status=0x%x all=0x%x to_fd rc=%d errno=%d other_attached=%u\n", st, st_all,
+         rc, rc ? errno : 0, (attached() >> 1) & 1);
+  memset(listed, 0, sizeof listed);
+  st = Control(0x201, listed, sizeof listed);  // GET_ATTACHED_IDS
+  printf("ATTACHED status=0x%x n=%d\n", st, IdCount(listed));
+  return 0;
+}
+
+// F10 in shim mode: 256 MiB class-0x3e allocations until refused (or N).
+static int Sysmem(int max) {
+  uint64_t (*held)(void) = (uint64_t(*)(void))dlsym(RTLD_DEFAULT, "vshim_fakenv_sysmem_bytes");
+  if (held == NULL) return 1;
+  uint32_t status = 0;
+  int n = AllocUntilRefused(0x3e, 0x5c003000u, 256ull << 20, max, &status);
+  printf("SYSMEM n=%d last_status=0x%x driver_mib=%llu\n", n, status,
+         (unsigned long long)(held() >> 20));
+  return 0;
+}
 
 static int Setup(void) {
   char path[512];
@@ -100,15 +180,8 @@ static int Setup(void) {
 static uint32_t mem_base = MEM0;
 
 static int AllocMem(int max) {
-  int n = 0;
   uint32_t status = 0;
-  for (; n < max; n++) {
-    uint8_t mp[128] = {0};
-    uint64_t size = 2u << 20;
-    memcpy(mp + 64, &size, 8);
-    status = Alloc(DEVICE, mem_base + n, 0x40, mp);
-    if (status != 0) break;
-  }
+  int n = AllocUntilRefused(0x40, mem_base, 2u << 20, max, &status);
   printf("ALLOCS n=%d last_status=0x%x\n", n, status);
   return n;
 }
@@ -246,6 +319,8 @@ int main(int argc, char** argv) {
     munmap(m, 4096);
     return 0;
   }
+  if (strcmp(mode, "gpus") == 0) return Gpus();
+  if (strcmp(mode, "sysmem") == 0) return Sysmem(argc > 2 ? atoi(argv[2]) : 1000);
   if (strcmp(mode, "xfer") == 0) {
     uint64_t (*used)(void) = (uint64_t(*)(void))dlsym(RTLD_DEFAULT, "vshim_fakenv_used_bytes");
     if (used == NULL) return 1;

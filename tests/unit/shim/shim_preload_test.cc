@@ -169,6 +169,63 @@ TEST_F(ShimPreloadTest, AMadeUpBranchNeedsOnlyItsTables) {
   EXPECT_EQ(err_.find("EVENT 1 "), std::string::npos) << err_;
 }
 
+// Security review F11.3 in shim mode (docs/security.md): a slot is one GPU of the node. The fake
+// driver plays two GPUs; the slot config names GPU 0 (gpu_index, the minor of its /dev/nvidiaN,
+// as vgpu-manager writes it). The tenant must see only GPU 0 in CARD_INFO and the NV0000 lists,
+// and must neither describe nor attach GPU 1 (RM attach, attach-all, ATTACH_GPUS_TO_FD).
+TEST_F(ShimPreloadTest, SlotConfigConfinesTheTenantToItsGpu) {
+  std::ofstream(dir_ + "/slot.conf") << "gpu_index = 0\n";
+  ASSERT_EQ(Run("FAKENV_GPUS=2 VGPU_CONFIG=" + dir_ + "/slot.conf", "gpus"), 0) << out_ << err_;
+  EXPECT_NE(out_.find("CARD_INFO rc=0 entries=1 first=0x1800 own=1\n"
+                      "PROBED status=0x0 n=1\n"
+                      "ATTACH_OWN status=0x0\n"
+                      "ID_INFO_OTHER status=0x1f\n"
+                      "ATTACH_OTHER status=0x1f all=0x1f to_fd rc=-1 errno=19 other_attached=0\n"
+                      "ATTACHED status=0x0 n=1\n"),
+            std::string::npos)
+      << out_ << err_;
+  // A slot on GPU 1 is confined to GPU 1: the config's minor picks the driver's id.
+  std::ofstream(dir_ + "/slot.conf") << "gpu_index = 1\n";
+  ASSERT_EQ(Run("FAKENV_GPUS=2 VGPU_CONFIG=" + dir_ + "/slot.conf", "gpus"), 0) << out_ << err_;
+  EXPECT_NE(out_.find("CARD_INFO rc=0 entries=1 first=0x1900 own=0\n"), std::string::npos)
+      << out_ << err_;
+  EXPECT_NE(out_.find("ID_INFO_OTHER status=0x0\n"), std::string::npos) << out_ << err_;
+}
+
+// A config naming a GPU the driver does not list must not run unconfined: every NVIDIA open is
+// refused, with one line that names the GPU.
+TEST_F(ShimPreloadTest, ConfigNamingAGpuTheDriverDoesNotListRefusesTheDevice) {
+  std::ofstream(dir_ + "/slot.conf") << "gpu_index = 2\n";
+  Run("FAKENV_GPUS=2 VGPU_CONFIG=" + dir_ + "/slot.conf", "gpus");
+  EXPECT_NE(out_.find("OPEN fail errno=13"), std::string::npos) << out_ << err_;
+  EXPECT_NE(err_.find("gpu_index 2 is not a GPU of the driver"), std::string::npos) << err_;
+}
+
+// A config written before the shim read gpu_index (or by hand) names no GPU: the slot runs as
+// before, unconfined, and says so.
+TEST_F(ShimPreloadTest, ConfigWithoutAGpuRunsUnconfinedAndSaysSo) {
+  std::ofstream(dir_ + "/slot.conf") << "mem_quota = 64M\n";
+  ASSERT_EQ(Run("FAKENV_GPUS=2 VGPU_CONFIG=" + dir_ + "/slot.conf", "gpus"), 0) << out_ << err_;
+  EXPECT_NE(out_.find("CARD_INFO rc=0 entries=2 "), std::string::npos) << out_;
+  EXPECT_NE(err_.find("names no GPU (gpu_index): not confined to one GPU"), std::string::npos)
+      << err_;
+}
+
+// Security review F10 in shim mode: the driver's class-0x3e system memory is charged to no memory
+// cgroup, so the slot holds at most the core's per-slot budget (VCORE_SLOT_SYSMEM_DEFAULT_MIB,
+// 2 GiB, the module's default too): 8 of 16 allocations of 256 MiB, the 9th NV_ERR_NO_MEMORY.
+TEST_F(ShimPreloadTest, SystemMemoryIsHeldToTheSlotsBudget) {
+  std::ofstream(dir_ + "/slot.conf") << "gpu_index = 0\nmem_quota = 64M\n";
+  ASSERT_EQ(Run("VGPU_CONFIG=" + dir_ + "/slot.conf", "sysmem 16"), 0) << out_ << err_;
+  EXPECT_NE(out_.find("SYSMEM n=8 last_status=0x51 driver_mib=2048"), std::string::npos)
+      << out_ << err_;
+  EXPECT_NE(err_.find("system memory budget exceeded"), std::string::npos) << err_;
+  // Without a slot config (the shim run by hand) the budget holds all the same.
+  ASSERT_EQ(Run("", "sysmem 16"), 0) << out_ << err_;
+  EXPECT_NE(out_.find("SYSMEM n=8 last_status=0x51 driver_mib=2048"), std::string::npos)
+      << out_ << err_;
+}
+
 TEST_F(ShimPreloadTest, ForkChildIsItsOwnSlotMemberAndLeavesOnExit) {
   std::ofstream(dir_ + "/slot.conf") << "mem_quota = 64M\n";
   ASSERT_EQ(Run("VGPU_CONFIG=" + dir_ + "/slot.conf", "fork"), 0) << out_ << err_;

@@ -76,6 +76,7 @@
 #define NV_ERR_INSUFFICIENT_PERMISSIONS 0x1B
 #define NV_ERR_INVALID_ADDRESS 0x1E
 #define NV_ERR_INVALID_ARGUMENT 0x1F
+#define NV_ERR_PAGE_TABLE_NOT_AVAIL 0x5D
 #define NV_ERR_INVALID_CLASS 0x22
 #define NV_ERR_INVALID_CLIENT 0x23
 #define NV_ERR_INVALID_DEVICE 0x26
@@ -536,6 +537,8 @@ NVSIM_ASSERT(sizeof(struct nv2080_perf_get_gpumon_perfmon_util_samples_v2_params
 #define UVM_REGISTER_GPU 37
 #define UVM_UNREGISTER_GPU 38
 #define UVM_MM_INITIALIZE 75
+/* Not served (no managed memory): counted in uvm_migrate_calls, answered -EINVAL. */
+#define UVM_MIGRATE 51
 
 /* uvm_ioctl.h: uvmFd is fget()-ed and must be a va-space file of nvidia-uvm (uvm.c:59-75). */
 struct uvm_mm_initialize_params {

@@ -5,14 +5,22 @@
  * unless the calling process has a real GPU file of that GPU in its fd table, even though the
  * ioctl arrives on the UVM node. UVM_INITIALIZE / UNREGISTER_GPU succeed; UVM_MM_INITIALIZE
  * checks its uvmFd as the driver does; external ranges and mappings are nvsim_uvm_ext.c;
- * everything else is -EINVAL (no managed memory here). Dynamic major, like the real "nvidia-uvm"
- * region.
+ * everything else is -EINVAL (no managed memory here; UVM_MIGRATE is counted). Dynamic major,
+ * like the real "nvidia-uvm" region.
+ *
+ * What the driver takes from current in these calls, and nvsim with it: the parameters are
+ * copied in and out through current->mm (the routing, __UVM_ROUTE_CMD_STACK in uvm_api.h);
+ * UVM_INITIALIZE records current->mm as the va space's process (uvm_va_space_mm_register,
+ * uvm_va_space_mm.c:195); UVM_MM_INITIALIZE fget()s uvmFd in current->files (uvm.c:67) and takes
+ * the va space's recorded mm, never current->mm (uvm.c:112-113).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/cdev.h>
 #include <linux/device.h>
+#include <linux/delay.h>
 #include <linux/file.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
@@ -24,10 +32,23 @@ static const struct file_operations nvsim_uvm_fops;
 
 /* One open /dev/nvidia-uvm (file->private_data): what uvm_fd_type() tells in the driver. */
 struct nvsim_uvm_open {
-	void *ext;          /* nvsim_uvm_ext.c's ranges */
-	bool va_space;      /* UVM_INITIALIZE done: UVM_FD_VA_SPACE */
-	struct file *mm_of; /* UVM_MM_INITIALIZE done: UVM_FD_MM, holding this va-space file */
+	void *ext;            /* nvsim_uvm_ext.c's ranges */
+	bool va_space;        /* UVM_INITIALIZE done: UVM_FD_VA_SPACE */
+	struct mm_struct *mm; /* a va space's process (mmgrab), as its va_space_mm.mm */
+	struct file *mm_of;   /* UVM_MM_INITIALIZE done: UVM_FD_MM, holding this va-space file */
 };
+
+/* Read-only: UVM_MIGRATE calls that reached nvsim. vgpu.ko refuses them under a quota (F6), so
+ * one counted there came another way (docs/security/kernel-call-path.md, F4). */
+static unsigned int uvm_migrate_calls;
+module_param(uvm_migrate_calls, uint, 0444);
+MODULE_PARM_DESC(uvm_migrate_calls, "UVM_MIGRATE calls received (answered -EINVAL)");
+
+/* Test hook (not a driver behaviour): UVM_MM_INITIALIZE sleeps this long (µs) after its fget,
+ * holding the call open, so that a sibling thread's call lands inside it for certain. */
+static unsigned int uvm_mm_initialize_delay_us;
+module_param(uvm_mm_initialize_delay_us, uint, 0644);
+MODULE_PARM_DESC(uvm_mm_initialize_delay_us, "UVM_MM_INITIALIZE holds its call this long (us)");
 
 struct nvsim_gpu *nvsim_gpu_by_uuid(const u8 *uuid)
 {
@@ -45,7 +66,9 @@ struct nvsim_gpu *nvsim_gpu_by_uuid(const u8 *uuid)
 /*
  * uvm_api_mm_initialize (uvm.c:59-135 at 580.142): uvmFd is fget()-ed and must have nvidia-uvm's
  * f_op (uvm_file_is_nvidia_uvm, uvm.c:49-52) and be a va-space file; the calling file, not yet
- * typed, becomes an MM file that keeps that file until it closes (uvm.c:126, 231-248).
+ * typed, becomes an MM file that keeps that file until it closes (uvm.c:126, 231-248), and a
+ * reference on the va space's mm, not current's (mmget_not_zero, uvm.c:112-113; mmput at
+ * uvm.c:243).
  */
 static u32 nvsim_uvm_mm_initialize(struct nvsim_uvm_open *mm, int fd)
 {
@@ -57,12 +80,17 @@ static u32 nvsim_uvm_mm_initialize(struct nvsim_uvm_open *mm, int fd)
 		return status;
 	if (f->f_op != &nvsim_uvm_fops)
 		goto out;
+	if (uvm_mm_initialize_delay_us)
+		usleep_range(uvm_mm_initialize_delay_us, uvm_mm_initialize_delay_us + 10);
 	uo = f->private_data;
 	mutex_lock(&nvsim_rm_lock);
 	if (uo->va_space && uo != mm && !mm->va_space && !mm->mm_of) {
-		mm->mm_of = f;
-		f = NULL;
-		status = NV_OK;
+		status = NV_ERR_PAGE_TABLE_NOT_AVAIL;
+		if (uo->mm && mmget_not_zero(uo->mm)) {
+			mm->mm_of = f;
+			f = NULL;
+			status = NV_OK;
+		}
 	}
 	mutex_unlock(&nvsim_rm_lock);
 out:
@@ -86,8 +114,12 @@ static long nvsim_uvm_ioctl(struct file *filp, unsigned int cmd, unsigned long a
 		/* An MM file is not a va space (uvm.c:971-973). */
 		mutex_lock(&nvsim_rm_lock);
 		p.rmStatus = uo->mm_of ? NV_ERR_INVALID_ARGUMENT : NV_OK;
-		if (!uo->mm_of)
+		if (!uo->mm_of && !uo->va_space) {
 			uo->va_space = true;
+			uo->mm = current->mm;
+			if (uo->mm)
+				mmgrab(uo->mm);
+		}
 		mutex_unlock(&nvsim_rm_lock);
 		return copy_to_user(up, &p, sizeof(p)) ? -EFAULT : 0;
 	}
@@ -101,6 +133,11 @@ static long nvsim_uvm_ioctl(struct file *filp, unsigned int cmd, unsigned long a
 	}
 	case UVM_DEINITIALIZE:
 		return 0;
+	case UVM_MIGRATE:
+		mutex_lock(&nvsim_rm_lock);
+		uvm_migrate_calls++;
+		mutex_unlock(&nvsim_rm_lock);
+		return -EINVAL;
 	case UVM_REGISTER_GPU: {
 		struct uvm_register_gpu_params p;
 		struct nvsim_gpu *gpu;
@@ -151,8 +188,12 @@ static int nvsim_uvm_release(struct inode *inode, struct file *filp)
 {
 	struct nvsim_uvm_open *uo = filp->private_data;
 
-	if (uo->mm_of)
+	if (uo->mm_of) {
+		mmput(((struct nvsim_uvm_open *)uo->mm_of->private_data)->mm);
 		fput(uo->mm_of);
+	}
+	if (uo->mm)
+		mmdrop(uo->mm);
 	nvsim_uvm_ext_release(uo->ext);
 	kfree(uo);
 	return 0;

@@ -13,7 +13,8 @@
 //   version=2
 //   slot_id=3                        decimal u32
 //   slot_name=g0-m17-n8              identity key (see daemon/alloc/device_ids.h)
-//   gpu_index=0                      minor of the real /dev/nvidiaN
+//   gpu_index=0                      minor of the real /dev/nvidiaN: the GPU the shim confines
+//                                    the slot to (it asks the driver's CARD_INFO for its id)
 //   gpu_uuid=GPU-...                 may be empty
 //   exclusive=0                      1 for a whole-GPU slot
 //   ledger=/run/vgpu/ledger          the shim's ledger, as the container sees it

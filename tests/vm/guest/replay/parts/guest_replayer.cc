@@ -177,8 +177,8 @@ class SlotStats {
  public:
   bool Open(uint32_t id) {
     std::string dir = "/sys/class/vgpu/vgpuctl" + std::to_string(id) + "/stats/";
-    for (const char* n : {"mem_charged", "denied", "ioctls", "mem_peak", "views_rewritten",
-                          "fd_refused", "malformed"}) {
+    for (const char* n : {"mem_charged", "internal_charged_bytes", "denied", "ioctls", "mem_peak",
+                          "views_rewritten", "fd_refused", "malformed"}) {
       int fd = open((dir + n).c_str(), O_RDONLY | O_CLOEXEC);
       if (fd < 0) return false;
       fds_[n] = fd;
@@ -449,12 +449,16 @@ Outcome RunGuest(const std::vector<Line>& lines, const Expected& exp, const RunC
     fds[{l.pid, l.fd}] = fd;
     return fd;
   };
+  // nvsim models no memory of its own behind TSGs and channels: the slot's charge for them (a
+  // fixed estimate of what the real driver uses, issue 17 F11.1) is not in its heap.
   auto check_nvsim = [&](uint64_t seq, uint64_t charged) {
     ++o.nvsim_checks;
     uint64_t free_bytes = nv.Bytes(NV2080_CTRL_FB_INFO_INDEX_HEAP_FREE);
-    if (free_bytes != o.heap - charged)
+    uint64_t internal = stats.Read("internal_charged_bytes");
+    if (free_bytes != o.heap - (charged - internal))
       fail(seq, "nvsim heap free " + std::to_string(free_bytes) + " != heap " +
-                    std::to_string(o.heap) + " - slot charge " + std::to_string(charged));
+                    std::to_string(o.heap) + " - slot charge " + std::to_string(charged) +
+                    " + its TSG and channel estimate " + std::to_string(internal));
   };
 
   // A process whose recording never opens /dev/nvidiaN (the synthetic traces) gets the slot's

@@ -23,8 +23,8 @@
 namespace vgpu_test {
 namespace {
 
-// nvidia-uvm commands nvsim does not implement (uvm_ioctl.h; docs/nvidia-rm-abi.md §7).
-constexpr unsigned long UVM_MIGRATE = 51;
+// nvidia-uvm commands nvsim does not implement (uvm_ioctl.h; docs/nvidia-rm-abi.md §7); it
+// counts UVM_MIGRATE (nvsim_abi.h).
 constexpr unsigned long UVM_MIGRATE_RANGE_GROUP = 53;
 constexpr unsigned long UVM_POPULATE_PAGEABLE = 71;
 
@@ -159,6 +159,17 @@ int OpenUvm(const ScopedSlot& slot) {
   return uvm;
 }
 
+// One UVM_MM_INITIALIZE of the va-space file `va` on a fresh MM file of `uvm_path`, as cuInit
+// does: 1 if it succeeded, 0 if the call or its status failed, -1 if the node did not open.
+int MmInitializeOnce(const std::string& uvm_path, int va) {
+  int mm = open(uvm_path.c_str(), O_RDWR | O_CLOEXEC);
+  if (mm < 0) return -1;
+  uvm_mm_initialize_params p{va, ~0u};
+  const bool ok = ioctl(mm, UVM_MM_INITIALIZE, &p) == 0 && p.rmStatus == NV_OK;
+  close(mm);
+  return ok ? 1 : 0;
+}
+
 // F6: libcuda's context mapping (the first mmap <= 2 MiB) is allowed once per process, not once
 // per UVM file: eight UVM files give eight free managed mappings otherwise. nvsim's UVM node has
 // no mmap, so a mapping that reached the driver fails with ENODEV, a refused one with EPERM.
@@ -202,7 +213,8 @@ TEST(CallPath, UvmMigrationIsRefusedUnderAQuota) {
   ASSERT_TRUE(slot.ok());
   int uvm = OpenUvm(slot);
   ASSERT_GE(uvm, 0) << strerror(errno);
-  for (unsigned long cmd : {UVM_MIGRATE, UVM_MIGRATE_RANGE_GROUP, UVM_POPULATE_PAGEABLE}) {
+  const unsigned long kMoves[] = {UVM_MIGRATE, UVM_MIGRATE_RANGE_GROUP, UVM_POPULATE_PAGEABLE};
+  for (unsigned long cmd : kMoves) {
     uint8_t params[256] = {};
     errno = 0;
     EXPECT_EQ(ioctl(uvm, cmd, params), -1);
@@ -295,10 +307,12 @@ TEST(CallPath, ForkedChildNeverInheritsAUsableDriverFile) {
 }
 
 // F4, nvidia-uvm: UVM_MM_INITIALIZE's uvmFd is looked up with an f_op test (uvm.c:49-75, modelled
-// by nvsim), so its decoy carries nvidia-uvm's f_op while the call runs: the call works through
-// the proxy, and a copy that a sibling thread takes of the temporary fd is inert once the call
-// ended (every ioctl on it fails with EPERM; a use during the call is not covered,
-// docs/security/kernel-call-path.md).
+// by nvsim), so the module runs that call from its kernel thread with the real file in that
+// thread's fd table: the call works through the proxy (nvsim fget()s the file in the kernel
+// thread's table and copies the parameters through the caller's mm), and a sibling thread looking
+// for a file of nvidia-uvm's device among the numbers a temporary fd would take finds none, or
+// (before the kernel thread, with a decoy there) one that is inert once the call ended. A use
+// during the call: NoSiblingReachesNvidiaUvmDuringMmInitialize.
 TEST(CallPath, UvmMmInitializeWorksAndACopyOfItsFdIsInert) {
   ScopedSlot slot(64 * kMiB, "uvm", VGPU_SLOT_F_UVM);
   ASSERT_TRUE(slot.ok());
@@ -330,11 +344,9 @@ TEST(CallPath, UvmMmInitializeWorksAndACopyOfItsFdIsInert) {
     });
     int failed = 0;
     for (int i = 0; i < calls && got < 0; ++i) {
-      int mm = open(uvm_path.c_str(), O_RDWR | O_CLOEXEC);
-      if (mm < 0) _exit(5);
-      uvm_mm_initialize_params p{va, ~0u};
-      if (ioctl(mm, UVM_MM_INITIALIZE, &p) != 0 || p.rmStatus != NV_OK) failed++;
-      close(mm);
+      const int r = MmInitializeOnce(uvm_path, va);
+      if (r < 0) _exit(5);
+      failed += r == 0;
     }
     stop = true;
     thief.join();
@@ -359,6 +371,64 @@ TEST(CallPath, UvmMmInitializeWorksAndACopyOfItsFdIsInert) {
               rc == 6 ? "a copy of the uvmFd decoy was made, and it was inert after the call"
                       : "the window was not caught");
   std::fflush(stdout);
+}
+
+// F4, nvidia-uvm: while UVM_MM_INITIALIZE runs, no file in the caller's fd table may carry
+// nvidia-uvm's file operations: a sibling thread's ioctl on one reaches nvidia-uvm on the caller's
+// own va space, unfiltered. The sibling calls UVM_MIGRATE (refused under a quota, F6) on the
+// numbers a temporary fd of the call takes (the lowest free ones); nvsim counts every UVM_MIGRATE
+// it receives, and its test hook uvm_mm_initialize_delay_us holds each MM_INITIALIZE open for
+// 2 ms after its fget, so the sibling's calls land inside the call for certain.
+TEST(CallPath, NoSiblingReachesNvidiaUvmDuringMmInitialize) {
+  ScopedSlot slot(64 * kMiB, "uvm", VGPU_SLOT_F_UVM);
+  ASSERT_TRUE(slot.ok());
+  const std::string uvm_path = "/dev/vgpu-uvm" + std::to_string(slot.id());
+  const int calls = DebianKernel() ? 200 : 20;
+  const uint64_t before = ReadNvsimParam("uvm_migrate_calls");
+  ASSERT_TRUE(WriteNvsimParam("uvm_mm_initialize_delay_us", 2000));
+  std::fflush(stdout);  // a child that flushes must not print the parent's buffer again
+  pid_t child = fork();
+  if (child == 0) {
+    int va = OpenUvm(slot);
+    if (va < 0) _exit(2);
+    int next = open("/dev/null", O_RDONLY);  // the mm file's number; the call's fds follow
+    close(next);
+    std::atomic<bool> stop{false};
+    std::atomic<long> tries{0}, on_a_file{0};
+    std::thread sibling([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+        for (int fd = next + 1; fd <= next + 2; ++fd) {
+          uint8_t params[256] = {};
+          tries++;
+          if (ioctl(fd, UVM_MIGRATE, params) == 0 || errno != EBADF) on_a_file++;
+        }
+      }
+    });
+    int failed = 0;
+    for (int i = 0; i < calls; ++i) {
+      const int r = MmInitializeOnce(uvm_path, va);
+      if (r < 0) _exit(5);
+      failed += r == 0;
+    }
+    stop = true;
+    sibling.join();
+    std::printf("  %d UVM_MM_INITIALIZE (%d failed); sibling: %ld calls, %ld found a file\n", calls,
+                failed, tries.load(), on_a_file.load());
+    std::fflush(stdout);
+    _exit(failed ? 4 : 0);
+  }
+  ASSERT_GE(child, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  WriteNvsimParam("uvm_mm_initialize_delay_us", 0);
+  const uint64_t reached = ReadNvsimParam("uvm_migrate_calls") - before;
+  std::printf(
+      "UVM_MM_INITIALIZE with a sibling on its fds: %llu sibling calls reached nvidia-uvm\n",
+      static_cast<unsigned long long>(reached));
+  std::fflush(stdout);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << status << ": 4: UVM_MM_INITIALIZE failed through the proxy; 2/5: a UVM file did not open";
+  EXPECT_EQ(reached, 0u) << "a sibling thread reached nvidia-uvm through a file of the call";
 }
 
 // F11.4: GPU accounting names every process that used the GPU, other tenants' included, with its

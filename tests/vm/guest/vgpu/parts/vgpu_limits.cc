@@ -41,6 +41,71 @@ TEST(Limits, TsgsAndChannelsPerSlotAreCapped) {
   EXPECT_NE(AllocChannel(s, s.device, 0xd2200000), NV_OK) << "device-parented channel granted";
 }
 
+// F11.1: a TSG's and a channel's own video memory in the driver (instance blocks, GR context
+// buffers, page tables; 4.6 to 15.6 MiB per CUDA context on the H200, nvidia-rm-abi.md §4.2) is
+// allocated by no RM_ALLOC of memory, so it is charged to the slot as a fixed estimate per object.
+// A slot whose quota is full must not get another TSG (or, past what is left, channel), and the
+// charge must come back when the objects go: at their parent's free and at the file's close.
+// nvsim allocates nothing for them; the slot's stats name the estimated part
+// (internal_charged_bytes, read through sysfs).
+TEST(Limits, TsgsAndChannelsAreChargedToTheQuota) {
+  ScopedSlot slot(64 * kMiB, "ctxmem");
+  ASSERT_TRUE(slot.ok());
+  const uint64_t nvsim_used = NvsimUsedBytes();
+  {
+    Session s;
+    ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
+    ASSERT_EQ(AllocTsg(s, 0xd1000000), NV_OK);
+    const uint64_t tsg = slot.Stat(VGPU_STAT_MEM_CHARGED);
+    ASSERT_EQ(AllocChannel(s, 0xd1000000, 0xd2000000), NV_OK);
+    const uint64_t channel = slot.Stat(VGPU_STAT_MEM_CHARGED) - tsg;
+    std::printf("ctxmem: a TSG is charged %llu B, a channel %llu B\n",
+                static_cast<unsigned long long>(tsg), static_cast<unsigned long long>(channel));
+    EXPECT_GT(tsg, 0u) << "a TSG's memory in the driver charged to nobody";
+    EXPECT_GT(channel, 0u) << "a channel's memory in the driver charged to nobody";
+    EXPECT_EQ(NvsimUsedBytes(), nvsim_used) << "nvsim allocates nothing for them";
+    // Fill the quota with 2 MiB allocations.
+    uint32_t granted = 0;
+    for (uint32_t i = 0; i < 40; ++i)
+      if (s.Vidmem(0xd3000000 + i, 2 * kMiB) == NV_OK) ++granted;
+    const uint64_t memory = uint64_t{granted} * 2 * kMiB;
+    EXPECT_LE(slot.Stat(VGPU_STAT_MEM_CHARGED), 64 * kMiB);
+    const int64_t tsg_status = AllocTsg(s, 0xd1000001);
+    EXPECT_EQ(tsg_status, NV_ERR_NO_MEMORY) << "a TSG on a slot whose quota is full";
+    // Channels fit until what is left of the quota is used, then are refused the same way.
+    uint32_t more = 0;
+    int64_t st = NV_OK;
+    while (more < kMaxChannels && (st = AllocChannel(s, 0xd1000000, 0xd2000001 + more)) == NV_OK)
+      ++more;
+    std::printf(
+        "ctxmem: %u x 2 MiB filled the 64 MiB quota; a TSG after it: status 0x%llx; then %u "
+        "more channels fit, the next: status 0x%llx\n",
+        granted, static_cast<unsigned long long>(tsg_status), more,
+        static_cast<unsigned long long>(st));
+    EXPECT_EQ(st, NV_ERR_NO_MEMORY) << "after " << more << " more channels";
+    EXPECT_LE(slot.Stat(VGPU_STAT_MEM_CHARGED), 64 * kMiB);
+    EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), memory + tsg + (1 + more) * channel);
+    // The TSG's free takes its channels with it, and their charge.
+    EXPECT_EQ(Free(s.ctl, s.client, s.device, 0xd1000000), NV_OK);
+    EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), memory);
+    EXPECT_EQ(AllocTsg(s, 0xd1000002), NV_OK) << "room again";
+    EXPECT_EQ(AllocChannel(s, 0xd1000002, 0xd2100000), NV_OK);
+    // The device's free (the TSG's parent) takes the TSG and its channel.
+    EXPECT_EQ(Free(s.ctl, s.client, s.client, s.device), NV_OK);
+    EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 0u);
+    // A new device and context, left to the file's close.
+    nv0080_alloc_params dp{};
+    uint32_t device = 0xd0000011;
+    ASSERT_EQ(Alloc(s.ctl, s.client, s.client, &device, NV01_DEVICE_0, &dp), NV_OK);
+    s.device = device;
+    ASSERT_EQ(AllocTsg(s, 0xd1000003), NV_OK);
+    ASSERT_EQ(AllocChannel(s, 0xd1000003, 0xd2200000), NV_OK);
+    EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), tsg + channel);
+  }
+  EXPECT_EQ(SettledCharge(slot, 0), 0u) << "the close refunds the context";
+  EXPECT_EQ(NvsimUsedBytes(), nvsim_used);
+}
+
 // vgpu.ko's per-slot system-memory budget in MiB, read at slot creation (~0: no such parameter).
 uint64_t SysmemBudgetMiB() {
   std::ifstream f("/sys/module/vgpu/parameters/slot_sysmem_mib");

@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Driver calls run from this module's kernel thread (docs/security/
+ * kernel-call-path.md, F4). nvidia-uvm's UVM_MM_INITIALIZE fget()s its uvmFd
+ * in current->files and accepts only a file whose f_op is nvidia-uvm's
+ * (uvm_api_mm_initialize, uvm.c:59-76 at 580.142). Whatever passes that test
+ * can be called: in the caller's fd table a sibling thread's ioctl on it would
+ * reach nvidia-uvm on the caller's va space, unfiltered. So the call runs
+ * here, with the real file on a fd of this thread's table, and the caller
+ * waits. What the driver takes from current, and why each is right here:
+ *
+ * files: kthreadd and every kernel thread are created with CLONE_FILES
+ * (kernel/kthread.c), so they share one table (init_files) that no user task
+ * shares: init copied it at boot, and a usermode helper, copying it, execs
+ * before it runs user code (the fd is close-on-exec). A tenant cannot name a
+ * kernel thread: they live in the initial PID namespace only (no /proc/PID, no
+ * pidfd_open from a container's), and even from there /proc/PID/fd and
+ * pidfd_getfd need ptrace access, granted only with CAP_SYS_PTRACE or every
+ * capability the thread has (cap_ptrace_access_check, security/commoncap.c):
+ * privileged pods are out of scope. The driver reads uvmFd from user memory
+ * after the number is stored there, and a sibling may rewrite it in between:
+ * one call at a time leaves no other tenant's file in the table for it to
+ * name.
+ *
+ * mm: the routing copies the parameters in and out through current->mm
+ * (__UVM_ROUTE_CMD_STACK, uvm_api.h), so the thread adopts the caller's
+ * (kthread_use_mm). The caller sleeps here holding a user of it, so it
+ * outlives the call. uvm_api_mm_initialize itself takes the mm the va space
+ * recorded at UVM_INITIALIZE, never current's (uvm.c:112-113). A fault on the
+ * parameters is served in this thread, as for any driver touching another
+ * task's memory (UVM's fault handler expects that, uvm_va_space.c:2578-2585).
+ *
+ * credentials: the path checks none (uvm.c:59-139 and the routing), but a
+ * kernel thread's own are the kernel's full ones: the caller's stand for the
+ * call (override_creds), so a capable() in the driver answers for the tenant.
+ *
+ * signals: a kernel thread takes none, and the path sleeps nowhere
+ * interruptibly (the power-management lock is a trylock, uvm.c:1059, then a
+ * spinlock); the caller waits uninterruptibly, as it would in the driver.
+ *
+ * the task: nvidia-uvm keys its per-thread lock-tracking context on current
+ * for the call only (UVM_ENTRY_WRAP, uvm_api.h; uvm_thread_context.c) and
+ * prints current->pid in debug messages; MM_INITIALIZE records neither.
+ *
+ * Only that call comes here: nvidia-uvm's other paths use current->mm as the
+ * caller's (uvm_va_space_mm_or_current_retain asserts a user thread,
+ * uvm_va_space_mm.c:271-274). Not held: a fault on the parameters that blocks
+ * (userfaultfd registered for kernel faults: CAP_SYS_PTRACE, or
+ * vm.unprivileged_userfaultfd=1) holds this thread, and other slots'
+ * MM_INITIALIZE wait for it.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/cred.h>
+#include <linux/err.h>
+#include <linux/fdtable.h>
+#include <linux/file.h>
+#include <linux/kthread.h>
+#include <linux/sched.h>
+#include <linux/uaccess.h>
+
+#include "kthread_call.h"
+
+/* One thread: one call at a time (above). */
+static struct kthread_worker *vgpu_kthread;
+
+struct vgpu_kthread_ioctl {
+	struct kthread_work work;
+	struct file *real;
+	unsigned int cmd;
+	unsigned long arg;
+	struct file *file;
+	u32 __user *fd_uaddr;
+	struct mm_struct *mm;
+	const struct cred *cred;
+	long rc;
+};
+
+static void vgpu_kthread_ioctl_fn(struct kthread_work *work)
+{
+	struct vgpu_kthread_ioctl *c =
+		container_of(work, struct vgpu_kthread_ioctl, work);
+	const struct cred *old;
+	int fd;
+
+	kthread_use_mm(c->mm);
+	old = override_creds(c->cred);
+	fd = get_unused_fd_flags(O_CLOEXEC);
+	if (fd < 0) {
+		c->rc = fd;
+		goto out;
+	}
+	fd_install(fd, get_file(c->file));
+	if (put_user(fd, c->fd_uaddr))
+		c->rc = -EFAULT;
+	else
+		c->rc = c->real->f_op->unlocked_ioctl(c->real, c->cmd, c->arg);
+	/* The driver took its own reference if it keeps the file. */
+	close_fd(fd);
+out:
+	revert_creds(old);
+	kthread_unuse_mm(c->mm);
+}
+
+long vgpu_kthread_ioctl(struct file *real, unsigned int cmd, unsigned long arg,
+			struct file *file, u32 __user *fd_uaddr)
+{
+	/* current's mm and cred stay while it sleeps in this call. */
+	struct vgpu_kthread_ioctl c = {
+		.real = real,
+		.cmd = cmd,
+		.arg = arg,
+		.file = file,
+		.fd_uaddr = fd_uaddr,
+		.mm = current->mm,
+		.cred = current_cred(),
+	};
+
+	kthread_init_work(&c.work, vgpu_kthread_ioctl_fn);
+	kthread_queue_work(vgpu_kthread, &c.work);
+	kthread_flush_work(&c.work);
+	return c.rc;
+}
+
+int vgpu_kthread_call_init(void)
+{
+	vgpu_kthread = kthread_create_worker(0, "vgpu-call");
+	return PTR_ERR_OR_ZERO(vgpu_kthread);
+}
+
+/* After the nodes: no call can come any more. */
+void vgpu_kthread_call_exit(void)
+{
+	kthread_destroy_worker(vgpu_kthread);
+}
