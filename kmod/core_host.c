@@ -127,6 +127,54 @@ int vgpu_host_copy_to_user(void *uctx, vcore_uptr_t dst, const void *src,
 	return copy_to_user(vgpu_uptr(dst), src, n) ? -EFAULT : 0;
 }
 
+/*
+ * Called directly by the core (core.mk: VCORE_HOST_PATCH_USER_LIST): a view's
+ * read, compare and write of a reply list (struct vcore_list_patch) in one
+ * user-access window, where the copy ops take three (the status with the
+ * list's head, the rest of a long list, the write back). Inside the window
+ * only user accesses, loads of @p and arithmetic: no call. The size and the
+ * list's largest extent are range-checked before user_access_begin, whose
+ * speculation barrier then covers them (as vgpu_host_copy_from_user2 does).
+ */
+int vgpu_host_patch_user_list(void *uctx, const struct vcore_list_patch *p)
+{
+	const u32 __user *status = vgpu_uptr(p->status);
+	const u32 __user *size = vgpu_uptr(p->list);
+	struct vcore_kv32 __user *e = vgpu_uptr(p->list + sizeof(u32));
+	bool list_ok =
+		access_ok(size, sizeof(u32) + (size_t)p->max * sizeof(*e));
+	u32 st, n, i, k, key, value;
+	int changed = 0;
+
+	if (!user_access_begin(status, sizeof(*status)))
+		return 0;
+	unsafe_get_user(st, status, out);
+	if (st != p->status_ok)
+		goto out;
+	if (!list_ok)
+		goto efault;
+	unsafe_get_user(n, size, efault);
+	n = min(n, p->max);
+	for (i = 0; i < n; i++) {
+		unsafe_get_user(key, &e[i].key, efault);
+		for (k = 0; k < p->nsubst && p->subst[k].key != key; k++)
+			;
+		if (k == p->nsubst)
+			continue;
+		unsafe_get_user(value, &e[i].value, efault);
+		if (value == p->subst[k].value)
+			continue;
+		unsafe_put_user(p->subst[k].value, &e[i].value, efault);
+		changed = 1;
+	}
+out:
+	user_access_end();
+	return changed;
+efault:
+	user_access_end();
+	return -EFAULT;
+}
+
 static void *vgpu_host_zalloc(void *priv, vcore_size_t n)
 {
 	return kvzalloc(n, GFP_KERNEL);

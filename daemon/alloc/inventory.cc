@@ -1,5 +1,6 @@
 #include "vgpu/alloc/inventory.h"
 
+#include "vgpu/nvidia_libraries.h"
 #include "vgpu/topology/discovery.h"
 #include "vgpu/topology/fixture.h"
 
@@ -13,8 +14,8 @@ Result<Inventory> FromTopology(const std::vector<topology::Gpu>& gpus, std::stri
     if (g.memory_bytes == 0) {
       return FailedPreconditionError(
           "gpu" + std::to_string(g.index) + " (" + g.pci_bus_id +
-          ") has unknown memory size; vcuda-memory cannot be advertised without it (is "
-          "libnvidia-ml.so.1 visible to the manager?)");
+          ") has unknown memory size; vcuda-memory cannot be advertised without it (is " +
+          kNvmlLibrary + " visible to the manager?)");
     }
     inv.gpus.push_back({static_cast<uint32_t>(g.index), g.uuid, g.memory_bytes, g.numa_node,
                         g.pci_bus_id, g.pci_root, g.pci_path, g.nvlinks, g.name,

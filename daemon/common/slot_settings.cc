@@ -120,9 +120,10 @@ void AppendSettingsText(const SlotSettings& s, std::string& out) {
 }
 
 Status SetSettingFromText(SlotSettings& s, std::string_view key, std::string_view value) {
-#define VGPU_NUMBER_FROM_TEXT(field, wire, unit, def, min, max, attr, env)    \
-  if (key == #field) {                                                        \
-    return ParseInRange<slot_schema::wire>(#field, value, min, max, s.field); \
+#define VGPU_NUMBER_FROM_TEXT(field, wire, ...)                                     \
+  if (key == #field) {                                                              \
+    return ParseInRange<slot_schema::wire>(#field, value, setting_range::field.min, \
+                                           setting_range::field.max, s.field);      \
   }
   VGPU_SLOT_NUMBERS(VGPU_NUMBER_FROM_TEXT)
 #undef VGPU_NUMBER_FROM_TEXT
@@ -157,18 +158,19 @@ Status SettingsFromJson(const nlohmann::json& object, SlotSettings& s, bool requ
   auto missing = [&](std::string_view key) -> Status {
     return require_all ? InvalidArgumentError(std::string(key) + ": required") : OkStatus();
   };
-#define VGPU_NUMBER_FROM_JSON(field, wire, unit, def, min, max, attr, env)                 \
-  if (auto it = object.find(#field); it == object.end()) {                                 \
-    VGPU_RETURN_IF_ERROR(missing(#field));                                                 \
-  } else if (!it->is_number_unsigned()) {                                                  \
-    return InvalidArgumentError(#field ": must be an unsigned number, got " + it->dump()); \
-  } else {                                                                                 \
-    slot_schema::wire v = it->get<slot_schema::wire>();                                    \
-    if (it->get<uint64_t>() != v) {                                                        \
-      return InvalidArgumentError(#field ": " + it->dump() + " does not fit " #wire);      \
-    }                                                                                      \
-    VGPU_RETURN_IF_ERROR(CheckRange<slot_schema::wire>(#field, v, min, max));              \
-    s.field = v;                                                                           \
+#define VGPU_NUMBER_FROM_JSON(field, wire, ...)                                             \
+  if (auto it = object.find(#field); it == object.end()) {                                  \
+    VGPU_RETURN_IF_ERROR(missing(#field));                                                  \
+  } else if (!it->is_number_unsigned()) {                                                   \
+    return InvalidArgumentError(#field ": must be an unsigned number, got " + it->dump());  \
+  } else {                                                                                  \
+    slot_schema::wire v = it->get<slot_schema::wire>();                                     \
+    if (it->get<uint64_t>() != v) {                                                         \
+      return InvalidArgumentError(#field ": " + it->dump() + " does not fit " #wire);       \
+    }                                                                                       \
+    VGPU_RETURN_IF_ERROR(CheckRange<slot_schema::wire>(#field, v, setting_range::field.min, \
+                                                       setting_range::field.max));          \
+    s.field = v;                                                                            \
   }
   VGPU_SLOT_NUMBERS(VGPU_NUMBER_FROM_JSON)
 #undef VGPU_NUMBER_FROM_JSON

@@ -1,6 +1,7 @@
 #include "vgpu/manager/reference_clock_startup.h"
 
 #include "vgpu/manager/log.h"
+#include "vgpu/nvidia_libraries.h"
 
 namespace vgpu::manager {
 
@@ -24,7 +25,7 @@ Result<std::unique_ptr<reference_clock::ReferenceClocks>> LoadReferenceClocks(
 
 void StartReferenceClocks(reference_clock::ReferenceClocks& clocks, SlotManager& slots) {
   Status s = clocks.Start(
-      "libnvidia-ml.so.1",
+      kNvmlLibrary,
       [&slots](const std::string& uuid, uint32_t mhz) {
         const int rewritten = slots.ApplyReferenceClock(uuid);
         LogInfo("event=reference_clock_learned gpu_uuid=" + uuid + " reference_clock_mhz=" +

@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "uapi/vgpu_slot_fields.h"
+#include "vgpu/slot_settings.h"
 #include "vgpu/slots/shim_backend.h"
 #include "vgpu/text.h"
 
@@ -17,14 +17,7 @@ constexpr int kVersion = 1;
 
 // The slot setting's valid range (uapi/vgpu_slot_fields.h): a figure outside it could not be
 // written into a slot.
-#define VGPU_REF_CLOCK_MAX(field, wire, unit, def, min, max, attr, env) \
-  if (std::string_view(#field) == "compute_ref_clock_mhz") return max;
-constexpr uint64_t MaxMhz() {
-  VGPU_SLOT_NUMBERS(VGPU_REF_CLOCK_MAX)
-  return 0;
-}
-#undef VGPU_REF_CLOCK_MAX
-static_assert(MaxMhz() != 0, "compute_ref_clock_mhz is a slot setting");
+constexpr uint32_t kMaxMhz = setting_range::compute_ref_clock_mhz.max;
 
 uint32_t Crc32(std::string_view data) {
   return static_cast<uint32_t>(
@@ -80,9 +73,9 @@ Result<std::map<std::string, GpuReference>> ParseReferences(std::string_view tex
     } catch (const json::exception& e) {  // exceptions stay inside the parser
       return DataLossError(uuid + ": " + e.what());
     }
-    if (r.mhz == 0 || r.mhz > MaxMhz()) {
+    if (r.mhz == 0 || r.mhz > kMaxMhz) {
       return DataLossError(uuid + ": " + std::to_string(r.mhz) + " MHz is not in 1.." +
-                           std::to_string(MaxMhz()));
+                           std::to_string(kMaxMhz));
     }
     out.emplace(uuid, std::move(r));
   }

@@ -10,7 +10,8 @@ vgpu-y += core/fmt.o core/slot.o core/objects.o core/export.o core/dispatch.o \
 # instead of through its ops table (vcore.h, VCORE_HOST_COPY_FROM_USER).
 ccflags-y += -DVCORE_HOST_COPY_FROM_USER=vgpu_host_copy_from_user \
 	     -DVCORE_HOST_COPY_FROM_USER2=vgpu_host_copy_from_user2 \
-	     -DVCORE_HOST_COPY_TO_USER=vgpu_host_copy_to_user
+	     -DVCORE_HOST_COPY_TO_USER=vgpu_host_copy_to_user \
+	     -DVCORE_HOST_PATCH_USER_LIST=vgpu_host_patch_user_list
 
 # The share controller (kmod/core/sched).
 ifneq ($(wildcard $(src)/core/sched/sched.mk),)

@@ -380,6 +380,7 @@ struct vcore_slot *vcore_slot_create(const struct vcore_host_ops *ops,
 	} else {
 		slot->ledger.ops = &own_ledger_ops;
 		slot->ledger.priv = &slot->own_ledger_charged;
+		slot->own_ledger = 1;
 	}
 	slot->stats.charged_bytes =
 		slot->ledger.ops->charged(slot->ledger.priv);

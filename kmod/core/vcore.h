@@ -197,6 +197,38 @@ int VCORE_HOST_COPY_FROM_USER2(void *uctx, void *d1, vcore_uptr_t s1,
 			       vcore_size_t n2);
 #endif
 
+/*
+ * A reply list of {key, value} pairs that a view rewrites in place, after the
+ * driver ran (RM's NVXXXX_CTRL_XXX_INFO lists: views.c asserts the layout).
+ * @list is the list's u32 size, its entries right after it. When the u32 at
+ * @status reads @status_ok, each of the first min(size, @max) entries whose
+ * key is one of @subst[0..@nsubst) gets the value beside that key; nothing
+ * else is written.
+ */
+struct vcore_kv32 {
+	vcore_u32 key;
+	vcore_u32 value;
+};
+struct vcore_list_patch {
+	vcore_uptr_t status;
+	vcore_uptr_t list;
+	vcore_u32 status_ok;
+	vcore_u32 max;
+	vcore_u32 nsubst;
+	const struct vcore_kv32 *subst;
+};
+/*
+ * Apply @p with one user-access window: the status, the size and the entries
+ * read and each entry whose value differs written, with no stac/clac in
+ * between (views.c makes the same reads and writes through the copy ops for a
+ * host without it). 1: an entry was rewritten; 0: none, or the status is
+ * unreadable or not @status_ok; -VCORE_EFAULT: the size or an entry faulted.
+ * Used with VCORE_HOST_COPY_FROM_USER's and _TO_USER's ops only.
+ */
+#ifdef VCORE_HOST_PATCH_USER_LIST
+int VCORE_HOST_PATCH_USER_LIST(void *uctx, const struct vcore_list_patch *p);
+#endif
+
 /* The largest single allocation the core asks for (GET_PID_INFO params). */
 #define VCORE_MAX_ALLOC (64u * 1024u)
 

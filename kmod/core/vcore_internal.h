@@ -319,6 +319,9 @@ struct vcore_slot {
 	const struct vcore_abi *abi;
 	struct vcore_ledger ledger;
 	vcore_u64 own_ledger_charged; /* the default ledger's state */
+	/* The slot keeps the default ledger (the host gave none): its charge
+	 * is own_ledger_charged, which views.c reads without the lock. */
+	vcore_bool own_ledger;
 	vcore_overquota_fn overquota_fn;
 	const struct vcore_client_ops *client_ops; /* optional (vcore.h) */
 

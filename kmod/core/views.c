@@ -34,7 +34,7 @@ static void view_figures(struct vcore_slot *slot, vcore_u64 *total,
 {
 	vcore_u64 q, c;
 
-	if (slot->ledger.priv == &slot->own_ledger_charged) {
+	if (slot->own_ledger) {
 		q = slot->cfg.mem_quota_bytes;
 		c = vcore_atomic_load(&slot->own_ledger_charged);
 	} else {
@@ -54,43 +54,77 @@ static vcore_u32 kib(vcore_u64 bytes)
 	return k > 0xffffffffull ? 0xffffffffu : (vcore_u32)k;
 }
 
-/* Rewrite one {index, data} list in place; returns 1 if anything changed. */
-static int rewrite_fb_list(struct vcore_slot *slot, NVXXXX_CTRL_XXX_INFO *l,
-			   vcore_u32 n)
+/* RM's {index, data} lists are the pairs a host patches (vcore.h). */
+_Static_assert(sizeof(struct vcore_kv32) == sizeof(NVXXXX_CTRL_XXX_INFO) &&
+		       VCORE_OFF(NVXXXX_CTRL_XXX_INFO, index) ==
+			       VCORE_OFF(struct vcore_kv32, key) &&
+		       VCORE_OFF(NVXXXX_CTRL_XXX_INFO, data) ==
+			       VCORE_OFF(struct vcore_kv32, value),
+	       "NVXXXX_CTRL_XXX_INFO is a vcore_kv32");
+
+/* Every FB info index a memory view rewrites. */
+#define FB_VIEW_INDICES 9
+
+/*
+ * The memory view's substitutions into @s: each FB info index it rewrites
+ * with the figure it shows (KiB; abi.md §5.2, the formulas at the top).
+ */
+static void fb_view_subst(struct vcore_slot *slot,
+			  struct vcore_kv32 s[FB_VIEW_INDICES])
 {
 	vcore_u64 total_bytes, free_bytes;
-	vcore_u32 total, free_kib, i, v;
-	int changed = 0;
+	vcore_u32 total, free_kib;
 
 	view_figures(slot, &total_bytes, &free_bytes);
 	total = kib(total_bytes);
 	free_kib = kib(free_bytes);
+	s[0] = (struct vcore_kv32){NV2080_CTRL_FB_INFO_INDEX_HEAP_FREE,
+				   free_kib};
+	s[1] = (struct vcore_kv32){
+		NV2080_CTRL_FB_INFO_INDEX_LARGEST_FREE_REGION_SIZE_KB,
+		free_kib};
+	s[2] = (struct vcore_kv32){NV2080_CTRL_FB_INFO_INDEX_HEAP_SIZE, total};
+	s[3] = (struct vcore_kv32){NV2080_CTRL_FB_INFO_INDEX_RAM_SIZE, total};
+	s[4] = (struct vcore_kv32){NV2080_CTRL_FB_INFO_INDEX_TOTAL_RAM_SIZE,
+				   total};
+	s[5] = (struct vcore_kv32){NV2080_CTRL_FB_INFO_INDEX_MAPPABLE_HEAP_SIZE,
+				   total};
+	s[6] = (struct vcore_kv32){NV2080_CTRL_FB_INFO_INDEX_USABLE_RAM_SIZE,
+				   total};
+	s[7] = (struct vcore_kv32){NV2080_CTRL_FB_INFO_INDEX_FB_TAX_SIZE_KB, 0};
+	s[8] = (struct vcore_kv32){NV2080_CTRL_FB_INFO_INDEX_HEAP_OFFLINE_SIZE,
+				   0};
+}
+
+/*
+ * Substitute @subst (@nsubst pairs) into the list @l of @n entries in place;
+ * returns 1 if anything changed.
+ */
+static int subst_list(struct vcore_kv32 *l, vcore_u32 n,
+		      const struct vcore_kv32 *subst, vcore_u32 nsubst)
+{
+	vcore_u32 i, k;
+	int changed = 0;
+
 	for (i = 0; i < n; i++) {
-		switch (l[i].index) {
-		case NV2080_CTRL_FB_INFO_INDEX_RAM_SIZE:
-		case NV2080_CTRL_FB_INFO_INDEX_TOTAL_RAM_SIZE:
-		case NV2080_CTRL_FB_INFO_INDEX_HEAP_SIZE:
-		case NV2080_CTRL_FB_INFO_INDEX_MAPPABLE_HEAP_SIZE:
-		case NV2080_CTRL_FB_INFO_INDEX_USABLE_RAM_SIZE:
-			v = total;
-			break;
-		case NV2080_CTRL_FB_INFO_INDEX_HEAP_FREE:
-		case NV2080_CTRL_FB_INFO_INDEX_LARGEST_FREE_REGION_SIZE_KB:
-			v = free_kib;
-			break;
-		case NV2080_CTRL_FB_INFO_INDEX_FB_TAX_SIZE_KB:
-		case NV2080_CTRL_FB_INFO_INDEX_HEAP_OFFLINE_SIZE:
-			v = 0;
-			break;
-		default:
+		for (k = 0; k < nsubst && subst[k].key != l[i].key; k++)
+			;
+		if (k == nsubst || l[i].value == subst[k].value)
 			continue;
-		}
-		if (l[i].data != v) {
-			l[i].data = v;
-			changed = 1;
-		}
+		l[i].value = subst[k].value;
+		changed = 1;
 	}
 	return changed;
+}
+
+/* Rewrite one {index, data} list in place; returns 1 if anything changed. */
+static int rewrite_fb_list(struct vcore_slot *slot, NVXXXX_CTRL_XXX_INFO *l,
+			   vcore_u32 n)
+{
+	struct vcore_kv32 subst[FB_VIEW_INDICES];
+
+	fb_view_subst(slot, subst);
+	return subst_list((struct vcore_kv32 *)l, n, subst, FB_VIEW_INDICES);
 }
 
 /* Read the reply list at @uaddr (n entries), rewrite it, write it back. */
@@ -145,12 +179,82 @@ enum vcore_verdict vcore_ctrl_view(struct vcore_call *call,
 	return VCORE_FORWARD;
 }
 
-/* Where the list starts in the params, and where RM's status is. */
+/* The list's size and the list in the params; RM's status in the NVOS54. */
+#define FB_V2_SIZE  VCORE_OFF(NV2080_CTRL_FB_GET_INFO_V2_PARAMS, fbInfoListSize)
 #define FB_V2_LIST  VCORE_OFF(NV2080_CTRL_FB_GET_INFO_V2_PARAMS, fbInfoList)
 #define CTRL_STATUS VCORE_OFF(NVOS54_PARAMETERS, status)
-/* The reply's head read with one small copy: fbInfoListSize and this many
- * entries (60 bytes; libcuda's and NVML's queries ask 1-5 indices). */
-#define FB_V2_HEAD_ENTRIES 7
+_Static_assert(FB_V2_LIST == FB_V2_SIZE + sizeof(vcore_u32),
+	       "the list follows its size (struct vcore_list_patch)");
+/* The list's head read with one small copy: its size and this many entries
+ * (60 bytes; libcuda's and NVML's queries ask 1-5 indices). */
+#define LIST_HEAD_ENTRIES 7
+
+/*
+ * struct vcore_list_patch through the host's copy ops, for a host with no
+ * VCORE_HOST_PATCH_USER_LIST: the status and the list's head in one read,
+ * the rest of the list when it is longer, and the list written back when an
+ * entry changed. The same answers as the one-window version (vcore.h).
+ */
+static int patch_list_by_copies(struct vcore_slot *slot, void *uctx,
+				const struct vcore_list_patch *p)
+{
+	/* Written by the reads before it is read (not cleared per call). */
+	struct {
+		vcore_u32 size;
+		struct vcore_kv32 e[NV2080_CTRL_FB_INFO_MAX_LIST_SIZE];
+	} l VCORE_NO_AUTO_INIT;
+	vcore_u32 status = 1, max = p->max, n;
+	vcore_size_t head, len;
+
+	if (max > NV2080_CTRL_FB_INFO_MAX_LIST_SIZE)
+		max = NV2080_CTRL_FB_INFO_MAX_LIST_SIZE;
+	head = sizeof(l.size) +
+	       (max < LIST_HEAD_ENTRIES ? max : LIST_HEAD_ENTRIES) *
+		       sizeof(l.e[0]);
+	/* The status and the head together (one user-access window in the
+	 * kernel); when that faults, the status alone says which answer. */
+	if (vcore_slot_user_read2(slot, uctx, &status, p->status,
+				  sizeof(status), &l, p->list, head)) {
+		if (vcore_slot_user_read(slot, uctx, &status, p->status,
+					 sizeof(status)) ||
+		    status != p->status_ok)
+			return 0;
+		return -VCORE_EFAULT;
+	}
+	if (status != p->status_ok)
+		return 0;
+	n = l.size < max ? l.size : max;
+	len = sizeof(l.size) + n * sizeof(l.e[0]);
+	if (len > head &&
+	    vcore_slot_user_read(slot, uctx, (vcore_u8 *)&l + head,
+				 p->list + head, len - head))
+		return -VCORE_EFAULT;
+	if (!subst_list(l.e, n, p->subst, p->nsubst))
+		return 0;
+	if (vcore_slot_user_write(slot, uctx, p->list + sizeof(l.size), l.e,
+				  len - sizeof(l.size)))
+		return -VCORE_EFAULT;
+	return 1;
+}
+
+/*
+ * A reply list rewritten in place (vcore.h, struct vcore_list_patch): in one
+ * user-access window where the host has one, so that a view costs the
+ * caller one stac/clac pair after the driver's call, not three.
+ */
+static int patch_user_list(struct vcore_slot *slot, void *uctx,
+			   const struct vcore_list_patch *p)
+{
+#if defined(VCORE_HOST_PATCH_USER_LIST) &&                                     \
+	defined(VCORE_HOST_COPY_FROM_USER) && defined(VCORE_HOST_COPY_TO_USER)
+	if (__builtin_expect(
+		    slot->ops->copy_from_user == VCORE_HOST_COPY_FROM_USER &&
+			    slot->ops->copy_to_user == VCORE_HOST_COPY_TO_USER,
+		    1))
+		return VCORE_HOST_PATCH_USER_LIST(uctx, p);
+#endif
+	return patch_list_by_copies(slot, uctx, p);
+}
 
 /*
  * NV2080_CTRL_CMD_FB_GET_INFO_V2 (0x20801303, 1028 B), a view row: after a
@@ -168,46 +272,26 @@ enum vcore_verdict vcore_ctrl_view(struct vcore_call *call,
 static int fb_get_info_v2_view(struct vcore_slot *slot, void *uctx,
 			       const struct vcore_reply *reply)
 {
-	/* Written by the reads before it is read (not cleared per call). */
-	NV2080_CTRL_FB_GET_INFO_V2_PARAMS r VCORE_NO_AUTO_INIT;
-	const vcore_size_t esize = sizeof(r.fbInfoList[0]);
-	vcore_size_t head = FB_V2_LIST + FB_V2_HEAD_ENTRIES * esize, len;
-	vcore_u32 status = 1, n;
+	struct vcore_kv32 subst[FB_VIEW_INDICES];
+	struct vcore_list_patch p = {
+		.status = reply->arg + CTRL_STATUS,
+		.list = reply->params + FB_V2_SIZE,
+		.status_ok = NV_OK,
+		.nsubst = FB_VIEW_INDICES,
+		.subst = subst,
+	};
+	int changed;
 
 	if (reply->params_size < FB_V2_LIST)
 		return 0;
-	if (head > reply->params_size)
-		head = reply->params_size;
-	/* The status and the head together (one user-access window in the
-	 * kernel); when that faults, the status alone says which answer. */
-	if (vcore_slot_user_read2(slot, uctx, &status, reply->arg + CTRL_STATUS,
-				  sizeof(status), &r, reply->params, head)) {
-		if (vcore_slot_user_read(slot, uctx, &status,
-					 reply->arg + CTRL_STATUS,
-					 sizeof(status)) ||
-		    status != NV_OK)
-			return 0;
-		return -VCORE_EFAULT;
-	}
-	if (status != NV_OK)
-		return 0;
-	n = r.fbInfoListSize;
-	if (n > (reply->params_size - FB_V2_LIST) / esize)
-		n = (reply->params_size - FB_V2_LIST) / esize;
-	if (n > NV2080_CTRL_FB_INFO_MAX_LIST_SIZE)
-		n = NV2080_CTRL_FB_INFO_MAX_LIST_SIZE;
-	len = FB_V2_LIST + n * esize;
-	if (len > head &&
-	    vcore_slot_user_read(slot, uctx, (vcore_u8 *)&r + head,
-				 reply->params + head, len - head))
-		return -VCORE_EFAULT;
-	if (!rewrite_fb_list(slot, r.fbInfoList, n))
-		return 0;
-	if (vcore_slot_user_write(slot, uctx, reply->params + FB_V2_LIST,
-				  r.fbInfoList, len - FB_V2_LIST))
-		return -VCORE_EFAULT;
-	vcore_count_view(slot);
-	return 0;
+	p.max = (reply->params_size - FB_V2_LIST) / sizeof(subst[0]);
+	if (p.max > NV2080_CTRL_FB_INFO_MAX_LIST_SIZE)
+		p.max = NV2080_CTRL_FB_INFO_MAX_LIST_SIZE;
+	fb_view_subst(slot, subst);
+	changed = patch_user_list(slot, uctx, &p);
+	if (changed > 0)
+		vcore_count_view(slot);
+	return changed < 0 ? changed : 0;
 }
 
 int vcore_post_view(struct vcore_file *file, const struct vcore_reply *reply,

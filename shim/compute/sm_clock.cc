@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include "vgpu/nvidia_libraries.h"
+
 namespace vgpu::shim::compute {
 namespace {
 
@@ -29,7 +31,7 @@ bool NvmlClock::Bind(const char* uuid) {
   if (lib_ != nullptr) {
     return dev_ != nullptr;
   }
-  lib_ = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  lib_ = dlopen(kNvmlLibrary, RTLD_NOW | RTLD_LOCAL);
   if (lib_ == nullptr) {
     return false;
   }

@@ -10,6 +10,8 @@
 #include <array>
 #include <string>
 
+#include "vgpu/status.h"
+
 namespace vgpu::topology::nvml {
 
 using nvmlReturn_t = int;
@@ -93,6 +95,21 @@ class Library {
  private:
   void* handle_;
 };
+
+// Unavailable, with dlerror()'s reason, when `lib` (opened from `library`) did not open.
+inline Status Opened(const Library& lib, const std::string& library) {
+  if (lib.handle() != nullptr) {
+    return OkStatus();
+  }
+  const char* why = dlerror();
+  return UnavailableError("nvml: dlopen " + library + ": " + (why ? why : "failed"));
+}
+
+// Unavailable when a source's required entry points did not all resolve (`bound` false).
+inline Status Bound(bool bound, const std::string& library) {
+  return bound ? OkStatus()
+               : UnavailableError("nvml: " + library + " lacks a required entry point");
+}
 
 // Binds what every NVML source needs: the session and the walk over the GPUs by UUID. False
 // when one is missing (not an NVML library).

@@ -16,16 +16,12 @@ class NvmlLoadSource final : public GpuLoadSource {
       : lib_(library), session_(api_), library_(library) {}
 
   Status Open() {
-    if (lib_.handle() == nullptr) {
-      const char* why = dlerror();
-      return UnavailableError("nvml: dlopen " + library_ + ": " + (why ? why : "failed"));
-    }
-    const bool bound = BindDeviceWalk(lib_, api_) &&
-                       lib_.Bind("nvmlDeviceGetUtilizationRates", api_.GetUtilizationRates) &&
-                       lib_.Bind("nvmlDeviceGetClockInfo", api_.GetClockInfo);
-    if (!bound) {
-      return UnavailableError("nvml: " + library_ + " lacks a required entry point");
-    }
+    VGPU_RETURN_IF_ERROR(nvml::Opened(lib_, library_));
+    VGPU_RETURN_IF_ERROR(
+        nvml::Bound(BindDeviceWalk(lib_, api_) &&
+                        lib_.Bind("nvmlDeviceGetUtilizationRates", api_.GetUtilizationRates) &&
+                        lib_.Bind("nvmlDeviceGetClockInfo", api_.GetClockInfo),
+                    library_));
     lib_.Bind("nvmlDeviceGetEnforcedPowerLimit", api_.GetEnforcedPowerLimit);
     lib_.Bind("nvmlSystemGetDriverVersion", api_.GetDriverVersion);
     if (nvmlReturn_t rc = session_.Start(); rc != NVML_SUCCESS) {

@@ -20,17 +20,13 @@ class NvmlSource final : public GpuSource {
 
   Result<std::vector<Gpu>> Discover() const override {
     Library lib(library_);
-    if (lib.handle() == nullptr) {
-      const char* why = dlerror();
-      return UnavailableError("nvml: dlopen " + library_ + ": " + (why ? why : "failed"));
-    }
+    VGPU_RETURN_IF_ERROR(nvml::Opened(lib, library_));
     NvmlApi api;
-    bool bound = BindDeviceWalk(lib, api) && lib.Bind("nvmlDeviceGetName", api.GetName) &&
-                 lib.Bind("nvmlDeviceGetMemoryInfo", api.GetMemoryInfo) &&
-                 lib.Bind("nvmlDeviceGetPciInfo_v3", api.GetPciInfo);
-    if (!bound) {
-      return UnavailableError("nvml: " + library_ + " lacks a required entry point");
-    }
+    VGPU_RETURN_IF_ERROR(nvml::Bound(BindDeviceWalk(lib, api) &&
+                                         lib.Bind("nvmlDeviceGetName", api.GetName) &&
+                                         lib.Bind("nvmlDeviceGetMemoryInfo", api.GetMemoryInfo) &&
+                                         lib.Bind("nvmlDeviceGetPciInfo_v3", api.GetPciInfo),
+                                     library_));
     lib.Bind("nvmlDeviceGetCpuAffinity", api.GetCpuAffinity);
     lib.Bind("nvmlDeviceGetNvLinkState", api.GetNvLinkState);
     lib.Bind("nvmlDeviceGetNvLinkRemotePciInfo_v2", api.GetNvLinkRemotePciInfo);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "vgpu/nvidia_libraries.h"
 #include "vgpu/text.h"
 #include "vgpu/topology/discovery.h"
 #include "vgpu/topology/fixture.h"
@@ -17,6 +18,7 @@
 namespace vgpu::topology {
 namespace {
 
+// The usage text, in two parts around the --nvml default (nvidia_libraries.h).
 constexpr const char* kUsage =
     "usage: topo [--fixture FILE] [--record FILE [--machine NAME] [--nvidia-smi-topo FILE]]\n"
     "            [--sysfs DIR] [--nvml LIBRARY] [--gpus] [--json]\n"
@@ -26,7 +28,9 @@ constexpr const char* kUsage =
     "  --machine NAME         machine name stored in the fixture (default: hostname)\n"
     "  --nvidia-smi-topo FILE store this `nvidia-smi topo -m` output in the fixture\n"
     "  --sysfs DIR            sysfs root (default /sys)\n"
-    "  --nvml LIBRARY         NVML library to dlopen (default libnvidia-ml.so.1)\n"
+    "  --nvml LIBRARY         NVML library to dlopen (default ";
+constexpr const char* kUsageAfterNvml =
+    ")\n"
     "  --gpus                 also list the GPUs (index, bus id, memory, UUID, name)\n"
     "  --json                 print the machine as fixture JSON instead of the matrix\n";
 
@@ -36,7 +40,7 @@ struct Options {
   std::string machine;
   std::string nvidia_smi_topo;
   std::string sysfs = "/sys";
-  std::string nvml = "libnvidia-ml.so.1";
+  std::string nvml = kNvmlLibrary;
   bool list_gpus = false;
 };
 
@@ -52,7 +56,7 @@ constexpr ValueFlag kValueFlags[] = {
 };
 
 int Usage(std::ostream& err, const std::string& problem) {
-  err << "topo: " << problem << "\n" << kUsage;
+  err << "topo: " << problem << "\n" << kUsage << kNvmlLibrary << kUsageAfterNvml;
   return 2;
 }
 
@@ -158,7 +162,7 @@ int RunTopoCommand(std::span<const std::string> args, bool json, std::ostream& o
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& flag = args[i];
     if (flag == "-h" || flag == "--help") {
-      out << kUsage;
+      out << kUsage << kNvmlLibrary << kUsageAfterNvml;
       return 0;
     }
     if (flag == "--gpus") {

@@ -13,6 +13,8 @@
 #include <string>
 #include <thread>
 
+#include "fake_device_dir.h"
+
 namespace {
 
 constexpr uint64_t kMiB = 1ull << 20;
@@ -24,20 +26,9 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
-class ShimPreloadTest : public ::testing::Test {
+class ShimPreloadTest : public vgpu::test::FakeDeviceDirTest {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/vshim-e2e-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    for (const char* node : {"nvidiactl", "nvidia0", "nvidia-uvm"}) {
-      std::ofstream(dir_ + "/" + node) << "";
-    }
-  }
-  void TearDown() override {
-    std::string cmd = "rm -rf " + dir_;
-    ASSERT_EQ(system(cmd.c_str()), 0);
-  }
+  ShimPreloadTest() : FakeDeviceDirTest("vshim-e2e") {}
   std::string Env(const std::string& extra) {
     return "env -u VGPU_CONFIG -u VGPU_MEMORY_QUOTA VGPU_DEV_DIR=" + dir_ +
            " LD_PRELOAD=" VSHIM_LIB ":" VSHIM_FAKENV " " + extra + " ";
@@ -50,7 +41,7 @@ class ShimPreloadTest : public ::testing::Test {
     err_ = ReadFile(dir_ + "/err");
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   }
-  std::string dir_, out_, err_;
+  std::string out_, err_;
 };
 
 TEST_F(ShimPreloadTest, QuotaRefusesLikeTheDriverAndViewsShowTheSlot) {

@@ -10,22 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "fake_device_dir.h"
+
 namespace {
 
-class TraceRecordTest : public ::testing::Test {
+class TraceRecordTest : public vgpu::test::FakeDeviceDirTest {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/vshim-trace-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    for (const char* node : {"nvidiactl", "nvidia0", "nvidia-uvm"}) {
-      std::ofstream(dir_ + "/" + node) << "";
-    }
-  }
-  void TearDown() override {
-    std::string cmd = "rm -rf " + dir_;
-    ASSERT_EQ(system(cmd.c_str()), 0);
-  }
+  TraceRecordTest() : FakeDeviceDirTest("vshim-trace") {}
   std::vector<nlohmann::json> Lines(const std::string& path) {
     std::vector<nlohmann::json> out;
     std::ifstream f(path);
@@ -35,7 +26,6 @@ class TraceRecordTest : public ::testing::Test {
     }
     return out;
   }
-  std::string dir_;
 };
 
 TEST_F(TraceRecordTest, RecordsIoctlsWithNestedBuffersAndFileEvents) {

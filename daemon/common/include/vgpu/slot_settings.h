@@ -49,6 +49,22 @@ struct SlotSettings {
   bool operator==(const SlotSettings&) const = default;
 };
 
+// A number setting's valid range, inclusive.
+template <typename T>
+struct SettingRange {
+  T min;
+  T max;
+};
+// Every number setting's range by the setting's name, as its schema row gives it
+// (setting_range::compute_ref_clock_mhz.max): readers that check a figure before it becomes a
+// setting use these, never a range of their own.
+namespace setting_range {
+#define VGPU_SETTING_RANGE(field, wire, unit, def, min, max, attr, env) \
+  inline constexpr SettingRange<slot_schema::wire> field{min, max};
+VGPU_SLOT_NUMBERS(VGPU_SETTING_RANGE)
+#undef VGPU_SETTING_RANGE
+}  // namespace setting_range
+
 // "cap", "refuse", "allow-log", ...; "default" for ManagedPolicy::kDefault.
 std::string_view SettingValueName(ComputeMode v);
 std::string_view SettingValueName(ManagedPolicy v);

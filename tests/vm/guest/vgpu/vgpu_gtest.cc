@@ -193,6 +193,49 @@ TEST(Enforcement, QuotaHoldsAndNvsimAgrees) {
   EXPECT_EQ(NvsimUsedBytes() - base, 34 * kMiB);
 }
 
+// The memory view on a list longer than a short query's (libcuda and NVML ask 1-5 indices):
+// every index it rewrites shows the slot's figures wherever it sits in the list, an index it
+// does not rewrite keeps the driver's answer, and entries past fbInfoListSize are not touched.
+TEST(Enforcement, TheMemoryViewRewritesEveryIndexOfALongList) {
+  ScopedSlot slot(64 * kMiB);
+  ASSERT_TRUE(slot.ok());
+  Session s;
+  ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
+  ASSERT_EQ(s.Vidmem(0xa1, 16 * kMiB), NV_OK);
+  ASSERT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 16 * kMiB);
+  constexpr uint32_t kTotal = 64u * 1024u, kFree = 48u * 1024u, kUntouched = 0xdeadbeefu;
+  const std::pair<uint32_t, uint32_t> want[] = {
+      {NV2080_CTRL_FB_INFO_INDEX_BAR1_SIZE, 0},  // not rewritten: nvsim answers 0
+      {NV2080_CTRL_FB_INFO_INDEX_RAM_SIZE, kTotal},
+      {NV2080_CTRL_FB_INFO_INDEX_TOTAL_RAM_SIZE, kTotal},
+      {NV2080_CTRL_FB_INFO_INDEX_HEAP_SIZE, kTotal},
+      {NV2080_CTRL_FB_INFO_INDEX_MAPPABLE_HEAP_SIZE, kTotal},
+      {NV2080_CTRL_FB_INFO_INDEX_USABLE_RAM_SIZE, kTotal},
+      {NV2080_CTRL_FB_INFO_INDEX_FB_TAX_SIZE_KB, 0},
+      {NV2080_CTRL_FB_INFO_INDEX_HEAP_OFFLINE_SIZE, 0},
+      {NV2080_CTRL_FB_INFO_INDEX_BAR1_SIZE, 0},
+      {NV2080_CTRL_FB_INFO_INDEX_LARGEST_FREE_REGION_SIZE_KB, kFree},
+      {NV2080_CTRL_FB_INFO_INDEX_HEAP_FREE, kFree},
+      {NV2080_CTRL_FB_INFO_INDEX_HEAP_SIZE, kTotal},
+  };
+  constexpr uint32_t n = sizeof(want) / sizeof(want[0]);
+  nv2080_fb_get_info_v2_params p{};
+  p.fbInfoListSize = n;
+  for (uint32_t i = 0; i < NV2080_CTRL_FB_INFO_MAX_LIST_SIZE; i++) {
+    p.fbInfoList[i].index = i < n ? want[i].first : NV2080_CTRL_FB_INFO_INDEX_HEAP_FREE;
+    p.fbInfoList[i].data = kUntouched;
+  }
+  const uint64_t views = slot.Stat(VGPU_STAT_VIEWS_REWRITTEN);
+  ASSERT_EQ(Control(s.ctl, s.client, s.subdevice, NV2080_CTRL_CMD_FB_GET_INFO_V2, &p, sizeof(p)),
+            NV_OK);
+  for (uint32_t i = 0; i < n; i++) {
+    EXPECT_EQ(p.fbInfoList[i].index, want[i].first) << "entry " << i;
+    EXPECT_EQ(p.fbInfoList[i].data, want[i].second) << "entry " << i;
+  }
+  EXPECT_EQ(p.fbInfoList[n].data, kUntouched) << "past fbInfoListSize";
+  EXPECT_EQ(slot.Stat(VGPU_STAT_VIEWS_REWRITTEN), views + 1);
+}
+
 TEST(Enforcement, CloseRefundsWhatTheDriverFrees) {
   ScopedSlot slot(64 * kMiB);
   ASSERT_TRUE(slot.ok());
@@ -256,11 +299,8 @@ TEST(Forwarding, MmapIsSwitchedToTheRealFile) {
   ASSERT_TRUE(slot.ok());
   Session s;
   ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
-  nv_memory_allocation_params mp{};
-  mp.owner = s.client;
-  mp.size = 2 * kMiB;
-  uint32_t hmem = 0xc1;
-  int64_t st = Alloc(s.ctl, s.client, s.device, &hmem, NV01_MEMORY_SYSTEM, &mp);
+  const uint32_t hmem = 0xc1;
+  int64_t st = s.Sysmem(hmem, 2 * kMiB);
   if (st != NV_OK) GTEST_SKIP() << "sysmem class 0x3e refused (" << st << ")";
   int fresh = open(slot.ctl().c_str(), O_RDWR);
   ASSERT_GE(fresh, 0);

@@ -163,6 +163,13 @@ struct Session {
   int64_t Vidmem(uint32_t handle, uint64_t size) {
     return AllocVidmem(ctl, client, device, &handle, &size);
   }
+  // `size` bytes of system memory (NV01_MEMORY_SYSTEM) as `handle`, owned by this client.
+  int64_t Sysmem(uint32_t handle, uint64_t size) {
+    nv_memory_allocation_params mp{};
+    mp.owner = client;
+    mp.size = size;
+    return Alloc(ctl, client, device, &handle, NV01_MEMORY_SYSTEM, &mp);
+  }
   int64_t FreeObj(uint32_t handle) { return Free(ctl, client, device, handle); }
   uint32_t Fb(uint32_t index) { return FbInfo(ctl, client, subdevice, index); }
 };

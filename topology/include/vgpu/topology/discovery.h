@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "vgpu/nvidia_libraries.h"
 #include "vgpu/status.h"
 #include "vgpu/topology/fixture.h"
 #include "vgpu/topology/topology.h"
@@ -35,7 +36,7 @@ class GpuSource {
 // sysfs_root is "/sys" on a real machine; tests pass a fake tree in a temp dir.
 std::unique_ptr<GpuSource> MakeSysfsSource(std::string sysfs_root = "/sys");
 // library is what dlopen is given; tests pass the path of a fake NVML.
-std::unique_ptr<GpuSource> MakeNvmlSource(std::string library = "libnvidia-ml.so.1");
+std::unique_ptr<GpuSource> MakeNvmlSource(std::string library = kNvmlLibrary);
 // Replays the GPUs of a recorded fixture file.
 std::unique_ptr<GpuSource> MakeFixtureSource(std::string path);
 

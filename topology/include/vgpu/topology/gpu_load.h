@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "vgpu/nvidia_libraries.h"
 #include "vgpu/status.h"
 
 namespace vgpu::topology {
@@ -33,6 +34,6 @@ class GpuLoadSource {
 
 // Opens the library and a session; Unavailable when either fails (no driver on this node).
 Result<std::unique_ptr<GpuLoadSource>> OpenNvmlLoadSource(
-    const std::string& library = "libnvidia-ml.so.1");
+    const std::string& library = kNvmlLibrary);
 
 }  // namespace vgpu::topology

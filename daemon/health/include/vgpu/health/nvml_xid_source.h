@@ -6,13 +6,14 @@
 #include <string>
 
 #include "vgpu/health/health_monitor.h"
+#include "vgpu/nvidia_libraries.h"
 
 namespace vgpu::health {
 
 class NvmlXidSource : public XidEventSource {
  public:
-  // library: "libnvidia-ml.so.1" (found through the ld cache), or a path.
-  explicit NvmlXidSource(std::string library = "libnvidia-ml.so.1");
+  // library: kNvmlLibrary (found through the ld cache), or a path.
+  explicit NvmlXidSource(std::string library = kNvmlLibrary);
   ~NvmlXidSource() override;
 
   Result<std::vector<std::string>> Start() override;

@@ -540,11 +540,8 @@ TEST(Hostile, FdsOfOtherFilesInFdFields) {
   ASSERT_TRUE(slot.ok());
   Session s;
   ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
-  nv_memory_allocation_params mp{};
-  mp.owner = s.client;
-  mp.size = 2 * kMiB;
-  uint32_t hmem = 0xc1;
-  ASSERT_EQ(Alloc(s.ctl, s.client, s.device, &hmem, NV01_MEMORY_SYSTEM, &mp), NV_OK);
+  const uint32_t hmem = 0xc1;
+  ASSERT_EQ(s.Sysmem(hmem, 2 * kMiB), NV_OK);
   int null = open("/dev/null", O_RDWR);
   int real_direct = open("/dev/nvidiactl", O_RDWR);  // a real driver file in the tenant's table
   for (int fd : {null, 999, real_direct, s.dev /* right slot, wrong kind is the driver's call */}) {

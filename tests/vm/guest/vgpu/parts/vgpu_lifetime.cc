@@ -57,11 +57,8 @@ TEST(Lifetime, MappingOfOwnCtlKeepsChargeAndProcess) {
     Session s;
     ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
     ASSERT_EQ(s.Vidmem(0xa1, 60 * kMiB), NV_OK);
-    nv_memory_allocation_params mp{};
-    mp.owner = s.client;
-    mp.size = 2 * kMiB;
-    uint32_t hmem = 0xc1;
-    int64_t st = Alloc(s.ctl, s.client, s.device, &hmem, NV01_MEMORY_SYSTEM, &mp);
+    const uint32_t hmem = 0xc1;
+    int64_t st = s.Sysmem(hmem, 2 * kMiB);
     if (st != NV_OK) GTEST_SKIP() << "sysmem class 0x3e refused (" << st << ")";
     nvos33_with_fd m{};
     m.hClient = s.client;

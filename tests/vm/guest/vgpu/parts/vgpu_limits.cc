@@ -137,11 +137,7 @@ TEST(Limits, SystemMemoryPerSlotIsCapped) {
     Session s;
     ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
     for (uint32_t i = 0; i < 100; ++i) {
-      nv_memory_allocation_params mp{};
-      mp.owner = s.client;
-      mp.size = 64 * kMiB;
-      uint32_t h = 0xd3000000 + i;
-      const int64_t st = Alloc(s.ctl, s.client, s.device, &h, NV01_MEMORY_SYSTEM, &mp);
+      const int64_t st = s.Sysmem(0xd3000000 + i, 64 * kMiB);
       if (st == NV_OK) {
         ++granted;
       } else {
@@ -161,11 +157,7 @@ TEST(Limits, SystemMemoryPerSlotIsCapped) {
     // A free gives room again; a page-rounded small one fits in what is left.
     if (granted > 0) {
       EXPECT_EQ(Free(s.ctl, s.client, s.device, 0xd3000000), NV_OK);
-      nv_memory_allocation_params mp{};
-      mp.owner = s.client;
-      mp.size = 64 * kMiB;
-      uint32_t h = 0xd3100000;
-      EXPECT_EQ(Alloc(s.ctl, s.client, s.device, &h, NV01_MEMORY_SYSTEM, &mp), NV_OK);
+      EXPECT_EQ(s.Sysmem(0xd3100000, 64 * kMiB), NV_OK);
     }
   }
   EXPECT_EQ(ReadNvsimParam("sysmem_bytes"), base);
