@@ -20,13 +20,7 @@
  * it looked up (REGISTER_FD, until the dev file closes: escape.c:917-918,
  * osapi.c:2932-2934) and reads the real file's private data through it.
  *
- * nv_match_gpu_os_info (nv.c:5778-5783) compares f_op too, on the
- * devDescriptor file of NV00E0 EXPORT_MEM and NV00FD ATTACH_GPU
- * (escape.c:740-761, mem_export.c:700, mem_multicast_fabric.c:546): their
- * decoy fails it, and the driver answers NV_ERR_INVALID_DEVICE. Fabric memory
- * export and multicast attach (NVLink fabric only) do not work through the
- * module: a file that passed that test would be usable by any thread.
- *
+
  * The table scan compares f_op too. Its decoy (the "witness") carries the
  * real file's f_op while its call runs, and is switched to the decoy's own
  * when it ends. It is an O_PATH file: fget() and fdget() refuse O_PATH files,
@@ -37,11 +31,16 @@
  * reference.
  *
  * nvidia-uvm's lookup of UVM_MM_INITIALIZE's uvmFd compares f_op and needs
- * fget to take the file (uvm.c:59-76), so no decoy can serve it and stay
- * inert: that call runs from the module's kernel thread, with the real file
- * in that thread's table, never in the caller's (kthread_call.c). No decoy can be read, written or
- * mapped (it has neither FMODE_READ nor FMODE_WRITE); reopening one through
- * /proc/PID/fd opens its inode's i_fop, which refuses.
+ * fget to take the file (uvm.c:59-76), and so does nvidia.ko's of the
+ * devDescriptor of NV00E0 EXPORT_MEM and NV00FD ATTACH_GPU (escape.c:740-761,
+ * then nv_match_gpu_os_info, nv.c:5778-5783, at mem_export.c:700 and
+ * mem_multicast_fabric.c:546): no decoy can serve them and stay inert. Those
+ * calls run from the module's kernel threads, with the real file in their
+ * table, never in the caller's (kthread_call.c).
+ *
+ * No decoy can be read, written or mapped (it has neither FMODE_READ nor
+ * FMODE_WRITE); reopening one through /proc/PID/fd opens its inode's i_fop,
+ * which refuses.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 

@@ -18,10 +18,11 @@
  * of one call (the driver fget()s them from the shared table, §9.5). What a
  * sibling can take from them (a use, dup, fork, SCM_RIGHTS, pidfd_getfd) is a
  * decoy: every call on it is refused, so no copy needs finding or killing
- * (docs/security/kernel-call-path.md, F4). nvidia-uvm compares the f_op of
- * UVM_MM_INITIALIZE's uvmFd, which no decoy can pass and stay inert: that
- * call runs from the module's kernel thread, with the real file in that
- * thread's table only (kthread_call.c); nothing stands in the caller's.
+ * (docs/security/kernel-call-path.md, F4). The driver compares the f_op of
+ * UVM_MM_INITIALIZE's uvmFd and of NV00E0 EXPORT_MEM's and NV00FD
+ * ATTACH_GPU's devDescriptor, which no decoy can pass and stay inert: those
+ * calls run from the module's kernel threads, with the real file in their
+ * table only (kthread_call.c); nothing stands in the caller's.
  * Holding a decoy keeps the real file, and with it the driver's memory,
  * alive: file_release.c keeps the charge while anything holds the real file.
  */
@@ -36,6 +37,22 @@
 #include "kthread_call.h"
 #include "proxy.h"
 #include "slot.h"
+
+/*
+ * The kernel thread for a field whose file the driver tests by f_op (the
+ * core's vcore_fd_kind says which), or VGPU_KTHREAD_COUNT: a decoy serves.
+ */
+static enum vgpu_kthread vgpu_fd_kthread(enum vcore_fd_kind want)
+{
+	switch (want) {
+	case VCORE_FD_UVM:
+		return VGPU_KTHREAD_UVM;
+	case VCORE_FD_NV_DEV:
+		return VGPU_KTHREAD_FABRIC;
+	default:
+		return VGPU_KTHREAD_COUNT;
+	}
+}
 
 /*
  * Installs a decoy of @real on a new fd, close-on-exec: returns the number,
@@ -68,7 +85,7 @@ static void vgpu_remove_decoy(int fd, struct file *decoy)
 }
 
 int vgpu_fd_translate(struct vgpu_file *vf, struct vgpu_fd_fix *fix,
-		      u32 __user *uaddr, int fd)
+		      u32 __user *uaddr, int fd, enum vcore_fd_kind want)
 {
 	struct vgpu_file *pf;
 	struct file *f;
@@ -78,6 +95,7 @@ int vgpu_fd_translate(struct vgpu_file *vf, struct vgpu_fd_fix *fix,
 	fix->orig = fd;
 	fix->tmp = -1;
 	fix->kthread_file = NULL;
+	fix->kthread = vgpu_fd_kthread(want);
 	f = fget(fd);
 	if (!f)
 		return -EINVAL; /* as the driver: nv_get_file_private fails */
@@ -97,9 +115,9 @@ int vgpu_fd_translate(struct vgpu_file *vf, struct vgpu_fd_fix *fix,
 	}
 	fix->kind = pf->kind;
 	fix->core = pf->core;
-	if (pf->kind == VGPU_NODE_UVM) {
-		/* nvidia-uvm compares the uvmFd file's f_op: the real file,
-		 * for the kernel thread's table (vgpu_fd_call). */
+	if (fix->kthread != VGPU_KTHREAD_COUNT) {
+		/* The driver compares the file's f_op: the real file, for the
+		 * kernel thread's table (vgpu_fd_call). */
 		fix->kthread_file = get_file(pf->real);
 		fput(f);
 		return 0;
@@ -137,8 +155,8 @@ void vgpu_fd_restore(struct vgpu_fd_fix *fix)
 
 /*
  * The real call, @real's unlocked_ioctl(@cmd, @arg). A field whose file the
- * driver tests by f_op (the uvmFd) makes it a call from the kernel thread,
- * with that file in the thread's table and its number in the field
+ * driver tests by f_op (uvmFd, devDescriptor) makes it a call from a kernel
+ * thread, with that file in the thread's table and its number in the field
  * (kthread_call.h). No call has two such fields, nor one and a witness.
  */
 long vgpu_fd_call(struct file *real, unsigned int cmd, unsigned long arg,
@@ -146,8 +164,8 @@ long vgpu_fd_call(struct file *real, unsigned int cmd, unsigned long arg,
 {
 	while (nfix--) {
 		if (fix[nfix].kthread_file)
-			return vgpu_kthread_ioctl(real, cmd, arg,
-						  fix[nfix].kthread_file,
+			return vgpu_kthread_ioctl(fix[nfix].kthread, real, cmd,
+						  arg, fix[nfix].kthread_file,
 						  fix[nfix].uaddr);
 	}
 	return real->f_op->unlocked_ioctl(real, cmd, arg);

@@ -122,7 +122,7 @@ static long vgpu_ioctl_unprivileged(struct file *real, unsigned int cmd,
 
 /*
  * §9.5: fd numbers inside the params become decoys of real files for the call
- * (nvidia-uvm's uvmFd: the call runs from the module's kernel thread), and
+ * (uvmFd, devDescriptor: the call runs from a kernel thread of the module), and
  * §9.3 item 2: the driver looks for a /dev/nvidiaN in the caller's fd table
  * (fd_translate.c, decoy.c, kthread_call.c).
  * Out of line: the fd fixes (320 bytes) would otherwise sit in the hot path's
@@ -150,7 +150,7 @@ vgpu_forward_translated(struct vgpu_file *vf, struct vcore_call *call,
 			break;
 		}
 		rc = vgpu_fd_translate(vf, &fix[nfix], vgpu_uptr(f->uaddr),
-				       f->value);
+				       f->value, f->kind);
 		if (!rc && !vgpu_fd_kind_ok(f->kind, fix[nfix].kind)) {
 			vgpu_fd_restore(&fix[nfix]);
 			rc = -EINVAL;

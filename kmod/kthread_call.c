@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Driver calls run from this module's kernel thread (docs/security/
+ * Driver calls run from this module's kernel threads (docs/security/
  * kernel-call-path.md, F4). nvidia-uvm's UVM_MM_INITIALIZE fget()s its uvmFd
  * in current->files and accepts only a file whose f_op is nvidia-uvm's
- * (uvm_api_mm_initialize, uvm.c:59-76 at 580.142). Whatever passes that test
- * can be called: in the caller's fd table a sibling thread's ioctl on it would
- * reach nvidia-uvm on the caller's va space, unfiltered. So the call runs
- * here, with the real file on a fd of this thread's table, and the caller
- * waits. What the driver takes from current, and why each is right here:
+ * (uvm_api_mm_initialize, uvm.c:59-76 at 580.142); NV00E0 EXPORT_MEM and
+ * NV00FD ATTACH_GPU fget() their devDescriptor there (RmGetDeviceFd and
+ * nv_get_file_private, escape.c:75-131 and 716-761, nv.c:4071-4125) and
+ * accept only a file whose f_op is nvidia.ko's (osMatchGpuOsInfo, i.e.
+ * nv_match_dev_state, nv.c:5762-5783; mem_export.c:700,
+ * mem_multicast_fabric.c:546). Whatever passes that test can be called: in
+ * the caller's fd table a sibling thread's ioctl on it would reach the driver
+ * unfiltered. So the call runs here, with the real file on a fd of this
+ * thread's table, and the caller waits. What the driver takes from current,
+ * and why each is right here:
  *
  * files: kthreadd and every kernel thread are created with CLONE_FILES
  * (kernel/kthread.c), so they share one table (init_files) that no user task
@@ -20,34 +25,44 @@
  * privileged pods are out of scope. The driver reads uvmFd from user memory
  * after the number is stored there, and a sibling may rewrite it in between:
  * one call at a time leaves no other tenant's file in the table for it to
- * name.
+ * name. The two threads share that table: a number rewritten to the other
+ * thread's file names the wrong driver (nvidia-uvm's node is not major 195,
+ * nv.c:4071-4125; /dev/nvidiaN has not nvidia-uvm's f_op): refused.
  *
  * mm: the routing copies the parameters in and out through current->mm
- * (__UVM_ROUTE_CMD_STACK, uvm_api.h), so the thread adopts the caller's
+ * (__UVM_ROUTE_CMD_STACK, uvm_api.h; nvidia.ko's nvidia_ioctl and RM's
+ * rmapiParamsAcquire likewise), so the thread adopts the caller's
  * (kthread_use_mm). The caller sleeps here holding a user of it, so it
  * outlives the call. uvm_api_mm_initialize itself takes the mm the va space
  * recorded at UVM_INITIALIZE, never current's (uvm.c:112-113). A fault on the
  * parameters is served in this thread, as for any driver touching another
  * task's memory (UVM's fault handler expects that, uvm_va_space.c:2578-2585).
  *
- * credentials: the path checks none (uvm.c:59-139 and the routing), but a
- * kernel thread's own are the kernel's full ones: the caller's stand for the
- * call (override_creds), so a capable() in the driver answers for the tenant.
+ * credentials: the uvm path checks none (uvm.c:59-139 and the routing), but
+ * a kernel thread's own are the kernel's full ones: the caller's stand for the
+ * call (override_creds), so a capable() in the driver answers for the tenant:
+ * RM's privilege level is osIsAdministrator() (escape.c:304), and a client's
+ * owner check fails only if both euid and pid differ (os.c:3787-3868), euid
+ * being the caller's (NV_CURRENT_EUID reads current->cred, nv-linux.h:156,
+ * which override_creds sets). The RM client is the one of the ctl file the
+ * call is made on (escape.c:308-310), as from the caller.
  *
- * signals: a kernel thread takes none, and the path sleeps nowhere
- * interruptibly (the power-management lock is a trylock, uvm.c:1059, then a
- * spinlock); the caller waits uninterruptibly, as it would in the driver.
+ * signals: a kernel thread takes none, so an interruptible wait in the driver
+ * is a plain wait here (the uvm path has none: the power-management lock is a
+ * trylock, uvm.c:1059, then a spinlock); the caller waits uninterruptibly.
  *
  * the task: nvidia-uvm keys its per-thread lock-tracking context on current
  * for the call only (UVM_ENTRY_WRAP, uvm_api.h; uvm_thread_context.c) and
  * prints current->pid in debug messages; MM_INITIALIZE records neither.
  *
- * Only that call comes here: nvidia-uvm's other paths use current->mm as the
- * caller's (uvm_va_space_mm_or_current_retain asserts a user thread,
- * uvm_va_space_mm.c:271-274). Not held: a fault on the parameters that blocks
+ * Only these calls come here: nvidia-uvm's other paths use current->mm as
+ * the caller's (uvm_va_space_mm_or_current_retain asserts a user thread,
+ * uvm_va_space_mm.c:271-274). The fabric controls may wait on the fabric
+ * manager (multicast attach): they have their own thread, so a slow one holds
+ * up no MM_INITIALIZE. Not held: a fault on the parameters that blocks
  * (userfaultfd registered for kernel faults: CAP_SYS_PTRACE, or
- * vm.unprivileged_userfaultfd=1) holds this thread, and other slots'
- * MM_INITIALIZE wait for it.
+ * vm.unprivileged_userfaultfd=1) holds its thread, and other slots' calls on
+ * it wait.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -61,8 +76,12 @@
 
 #include "kthread_call.h"
 
-/* One thread: one call at a time (above). */
-static struct kthread_worker *vgpu_kthread;
+/* One call at a time on each (above). */
+static struct kthread_worker *vgpu_kthreads[VGPU_KTHREAD_COUNT];
+static const char *const vgpu_kthread_names[VGPU_KTHREAD_COUNT] = {
+	[VGPU_KTHREAD_UVM] = "vgpu-call",
+	[VGPU_KTHREAD_FABRIC] = "vgpu-fabric",
+};
 
 struct vgpu_kthread_ioctl {
 	struct kthread_work work;
@@ -102,8 +121,9 @@ out:
 	kthread_unuse_mm(c->mm);
 }
 
-long vgpu_kthread_ioctl(struct file *real, unsigned int cmd, unsigned long arg,
-			struct file *file, u32 __user *fd_uaddr)
+long vgpu_kthread_ioctl(enum vgpu_kthread t, struct file *real,
+			unsigned int cmd, unsigned long arg, struct file *file,
+			u32 __user *fd_uaddr)
 {
 	/* current's mm and cred stay while it sleeps in this call. */
 	struct vgpu_kthread_ioctl c = {
@@ -117,19 +137,36 @@ long vgpu_kthread_ioctl(struct file *real, unsigned int cmd, unsigned long arg,
 	};
 
 	kthread_init_work(&c.work, vgpu_kthread_ioctl_fn);
-	kthread_queue_work(vgpu_kthread, &c.work);
+	kthread_queue_work(vgpu_kthreads[t], &c.work);
 	kthread_flush_work(&c.work);
 	return c.rc;
-}
-
-int vgpu_kthread_call_init(void)
-{
-	vgpu_kthread = kthread_create_worker(0, "vgpu-call");
-	return PTR_ERR_OR_ZERO(vgpu_kthread);
 }
 
 /* After the nodes: no call can come any more. */
 void vgpu_kthread_call_exit(void)
 {
-	kthread_destroy_worker(vgpu_kthread);
+	int t;
+
+	for (t = 0; t < VGPU_KTHREAD_COUNT; t++) {
+		if (!IS_ERR_OR_NULL(vgpu_kthreads[t]))
+			kthread_destroy_worker(vgpu_kthreads[t]);
+		vgpu_kthreads[t] = NULL;
+	}
+}
+
+int vgpu_kthread_call_init(void)
+{
+	int t;
+
+	for (t = 0; t < VGPU_KTHREAD_COUNT; t++) {
+		vgpu_kthreads[t] =
+			kthread_create_worker(0, "%s", vgpu_kthread_names[t]);
+		if (IS_ERR(vgpu_kthreads[t])) {
+			int err = PTR_ERR(vgpu_kthreads[t]);
+
+			vgpu_kthread_call_exit();
+			return err;
+		}
+	}
+	return 0;
 }

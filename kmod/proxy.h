@@ -19,6 +19,7 @@
 #include <linux/mm_types.h>
 #include <linux/types.h>
 
+#include "kthread_call.h"
 #include "nodes.h"
 #include "slot.h"
 
@@ -67,16 +68,17 @@ struct vgpu_fd_fix {
 	int orig;		  /* the number the caller wrote */
 	int tmp;		  /* the temporary decoy fd installed, or -1 */
 	struct file *decoy;	  /* the call's reference to it (decoy.h) */
-	/* Or the real file, for the kernel thread's table (kthread_call.h):
-	 * a lookup that tests f_op (nvidia-uvm's uvmFd). */
+	/* Or the real file, for kernel thread @kthread's table
+	 * (kthread_call.h): a lookup that tests f_op (uvmFd, devDescriptor). */
 	struct file *kthread_file;
+	enum vgpu_kthread kthread;
 	enum vgpu_node_kind kind; /* of the proxy file it named */
 	/* The core's record of that proxy file, for vcore_call_set_fd_file
 	 * (compared, never dereferenced, after the fd reference is put). */
 	struct vcore_file *core;
 };
 int vgpu_fd_translate(struct vgpu_file *vf, struct vgpu_fd_fix *fix,
-		      u32 __user *uaddr, int fd);
+		      u32 __user *uaddr, int fd, enum vcore_fd_kind want);
 void vgpu_fd_restore(struct vgpu_fd_fix *fix);
 long vgpu_fd_call(struct file *real, unsigned int cmd, unsigned long arg,
 		  const struct vgpu_fd_fix *fix, unsigned int nfix);

@@ -621,9 +621,16 @@ vcore_u64 vcore_call_request_bytes(const struct vcore_call *call);
  */
 enum vcore_fd_kind {
 	VCORE_FD_NV_CTL = 0, /* must be a real /dev/nvidiactl */
-	VCORE_FD_NV_DEV = 1, /* must be a real /dev/nvidiaN */
+	/*
+	 * must be a real /dev/nvidiaN, and the driver compares its f_op
+	 * (NV00E0/NV00FD devDescriptor: nv_match_dev_state, nv.c:5762-5783):
+	 * only the real file passes, so a kernel host must not put it in a
+	 * table tenants share (kmod/kthread_call.c)
+	 */
+	VCORE_FD_NV_DEV = 1,
 	VCORE_FD_NV_ANY = 2, /* ctl or dev (mmap context target) */
-	VCORE_FD_UVM = 3,    /* must be a real /dev/nvidia-uvm */
+	/* must be a real /dev/nvidia-uvm, f_op compared too (uvm.c:59-76) */
+	VCORE_FD_UVM = 3,
 	VCORE_FD_EXPORT = 4, /* NV0000_CTRL_CMD_OS_UNIX_* export/import fd:
 			      * the RMAPI library opens /dev/nvidiactl to
 			      * carry exported objects and RM requires a

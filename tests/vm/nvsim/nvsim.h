@@ -222,6 +222,26 @@ void nvsim_rm_share(const struct nvsim_caller *c, struct nvos57 *p);
 u32 nvsim_ctrl_export_objects(struct nvsim_ctrl_ctx *x, void *buf);
 u32 nvsim_ctrl_import_objects(struct nvsim_ctrl_ctx *x, void *buf);
 u32 nvsim_ctrl_export_info(struct nvsim_ctrl_ctx *x, void *buf);
+
+/* nvsim_fabric.c: NV00FD ATTACH_GPU and NV00E0 EXPORT_MEM (ctrl00fd.h, ctrl00e0.h). */
+#define NV00FD_CTRL_CMD_ATTACH_GPU 0x00fd0104
+#define NV00E0_CTRL_CMD_EXPORT_MEM 0x00e00101
+struct nv00fd_attach_gpu_params {
+	u32 hSubdevice;
+	u32 flags;
+	u64 devDescriptor;
+};
+struct nv00e0_export_mem_params {
+	u16 index;
+	u32 hParent;
+	u32 handles[256];
+	u16 numHandles;
+	u64 devDescriptor;
+};
+_Static_assert(sizeof(struct nv00fd_attach_gpu_params) == 16, "ctrl00fd.h");
+_Static_assert(offsetof(struct nv00e0_export_mem_params, devDescriptor) == 1040, "ctrl00e0.h");
+u32 nvsim_ctrl_attach_gpu(struct nvsim_ctrl_ctx *x, void *buf);
+u32 nvsim_ctrl_export_mem(struct nvsim_ctrl_ctx *x, void *buf);
 void nvsim_export_release(struct nvsim_file *nvf);
 /* nvUvmInterfaceDupMemory / FreeDupedHandle: an RM-internal dup of the calling process's own
  * memory object (REJECT_KERNEL_DUP_PRIVILEGE), kept in the export client. nvsim_rm_lock. */

@@ -295,6 +295,11 @@ static const struct nvsim_ctrl {
 	{ NV0000_CTRL_CMD_OS_UNIX_IMPORT_OBJECTS_FROM_FD,
 	  sizeof(struct nv0000_import_objects_from_fd_params), NV01_ROOT_CLIENT,
 	  nvsim_ctrl_import_objects },
+	/* Fabric controls: on the client here (nvsim_fabric.c). */
+	{ NV00FD_CTRL_CMD_ATTACH_GPU, sizeof(struct nv00fd_attach_gpu_params), NV01_ROOT_CLIENT,
+	  nvsim_ctrl_attach_gpu },
+	{ NV00E0_CTRL_CMD_EXPORT_MEM, sizeof(struct nv00e0_export_mem_params), NV01_ROOT_CLIENT,
+	  nvsim_ctrl_export_mem },
 };
 
 void nvsim_rm_control(const struct nvsim_caller *c, struct nvos54 *p)
