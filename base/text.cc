@@ -1,5 +1,7 @@
 #include "vgpu/text.h"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <chrono>
 #include <fstream>
@@ -15,6 +17,21 @@ Result<std::string> ReadFileToString(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return std::move(text).str();
+}
+
+Status WriteAll(int fd, std::string_view data, const std::string& what) {
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      return ErrnoError("write " + what, errno);
+    }
+    off += static_cast<size_t>(n);
+  }
+  return OkStatus();
 }
 
 Result<std::filesystem::path> KeepCorruptFileAside(const std::filesystem::path& path) {

@@ -260,18 +260,10 @@ Status CheckpointStore::Write(std::string_view lines) {
       return ErrnoError("checkpoint: open " + path_.string() + " for append", errno);
     }
   }
-  size_t off = 0;
-  while (off < lines.size()) {
-    ssize_t n = ::write(journal_fd_, lines.data() + off, lines.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      int err = errno;
-      CloseJournal();
-      return ErrnoError("checkpoint: append to " + path_.string(), err);
-    }
-    off += static_cast<size_t>(n);
+  Status written = WriteAll(journal_fd_, lines, path_.string());
+  if (!written.ok()) {
+    CloseJournal();  // the next append reopens; a torn tail is found and cut at load
+    return written.Annotate("checkpoint: append");
   }
   return OkStatus();
 }

@@ -15,6 +15,7 @@
 
 #include "shim/ledger/ledger_reader.h"
 #include "vgpu/slots/slot_config_file.h"
+#include "vgpu/text.h"
 
 namespace vgpu::slots {
 namespace fs = std::filesystem;
@@ -66,21 +67,6 @@ Result<std::string> ReadFileNoFollow(const fs::path& path) {
     }
     out.append(buf, static_cast<size_t>(n));
   }
-}
-
-Status WriteAll(int fd, std::string_view data, const std::string& what) {
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      return ErrnoError("write " + what, errno);
-    }
-    off += static_cast<size_t>(n);
-  }
-  return OkStatus();
 }
 
 }  // namespace

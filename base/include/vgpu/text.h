@@ -1,5 +1,6 @@
-// Small text and file helpers that several parsers share: a file read whole, a corrupt file kept
-// aside, text cut into numbered lines, a decimal number that must fill its field.
+// Small text and file helpers that several parsers share: a file read whole, a buffer written
+// whole, a corrupt file kept aside, text cut into numbered lines, a decimal number that must fill
+// its field.
 #pragma once
 
 #include <charconv>
@@ -17,6 +18,10 @@ namespace vgpu {
 // The whole file as bytes. Failure is ErrnoError("read <path>", errno): NotFound for a missing
 // file, PermissionDenied, ...; callers that word their own error annotate or replace it.
 Result<std::string> ReadFileToString(const std::string& path);
+
+// Writes all of `data` to `fd`, going on after short writes and EINTR. Failure is
+// ErrnoError("write <what>", errno).
+Status WriteAll(int fd, std::string_view data, const std::string& what);
 
 // Moves a file found corrupt to <path>.corrupt-<unix seconds> (".<n>" added when that exists:
 // older evidence is never overwritten) and returns where it went; the caller rebuilds the file.
