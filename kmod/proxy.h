@@ -64,10 +64,10 @@ void vgpu_linger_exit(void);
 
 /* fd_translate.c */
 struct vgpu_fd_fix {
-	u32 __user *uaddr;	  /* where the fd number lives in user memory */
-	int orig;		  /* the number the caller wrote */
-	int tmp;		  /* the temporary decoy fd installed, or -1 */
-	struct file *decoy;	  /* the call's reference to it (decoy.h) */
+	u32 __user *uaddr;  /* where the fd number lives in user memory */
+	int orig;	    /* the number the caller wrote */
+	int tmp;	    /* the temporary decoy fd installed, or -1 */
+	struct file *decoy; /* the call's reference to it (decoy.h) */
 	/* Or the real file, for kernel thread @kthread's table
 	 * (kthread_call.h): a lookup that tests f_op (uvmFd, devDescriptor). */
 	struct file *kthread_file;
