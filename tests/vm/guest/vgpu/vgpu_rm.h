@@ -108,19 +108,30 @@ class ScopedSlot {
   bool ok_ = false;
 };
 
-// The slot's charge once it has settled at `want` (or what it was after ~2 s). A proxy file
-// whose real file the driver still holds when it closes (a dev file registered to a ctl file
-// closes after it; a mapping) is finished by a worker once the driver's last reference went
-// (kmod/file_release.c), a few ms later: the driver frees first, then the charge is refunded, so a
-// settled charge of 0 means the driver holds nothing for the slot either.
-inline uint64_t SettledCharge(const ScopedSlot& slot, uint64_t want) {
-  uint64_t got = 0;
-  for (int i = 0; i < 100; ++i) {
-    got = slot.Stat(VGPU_STAT_MEM_CHARGED);
-    if (got == want) break;
+// What `read` returns once it reads `want` (or what it read after ~2 s).
+template <typename Read>
+inline auto Settled(Read read, decltype(read()) want) {
+  auto got = read();
+  for (int i = 0; i < 100 && got != want; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    got = read();
   }
   return got;
+}
+
+// The slot's charge once it has settled at `want`. A proxy file whose real file the driver still
+// holds when it closes (a dev file registered to a ctl file closes after it; a mapping) is
+// finished by a worker once the driver's last reference went (kmod/file_release.c), a few ms later:
+// the driver frees first, then the charge is refunded, so a settled charge of 0 means the driver
+// holds nothing for the slot either.
+inline uint64_t SettledCharge(const ScopedSlot& slot, uint64_t want) {
+  return Settled([&] { return slot.Stat(VGPU_STAT_MEM_CHARGED); }, want);
+}
+
+// The slot's open files once they have settled at `want`: that worker refunds a file's charge
+// first and uncounts the file after it (vgpu_file_finish, kmod/file_release.c).
+inline uint32_t SettledOpenFiles(const ScopedSlot& slot, uint32_t want) {
+  return Settled([&] { return slot.Get().open_files; }, want);
 }
 
 // One tenant's RM session through a slot's nodes, as libcuda builds it: ctl file, a

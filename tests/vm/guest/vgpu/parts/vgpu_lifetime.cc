@@ -43,7 +43,7 @@ TEST(Lifetime, CtlClosedBehindARegisteredDevKeepsItsCharge) {
   for (int d : devs) close(d);  // the dev files go, the driver frees, the charge ends
   EXPECT_EQ(SettledCharge(slot, 0), 0u);
   EXPECT_EQ(NvsimUsedBytes(), base);
-  EXPECT_EQ(slot.Get().open_files, 0u);
+  EXPECT_EQ(SettledOpenFiles(slot, 0), 0u);
 }
 
 // F1, mapping variant: a client's memory mapped through its own ctl file, then every proxy
