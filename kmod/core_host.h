@@ -42,8 +42,8 @@ void vgpu_filter_slot_free(struct vgpu_filter_slot *fs);
  * NULL when out of memory. vcore_file_close() ends it. */
 struct vcore_file *vgpu_filter_file_open(struct vgpu_filter_slot *fs,
 					 enum vgpu_node_kind kind, void *priv);
-/* true: the calling process had no UVM context mapping on this slot, and now
- * has one. */
+/* true: the calling process had no free UVM context mapping on this slot,
+ * and now has one (vcore_uvm_map's @process_first). */
 bool vgpu_filter_first_uvm_ctx(struct vgpu_filter_slot *fs);
 u64 vgpu_filter_charged(struct vgpu_filter_slot *fs);
 u64 vgpu_filter_peak(struct vgpu_filter_slot *fs);

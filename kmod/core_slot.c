@@ -108,13 +108,12 @@ struct vgpu_uvm_ctx_proc {
 #define VGPU_UVM_CTX_PROCS_MAX 4096
 
 /*
- * libcuda's first mmap of a UVM file is its 2 MiB context mapping, which the
- * core allows once per UVM file whatever the managed policy
- * (vcore_uvm_file_mmap_allowed). Every UVM file a process opens would give
- * it one more free managed mapping (issue 17, F6: 8 files, 8 mappings under
- * "refuse"); one per process is what libcuda needs. true: the calling
- * process had none on this slot, and now has. Processes that exited are
- * dropped on the way.
+ * libcuda's first mmap of a UVM file is its primary context's 2 MiB mapping,
+ * which the core lets a process make free of charge (vcore_uvm_map: every
+ * further mapping is charged its size). Free once per process, not once per
+ * UVM file: every UVM file a process opens would give it one more (issue 17,
+ * F6: 8 files, 8 free mappings). true: the calling process had none on this
+ * slot, and now has. Processes that exited are dropped on the way.
  */
 bool vgpu_filter_first_uvm_ctx(struct vgpu_filter_slot *fs)
 {

@@ -71,6 +71,8 @@ static void vgpu_file_finish(struct vgpu_file *vf, bool parked)
 	vcore_file_close(vf->core);
 	if (!parked)
 		fput(vf->real);
+	/* No VMA maps the real file any more (each held it). */
+	vgpu_uvm_mappings_free(vf);
 	vgpu_slot_detach(slot, vf->tgid);
 	vgpu_slot_put(slot); /* from vgpu_fops_open */
 	kfree(vf);

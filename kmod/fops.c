@@ -49,6 +49,8 @@ static int vgpu_fops_open(struct inode *inode, struct file *file)
 	vf->slot = slot;
 	vf->kind = kind;
 	vf->tgid = task_tgid_nr(current);
+	spin_lock_init(&vf->uvm_lock);
+	INIT_LIST_HEAD(&vf->uvm_mappings);
 	/*
 	 * §9.6: dentry_open on the path resolved in the init namespace, with
 	 * the caller's flags (O_NONBLOCK defers the driver's open) and
@@ -112,6 +114,8 @@ static int vgpu_fops_mmap(struct file *file, struct vm_area_struct *vma)
 {
 	struct vgpu_file *vf = file->private_data;
 	struct file *real = vf->real;
+	struct vgpu_uvm_mapping *m = NULL;
+	vcore_u64 charged = 0;
 	int err;
 
 	if (vgpu_file_revoked(vf))
@@ -119,15 +123,35 @@ static int vgpu_fops_mmap(struct file *file, struct vm_area_struct *vma)
 	if (vma->vm_pgoff + vma_pages(vma) < vma->vm_pgoff)
 		return -EOVERFLOW;
 	/* Policy first: a refusal must not depend on what the driver offers. */
-	err = vgpu_filter_mmap(vf, vma);
+	err = vgpu_filter_mmap(vf, vma, &charged);
 	if (err)
 		return err;
-	if (!real->f_op->mmap)
-		return -ENODEV;
+	/* A charged mapping's end must be seen (uvm_mapping.c): its record
+	 * exists before the driver maps anything. */
+	if (charged) {
+		m = vgpu_uvm_mapping_alloc();
+		if (!m) {
+			err = -ENOMEM;
+			goto out_refund;
+		}
+	}
+	if (!real->f_op->mmap) {
+		err = -ENODEV;
+		goto out_refund;
+	}
 	vma_set_file(vma, real);
 	err = real->f_op->mmap(real, vma);
-	if (!err)
-		vgpu_stat_inc(vf->slot, VGPU_STAT_MMAPS);
+	if (err)
+		goto out_refund;
+	vgpu_stat_inc(vf->slot, VGPU_STAT_MMAPS);
+	if (m)
+		vgpu_uvm_mapping_attach(vf, vma, m);
+	return 0;
+
+out_refund:
+	kfree(m);
+	if (charged)
+		vcore_uvm_unmap(vf->core, charged);
 	return err;
 }
 

@@ -25,30 +25,35 @@
 
 /* ---- the mmap policy ------------------------------------------------ */
 
-int vgpu_filter_mmap(struct vgpu_file *vf, struct vm_area_struct *vma)
+int vgpu_filter_mmap(struct vgpu_file *vf, struct vm_area_struct *vma,
+		     vcore_u64 *charged)
 {
 	unsigned long len = vma->vm_end - vma->vm_start;
+	bool first;
 	int err;
 
+	*charged = 0;
 	/* A tampered file's clients are gone; no mapping of what the driver
 	 * may still hold for it unseen (vcore_file_tampered). */
 	if (vcore_file_tampered(vf->core))
 		return -ENODEV;
 	if (vf->kind != VGPU_NODE_UVM)
 		return 0;
-	if (len <= VCORE_UVM_CONTEXT_MAPPING_BYTES &&
-	    vgpu_filter_first_uvm_ctx(vf->slot->filter))
-		err = vcore_uvm_file_mmap_allowed(vf->core, len);
-	else
-		err = vcore_uvm_mmap_allowed(vf->slot->filter->core, len);
+	/* A large mapping does not use up the process's free context one. */
+	first = len <= VCORE_UVM_CONTEXT_MAPPING_BYTES &&
+		vgpu_filter_first_uvm_ctx(vf->slot->filter);
+	err = vcore_uvm_map(vf->core, len, first, charged);
 	if (err) {
 		pr_warn_ratelimited("slot %u pid %d (%s): managed-memory mmap "
-				    "of %lu bytes refused by policy\n",
+				    "of %lu bytes refused: %s\n",
 				    vf->slot->id, task_tgid_nr(current),
-				    current->comm, vma->vm_end - vma->vm_start);
-		vgpu_slot_refusal(vf->slot, VGPU_EVENT_REFUSED,
-				  vma->vm_end - vma->vm_start,
-				  "managed memory refused by policy");
+				    current->comm, len,
+				    err == -VCORE_ENOMEM ? "over the quota"
+							 : "bad file");
+		vgpu_slot_refusal(vf->slot,
+				  err == -VCORE_ENOMEM ? VGPU_EVENT_QUOTA_DENIED
+						       : VGPU_EVENT_REFUSED,
+				  len, "managed-memory mapping refused");
 	}
 	return err;
 }

@@ -6,7 +6,8 @@
  * fd_translate.c makes fd numbers inside parameters name decoys of real files
  * for the call (or runs it from the module's kernel thread, kthread_call.h);
  * overquota.c undoes, after the call, what the core found allocated past the
- * quota; file_release.c ends a proxy file when its real file ends. It calls
+ * quota; file_release.c ends a proxy file when its real file ends;
+ * uvm_mapping.c refunds a charged UVM mapping as the driver drops it. It calls
  * down into the slots (slot.h) and the filter core's host (core_host.h),
  * never into the control plane.
  */
@@ -17,6 +18,7 @@
 #include <linux/ioctl.h>
 #include <linux/list.h>
 #include <linux/mm_types.h>
+#include <linux/spinlock.h>
 #include <linux/types.h>
 
 #include "kthread_call.h"
@@ -35,6 +37,9 @@ struct vgpu_file {
 	pid_t tgid;		 /* opener, for attach/exit accounting */
 	struct vcore_file *core; /* the filter core's record of this file */
 	struct list_head linger; /* file_release.c: parked while real is held */
+	/* uvm_mapping.c: the charged mappings of a UVM file */
+	spinlock_t uvm_lock; /* protects uvm_mappings */
+	struct list_head uvm_mappings;
 };
 
 /* A destroyed slot's files fail every call. */
@@ -51,7 +56,22 @@ extern const struct file_operations vgpu_fops;
 long vgpu_fops_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 long vgpu_filter_ioctl(struct vgpu_file *vf, unsigned int cmd,
 		       unsigned long arg);
-int vgpu_filter_mmap(struct vgpu_file *vf, struct vm_area_struct *vma);
+/* The mmap policy: 0 (*@charged: what the core charged the mapping) or the
+ * error to return. */
+int vgpu_filter_mmap(struct vgpu_file *vf, struct vm_area_struct *vma,
+		     vcore_u64 *charged);
+
+/*
+ * uvm_mapping.c: a charged UVM mapping's end, reported to the core as the
+ * driver drops its pieces. alloc before the driver's mmap (NULL: no memory),
+ * attach after it succeeded (or kfree), free every record when the proxy file
+ * ends, after its real file's last other reference went.
+ */
+struct vgpu_uvm_mapping;
+struct vgpu_uvm_mapping *vgpu_uvm_mapping_alloc(void);
+void vgpu_uvm_mapping_attach(struct vgpu_file *vf, struct vm_area_struct *vma,
+			     struct vgpu_uvm_mapping *m);
+void vgpu_uvm_mappings_free(struct vgpu_file *vf);
 
 /*
  * file_release.c: a proxy file ends when its real file does. release()

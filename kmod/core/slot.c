@@ -485,6 +485,15 @@ struct vcore_file *vcore_file_open(struct vcore_slot *slot,
 	return file;
 }
 
+/* @bytes of @file's charged UVM mappings went. Slot lock held. */
+static void uvm_unmap_locked(struct vcore_file *file, vcore_u64 bytes)
+{
+	if (bytes > file->uvm_mapped)
+		bytes = file->uvm_mapped;
+	file->uvm_mapped -= bytes;
+	vcore_charge_refund(file->slot, bytes);
+}
+
 void vcore_file_close(struct vcore_file *file)
 {
 	struct vcore_slot *slot;
@@ -493,6 +502,9 @@ void vcore_file_close(struct vcore_file *file)
 		return;
 	slot = file->slot;
 	vcore_lock(slot);
+	/* The driver dropped the file's mappings before its last reference
+	 * (each holds the file). */
+	uvm_unmap_locked(file, file->uvm_mapped);
 	/* rm_cleanup_file_private frees every client of this file
 	 * (osapi.c:2858-2920, abi.md §9.1). */
 	vcore_obj_free_file_clients_locked(slot, file);
@@ -523,18 +535,15 @@ enum vcore_file_kind vcore_file_kind(const struct vcore_file *file)
 
 /* ---- managed memory ---- */
 
-/* The managed-memory policy in force; a refusal is counted. Slot lock held. */
-static vcore_bool managed_refused_locked(struct vcore_slot *slot)
+/* The managed-memory policy in force. Slot lock held. */
+static enum vcore_managed_policy managed_policy_locked(struct vcore_slot *slot)
 {
 	enum vcore_managed_policy p = slot->cfg.managed_policy;
 
 	if (p == VCORE_MANAGED_DEFAULT)
 		p = vcore_slot_has_quota(slot) ? VCORE_MANAGED_REFUSE
 					       : VCORE_MANAGED_ALLOW_UNCOUNTED;
-	if (p != VCORE_MANAGED_REFUSE)
-		return 0;
-	slot->stats.uvm_mmap_refused++;
-	return 1;
+	return p;
 }
 
 vcore_bool vcore_managed_refused(struct vcore_slot *slot)
@@ -542,43 +551,58 @@ vcore_bool vcore_managed_refused(struct vcore_slot *slot)
 	vcore_bool refused;
 
 	vcore_lock(slot);
-	refused = managed_refused_locked(slot);
+	refused = managed_policy_locked(slot) == VCORE_MANAGED_REFUSE;
+	if (refused)
+		slot->stats.uvm_mmap_refused++;
 	vcore_unlock(slot);
 	return refused;
 }
 
-int vcore_uvm_mmap_allowed(struct vcore_slot *slot, vcore_u64 length)
-{
-	int ret = 0;
-
-	vcore_lock(slot);
-	if (managed_refused_locked(slot)) {
-		slot->stats.denied++;
-		ret = -VCORE_EPERM;
-	}
-	vcore_unlock(slot);
-	if (ret)
-		vcore_logf(slot, VCORE_LOG_INFO,
-			   "refused managed memory (mmap of nvidia-uvm, %llu "
-			   "bytes): policy refuse",
-			   (unsigned long long)length);
-	return ret;
-}
-
-int vcore_uvm_file_mmap_allowed(struct vcore_file *file, vcore_u64 length)
+int vcore_uvm_map(struct vcore_file *file, vcore_u64 length,
+		  vcore_bool process_first, vcore_u64 *charged)
 {
 	struct vcore_slot *slot;
-	vcore_u32 earlier;
+	int err;
 
+	*charged = 0;
 	if (!file || file->kind != VCORE_FILE_UVM)
 		return -VCORE_EINVAL;
+	if (process_first && length <= VCORE_UVM_CONTEXT_MAPPING_BYTES)
+		return 0;
 	slot = file->slot;
 	vcore_lock(slot);
-	earlier = file->uvm_mmaps;
-	if (file->uvm_mmaps != (vcore_u32)-1)
-		file->uvm_mmaps++;
-	vcore_unlock(slot);
-	if (earlier == 0 && length <= VCORE_UVM_CONTEXT_MAPPING_BYTES)
+	if (managed_policy_locked(slot) != VCORE_MANAGED_REFUSE) {
+		vcore_unlock(slot);
 		return 0;
-	return vcore_uvm_mmap_allowed(slot, length);
+	}
+	err = slot->ledger.ops->try_charge(slot->ledger.priv, length,
+					   slot->cfg.mem_quota_bytes);
+	slot->stats.charged_bytes =
+		slot->ledger.ops->charged(slot->ledger.priv);
+	if (err) {
+		slot->stats.denied++;
+		slot->stats.denied_quota++;
+	} else {
+		file->uvm_mapped += length;
+		*charged = length;
+		vcore_note_peak_locked(slot);
+	}
+	vcore_unlock(slot);
+	if (err) {
+		vcore_logf(slot, VCORE_LOG_INFO,
+			   "refused a managed-memory mapping (mmap of "
+			   "nvidia-uvm, %llu bytes): video memory quota exceeded",
+			   (unsigned long long)length);
+		return -VCORE_ENOMEM;
+	}
+	return 0;
+}
+
+void vcore_uvm_unmap(struct vcore_file *file, vcore_u64 bytes)
+{
+	if (!file || file->kind != VCORE_FILE_UVM)
+		return;
+	vcore_lock(file->slot);
+	uvm_unmap_locked(file, bytes);
+	vcore_unlock(file->slot);
 }

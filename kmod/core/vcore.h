@@ -300,8 +300,10 @@ enum vcore_unknown_policy {
 enum vcore_managed_policy {
 	/* REFUSE when a memory quota is set, ALLOW_UNCOUNTED otherwise. */
 	VCORE_MANAGED_DEFAULT = 0,
-	/* Refuse managed memory (mmap of /dev/nvidia-uvm): UVM allocates its
-	 * pages inside the kernel where no RM ioctl shows them (abi.md §7). */
+	/* Managed memory under the quota: UVM allocates its pages inside the
+	 * kernel where no RM ioctl shows them (abi.md §7), so each mapping of
+	 * /dev/nvidia-uvm is charged its size (vcore_uvm_map) and what has no
+	 * size to charge (UVM migration, populate) is refused. */
 	VCORE_MANAGED_REFUSE = 1,
 	/* Allow it; it is not counted against the quota. */
 	VCORE_MANAGED_ALLOW_UNCOUNTED = 2,
@@ -386,20 +388,36 @@ int vcore_slot_update_config(struct vcore_slot *slot,
 int vcore_driver_version_supported(const char *version, char *msg,
 				   vcore_size_t msg_len);
 
-/* Managed memory: may this slot mmap /dev/nvidia-uvm? 0 or -VCORE_EPERM.
- * Counted as a denial when refused. */
-int vcore_uvm_mmap_allowed(struct vcore_slot *slot, vcore_u64 length);
 /*
- * The same question for one mmap of one UVM file, which is what hosts ask:
- * libcuda's context creation maps 2 MiB of /dev/nvidia-uvm as the first mmap
- * of that file, before any allocation is possible (measured on the H200 with
- * 580.159.04, docs/results/shim-h200.md: refusing it fails every CUDA
- * context). That one mapping is allowed; every later UVM mmap of the file is
- * managed memory and follows vcore_uvm_mmap_allowed(). 0 or -VCORE_EPERM;
+ * Managed memory is an mmap of a UVM file: nvidia-uvm makes a managed range of
+ * exactly the mapping's size (uvm_mmap -> uvm_va_range_create_mmap,
+ * kernel-open/nvidia-uvm/uvm.c), populated on CPU or GPU faults up to that
+ * size, in video memory or not. VM_DONTEXPAND keeps mremap from growing it; a
+ * split or partial munmap shrinks it (uvm_vm_open_managed splits the range,
+ * uvm_vm_close_managed destroys what went); a moved or forked copy is disabled
+ * and holds nothing. So a mapping's size bounds what it can hold, and that is
+ * what it is charged (docs/nvidia-rm-abi.md §7).
+ *
+ * libcuda maps 2 MiB for each context it creates, before any allocation is
+ * possible (measured on the H200 with 580.159.04, docs/results/shim-h200.md).
+ * A process's first mapping of at most that size is its primary context's and
+ * is free: @process_first says the host found it is the calling process's
+ * first on this slot (the host knows processes, the core does not).
+ *
+ * Every other mapping, under the managed policy "refuse" (the default under a
+ * quota), is charged its @length against the slot's quota: 0 and *@charged =
+ * @length, or -VCORE_ENOMEM (counted as a quota denial) when it does not fit.
+ * Under "allow-uncounted" it is allowed and charged nothing. The host reports
+ * each charged mapping's end, or part of it, with vcore_uvm_unmap() after the
+ * driver dropped it; what is left is refunded at vcore_file_close(), which
+ * a host calls only after the driver's last reference to the file went.
  * -VCORE_EINVAL for a file that is not a UVM file.
  */
 #define VCORE_UVM_CONTEXT_MAPPING_BYTES (2ull << 20)
-int vcore_uvm_file_mmap_allowed(struct vcore_file *file, vcore_u64 length);
+int vcore_uvm_map(struct vcore_file *file, vcore_u64 length,
+		  vcore_bool process_first, vcore_u64 *charged);
+/* @bytes of a charged mapping of @file went (munmap, a closed piece). */
+void vcore_uvm_unmap(struct vcore_file *file, vcore_u64 bytes);
 /*
  * A file on which the core found tampering (a sibling thread changed an
  * allocation during the call, docs/results/kmod-issue4-tamper.md): its clients
@@ -432,7 +450,7 @@ struct vcore_stats {
 	vcore_u64 internal_charged_bytes;
 	vcore_u64
 		overquota_events; /* driver allocated beyond the reservation */
-	vcore_u64 uvm_mmap_refused;
+	vcore_u64 uvm_mmap_refused; /* UVM migrations refused by the policy */
 	vcore_u32 objects; /* live objects in the table */
 	vcore_u32 clients;
 	vcore_u32 tsgs;

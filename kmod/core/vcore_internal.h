@@ -288,7 +288,7 @@ struct vcore_file {
 	struct vcore_slot *slot;
 	enum vcore_file_kind kind;
 	void *host_priv;
-	vcore_u32 uvm_mmaps; /* mmaps asked of this UVM file; slot lock */
+	vcore_u64 uvm_mapped; /* charged UVM mappings' bytes; slot lock */
 	/* Set once (rm_alloc_verify.c, vcore_tampered), read lock-free
 	 * (vcore_pre). */
 	vcore_bool tampered;

@@ -34,6 +34,8 @@ using IoctlFn = int (*)(int, unsigned long, ...);
 using OpenAtFn = int (*)(int, const char*, int, ...);
 using CloseFn = int (*)(int);
 using MmapFn = void* (*)(void*, size_t, int, int, int, off_t);
+using MunmapFn = int (*)(void*, size_t);
+using MremapFn = void* (*)(void*, size_t, size_t, int, ...);
 using DupFn = int (*)(int);
 using Dup2Fn = int (*)(int, int);
 using Dup3Fn = int (*)(int, int, int);
@@ -43,6 +45,8 @@ std::atomic<IoctlFn> ioctl_fn{nullptr};
 std::atomic<OpenAtFn> openat_fn{nullptr};
 std::atomic<CloseFn> close_fn{nullptr};
 std::atomic<MmapFn> mmap_fn{nullptr};
+std::atomic<MunmapFn> munmap_fn{nullptr};
+std::atomic<MremapFn> mremap_fn{nullptr};
 std::atomic<DupFn> dup_fn{nullptr};
 std::atomic<Dup2Fn> dup2_fn{nullptr};
 std::atomic<Dup3Fn> dup3_fn{nullptr};
@@ -77,6 +81,20 @@ void* Mmap(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
     return fn(addr, len, prot, flags, fd, off);
   }
   return reinterpret_cast<void*>(syscall(SYS_mmap, addr, len, prot, flags, fd, off));
+}
+
+int Munmap(void* addr, size_t len) {
+  if (MunmapFn fn = Resolve(munmap_fn, "munmap")) {
+    return fn(addr, len);
+  }
+  return static_cast<int>(syscall(SYS_munmap, addr, len));
+}
+
+void* Mremap(void* old_addr, size_t old_len, size_t new_len, int flags, void* new_addr) {
+  if (MremapFn fn = Resolve(mremap_fn, "mremap")) {
+    return fn(old_addr, old_len, new_len, flags, new_addr);
+  }
+  return reinterpret_cast<void*>(syscall(SYS_mremap, old_addr, old_len, new_len, flags, new_addr));
 }
 
 int Dup(int fd) {

@@ -17,6 +17,9 @@ int Ioctl(int fd, unsigned long request, void* arg);
 int OpenAt(int dirfd, const char* path, int flags, mode_t mode);
 int Close(int fd);
 void* Mmap(void* addr, size_t len, int prot, int flags, int fd, off_t off);
+int Munmap(void* addr, size_t len);
+// mremap; `new_addr` is read only with MREMAP_FIXED.
+void* Mremap(void* old_addr, size_t old_len, size_t new_len, int flags, void* new_addr);
 int Dup(int fd);
 int Dup2(int fd, int fd2);
 int Dup3(int fd, int fd2, int flags);

@@ -4,6 +4,8 @@
 // wrappers' fast path reads only the two inline loads below (Mode(), the fd table).
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <cstdint>
 
@@ -52,6 +54,20 @@ void ReleaseFile(ShimFile* f);
 int AfterOpen(int fd, const char* path);
 // After a dup of `oldfd` to `newfd`: the new number shares the record.
 void OnDup(int oldfd, int newfd);
+
+// --- uvm_mappings.cc: charged mappings of nvidia-uvm, refunded as they go. ---
+extern std::atomic<int> uvm_pieces_live;
+inline bool UvmMappingsLive() { return uvm_pieces_live.load(std::memory_order_relaxed) != 0; }
+// mmap of a UVM file through the core's rule (vcore_uvm_map); errno ENOMEM over the quota.
+void* MapUvm(ShimState* st, ShimFile* f, void* addr, size_t len, int prot, int flags, int fd,
+             off_t off);
+// After the kernel unmapped [addr, addr+len) (munmap, a MAP_FIXED mapping over it).
+void UvmUnmapped(void* addr, size_t len);
+// true: an mremap would grow a charged mapping (the driver's VM_DONTEXPAND refuses it too).
+bool UvmGrowthRefused(void* old_addr, size_t old_len, size_t new_len);
+// After an mremap returned `result`.
+void UvmRemapped(void* old_addr, size_t old_len, size_t new_len, void* result);
+void ForgetUvmMappingsAfterFork();
 
 // --- shim.cc: the filtered ioctl path. ---
 int FilteredIoctl(int fd, DevKind kind, unsigned long req, void* arg);

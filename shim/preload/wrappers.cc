@@ -1,6 +1,6 @@
 // The libc functions libvgpu-shim.so interposes (LD_PRELOAD): ioctl, the open family,
-// close/close_range/closefrom, the dup family and fcntl's F_DUPFD, mmap, fork. For a
-// non-NVIDIA fd each costs two relaxed byte loads over the real call (the fd's kind, the
+// close/close_range/closefrom, the dup family and fcntl's F_DUPFD, mmap, munmap, mremap, fork. For
+// a non-NVIDIA fd each costs two relaxed byte loads over the real call (the fd's kind, the
 // diagnostic mode); NVIDIA fds go to the filter (shim.cc) and the file registry (files.cc).
 #include <dlfcn.h>
 #include <errno.h>
@@ -216,8 +216,9 @@ VSHIM_EXPORT int fcntl(int fd, int cmd, ...) {
 }
 VSHIM_EXPORT int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
 
-// Managed memory is an mmap of /dev/nvidia-uvm (nvidia-rm-abi.md §4.2, §7); the core allows the one
-// context mapping libcuda makes first on each UVM file (vcore_uvm_file_mmap_allowed).
+// Managed memory is an mmap of /dev/nvidia-uvm (nvidia-rm-abi.md §4.2, §7): charged to the slot's
+// quota by the core (vcore_uvm_map), refunded as munmap, mremap or a MAP_FIXED mapping over it
+// takes it away (uvm_mappings.cc).
 VSHIM_EXPORT void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
   if (vs::Mode() & vs::kModeCount) [[unlikely]] {
     vs::Count(vs::counters.mmaps);
@@ -225,22 +226,55 @@ VSHIM_EXPORT void* mmap(void* addr, size_t len, int prot, int flags, int fd, off
   if (fd >= 0 && ProcessFdTable().Get(fd) == DevKind::kUvm && !vs::Passthrough()) {
     vs::ShimState* st = vs::CurrentState();
     vs::ShimFile* f = fd < vs::kMaxFiles ? vs::files[fd].load(std::memory_order_acquire) : nullptr;
-    if (f != nullptr && st != nullptr && st->slot != nullptr &&
-        vcore_uvm_file_mmap_allowed(f->core, static_cast<vcore_u64>(len)) != 0) {
-      vs::ReportRefusal(st, "managed-memory mmap of /dev/nvidia-uvm", 0, 0, len,
-                        "managed memory is refused under this slot's policy");
-      errno = ENOMEM;
-      return MAP_FAILED;
+    if (f != nullptr && st != nullptr && st->slot != nullptr) {
+      return vs::MapUvm(st, f, addr, len, prot, flags, fd, off);
     }
   }
-  return real::Mmap(addr, len, prot, flags, fd, off);
+  void* p = real::Mmap(addr, len, prot, flags, fd, off);
+  if ((flags & MAP_FIXED) && p != MAP_FAILED && vs::UvmMappingsLive()) [[unlikely]] {
+    vs::UvmUnmapped(p, len);  // the kernel replaced what was there, charged pieces included
+  }
+  return p;
 }
 VSHIM_EXPORT void* mmap64(void* addr, size_t len, int prot, int flags, int fd, off_t off)
     __attribute__((alias("mmap")));
 
+VSHIM_EXPORT int munmap(void* addr, size_t len) {
+  int rc = real::Munmap(addr, len);
+  if (rc == 0 && vs::UvmMappingsLive()) [[unlikely]] {
+    int saved = errno;
+    vs::UvmUnmapped(addr, len);
+    errno = saved;
+  }
+  return rc;
+}
+
+VSHIM_EXPORT void* mremap(void* old_addr, size_t old_len, size_t new_len, int flags, ...) {
+  void* new_addr = nullptr;
+  if (flags & MREMAP_FIXED) {
+    va_list ap;
+    va_start(ap, flags);
+    new_addr = va_arg(ap, void*);
+    va_end(ap);
+  }
+  if (!vs::UvmMappingsLive()) [[likely]] {
+    return real::Mremap(old_addr, old_len, new_len, flags, new_addr);
+  }
+  if (vs::UvmGrowthRefused(old_addr, old_len, new_len)) {
+    errno = EFAULT;  // what the kernel answers for a VM_DONTEXPAND mapping
+    return MAP_FAILED;
+  }
+  void* r = real::Mremap(old_addr, old_len, new_len, flags, new_addr);
+  int saved = errno;
+  vs::UvmRemapped(old_addr, old_len, new_len, r);
+  errno = saved;
+  return r;
+}
+
 VSHIM_EXPORT pid_t fork(void) {
   pid_t pid = real::Fork();
   if (pid == 0) {
+    vs::ForgetUvmMappingsAfterFork();
     // Cheap and lock-free: the child joins the ledger lazily at its first charge.
     vs::RefreshPidAfterFork();
     if (vs::ShimState* st = vs::CurrentState(); st != nullptr && st->ledger) {

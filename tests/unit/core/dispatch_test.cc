@@ -258,37 +258,6 @@ TEST_F(CoreTest, UvmIoctlsArePlainNumbers) {
   EXPECT_EQ(Call(4000, kArg, uvm).ret, -VCORE_EINVAL) << "unknown UVM command, strict";
 }
 
-TEST_F(CoreTest, ManagedMemoryFollowsThePolicy) {
-  MakeSlot(0);
-  EXPECT_EQ(vcore_uvm_mmap_allowed(slot_, 64 * kMiB), 0) << "no quota: allowed, uncounted";
-  MakeSlot(1 * kGiB);
-  EXPECT_EQ(vcore_uvm_mmap_allowed(slot_, 64 * kMiB), -VCORE_EPERM) << "quota: refused";
-  vcore_slot_config cfg{};
-  cfg.mem_quota_bytes = 1 * kGiB;
-  cfg.managed_policy = VCORE_MANAGED_ALLOW_UNCOUNTED;
-  ASSERT_EQ(vcore_slot_update_config(slot_, &cfg), 0);
-  EXPECT_EQ(vcore_uvm_mmap_allowed(slot_, 64 * kMiB), 0);
-  EXPECT_EQ(Stats().uvm_mmap_refused, 1u);
-}
-
-TEST_F(CoreTest, FirstSmallUvmMappingOfAFileIsTheContextMapping) {
-  MakeSlot(1 * kGiB);  // quota: managed memory refused by default
-  vcore_file* uvm = vcore_file_open(slot_, VCORE_FILE_UVM, nullptr);
-  vcore_file* other = vcore_file_open(slot_, VCORE_FILE_UVM, nullptr);
-  vcore_file* ctl = vcore_file_open(slot_, VCORE_FILE_CTL, nullptr);
-  EXPECT_EQ(vcore_uvm_file_mmap_allowed(uvm, 2 * kMiB), 0) << "libcuda's context mapping";
-  EXPECT_EQ(vcore_uvm_file_mmap_allowed(uvm, 2 * kMiB), -VCORE_EPERM) << "then managed memory";
-  EXPECT_EQ(vcore_uvm_file_mmap_allowed(other, 64 * kMiB), -VCORE_EPERM)
-      << "a large first mapping is managed memory too";
-  EXPECT_EQ(vcore_uvm_file_mmap_allowed(other, 2 * kMiB), -VCORE_EPERM) << "only the first counts";
-  EXPECT_EQ(vcore_uvm_file_mmap_allowed(ctl, 2 * kMiB), -VCORE_EINVAL) << "not a UVM file";
-  EXPECT_EQ(vcore_uvm_file_mmap_allowed(nullptr, 2 * kMiB), -VCORE_EINVAL);
-  EXPECT_EQ(Stats().uvm_mmap_refused, 3u);
-  vcore_file_close(uvm);
-  vcore_file_close(other);
-  vcore_file_close(ctl);
-}
-
 TEST_F(CoreTest, PrivilegedAndHandlerlessEscapesAreRefused) {
   MakeSlot(0);
   Put(kArg, std::vector<uint8_t>(72));

@@ -4,6 +4,9 @@
 //          FB_GET_INFO_V2 view, free 3, view again.
 //   hold N: N allocations, print READY, sleep until killed.
 //   managed: mmap 2 MiB of nvidia-uvm.
+//   contexts: context-sized (2 MiB) mappings of nvidia-uvm until refused, the view after each
+//             step; then munmap, a partial munmap, an mremap shrink, the fd's close and the
+//             last munmaps, each followed by the view (a second CUDA context maps 2 MiB more).
 //   counters: the shim's diagnostic counters around a few known calls (VGPU_SHIM_COUNT).
 //   delta: calls of the made-up test branch (tests/unit/core/delta_branch.h).
 //   gpus: what the tenant learns of the node's GPUs and whether it attaches the second one
@@ -202,6 +205,35 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (Setup() != 0) return 1;
+  if (strcmp(mode, "contexts") == 0) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/nvidia-uvm", getenv("VGPU_DEV_DIR"));
+    int uvm = open(path, O_RDWR | O_CLOEXEC);
+    void* maps[8];
+    int n = 0;
+    for (; n < 8; n++) {
+      maps[n] = mmap(NULL, 2u << 20, PROT_READ | PROT_WRITE, MAP_SHARED, uvm, 0);
+      if (maps[n] == MAP_FAILED) break;
+    }
+    printf("CONTEXTS mapped=%d errno=%d\n", n, n < 8 ? errno : 0);
+    View("mapped");
+    if (n < 5) return 0;
+    munmap(maps[1], 2u << 20);
+    View("unmapped");
+    munmap(maps[2], 1u << 20);
+    View("half-unmapped");
+    void* r = mremap(maps[3], 2u << 20, 1u << 20, 0);
+    printf("MREMAP shrink %s\n", r == maps[3] ? "ok" : "fail");
+    View("shrunk");
+    close(uvm);
+    View("fd-closed");
+    munmap((char*)maps[2] + (1u << 20), 1u << 20);
+    munmap(maps[3], 1u << 20);
+    munmap(maps[4], 2u << 20);
+    munmap(maps[0], 2u << 20);
+    View("all-unmapped");
+    return 0;
+  }
   if (strcmp(mode, "fork") == 0) {
     // Parent 10 x 2 MiB; a fork child 5 more (its own ledger member), shown while it lives,
     // then gone from the slot once it exits.

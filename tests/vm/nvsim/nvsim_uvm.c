@@ -5,8 +5,9 @@
  * unless the calling process has a real GPU file of that GPU in its fd table, even though the
  * ioctl arrives on the UVM node. UVM_INITIALIZE / UNREGISTER_GPU succeed; UVM_MM_INITIALIZE
  * checks its uvmFd as the driver does; external ranges and mappings are nvsim_uvm_ext.c;
- * everything else is -EINVAL (no managed memory here; UVM_MIGRATE is counted). Dynamic major,
- * like the real "nvidia-uvm" region.
+ * everything else is -EINVAL (UVM_MIGRATE is counted). A mapping is a managed range of its size
+ * as the driver makes it (nvsim_uvm_mmap); nothing populates it. Dynamic major, like the real
+ * "nvidia-uvm" region.
  *
  * What the driver takes from current in these calls, and nvsim with it: the parameters are
  * copied in and out through current->mm (the routing, __UVM_ROUTE_CMD_STACK in uvm_api.h);
@@ -20,6 +21,7 @@
 #include <linux/device.h>
 #include <linux/delay.h>
 #include <linux/file.h>
+#include <linux/mm.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -49,6 +51,51 @@ MODULE_PARM_DESC(uvm_migrate_calls, "UVM_MIGRATE calls received (answered -EINVA
 static unsigned int uvm_mm_initialize_delay_us;
 module_param(uvm_mm_initialize_delay_us, uint, 0644);
 MODULE_PARM_DESC(uvm_mm_initialize_delay_us, "UVM_MM_INITIALIZE holds its call this long (us)");
+
+/* Read-only: bytes of managed ranges live under UVM mappings (what the driver could populate). */
+static unsigned long uvm_managed_bytes;
+module_param(uvm_managed_bytes, ulong, 0444);
+MODULE_PARM_DESC(uvm_managed_bytes, "bytes of managed ranges under live UVM mappings");
+static DEFINE_SPINLOCK(nvsim_uvm_managed_lock); /* protects uvm_managed_bytes */
+
+static void nvsim_uvm_managed_add(long bytes)
+{
+	spin_lock(&nvsim_uvm_managed_lock);
+	uvm_managed_bytes += bytes;
+	spin_unlock(&nvsim_uvm_managed_lock);
+}
+
+/* uvm_vm_ops_disabled: a moved or forked copy holds no range; touching it faults (SIGBUS). */
+static const struct vm_operations_struct nvsim_uvm_vm_ops_disabled;
+
+/*
+ * uvm_vm_open_managed (uvm.c:396-503 at 580.105.08): vm_private_data names the VMA the new one
+ * was copied from. A fork (another mm) or a move (mremap: neither end shared) gets a disabled
+ * copy (uvm_disable_vma); a split keeps its piece of the range.
+ */
+static void nvsim_uvm_vm_open(struct vm_area_struct *vma)
+{
+	struct vm_area_struct *orig = vma->vm_private_data;
+
+	if (vma->vm_mm != orig->vm_mm ||
+	    (vma->vm_start != orig->vm_start && vma->vm_end != orig->vm_end)) {
+		vma->vm_ops = &nvsim_uvm_vm_ops_disabled;
+		vma->vm_private_data = NULL;
+		return;
+	}
+	vma->vm_private_data = vma;
+}
+
+/* uvm_vm_close_managed: the piece's range is destroyed with it. */
+static void nvsim_uvm_vm_close(struct vm_area_struct *vma)
+{
+	nvsim_uvm_managed_add(-(long)(vma->vm_end - vma->vm_start));
+}
+
+static const struct vm_operations_struct nvsim_uvm_vm_ops_managed = {
+	.open = nvsim_uvm_vm_open,
+	.close = nvsim_uvm_vm_close,
+};
 
 struct nvsim_gpu *nvsim_gpu_by_uuid(const u8 *uuid)
 {
@@ -169,6 +216,37 @@ static long nvsim_uvm_ioctl(struct file *filp, unsigned int cmd, unsigned long a
 	}
 }
 
+/*
+ * uvm_mmap (uvm.c:759-913 at 580.105.08): only a va-space file of the caller's own mm
+ * (-EBADFD, -EOPNOTSUPP), at offset == address (-EINVAL), shared and read-write (-EINVAL); the
+ * VMA gets VM_MIXEDMAP | VM_DONTEXPAND | VM_DONTCOPY (mremap cannot grow it, fork does not copy
+ * it) and a managed range of exactly its size.
+ */
+static int nvsim_uvm_mmap(struct file *filp, struct vm_area_struct *vma)
+{
+	struct nvsim_uvm_open *uo = filp->private_data;
+	bool ok;
+
+	mutex_lock(&nvsim_rm_lock);
+	ok = uo->va_space;
+	if (ok && uo->mm != current->mm) {
+		mutex_unlock(&nvsim_rm_lock);
+		return -EOPNOTSUPP;
+	}
+	mutex_unlock(&nvsim_rm_lock);
+	if (!ok)
+		return -EBADFD;
+	if (vma->vm_start != (vma->vm_pgoff << PAGE_SHIFT))
+		return -EINVAL;
+	if ((vma->vm_flags & (VM_SHARED | VM_READ | VM_WRITE)) != (VM_SHARED | VM_READ | VM_WRITE))
+		return -EINVAL;
+	vm_flags_set(vma, VM_MIXEDMAP | VM_DONTEXPAND | VM_DONTCOPY);
+	vma->vm_ops = &nvsim_uvm_vm_ops_managed;
+	vma->vm_private_data = vma;
+	nvsim_uvm_managed_add(vma->vm_end - vma->vm_start);
+	return 0;
+}
+
 static int nvsim_uvm_open(struct inode *inode, struct file *filp)
 {
 	struct nvsim_uvm_open *uo = kzalloc(sizeof(*uo), GFP_KERNEL);
@@ -238,5 +316,6 @@ static const struct file_operations nvsim_uvm_fops = {
 	.release = nvsim_uvm_release,
 	.unlocked_ioctl = nvsim_uvm_ioctl,
 	.compat_ioctl = nvsim_uvm_ioctl,
+	.mmap = nvsim_uvm_mmap,
 	.llseek = noop_llseek,
 };

@@ -170,40 +170,6 @@ int MmInitializeOnce(const std::string& uvm_path, int va) {
   return ok ? 1 : 0;
 }
 
-// F6: libcuda's context mapping (the first mmap <= 2 MiB) is allowed once per process, not once
-// per UVM file: eight UVM files give eight free managed mappings otherwise. nvsim's UVM node has
-// no mmap, so a mapping that reached the driver fails with ENODEV, a refused one with EPERM.
-TEST(CallPath, OneManagedContextMappingPerProcess) {
-  ScopedSlot slot(64 * kMiB, "uvm", VGPU_SLOT_F_UVM);
-  ASSERT_TRUE(slot.ok());
-  int reached = 0, refused = 0;
-  int files[8];
-  for (int& uvm : files) {
-    uvm = OpenUvm(slot);
-    ASSERT_GE(uvm, 0) << strerror(errno);
-    void* va = mmap(nullptr, 2 * kMiB, PROT_READ | PROT_WRITE, MAP_SHARED, uvm, 0);
-    ASSERT_EQ(va, MAP_FAILED);
-    (errno == EPERM ? refused : reached)++;
-  }
-  for (int uvm : files) close(uvm);
-  std::printf("UVM context mappings on 8 files of one process: %d reached the driver, %d refused\n",
-              reached, refused);
-  EXPECT_EQ(reached, 1);
-  EXPECT_EQ(refused, 7);
-  // Another process gets its own.
-  pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    int uvm = OpenUvm(slot);
-    if (uvm < 0) _exit(2);
-    void* va = mmap(nullptr, 2 * kMiB, PROT_READ | PROT_WRITE, MAP_SHARED, uvm, 0);
-    _exit(va == MAP_FAILED && errno == ENODEV ? 0 : 1);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
-}
-
 // F6: UVM_MIGRATE, UVM_MIGRATE_RANGE_GROUP and UVM_POPULATE_PAGEABLE place memory in video
 // memory that no RM call allocates (with HMM, plain malloc memory): under a quota (managed
 // policy refuse) they are refused with EPERM and counted, never forwarded (nvsim would answer
