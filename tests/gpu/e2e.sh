@@ -20,6 +20,8 @@
 # metrics agree with what was measured; CUDA IPC between two processes of one slot (legacy handles
 # and cuMemExportToShareableHandle fds) works and is charged once; the cap slots carry the GPU's
 # reference clock the manager measured (from the bare run: daemon/reference_clock).
+# Part "contexts" (only when named): a second CUDA context (cuCtxCreate) in a 2 GiB slot is created,
+# allocates, and contexts are refused by the quota only once it is full (tests/gpu/e2e/contexts.py).
 #   usage: [E2E_PARTS="mem ipc caps weight"] [E2E_CAPS="10 30 50 70 90"] [E2E_LOOPS="matmul graph"]
 #          [E2E_PAIRS="30:70 10:90"] tests/gpu/e2e.sh BUNDLE [OUTDIR] [--prebuilt]
 #   BUNDLE: bin/ and lib/ from tests/gpu/e2e/bundle.sh; --prebuilt: build/gpu as it is
@@ -131,6 +133,39 @@ PY
   release mem
 else
   row "memory and views" FAIL "admission refused: $(cat "$out/grants/mem.json")"
+fi
+
+# --- a second CUDA context under the quota (not in the default parts) ----------------------------
+if part contexts; then
+  if admit contexts 100 8; then  # 2 GiB
+    rm -f "$work/ready"
+    in_pod "$out/grants/contexts.json" python3 "$e2e/contexts.py" "$work/ready" 4 >"$out/contexts.json" \
+      2>"$out/logs/contexts.err" &
+    p=$!
+    for _ in $(seq 300); do [[ -e $work/ready ]] && break; kill -0 $p 2>/dev/null || break; sleep 0.1; done
+    sleep 2  # one metrics sample period and a bit
+    c=$(util metric "$url" vgpu_slot_memory_charged_bytes slot="$(slot_of contexts)")
+    wait $p
+    res=$(python3 - "$out/contexts.json" "${c:-0}" $((8 << 28)) <<'PY'
+import json, sys
+try: j = json.load(open(sys.argv[1]))
+except Exception: j = {}
+charged, quota, mib = float(sys.argv[2]), int(sys.argv[3]), 1 << 20
+f = {k: v / mib for k, v in j.items() if k.startswith("free_")}
+ok = (j.get("second_create") == 0 and j.get("second_alloc") == 0 and j.get("more_refused") == 2
+      and 0 < charged <= quota and f.get("free_second_alloc", 0) < f.get("free_second", 0))
+print(f"{'PASS' if ok else 'FAIL'}|cuCtxCreate of a 2nd context: CUresult {j.get('second_create')}, its "
+      f"256 MiB: {j.get('second_alloc')}; then {j.get('more_contexts')} more until CUresult "
+      f"{j.get('more_refused')}; view free MiB " + ", ".join(f"{k[5:]} {v:.1f}" for k, v in f.items())
+      + f"; slot charged {charged / mib:.1f} MiB of {quota / mib:.0f} (2 contexts + 512 MiB)")
+PY
+)
+    row "second CUDA context under a quota" "${res%%|*}" "${res#*|}"
+    [[ ${res%%|*} == FAIL ]] && tail -5 "$out/logs/contexts.err" | sed 's/^/    /'
+    release contexts
+  else
+    row "second CUDA context under a quota" FAIL "admission refused: $(cat "$out/grants/contexts.json")"
+  fi
 fi
 
 # --- CUDA IPC between two processes of one slot -------------------------------------------------
