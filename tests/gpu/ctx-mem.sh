@@ -10,8 +10,9 @@
 #          tests/gpu/ctx-mem.sh --shim OUTDIR LIB...   contexts created until the quota refuses one,
 #   under each shim library LIB with VGPU_MEMORY_QUOTA=2082M: 4 x 518 MiB of libcuda's class-0x40
 #   memory fit, 4 x (518 MiB + the per-context estimate) do not. Managed memory is allowed
-#   uncounted: libcuda maps 2 MiB of /dev/nvidia-uvm for every context after a process's first,
-#   which the default policy refuses under a quota (seen 2026-12-02, docs/results/context-memory-h200.md).
+#   uncounted, so that only libcuda's allocations and the estimate count: libcuda maps 2 MiB of
+#   /dev/nvidia-uvm for every context after a process's first, which the default policy refused
+#   under a quota until 2026-12-02 (docs/results/context-memory-h200.md) and now charges.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 if [[ ${1:-} == --shim ]]; then

@@ -25,6 +25,7 @@
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <linux/version.h>
 
 #include "nvsim.h"
 
@@ -240,7 +241,11 @@ static int nvsim_uvm_mmap(struct file *filp, struct vm_area_struct *vma)
 		return -EINVAL;
 	if ((vma->vm_flags & (VM_SHARED | VM_READ | VM_WRITE)) != (VM_SHARED | VM_READ | VM_WRITE))
 		return -EINVAL;
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
 	vm_flags_set(vma, VM_MIXEDMAP | VM_DONTEXPAND | VM_DONTCOPY);
+#else
+	vma->vm_flags |= VM_MIXEDMAP | VM_DONTEXPAND | VM_DONTCOPY;
+#endif
 	vma->vm_ops = &nvsim_uvm_vm_ops_managed;
 	vma->vm_private_data = vma;
 	nvsim_uvm_managed_add(vma->vm_end - vma->vm_start);
