@@ -44,12 +44,11 @@ int vgpu_filter_mmap(struct vgpu_file *vf, struct vm_area_struct *vma,
 		vgpu_filter_first_uvm_ctx(vf->slot->filter);
 	err = vcore_uvm_map(vf->core, len, first, charged);
 	if (err) {
-		pr_warn_ratelimited("slot %u pid %d (%s): managed-memory mmap "
-				    "of %lu bytes refused: %s\n",
-				    vf->slot->id, task_tgid_nr(current),
-				    current->comm, len,
-				    err == -VCORE_ENOMEM ? "over the quota"
-							 : "bad file");
+		pr_warn_ratelimited(
+			"slot %u pid %d (%s): managed-memory mmap "
+			"of %lu bytes refused: %s\n",
+			vf->slot->id, task_tgid_nr(current), current->comm, len,
+			err == -VCORE_ENOMEM ? "over the quota" : "bad file");
 		vgpu_slot_refusal(vf->slot,
 				  err == -VCORE_ENOMEM ? VGPU_EVENT_QUOTA_DENIED
 						       : VGPU_EVENT_REFUSED,

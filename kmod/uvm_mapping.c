@@ -82,7 +82,6 @@ void vgpu_uvm_mappings_free(struct vgpu_file *vf)
 {
 	struct vgpu_uvm_mapping *m, *n;
 
-	list_for_each_entry_safe(m, n, &vf->uvm_mappings, node)
-		kfree(m);
+	list_for_each_entry_safe(m, n, &vf->uvm_mappings, node) kfree(m);
 	INIT_LIST_HEAD(&vf->uvm_mappings);
 }

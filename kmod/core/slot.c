@@ -589,10 +589,11 @@ int vcore_uvm_map(struct vcore_file *file, vcore_u64 length,
 	}
 	vcore_unlock(slot);
 	if (err) {
-		vcore_logf(slot, VCORE_LOG_INFO,
-			   "refused a managed-memory mapping (mmap of "
-			   "nvidia-uvm, %llu bytes): video memory quota exceeded",
-			   (unsigned long long)length);
+		vcore_logf(
+			slot, VCORE_LOG_INFO,
+			"refused a managed-memory mapping (mmap of "
+			"nvidia-uvm, %llu bytes): video memory quota exceeded",
+			(unsigned long long)length);
 		return -VCORE_ENOMEM;
 	}
 	return 0;

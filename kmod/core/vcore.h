@@ -451,7 +451,7 @@ struct vcore_stats {
 	vcore_u64
 		overquota_events; /* driver allocated beyond the reservation */
 	vcore_u64 uvm_mmap_refused; /* UVM migrations refused by the policy */
-	vcore_u32 objects; /* live objects in the table */
+	vcore_u32 objects;	    /* live objects in the table */
 	vcore_u32 clients;
 	vcore_u32 tsgs;
 	vcore_u32 files;
