@@ -163,10 +163,11 @@ static long nvsim_uvm_ioctl(struct file *filp, unsigned int cmd, unsigned long a
 		mutex_lock(&nvsim_rm_lock);
 		p.rmStatus = uo->mm_of ? NV_ERR_INVALID_ARGUMENT : NV_OK;
 		if (!uo->mm_of && !uo->va_space) {
-			uo->va_space = true;
 			uo->mm = current->mm;
 			if (uo->mm)
 				mmgrab(uo->mm);
+			/* mmap reads both without nvsim_rm_lock (it holds mmap_lock). */
+			smp_store_release(&uo->va_space, true);
 		}
 		mutex_unlock(&nvsim_rm_lock);
 		return copy_to_user(up, &p, sizeof(p)) ? -EFAULT : 0;
@@ -226,17 +227,12 @@ static long nvsim_uvm_ioctl(struct file *filp, unsigned int cmd, unsigned long a
 static int nvsim_uvm_mmap(struct file *filp, struct vm_area_struct *vma)
 {
 	struct nvsim_uvm_open *uo = filp->private_data;
-	bool ok;
 
-	mutex_lock(&nvsim_rm_lock);
-	ok = uo->va_space;
-	if (ok && uo->mm != current->mm) {
-		mutex_unlock(&nvsim_rm_lock);
-		return -EOPNOTSUPP;
-	}
-	mutex_unlock(&nvsim_rm_lock);
-	if (!ok)
+	/* No nvsim_rm_lock: the caller holds mmap_lock, which copy_from_user under that lock takes. */
+	if (!smp_load_acquire(&uo->va_space))
 		return -EBADFD;
+	if (uo->mm != current->mm)
+		return -EOPNOTSUPP;
 	if (vma->vm_start != (vma->vm_pgoff << PAGE_SHIFT))
 		return -EINVAL;
 	if ((vma->vm_flags & (VM_SHARED | VM_READ | VM_WRITE)) != (VM_SHARED | VM_READ | VM_WRITE))

@@ -192,4 +192,16 @@ inline bool IsChar(const std::string& path, unsigned* major_out) {
   return S_ISCHR(st.st_mode);
 }
 
+// A UVM file of the slot with UVM_INITIALIZE done (a va-space file, as cuInit makes); -1 if not.
+inline int OpenUvm(const ScopedSlot& slot) {
+  int uvm = open(("/dev/vgpu-uvm" + std::to_string(slot.id())).c_str(), O_RDWR | O_CLOEXEC);
+  if (uvm < 0) return -1;
+  uvm_initialize_params ip{};
+  if (ioctl(uvm, UVM_INITIALIZE, &ip) != 0) {
+    close(uvm);
+    return -1;
+  }
+  return uvm;
+}
+
 }  // namespace vgpu_test

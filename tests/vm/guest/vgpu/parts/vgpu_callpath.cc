@@ -148,17 +148,6 @@ TEST(CallPath, AdminHeapQueryGetsNoWholeFramebufferHandle) {
   EXPECT_TRUE(slot.Get().id == slot.id());
 }
 
-int OpenUvm(const ScopedSlot& slot) {
-  int uvm = open(("/dev/vgpu-uvm" + std::to_string(slot.id())).c_str(), O_RDWR | O_CLOEXEC);
-  if (uvm < 0) return -1;
-  uvm_initialize_params ip{};
-  if (ioctl(uvm, UVM_INITIALIZE, &ip) != 0) {
-    close(uvm);
-    return -1;
-  }
-  return uvm;
-}
-
 // One UVM_MM_INITIALIZE of the va-space file `va` on a fresh MM file of `uvm_path`, as cuInit
 // does: 1 if it succeeded, 0 if the call or its status failed, -1 if the node did not open.
 int MmInitializeOnce(const std::string& uvm_path, int va) {

@@ -16,17 +16,6 @@ namespace {
 
 constexpr size_t kCtx = 2 * kMiB;  // VCORE_UVM_CONTEXT_MAPPING_BYTES: libcuda's per context
 
-int OpenUvmNode(const ScopedSlot& slot) {
-  int uvm = open(("/dev/vgpu-uvm" + std::to_string(slot.id())).c_str(), O_RDWR | O_CLOEXEC);
-  if (uvm < 0) return -1;
-  uvm_initialize_params ip{};
-  if (ioctl(uvm, UVM_INITIALIZE, &ip) != 0) {
-    close(uvm);
-    return -1;
-  }
-  return uvm;
-}
-
 // A free stretch of address space of `len` bytes (reserved, PROT_NONE).
 void* Reserve(size_t len) {
   return mmap(nullptr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -53,7 +42,7 @@ TEST(Limits, SecondContextMappingIsChargedToTheQuota) {
   ASSERT_TRUE(slot.ok());
   auto charged = [&] { return slot.Stat(VGPU_STAT_MEM_CHARGED); };
   const uint64_t managed = Managed();
-  int uvm = OpenUvmNode(slot);
+  int uvm = OpenUvm(slot);
   ASSERT_GE(uvm, 0) << strerror(errno);
   void* primary = MapUvm(uvm, kCtx);
   ASSERT_NE(primary, MAP_FAILED) << strerror(errno);
@@ -108,7 +97,7 @@ TEST(Limits, SecondContextMappingIsChargedToTheQuota) {
   pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    int u = OpenUvmNode(slot);
+    int u = OpenUvm(slot);
     if (u < 0 || MapUvm(u, kCtx) == MAP_FAILED) _exit(2);  // its own free one
     if (MapUvm(u, 3 * kMiB) == MAP_FAILED) _exit(3);
     _exit(slot.Stat(VGPU_STAT_MEM_CHARGED) == 3 * kMiB ? 0 : 4);
@@ -128,7 +117,7 @@ TEST(CallPath, OneFreeContextMappingPerProcess) {
   int files[8];
   void* maps[8];
   for (int i = 0; i < 8; ++i) {
-    files[i] = OpenUvmNode(slot);
+    files[i] = OpenUvm(slot);
     ASSERT_GE(files[i], 0) << strerror(errno);
     maps[i] = MapUvm(files[i], kCtx);
     ASSERT_NE(maps[i], MAP_FAILED) << strerror(errno);
@@ -140,7 +129,7 @@ TEST(CallPath, OneFreeContextMappingPerProcess) {
   pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    int uvm = OpenUvmNode(slot);
+    int uvm = OpenUvm(slot);
     if (uvm < 0) _exit(2);
     const uint64_t before = slot.Stat(VGPU_STAT_MEM_CHARGED);
     if (MapUvm(uvm, kCtx) == MAP_FAILED) _exit(3);
