@@ -24,9 +24,6 @@ struct vgpu_filter_slot {
 	struct vcore_slot *core;
 	u32 id;
 	struct ratelimit_state event_rs; /* refusal events (ioctl.c) */
-	/* Processes that made their UVM context mapping (core_slot.c). */
-	spinlock_t uvm_ctx_lock; /* protects uvm_ctx_procs */
-	struct list_head uvm_ctx_procs;
 };
 
 /* core_slot.c. ERR_PTR on failure (the core refused the config or version).
@@ -42,9 +39,6 @@ void vgpu_filter_slot_free(struct vgpu_filter_slot *fs);
  * NULL when out of memory. vcore_file_close() ends it. */
 struct vcore_file *vgpu_filter_file_open(struct vgpu_filter_slot *fs,
 					 enum vgpu_node_kind kind, void *priv);
-/* true: the calling process had no free UVM context mapping on this slot,
- * and now has one (vcore_uvm_map's @process_first). */
-bool vgpu_filter_first_uvm_ctx(struct vgpu_filter_slot *fs);
 u64 vgpu_filter_charged(struct vgpu_filter_slot *fs);
 u64 vgpu_filter_peak(struct vgpu_filter_slot *fs);
 void vgpu_filter_stats(struct vgpu_filter_slot *fs, struct vcore_stats *out);

@@ -10,7 +10,6 @@
 #include <linux/err.h>
 #include <linux/kernel_read_file.h>
 #include <linux/module.h>
-#include <linux/pid.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -98,69 +97,6 @@ static void vgpu_fill_config(u32 id, u32 gpu_id,
 	strscpy(cc->driver_version, vgpu_version, sizeof(cc->driver_version));
 }
 
-/* A process of the slot that made its UVM context mapping. */
-struct vgpu_uvm_ctx_proc {
-	struct list_head node;
-	struct pid *tgid; /* a reference: never another process's while held */
-};
-
-/* More processes than this on one slot: the rest get no free mapping. */
-#define VGPU_UVM_CTX_PROCS_MAX 4096
-
-/*
- * libcuda's first mmap of a UVM file is its primary context's 2 MiB mapping,
- * which the core lets a process make free of charge (vcore_uvm_map: every
- * further mapping is charged its size). Free once per process, not once per
- * UVM file: every UVM file a process opens would give it one more (issue 17,
- * F6: 8 files, 8 free mappings). true: the calling process had none on this
- * slot, and now has. Processes that exited are dropped on the way.
- */
-bool vgpu_filter_first_uvm_ctx(struct vgpu_filter_slot *fs)
-{
-	struct vgpu_uvm_ctx_proc *p, *n, *add;
-	struct pid *me = task_tgid(current);
-	unsigned int count = 0;
-	bool first = true;
-
-	add = kmalloc(sizeof(*add), GFP_KERNEL);
-	spin_lock(&fs->uvm_ctx_lock);
-	list_for_each_entry_safe(p, n, &fs->uvm_ctx_procs, node)
-	{
-		if (p->tgid == me) {
-			first = false;
-			break;
-		}
-		if (!pid_has_task(p->tgid, PIDTYPE_TGID)) {
-			list_del(&p->node);
-			put_pid(p->tgid);
-			kfree(p);
-			continue;
-		}
-		count++;
-	}
-	if (first && add && count < VGPU_UVM_CTX_PROCS_MAX) {
-		add->tgid = get_pid(me);
-		list_add(&add->node, &fs->uvm_ctx_procs);
-		add = NULL;
-	} else {
-		first = false; /* not recorded: no free mapping either */
-	}
-	spin_unlock(&fs->uvm_ctx_lock);
-	kfree(add);
-	return first;
-}
-
-static void vgpu_uvm_ctx_procs_free(struct vgpu_filter_slot *fs)
-{
-	struct vgpu_uvm_ctx_proc *p, *n;
-
-	list_for_each_entry_safe(p, n, &fs->uvm_ctx_procs, node)
-	{
-		put_pid(p->tgid);
-		kfree(p);
-	}
-}
-
 struct vgpu_filter_slot *
 vgpu_filter_slot_new(u32 id, u32 gpu_id, const struct vgpu_slot_config *cfg)
 {
@@ -172,8 +108,6 @@ vgpu_filter_slot_new(u32 id, u32 gpu_id, const struct vgpu_slot_config *cfg)
 	if (!fs)
 		return ERR_PTR(-ENOMEM);
 	fs->id = id;
-	spin_lock_init(&fs->uvm_ctx_lock);
-	INIT_LIST_HEAD(&fs->uvm_ctx_procs);
 	ratelimit_state_init(&fs->event_rs, 5 * HZ, 20);
 	vgpu_read_driver_version();
 	vgpu_fill_config(id, gpu_id, cfg, &cc);
@@ -206,7 +140,6 @@ void vgpu_filter_slot_free(struct vgpu_filter_slot *fs)
 {
 	if (!fs)
 		return;
-	vgpu_uvm_ctx_procs_free(fs);
 	vcore_slot_destroy(fs->core);
 	kfree(fs);
 }

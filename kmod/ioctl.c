@@ -29,7 +29,6 @@ int vgpu_filter_mmap(struct vgpu_file *vf, struct vm_area_struct *vma,
 		     vcore_u64 *charged)
 {
 	unsigned long len = vma->vm_end - vma->vm_start;
-	bool first;
 	int err;
 
 	*charged = 0;
@@ -39,10 +38,7 @@ int vgpu_filter_mmap(struct vgpu_file *vf, struct vm_area_struct *vma,
 		return -ENODEV;
 	if (vf->kind != VGPU_NODE_UVM)
 		return 0;
-	/* A large mapping does not use up the process's free context one. */
-	first = len <= VCORE_UVM_CONTEXT_MAPPING_BYTES &&
-		vgpu_filter_first_uvm_ctx(vf->slot->filter);
-	err = vcore_uvm_map(vf->core, len, first, charged);
+	err = vcore_uvm_map(vf->core, len, charged);
 	if (err) {
 		pr_warn_ratelimited(
 			"slot %u pid %d (%s): managed-memory mmap "

@@ -558,8 +558,7 @@ vcore_bool vcore_managed_refused(struct vcore_slot *slot)
 	return refused;
 }
 
-int vcore_uvm_map(struct vcore_file *file, vcore_u64 length,
-		  vcore_bool process_first, vcore_u64 *charged)
+int vcore_uvm_map(struct vcore_file *file, vcore_u64 length, vcore_u64 *charged)
 {
 	struct vcore_slot *slot;
 	int err;
@@ -567,8 +566,6 @@ int vcore_uvm_map(struct vcore_file *file, vcore_u64 length,
 	*charged = 0;
 	if (!file || file->kind != VCORE_FILE_UVM)
 		return -VCORE_EINVAL;
-	if (process_first && length <= VCORE_UVM_CONTEXT_MAPPING_BYTES)
-		return 0;
 	slot = file->slot;
 	vcore_lock(slot);
 	if (managed_policy_locked(slot) != VCORE_MANAGED_REFUSE) {

@@ -398,24 +398,23 @@ int vcore_driver_version_supported(const char *version, char *msg,
  * and holds nothing. So a mapping's size bounds what it can hold, and that is
  * what it is charged (docs/nvidia-rm-abi.md §7).
  *
- * libcuda maps 2 MiB for each context it creates, before any allocation is
- * possible (measured on the H200 with 580.159.04, docs/results/shim-h200.md).
- * A process's first mapping of at most that size is its primary context's and
- * is free: @process_first says the host found it is the calling process's
- * first on this slot (the host knows processes, the core does not).
+ * libcuda maps VCORE_UVM_CONTEXT_MAPPING_BYTES for each context it creates,
+ * before any allocation is possible (measured on the H200 with 580.159.04,
+ * docs/results/shim-h200.md), and is charged for it like any mapping: a free
+ * one per process would give a tenant that forks N processes N of them.
  *
- * Every other mapping, under the managed policy "refuse" (the default under a
- * quota), is charged its @length against the slot's quota: 0 and *@charged =
- * @length, or -VCORE_ENOMEM (counted as a quota denial) when it does not fit.
- * Under "allow-uncounted" it is allowed and charged nothing. The host reports
- * each charged mapping's end, or part of it, with vcore_uvm_unmap() after the
- * driver dropped it; what is left is refunded at vcore_file_close(), which
- * a host calls only after the driver's last reference to the file went.
+ * Under the managed policy "refuse" (the default under a quota) a mapping is
+ * charged its @length against the slot's quota: 0 and *@charged = @length,
+ * or -VCORE_ENOMEM (counted as a quota denial) when it does not fit. Under
+ * "allow-uncounted" it is allowed and charged nothing. The host reports each
+ * charged mapping's end, or part of it, with vcore_uvm_unmap() after the
+ * driver dropped it; what is left is refunded at vcore_file_close(), which a
+ * host calls only after the driver's last reference to the file went.
  * -VCORE_EINVAL for a file that is not a UVM file.
  */
 #define VCORE_UVM_CONTEXT_MAPPING_BYTES (2ull << 20)
 int vcore_uvm_map(struct vcore_file *file, vcore_u64 length,
-		  vcore_bool process_first, vcore_u64 *charged);
+		  vcore_u64 *charged);
 /* @bytes of a charged mapping of @file went (munmap, a closed piece). */
 void vcore_uvm_unmap(struct vcore_file *file, vcore_u64 bytes);
 /*

@@ -32,8 +32,6 @@ struct Piece {
 std::atomic<bool> pieces_lock{false};
 // Never freed: a thread may unmap while the process exits.
 std::vector<Piece>* pieces = new std::vector<Piece>;
-// The process made its primary context's mapping, the one the core lets it make free.
-std::atomic<bool> context_mapped{false};
 
 class PiecesLock {
  public:
@@ -60,10 +58,8 @@ struct Refund {
 void* MapUvm(ShimState* st, ShimFile* f, void* addr, size_t len, int prot, int flags, int fd,
              off_t off) {
   const uint64_t size = PageUp(len);  // what the kernel maps
-  const bool first = size <= VCORE_UVM_CONTEXT_MAPPING_BYTES &&
-                     !context_mapped.exchange(true, std::memory_order_relaxed);
   vcore_u64 charged = 0;
-  if (int err = vcore_uvm_map(f->core, size, first, &charged); err != 0) {
+  if (int err = vcore_uvm_map(f->core, size, &charged); err != 0) {
     ReportRefusal(st, "managed-memory mmap of /dev/nvidia-uvm", 0, 0, size,
                   err == -VCORE_ENOMEM ? "over the slot's memory quota" : "not a UVM file");
     errno = err == -VCORE_ENOMEM ? ENOMEM : EINVAL;
@@ -156,12 +152,11 @@ void UvmRemapped(void* old_addr, size_t old_len, size_t new_len, void* result) {
 }
 
 void ForgetUvmMappingsAfterFork() {
-  // The child has none of them (VM_DONTCOPY, or disabled by the driver) and its own context
-  // to make. The pieces' file references stay: the records are the parent's copies.
+  // The child has none of them (VM_DONTCOPY, or disabled by the driver). The pieces' file
+  // references stay: the records are the parent's copies.
   pieces_lock.store(false, std::memory_order_relaxed);
   pieces->clear();
   uvm_pieces_live.store(0, std::memory_order_relaxed);
-  context_mapped.store(false, std::memory_order_relaxed);
 }
 
 }  // namespace vgpu::shim

@@ -271,17 +271,17 @@ TEST_F(ShimPreloadTest, DiagnosticCountersSeeExactlyTheCallsMade) {
 }
 
 TEST_F(ShimPreloadTest, ManagedMemoryFollowsThePolicy) {
-  ASSERT_EQ(Run("VGPU_MEMORY_QUOTA=2M", "managed"), 0) << err_;
-  EXPECT_NE(out_.find("MANAGED0 ok"), std::string::npos) << out_ << err_;  // context mapping
-  EXPECT_NE(out_.find("MANAGED1 ok"), std::string::npos) << out_ << err_;  // charged: 2 of 2
-  ASSERT_EQ(Run("VGPU_MEMORY_QUOTA=1M", "managed"), 0) << err_;
+  ASSERT_EQ(Run("VGPU_MEMORY_QUOTA=4M", "managed"), 0) << err_;
+  EXPECT_NE(out_.find("MANAGED0 ok"), std::string::npos) << out_ << err_;  // charged: 2 of 4
+  EXPECT_NE(out_.find("MANAGED1 ok"), std::string::npos) << out_ << err_;  // charged: 4 of 4
+  ASSERT_EQ(Run("VGPU_MEMORY_QUOTA=3M", "managed"), 0) << err_;
   EXPECT_NE(out_.find("MANAGED1 fail errno=12"), std::string::npos) << out_ << err_;
   EXPECT_NE(err_.find("managed-memory mmap"), std::string::npos) << err_;
   ASSERT_EQ(Run("VGPU_MEMORY_QUOTA=1M VGPU_MANAGED=allow-uncounted", "managed"), 0) << err_;
   EXPECT_NE(out_.find("MANAGED1 ok"), std::string::npos) << out_ << err_;
 }
 
-// A second CUDA context maps 2 MiB more of nvidia-uvm: charged to the quota (refused before),
+// Each CUDA context maps 2 MiB of nvidia-uvm: charged to the quota (a second was refused before),
 // refused with ENOMEM once the quota is full, refunded as the mappings go, by piece, and kept
 // while a mapping outlives its fd (the mapping holds the driver's file).
 TEST_F(ShimPreloadTest, SecondContextMappingIsChargedToTheQuota) {
@@ -290,8 +290,8 @@ TEST_F(ShimPreloadTest, SecondContextMappingIsChargedToTheQuota) {
     return out_.find(std::string("VIEW ") + when + " rc=0 status=0x0 total=8388608 free=" +
                      std::to_string(free) + "\n") != std::string::npos;
   };
-  // The first is the primary context's (free), then four charged 2 MiB, the sixth refused.
-  EXPECT_NE(out_.find("CONTEXTS mapped=5 errno=12"), std::string::npos) << out_ << err_;
+  // Four charged 2 MiB mappings fill 8 MiB, the fifth is refused.
+  EXPECT_NE(out_.find("CONTEXTS mapped=4 errno=12"), std::string::npos) << out_ << err_;
   EXPECT_TRUE(view("mapped", 0)) << out_;
   EXPECT_TRUE(view("unmapped", 2 * kMiB)) << out_;
   EXPECT_TRUE(view("half-unmapped", 3 * kMiB)) << out_;
@@ -299,6 +299,9 @@ TEST_F(ShimPreloadTest, SecondContextMappingIsChargedToTheQuota) {
   EXPECT_TRUE(view("shrunk", 4 * kMiB)) << out_;
   EXPECT_TRUE(view("fd-closed", 4 * kMiB)) << out_;
   EXPECT_TRUE(view("all-unmapped", 8 * kMiB)) << out_;
+  ASSERT_EQ(Run("VGPU_MEMORY_QUOTA=8M VGPU_MANAGED=allow-uncounted", "contexts"), 0) << err_;
+  EXPECT_NE(out_.find("CONTEXTS mapped=8 errno=0"), std::string::npos) << out_ << err_;
+  EXPECT_TRUE(view("mapped", 8 * kMiB)) << out_ << "allow-uncounted charges nothing";
 }
 
 TEST_F(ShimPreloadTest, BadConfigRefusesTheDeviceWithAClearError) {
