@@ -181,7 +181,6 @@ void GrTsgs(Rm& rm, uint32_t va, unsigned n) {
   Report("GR TSGs alone", t0, t1, static_cast<unsigned>(tsgs.size()));
   unsigned channels = 0, objects = 0;
   uint64_t mem_kib = 0;
-  uint64_t t2 = t1, t3 = t1;
   for (uint32_t tsg : tsgs) {
     uint32_t share = rm.next++, buf = 0, err = 0, ch = rm.next++, obj = rm.next++;
     uint32_t sp[3] = {va, 1, 0};
@@ -208,7 +207,6 @@ void GrTsgs(Rm& rm, uint32_t va, unsigned n) {
       break;
     }
     ++channels;
-    t2 += 0;
     uint64_t c1 = rm.HeapFreeKiB();
     uint32_t gp[4] = {};
     st = Alloc(rm.ctl, rm.client, ch, &obj, kHopperComputeA, gp);
@@ -218,7 +216,7 @@ void GrTsgs(Rm& rm, uint32_t va, unsigned n) {
                 static_cast<unsigned long long>(st));
     if (st == NV_OK) ++objects;
   }
-  t3 = rm.HeapFreeKiB();
+  const uint64_t t3 = rm.HeapFreeKiB();
   std::printf(
       "GR TSGs with channel and compute object: %u channels, %u objects; %.4f MiB "
       "beyond the TSGs and their class-0x40/0x3e memory (%.4f MiB each)\n",
