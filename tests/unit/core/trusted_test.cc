@@ -69,16 +69,24 @@ class TrustedTest : public CoreTest {
   // reads it (both rewritten by "another thread"). Returns the status the application sees.
   uint32_t RacedAlloc(uint32_t c, uint32_t d, uint32_t h, uint64_t asked, uint64_t allocated,
                       uint64_t reply_size, uint32_t reply_status = NV_OK) {
+    return Raced(NV01_MEMORY_LOCAL_USER, c, d, h, asked, {allocated, 0, 0}, reply_size,
+                 reply_status);
+  }
+
+  // The same for any memory class @cls: @made is the driver's record of the object (sizes and
+  // class; a record with neither size stays GPU memory 0).
+  uint32_t Raced(uint32_t cls, uint32_t c, uint32_t d, uint32_t h, uint64_t asked,
+                 vcore_driver_mem made, uint64_t reply_size, uint32_t reply_status = NV_OK) {
     NV_MEMORY_ALLOCATION_PARAMS m{};
     m.owner = c;
-    m.flags = 0x1c101;
+    m.flags = cls == NV01_MEMORY_LOCAL_USER ? 0x1c101 : 0;
     m.size = asked;
-    m.alignment = 2 * kMiB;
+    m.alignment = cls == NV01_MEMORY_LOCAL_USER ? 2 * kMiB : 0;
     NVOS64_PARAMETERS p{};
     p.hRoot = c;
     p.hObjectParent = d;
     p.hObjectNew = h;
-    p.hClass = NV01_MEMORY_LOCAL_USER;
+    p.hClass = cls;
     p.pAllocParms = kParams;
     Put(kArg, Bytes(p));
     Put(kParams, Bytes(m));
@@ -86,7 +94,9 @@ class TrustedTest : public CoreTest {
     vcore_call* call = nullptr;
     vcore_verdict v = vcore_pre(ctl_, Req(NV_ESC_RM_ALLOC, 48), kArg, &ctx, &call);
     if (v == VCORE_FORWARD) {
-      driver_.bytes[{c, h}] = allocated;  // the driver's own record
+      driver_.bytes[{c, h}] = made.gpu;  // the driver's own record
+      if (made.sys) driver_.sys[{c, h}] = made.sys;
+      if (made.cls) driver_.cls[{c, h}] = made.cls;
       uint32_t ok = NV_OK;
       mem_.Write(kArg + 40, &ok, 4);
       // The racing thread rewrites the reply before the core reads it.
@@ -315,30 +325,7 @@ TEST_F(TrustedTest, SystemMemoryIsHeldToTheBudgetAtTheDriversSize) {
   uint32_t c, d, s;
   Session(&c, &d, &s);
   auto sysmem = [&](uint32_t h, uint64_t asked, uint64_t allocated, uint64_t reply) {
-    NV_MEMORY_ALLOCATION_PARAMS m{};
-    m.owner = c;
-    m.size = asked;
-    NVOS64_PARAMETERS p{};
-    p.hRoot = c;
-    p.hObjectParent = d;
-    p.hObjectNew = h;
-    p.hClass = NV01_MEMORY_SYSTEM;
-    p.pAllocParms = kParams;
-    Put(kArg, Bytes(p));
-    Put(kParams, Bytes(m));
-    vcore_call_ctx ctx{&mem_, kPid, kPid};
-    vcore_call* call = nullptr;
-    vcore_verdict v = vcore_pre(ctl_, Req(NV_ESC_RM_ALLOC, 48), kArg, &ctx, &call);
-    if (v == VCORE_FORWARD) {
-      driver_.bytes[{c, h}] = 0;  // no GPU memory
-      driver_.sys[{c, h}] = allocated;
-      driver_.cls[{c, h}] = NV01_MEMORY_SYSTEM;
-      uint32_t ok = NV_OK;
-      mem_.Write(kArg + 40, &ok, 4);
-      mem_.Write(kParams + 64, &reply, 8);  // the sibling lowers the reply again
-    }
-    EXPECT_EQ(vcore_post(call, 0), 0);
-    return Get<uint32_t>(mem_, kArg + 40);
+    return Raced(NV01_MEMORY_SYSTEM, c, d, h, asked, {0, allocated, NV01_MEMORY_SYSTEM}, reply);
   };
   // Checked 4 KiB, the driver made 16 MiB: twice the budget. Freed in the driver, refused.
   EXPECT_EQ(sysmem(0x5c000080, 4096, 16 * kMiB, 4096), NV_ERR_NO_MEMORY);
