@@ -287,10 +287,15 @@ enum vcore_verdict vcore_ctrl_gpu_detach_ids(struct vcore_call *call)
 }
 
 /*
- * NV_ESC_ATTACH_GPUS_TO_FD: NvU32 gpu_id[] (0 skipped, nv.c). Residue: the
- * driver reads the array from user memory again (an escape, not an RM
- * control: the host cannot hand the driver the core's copy), so a sibling
- * thread that rewrites an id during the call attaches that GPU to the file.
+ * NV_ESC_ATTACH_GPUS_TO_FD: NvU32 gpu_id[] (0 skipped, nv.c). Residue,
+ * refused by policy (docs/security/kernel-call-path.md, F11.3): the driver
+ * reads the array from user memory again (an escape, not an RM control: the
+ * host cannot hand the driver the core's copy, and no page of the caller's
+ * is out of its siblings' reach), so a sibling thread that rewrites an id
+ * during the call attaches that GPU to the file. That holds the GPU open
+ * until the file closes and gives nothing else: a device of it needs a file
+ * of that GPU in the caller's table, and every RM path naming it is refused
+ * here (CallPath.AForeignGpuAttachedByARaceServesNothing).
  */
 enum vcore_verdict vcore_esc_attach_gpus_to_fd(struct vcore_call *call)
 {

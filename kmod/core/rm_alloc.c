@@ -92,9 +92,12 @@ static enum vcore_verdict reserve(struct vcore_call *call, vcore_u64 bytes,
  * slot's budget (issue 17, F10): nvidia.ko allocates these pages with
  * GFP_KERNEL and no __GFP_ACCOUNT (nv_alloc_system_pages, nv-vm.c), so
  * neither the pod's memory cgroup nor any process's RSS sees them, and a
- * tenant could take the node's memory. RM rounds to pages and writes the
- * size back (sysmemConstruct_IMPL, system_mem.c); post settles at the larger
- * of the two.
+ * tenant could take the node's memory. RM reads the size again and writes
+ * the size it allocated back (sysmemConstruct_IMPL, system_mem.c), both in
+ * user memory a sibling thread can change around the call: post settles at
+ * the driver's own size where the host can ask it (driver_memory), freeing
+ * the object past the budget, as video memory past the quota
+ * (rm_alloc_post.c, sysmem_settle_trusted).
  */
 static enum vcore_verdict
 reserve_sysmem(struct vcore_call *call, const vcore_u8 *params, vcore_u32 psize)

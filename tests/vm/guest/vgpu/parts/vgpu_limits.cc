@@ -3,6 +3,7 @@
 // the compute controller can gate. libcuda makes 4 TSGs and 20 channels per context, all channels
 // under a TSG. F10: the driver's system memory is charged to no memory cgroup, so each slot has a
 // budget for it. Linked into vgpu_gtest (guest.cmake).
+#include <cstddef>
 #include <fstream>
 
 #include "vgpu_rm.h"
@@ -233,6 +234,67 @@ TEST(Limits, SystemMemoryPerSlotIsCapped) {
   EXPECT_EQ(ReadNvsimParam("sysmem_bytes"), base);
   // The budget did not touch the video memory quota.
   EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 0u);
+}
+
+// F10, the size race: the driver reads the size of a class 0x3e allocation again after vgpu.ko's
+// private copy, and writes back the size it allocated, both in the caller's memory. A sibling
+// thread raises the size between the two reads and lowers it again before vgpu.ko reads the reply:
+// nvsim's rewrite_allocp_* hook lands those two stores every time (tests/vm/nvsim/nvsim_hook.c).
+// The slot's budget must bound what the driver holds (the driver's own size, kmod/driver_query.c):
+// past the budget the object is freed and NV_ERR_NO_MEMORY returned; within it the driver's size is
+// what the budget counts, so the allocations that follow fit only in what is really left.
+TEST(Limits, SystemMemorySizeRaisedDuringTheCallStaysInTheBudget) {
+  constexpr uint64_t kBudgetMiB = 64;
+  const uint64_t saved = SysmemBudgetMiB();
+  const bool set = SetSysmemBudgetMiB(kBudgetMiB);
+  ScopedSlot slot(64 * kMiB, "sysrace");
+  if (set) SetSysmemBudgetMiB(saved);
+  ASSERT_TRUE(set);
+  ASSERT_TRUE(slot.ok());
+  const uint64_t done = ReadNvsimParam("rewrite_allocp_done");
+  ASSERT_NE(done, ~0ull) << "nvsim has no rewrite_allocp_* test hook";
+  const uint64_t base = ReadNvsimParam("sysmem_bytes");
+  auto raised = [&](Session& s, uint32_t handle, uint64_t checked, uint32_t raised_to) {
+    nv_memory_allocation_params mp{};
+    mp.owner = s.client;
+    mp.size = checked;
+    EXPECT_TRUE(
+        WriteNvsimParam("rewrite_allocp_offset", offsetof(nv_memory_allocation_params, size)) &&
+        WriteNvsimParam("rewrite_allocp_value", raised_to) &&
+        WriteNvsimParam("rewrite_allocp_tgid", static_cast<uint64_t>(getpid())));
+    const int64_t st = Alloc(s.ctl, s.client, s.device, &handle, NV01_MEMORY_SYSTEM, &mp);
+    WriteNvsimParam("rewrite_allocp_tgid", 0);
+    EXPECT_EQ(mp.size, checked) << "the sibling's second store did not land";
+    return st;
+  };
+  Session s;
+  ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
+  // Checked 4 KiB, the driver reads 256 MiB: four times the budget in one allocation.
+  const int64_t over = raised(s, 0xd4000000, 4096, 256 * kMiB);
+  const uint64_t held_over = ReadNvsimParam("sysmem_bytes") - base;
+  EXPECT_EQ(ReadNvsimParam("rewrite_allocp_done"), done + 1) << "nvsim made the rewrite once";
+  // Checked 4 KiB, the driver reads 16 MiB: within the budget, so it stays, counted at 16 MiB.
+  const int64_t within = raised(s, 0xd4000001, 4096, 16 * kMiB);
+  const uint64_t held_within = ReadNvsimParam("sysmem_bytes") - base;
+  // Then 64 MiB of plain 4 MiB allocations: only what the budget has left fits.
+  int granted = 0;
+  for (uint32_t i = 0; i < 16; ++i)
+    if (s.Sysmem(0xd4100000 + i, 4 * kMiB) == NV_OK) ++granted;
+  const uint64_t held = ReadNvsimParam("sysmem_bytes") - base;
+  std::printf(
+      "sysmem race: budget %llu MiB; 4 KiB raised to 256 MiB -> status 0x%llx, the driver holds "
+      "%llu MiB; 4 KiB raised to 16 MiB -> status 0x%llx, holds %llu MiB; then %d of 16 x 4 MiB "
+      "granted, the driver holds %llu MiB for the slot\n",
+      static_cast<unsigned long long>(kBudgetMiB), static_cast<unsigned long long>(over),
+      static_cast<unsigned long long>(held_over / kMiB), static_cast<unsigned long long>(within),
+      static_cast<unsigned long long>(held_within / kMiB), granted,
+      static_cast<unsigned long long>(held / kMiB));
+  EXPECT_EQ(over, NV_ERR_NO_MEMORY) << "an allocation past the budget was granted";
+  EXPECT_EQ(held_over, 0u) << "the driver holds system memory past the slot's budget";
+  EXPECT_EQ(within, NV_OK);
+  EXPECT_EQ(held_within, 16 * kMiB);
+  EXPECT_EQ(granted, 12) << "the budget counted another size than the driver's";
+  EXPECT_LE(held, kBudgetMiB * kMiB) << "the driver holds system memory past the slot's budget";
 }
 
 }  // namespace
