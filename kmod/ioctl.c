@@ -181,7 +181,7 @@ vgpu_forward_translated(struct vgpu_file *vf, struct vcore_call *call,
 	if (needs & VCORE_NEED_UNPRIVILEGED)
 		rc = vgpu_ioctl_unprivileged(real, cmd, arg);
 	else
-		rc = vgpu_fd_call(real, cmd, arg, fix, nfix);
+		rc = vgpu_fd_call(real, cmd, arg, fix, nfix, call);
 
 	vgpu_remove_gpu_witness(&witness);
 out_restore:

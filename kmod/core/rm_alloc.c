@@ -18,10 +18,10 @@
  * refused, and an unused part of the reservation is refunded at once; else
  * it is read from the reply, which a racing thread can still rewrite.
  *
- * TSGs and channels hold video memory of the driver's own that no RM_ALLOC
- * of memory reports (issue 17 F11.1): each is charged its class's fixed
- * estimate (rm_internal_bytes, tables_580.c), reserved and refused exactly
- * like memory, and refunded with the object (objects.c).
+ * TSGs, channels and VA spaces hold video memory of the driver's own that no
+ * RM_ALLOC of memory reports (issue 17 F11.1): each is charged its class's
+ * fixed estimate (rm_internal_bytes, tables_580.c), reserved and refused
+ * exactly like memory, and refunded with the object (objects.c).
  */
 #include "rm_alloc_internal.h"
 #include "abi/classes.h"
@@ -204,6 +204,13 @@ static enum vcore_verdict alloc_by_class(struct vcore_call *call, vcore_u32 cls,
 			call->new_obj->engine_type = vcore_rd32(params, 12);
 		/* The driver's own memory behind it (tables_580.c), by class
 		 * alone: nothing the tenant writes changes the estimate. */
+		call->internal = row->rm_internal_bytes;
+		return reserve(call, call->internal, 0);
+	case VCORE_CLS_VASPACE:
+		v = vcore_vaspace_limit(call);
+		if (v != VCORE_FORWARD)
+			return v;
+		/* Its page directories (tables_580.c), by class alone. */
 		call->internal = row->rm_internal_bytes;
 		return reserve(call, call->internal, 0);
 	case VCORE_CLS_EVENT:

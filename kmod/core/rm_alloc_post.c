@@ -161,8 +161,8 @@ int vcore_post_alloc(struct vcore_call *call)
 		 * docs/results/kmod-issue4-tamper.md), the rest of the
 		 * reservation goes back now, not at the free.
 		 */
-		/* The driver reports none of a TSG's or channel's own
-		 * memory: its estimate stays (rm_alloc.c). */
+		/* The driver reports none of a TSG's, channel's or VA
+		 * space's own memory: its estimate stays (rm_alloc.c). */
 		charge = trusted + call->internal;
 		if (charge < call->reserved) {
 			vcore_lock(slot);

@@ -786,6 +786,14 @@ vcore_u32 vcore_class_params_size(const struct vcore_slot *slot, vcore_u32 cls);
  */
 #define VCORE_SLOT_MAX_TSGS	64
 #define VCORE_SLOT_MAX_CHANNELS 1024
+/*
+ * VA spaces (FERMI_VASPACE_A) per slot (issue 17 F11.1): their page
+ * directories are the driver's video memory, charged as a fixed estimate
+ * each (tables_580.c). libcuda makes 2 per process and later contexts reuse
+ * them (every recorded trace in tests/data/traces): twice what the 16
+ * contexts of the TSG limit need as processes of their own.
+ */
+#define VCORE_SLOT_MAX_VASPACES (VCORE_SLOT_MAX_TSGS / 4 * 2 * 2)
 
 /*
  * A TSG (KEPLER_CHANNEL_GROUP_A 0xa06c or a successor) the slot's clients

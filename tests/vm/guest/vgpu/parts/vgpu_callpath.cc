@@ -148,28 +148,6 @@ TEST(CallPath, AdminHeapQueryGetsNoWholeFramebufferHandle) {
   EXPECT_TRUE(slot.Get().id == slot.id());
 }
 
-int OpenUvm(const ScopedSlot& slot) {
-  int uvm = open(("/dev/vgpu-uvm" + std::to_string(slot.id())).c_str(), O_RDWR | O_CLOEXEC);
-  if (uvm < 0) return -1;
-  uvm_initialize_params ip{};
-  if (ioctl(uvm, UVM_INITIALIZE, &ip) != 0) {
-    close(uvm);
-    return -1;
-  }
-  return uvm;
-}
-
-// One UVM_MM_INITIALIZE of the va-space file `va` on a fresh MM file of `uvm_path`, as cuInit
-// does: 1 if it succeeded, 0 if the call or its status failed, -1 if the node did not open.
-int MmInitializeOnce(const std::string& uvm_path, int va) {
-  int mm = open(uvm_path.c_str(), O_RDWR | O_CLOEXEC);
-  if (mm < 0) return -1;
-  uvm_mm_initialize_params p{va, ~0u};
-  const bool ok = ioctl(mm, UVM_MM_INITIALIZE, &p) == 0 && p.rmStatus == NV_OK;
-  close(mm);
-  return ok ? 1 : 0;
-}
-
 // F6: libcuda's context mapping (the first mmap <= 2 MiB) is allowed once per process, not once
 // per UVM file: eight UVM files give eight free managed mappings otherwise. nvsim's UVM node has
 // no mmap, so a mapping that reached the driver fails with ENODEV, a refused one with EPERM.

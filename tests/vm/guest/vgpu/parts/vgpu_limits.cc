@@ -11,6 +11,7 @@ namespace vgpu_test {
 namespace {
 
 constexpr uint32_t kMaxTsgs = 64, kMaxChannels = 1024;  // VCORE_SLOT_MAX_TSGS/CHANNELS
+constexpr uint32_t kMaxVaspaces = 64;                   // VCORE_SLOT_MAX_VASPACES
 
 int64_t AllocTsg(Session& s, uint32_t h) {
   nv_channel_group_alloc_params tp{};
@@ -20,6 +21,11 @@ int64_t AllocTsg(Session& s, uint32_t h) {
 int64_t AllocChannel(Session& s, uint32_t parent, uint32_t h) {
   uint8_t chp[368] = {};
   return Alloc(s.ctl, s.client, parent, &h, 0xc86f, chp);
+}
+
+int64_t AllocVaspace(Session& s, uint32_t h) {
+  nv_vaspace_alloc_params vp{};
+  return Alloc(s.ctl, s.client, s.device, &h, FERMI_VASPACE_A, &vp);
 }
 
 TEST(Limits, TsgsAndChannelsPerSlotAreCapped) {
@@ -103,6 +109,70 @@ TEST(Limits, TsgsAndChannelsAreChargedToTheQuota) {
     EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), tsg + channel);
   }
   EXPECT_EQ(SettledCharge(slot, 0), 0u) << "the close refunds the context";
+  EXPECT_EQ(NvsimUsedBytes(), nvsim_used);
+}
+
+// F11.1: a VA space's page directory is the driver's video memory (64 KiB for the first on the
+// H200, about 20 KiB each after, docs/results/context-memory-h200.md), which no RM_ALLOC of memory
+// reports, and a tenant can make as many as it likes. Each is charged the branch's estimate, a
+// slot has at most kMaxVaspaces (libcuda makes 2 per process), a slot whose quota is full gets
+// none, and the charge comes back at the free, the device's free and the file's close. nvsim
+// allocates nothing for them.
+TEST(Limits, VaSpacesAreChargedAndCapped) {
+  ScopedSlot slot(64 * kMiB, "vaspace");
+  ASSERT_TRUE(slot.ok());
+  const uint64_t nvsim_used = NvsimUsedBytes();
+  {
+    Session s;
+    ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
+    ASSERT_EQ(AllocVaspace(s, 0xd4000000), NV_OK);
+    const uint64_t one = slot.Stat(VGPU_STAT_MEM_CHARGED);
+    EXPECT_GT(one, 0u) << "a VA space's page directory charged to nobody";
+    EXPECT_EQ(NvsimUsedBytes(), nvsim_used) << "nvsim allocates nothing for it";
+    uint32_t granted = 1;
+    int64_t st = NV_OK;
+    for (uint32_t i = 1; i < kMaxVaspaces + 8; ++i) {
+      st = AllocVaspace(s, 0xd4000000 + i);
+      if (st == NV_OK) ++granted;
+    }
+    const uint64_t charged = slot.Stat(VGPU_STAT_MEM_CHARGED);
+    std::printf(
+        "vaspace: one charged %llu B; %u of %u granted, the last: status 0x%llx; %llu B "
+        "charged for them\n",
+        static_cast<unsigned long long>(one), granted, kMaxVaspaces + 8,
+        static_cast<unsigned long long>(st), static_cast<unsigned long long>(charged));
+    EXPECT_EQ(granted, kMaxVaspaces) << "VA spaces granted to one slot";
+    EXPECT_EQ(st, NV_ERR_INSUFFICIENT_RESOURCES);
+    EXPECT_EQ(charged, granted * one);
+    // A free gives room again; the device's free takes them all, and their charge.
+    EXPECT_EQ(Free(s.ctl, s.client, s.device, 0xd4000000), NV_OK);
+    EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), (granted - 1) * one);
+    EXPECT_EQ(AllocVaspace(s, 0xd4100000), NV_OK) << "room again";
+    EXPECT_EQ(Free(s.ctl, s.client, s.client, s.device), NV_OK);
+    EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 0u);
+    // A new device with a VA space, and the quota filled with memory; what they hold is left to
+    // the file's close.
+    nv0080_alloc_params dp{};
+    uint32_t device = 0xd0000021;
+    ASSERT_EQ(Alloc(s.ctl, s.client, s.client, &device, NV01_DEVICE_0, &dp), NV_OK);
+    s.device = device;
+    ASSERT_EQ(AllocVaspace(s, 0xd4200000), NV_OK);
+    uint32_t filled = 0;
+    for (uint32_t i = 0; i < 40; ++i)
+      if (s.Vidmem(0xd3000000 + i, 2 * kMiB) == NV_OK) ++filled;
+    // VA spaces fit in what is left of the quota, then are refused as memory is.
+    uint32_t more = 0;
+    int64_t full = NV_OK;
+    while (more < kMaxVaspaces && (full = AllocVaspace(s, 0xd4200001 + more)) == NV_OK) ++more;
+    std::printf(
+        "vaspace: %u x 2 MiB filled the 64 MiB quota; then %u more VA spaces fit, the next: status "
+        "0x%llx\n",
+        filled, more, static_cast<unsigned long long>(full));
+    EXPECT_EQ(full, NV_ERR_NO_MEMORY) << "a VA space on a slot whose quota is full";
+    EXPECT_LE(slot.Stat(VGPU_STAT_MEM_CHARGED), 64 * kMiB);
+    EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), uint64_t{filled} * 2 * kMiB + (1 + more) * one);
+  }
+  EXPECT_EQ(SettledCharge(slot, 0), 0u) << "the close refunds the VA space";
   EXPECT_EQ(NvsimUsedBytes(), nvsim_used);
 }
 
