@@ -482,6 +482,10 @@ enum vcore_post_kind {
 };
 
 typedef int (*vcore_ctrl_post_fn)(struct vcore_call *call);
+/* A reply's rewrite in its private copy @prm of @len bytes; 1: it changed
+ * (vcore_post_rewrite_reply). */
+typedef int (*vcore_reply_rewrite_fn)(const struct vcore_call *call,
+				      vcore_u8 *prm, vcore_u32 len);
 
 struct vcore_call {
 	struct vcore_slot *slot;
@@ -536,6 +540,7 @@ struct vcore_call {
 	int list_buf;		      /* FB_GET_INFO v1: the nested list */
 	vcore_u64 uvm_base, uvm_end;  /* UVM_FREE / UNMAP_EXTERNAL span */
 	vcore_view_fn view;	      /* a view row's rewrite (views.c) */
+	vcore_reply_rewrite_fn reply_rewrite; /* vcore_post_rewrite_reply */
 
 	/*
 	 * Everything above is zeroed for each call (call_init); what follows
@@ -769,6 +774,15 @@ enum vcore_verdict vcore_sched_obj_limit(struct vcore_call *call,
 					 vcore_bool tsg, vcore_u32 h_root);
 /* objects.c: a VA space past VCORE_SLOT_MAX_VASPACES is refused. */
 enum vcore_verdict vcore_vaspace_limit(struct vcore_call *call);
+
+/*
+ * views.c: a pre step that copied the control's params (call->params_buf)
+ * makes this its post step: after a successful call the reply is read into
+ * that private copy, rewritten by @fn (1: it changed), and written back and
+ * counted as a view when it changed. The reply views of views.c and gpus.c.
+ */
+void vcore_post_rewrite_reply(struct vcore_call *call,
+			      vcore_reply_rewrite_fn fn);
 
 /* views.c: a reply rewritten (stats.views_rewritten), lock-free */
 static inline void vcore_count_view(struct vcore_slot *slot)
