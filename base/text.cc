@@ -52,6 +52,30 @@ Result<std::filesystem::path> KeepCorruptFileAside(const std::filesystem::path& 
   return aside;
 }
 
+Status LoadStateFile(const std::filesystem::path& path, std::string_view what, StateFileLoad* load,
+                     const std::function<Status(std::string_view)>& parse) {
+  Result<std::string> text = ReadFileToString(path.string());
+  if (!text.ok()) {
+    if (text.status().code() == StatusCode::kNotFound || !std::filesystem::exists(path)) {
+      return OkStatus();
+    }
+    return text.status().Annotate(what);
+  }
+  load->found = true;
+  Status parsed = parse(*text);
+  if (parsed.ok()) {
+    return OkStatus();
+  }
+  load->corrupt_reason = parsed.message();
+  auto aside = KeepCorruptFileAside(path);
+  if (!aside.ok()) {
+    return aside.status().Annotate(std::string(what) + " is corrupt (" + load->corrupt_reason +
+                                   ")");
+  }
+  load->kept_aside = std::move(*aside);
+  return OkStatus();
+}
+
 std::vector<std::string_view> SplitLines(std::string_view text) {
   std::vector<std::string_view> lines;
   while (!text.empty()) {

@@ -12,6 +12,10 @@
  * The query is NV0041_CTRL_CMD_GET_SURFACE_INFO on the new object,
  * with two entries: PHYS_SIZE (index 7, the memory descriptor's size in 4 KiB
  * units) and ADDR_SPACE_TYPE (index 9: SYSMEM 1, VIDMEM 2, REGMEM 3, FABRIC 4).
+ * One query for both kinds of memory: video memory is charged to the quota,
+ * system memory (class 0x3e, the driver's own pages) to the slot's system
+ * memory budget (issue 17, F10: the size a sibling raised and lowered around
+ * the call is the descriptor's, never the reply's).
  * Layouts from NVIDIA/open-gpu-kernel-modules src/common/sdk/nvidia/inc/ctrl/
  * ctrl0041.h and ctrl0000/ctrl0000client.h; the handler is
  * memCtrlCmdGetSurfaceInfoLvm (src/nvidia/src/kernel/mem_mgr/mem_ctrl.c),
@@ -79,8 +83,12 @@ MODULE_PARM_DESC(trusted_charge,
 		 "Charge allocations by the driver's own size (default on; "
 		 "off reopens the TOCTOU race, for measurement only)");
 
-/* 0 when the driver holds (@h_client, @h_object); -ENOENT when it does not. */
-static int vgpu_object_exists(u32 h_client, u32 h_object)
+/*
+ * 0 when the driver holds (@h_client, @h_object), and its class in *@cls
+ * (the resource's externalClassId: the hClass of the allocation the driver
+ * ran, cliresCtrlCmdClientGetHandleInfo_IMPL); -ENOENT when it does not.
+ */
+static int vgpu_object_exists(u32 h_client, u32 h_object, u32 *cls)
 {
 	NV0000_CTRL_CLIENT_GET_HANDLE_INFO_PARAMS p = {
 		.hObject = h_object,
@@ -96,6 +104,7 @@ static int vgpu_object_exists(u32 h_client, u32 h_object)
 		return err;
 	switch (status) {
 	case 0:
+		*cls = (u32)p.data;
 		return 0;
 	case NV_ERR_INVALID_CLIENT:
 	case NV_ERR_INVALID_OBJECT_HANDLE:
@@ -207,9 +216,11 @@ void vgpu_trusted_client_release(void *priv, vcore_u32 h_client)
 
 int vgpu_trusted_driver_has(void *priv, vcore_u32 h_client, vcore_u32 h_object)
 {
+	u32 cls;
+
 	if (h_object == h_client)
 		return vgpu_client_exists(h_client);
-	return vgpu_object_exists(h_client, h_object);
+	return vgpu_object_exists(h_client, h_object, &cls);
 }
 
 /*
@@ -254,7 +265,7 @@ void vgpu_trusted_exit(void)
 
 int vgpu_trusted_driver_memory(void *priv, vcore_u32 h_client,
 			       vcore_u32 h_parent, vcore_u32 h_object,
-			       vcore_u64 *bytes)
+			       struct vcore_driver_mem *bytes)
 {
 	NV0041_CTRL_SURFACE_INFO list[2] = {
 		{.index = NV0041_CTRL_SURFACE_INFO_INDEX_PHYS_SIZE},
@@ -291,7 +302,8 @@ int vgpu_trusted_driver_memory(void *priv, vcore_u32 h_client,
 	}
 	if (!READ_ONCE(trusted_charge))
 		return -EOPNOTSUPP;
-	err = vgpu_object_exists(h_client, h_object);
+	*bytes = (struct vcore_driver_mem){};
+	err = vgpu_object_exists(h_client, h_object, &bytes->cls);
 	if (err)
 		return err;
 	err = vgpu_rm_control(h_client, h_object,
@@ -307,12 +319,15 @@ int vgpu_trusted_driver_memory(void *priv, vcore_u32 h_client,
 	switch (list[1].data) {
 	case NV0000_CTRL_CMD_CLIENT_GET_ADDR_SPACE_TYPE_VIDMEM:
 	case NV0000_CTRL_CMD_CLIENT_GET_ADDR_SPACE_TYPE_FABRIC:
-		*bytes = list[0].data *
-			 NV0041_CTRL_SURFACE_INFO_PHYS_SIZE_SCALE_FACTOR;
+		bytes->gpu = (u64)list[0].data *
+			     NV0041_CTRL_SURFACE_INFO_PHYS_SIZE_SCALE_FACTOR;
+		break;
+	case NV0000_CTRL_CMD_CLIENT_GET_ADDR_SPACE_TYPE_SYSMEM:
+		bytes->sys = (u64)list[0].data *
+			     NV0041_CTRL_SURFACE_INFO_PHYS_SIZE_SCALE_FACTOR;
 		break;
 	default:
-		*bytes = 0; /* system memory and the rest: not GPU memory */
-		break;
+		break; /* register space and the rest: no memory of ours */
 	}
 	return 0;
 }

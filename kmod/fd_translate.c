@@ -160,13 +160,14 @@ void vgpu_fd_restore(struct vgpu_fd_fix *fix)
  * (kthread_call.h). No call has two such fields, nor one and a witness.
  */
 long vgpu_fd_call(struct file *real, unsigned int cmd, unsigned long arg,
-		  const struct vgpu_fd_fix *fix, unsigned int nfix)
+		  const struct vgpu_fd_fix *fix, unsigned int nfix,
+		  const struct vcore_call *call)
 {
 	while (nfix--) {
 		if (fix[nfix].kthread_file)
 			return vgpu_kthread_ioctl(fix[nfix].kthread, real, cmd,
 						  arg, fix[nfix].kthread_file,
-						  fix[nfix].uaddr);
+						  fix[nfix].uaddr, call);
 	}
 	return real->f_op->unlocked_ioctl(real, cmd, arg);
 }

@@ -19,6 +19,7 @@
 
 #include "core_host.h"
 #include "proxy.h"
+#include "real.h"
 #include "slot.h"
 
 static int vgpu_fops_open(struct inode *inode, struct file *file)
@@ -69,6 +70,10 @@ static int vgpu_fops_open(struct inode *inode, struct file *file)
 			err);
 		goto out_detach;
 	}
+	/* The driver's ioctl entry as a direct call (real.h); UVM files have
+	 * another entry, and go through their f_op. */
+	if (kind != VGPU_NODE_UVM)
+		vgpu_real_ioctl_learn(vf->real);
 	vf->core = vgpu_filter_file_open(slot->filter, kind, vf);
 	if (!vf->core) {
 		err = -ENOMEM;

@@ -19,6 +19,7 @@
 #include "core_host.h"
 #include "core/abi/nv_escape.h"
 #include "proxy.h"
+#include "real.h"
 #include "slot.h"
 
 #define VGPU_MAX_FD_FIELDS 8
@@ -180,7 +181,7 @@ vgpu_forward_translated(struct vgpu_file *vf, struct vcore_call *call,
 	if (needs & VCORE_NEED_UNPRIVILEGED)
 		rc = vgpu_ioctl_unprivileged(real, cmd, arg);
 	else
-		rc = vgpu_fd_call(real, cmd, arg, fix, nfix);
+		rc = vgpu_fd_call(real, cmd, arg, fix, nfix, call);
 
 	vgpu_remove_gpu_witness(&witness);
 out_restore:
@@ -252,7 +253,7 @@ vgpu_filter_call(struct vgpu_file *vf, unsigned int cmd, unsigned long arg)
 	}
 
 	if (likely(!call)) {
-		rc = real->f_op->unlocked_ioctl(real, cmd, arg);
+		rc = vgpu_real_ioctl(real, cmd, arg);
 		if (reply.view)
 			rc = vcore_post_view(vf->core, &reply, &ctx, (int)rc);
 		status = NULL;
@@ -272,7 +273,7 @@ vgpu_filter_call(struct vgpu_file *vf, unsigned int cmd, unsigned long arg)
 		     vcore_call_fd_count(call)))
 		rc = vgpu_forward_translated(vf, call, cmd, arg, needs);
 	else
-		rc = real->f_op->unlocked_ioctl(real, cmd, arg);
+		rc = vgpu_real_ioctl(real, cmd, arg);
 
 	/* Where an allocation's status lives, for vgpu_overquota_settle. */
 	status = vgpu_uptr(vcore_call_status_addr(call));

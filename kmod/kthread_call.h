@@ -13,6 +13,8 @@
 #include <linux/fs.h>
 #include <linux/types.h>
 
+struct vcore_call;
+
 /* One thread each, one call at a time on each (kthread_call.c). */
 enum vgpu_kthread {
 	/* nvidia-uvm's UVM_MM_INITIALIZE (uvmFd) */
@@ -30,11 +32,15 @@ void vgpu_kthread_call_exit(void);
  * @real's unlocked_ioctl(@cmd, @arg), run from kernel thread @t in the
  * caller's mm and with its credentials, while @file stands on a fd of that
  * thread's table whose number is stored at @fd_uaddr (the field the driver
- * reads) first. The caller waits; one call at a time on @t. Returns the
- * driver's result, -EFAULT if the number cannot be stored, or -EMFILE.
+ * reads) first. The caller first faults in @call's buffers (the core's list
+ * of the user memory the call carries); the thread runs with page faults
+ * disabled, so a fault there fails a copy instead of waiting. The caller
+ * waits, killably until the call starts; one call at a time on @t. Returns
+ * the driver's result, -EFAULT if the number cannot be stored, -EINTR if
+ * the caller was killed before the call started, or -EMFILE.
  */
 long vgpu_kthread_ioctl(enum vgpu_kthread t, struct file *real,
 			unsigned int cmd, unsigned long arg, struct file *file,
-			u32 __user *fd_uaddr);
+			u32 __user *fd_uaddr, const struct vcore_call *call);
 
 #endif /* VGPU_KMOD_KTHREAD_CALL_H */

@@ -101,7 +101,8 @@ int vgpu_fd_translate(struct vgpu_file *vf, struct vgpu_fd_fix *fix,
 		      u32 __user *uaddr, int fd, enum vcore_fd_kind want);
 void vgpu_fd_restore(struct vgpu_fd_fix *fix);
 long vgpu_fd_call(struct file *real, unsigned int cmd, unsigned long arg,
-		  const struct vgpu_fd_fix *fix, unsigned int nfix);
+		  const struct vgpu_fd_fix *fix, unsigned int nfix,
+		  const struct vcore_call *call);
 /* The decoy standing for a /dev/nvidiaN during one call (decoy.h). */
 struct vgpu_gpu_witness {
 	int fd;		    /* -1: none installed */

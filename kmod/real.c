@@ -11,6 +11,7 @@
 #include <linux/mutex.h>
 #include <linux/namei.h>
 #include <linux/slab.h>
+#include <linux/static_call.h>
 #include <linux/string.h>
 
 #include "nodes.h"
@@ -150,4 +151,31 @@ void vgpu_real_exit(void)
 {
 	if (vgpu_is_bound)
 		path_put(&vgpu_real_ctl);
+}
+
+/* ---- the driver's ioctl entry (real.h) -------------------------------- */
+
+/* The static call's target until a real file names one; never called (the
+ * test in vgpu_real_ioctl matches no file's f_op). */
+long vgpu_real_ioctl_unset(struct file *real, unsigned int cmd,
+			   unsigned long arg)
+{
+	return -ENOTTY;
+}
+DEFINE_STATIC_CALL(vgpu_real_ioctl_call, vgpu_real_ioctl_unset);
+
+static DEFINE_MUTEX(vgpu_real_ioctl_lock);
+
+void vgpu_real_ioctl_learn(struct file *real)
+{
+	long (*fn)(struct file *, unsigned int, unsigned long) =
+		real->f_op->unlocked_ioctl;
+
+	if (!fn ||
+	    static_call_query(vgpu_real_ioctl_call) != vgpu_real_ioctl_unset)
+		return;
+	mutex_lock(&vgpu_real_ioctl_lock);
+	if (static_call_query(vgpu_real_ioctl_call) == vgpu_real_ioctl_unset)
+		static_call_update(vgpu_real_ioctl_call, fn);
+	mutex_unlock(&vgpu_real_ioctl_lock);
 }

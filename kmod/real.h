@@ -9,7 +9,10 @@
 #ifndef VGPU_KMOD_REAL_H
 #define VGPU_KMOD_REAL_H
 
+#include <linux/compiler.h>
+#include <linux/fs.h>
 #include <linux/path.h>
+#include <linux/static_call.h>
 #include <linux/types.h>
 
 /* Checks the parameters; module init, first. */
@@ -26,5 +29,31 @@ const char *vgpu_real_dev_fmt(void);
 int vgpu_real_ctl_path(struct path *out);
 int vgpu_real_dev_path(u32 gpu, struct path *out);
 int vgpu_real_uvm_path(struct path *out);
+
+/*
+ * The real driver's unlocked_ioctl as a static call: the proxy files forward
+ * every RM call to it (ioctl.c), and an indirect call is a retpoline on the
+ * Debian kernels ("Spectre V2 : Mitigation: Retpolines"); a static call is a
+ * direct call the kernel patches, as Linux does for its own hot calls through
+ * a pointer that does not change. It is set once, by the first control or GPU
+ * file opened (vgpu_real_ioctl_learn, fops.c), and never changed after, so a
+ * call that passed the test below cannot reach another target. A file whose
+ * entry is another (a driver reloaded at another address) is called through
+ * its f_op as before; the file holds its driver module, so the target it
+ * matched is loaded.
+ */
+long vgpu_real_ioctl_unset(struct file *real, unsigned int cmd,
+			   unsigned long arg);
+DECLARE_STATIC_CALL(vgpu_real_ioctl_call, vgpu_real_ioctl_unset);
+void vgpu_real_ioctl_learn(struct file *real);
+
+static __always_inline long vgpu_real_ioctl(struct file *real, unsigned int cmd,
+					    unsigned long arg)
+{
+	if (likely(real->f_op->unlocked_ioctl ==
+		   static_call_query(vgpu_real_ioctl_call)))
+		return static_call(vgpu_real_ioctl_call)(real, cmd, arg);
+	return real->f_op->unlocked_ioctl(real, cmd, arg);
+}
 
 #endif /* VGPU_KMOD_REAL_H */

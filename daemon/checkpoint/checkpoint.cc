@@ -304,27 +304,15 @@ Status CheckpointStore::SaveEncoded(const std::vector<const std::string*>& recor
 }
 
 Result<LoadResult> CheckpointStore::Load() const {
+  // A corrupt file leaves no records: the caller rebuilds from live slots and the pod-resources
+  // API, and the file is kept aside as evidence.
   LoadResult out;
-  Result<std::string> text = ReadFileToString(path_.string());
-  if (!text.ok()) {
-    if (text.status().code() == StatusCode::kNotFound || !std::filesystem::exists(path_)) {
-      return out;
-    }
-    return text.status().Annotate("checkpoint");
+  Status st = LoadStateFile(path_, "checkpoint", &out, &out.records, [&](std::string_view text) {
+    return Deserialize(text, &out.journal_entries, &out.torn_tail);
+  });
+  if (!st.ok()) {
+    return st;
   }
-  out.found = true;
-  auto records = Deserialize(*text, &out.journal_entries, &out.torn_tail);
-  if (records.ok()) {
-    out.records = std::move(*records);
-    return out;
-  }
-  // Keep the evidence; the caller rebuilds from live slots and the pod-resources API.
-  out.corrupt_reason = records.status().message();
-  auto aside = KeepCorruptFileAside(path_);
-  if (!aside.ok()) {
-    return aside.status().Annotate("checkpoint is corrupt (" + out.corrupt_reason + ")");
-  }
-  out.kept_aside = std::move(*aside);
   return out;
 }
 

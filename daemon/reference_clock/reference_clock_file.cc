@@ -84,24 +84,10 @@ Result<std::map<std::string, GpuReference>> ParseReferences(std::string_view tex
 
 Result<LoadedReferences> ReferenceClockFile::Load() const {
   LoadedReferences out;
-  Result<std::string> text = ReadFileToString(path_.string());
-  if (!text.ok()) {
-    if (text.status().code() == StatusCode::kNotFound || !std::filesystem::exists(path_)) {
-      return out;
-    }
-    return text.status().Annotate("reference clocks");
+  Status st = LoadStateFile(path_, "reference clocks", &out, &out.gpus, ParseReferences);
+  if (!st.ok()) {
+    return st;
   }
-  auto gpus = ParseReferences(*text);
-  if (gpus.ok()) {
-    out.gpus = std::move(*gpus);
-    return out;
-  }
-  out.corrupt_reason = gpus.status().message();
-  auto aside = KeepCorruptFileAside(path_);
-  if (!aside.ok()) {
-    return aside.status().Annotate("reference clocks are corrupt (" + out.corrupt_reason + ")");
-  }
-  out.kept_aside = std::move(*aside);
   return out;
 }
 

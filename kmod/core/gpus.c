@@ -76,40 +76,23 @@ static int keep_slot_gpu(vcore_u8 *prm, vcore_u32 off, vcore_u32 n,
 	return changed;
 }
 
-/* Read the reply into the private copy, let @fn rewrite it, write it back. */
-static int rewrite_reply(struct vcore_call *call,
-			 int (*fn)(vcore_u8 *prm, vcore_u32 len,
-				   vcore_u32 mine))
-{
-	struct vcore_buf_info *b = &call->bufs[call->params_buf];
-	/* Reuse the private copy for the reply: the decision was made. */
-	vcore_u8 *prm = (vcore_u8 *)b->priv;
-
-	if (!vcore_reply_ok(call))
-		return 0;
-	if (vcore_user_read(call, prm, b->uaddr, b->len))
-		return -VCORE_EFAULT;
-	if (!fn(prm, b->len, slot_gpu(call)))
-		return 0;
-	if (vcore_user_write(call, b->uaddr, b->priv, b->len))
-		return -VCORE_EFAULT;
-	vcore_count_view(call->slot);
-	return 0;
-}
-
 /* GET_ATTACHED_IDS: gpuIds[32]. */
-static int attached_fn(vcore_u8 *prm, vcore_u32 len, vcore_u32 mine)
+static int attached_fn(const struct vcore_call *call, vcore_u8 *prm,
+		       vcore_u32 len)
 {
 	if (len < 4 * NV0000_CTRL_GPU_MAX_ATTACHED_GPUS)
 		return 0;
-	return keep_slot_gpu(prm, 0, NV0000_CTRL_GPU_MAX_ATTACHED_GPUS, mine);
+	return keep_slot_gpu(prm, 0, NV0000_CTRL_GPU_MAX_ATTACHED_GPUS,
+			     slot_gpu(call));
 }
 
 /* GET_PROBED_IDS: gpuIds[32], excludedGpuIds[32], gpuFlags[32] (the flags
  * follow gpuIds: the slot's entry moves to the front with its id). */
-static int probed_fn(vcore_u8 *prm, vcore_u32 len, vcore_u32 mine)
+static int probed_fn(const struct vcore_call *call, vcore_u8 *prm,
+		     vcore_u32 len)
 {
-	const vcore_u32 n = NV0000_CTRL_GPU_MAX_PROBED_GPUS;
+	const vcore_u32 n = NV0000_CTRL_GPU_MAX_PROBED_GPUS,
+			mine = slot_gpu(call);
 	vcore_u32 i, flags = 0;
 	int changed;
 
@@ -130,9 +113,10 @@ static int probed_fn(vcore_u8 *prm, vcore_u32 len, vcore_u32 mine)
 
 /* GET_ACTIVE_DEVICE_IDS: numDevices, devices[256] {gpuId, gpuInstanceId,
  * computeInstanceId}. */
-static int active_fn(vcore_u8 *prm, vcore_u32 len, vcore_u32 mine)
+static int active_fn(const struct vcore_call *call, vcore_u8 *prm,
+		     vcore_u32 len)
 {
-	const vcore_u32 esz = 12;
+	const vcore_u32 esz = 12, mine = slot_gpu(call);
 	vcore_u32 n, i, kept = 0;
 
 	if (len < 4)
@@ -156,23 +140,8 @@ static int active_fn(vcore_u8 *prm, vcore_u32 len, vcore_u32 mine)
 	return 1;
 }
 
-static int attached_post(struct vcore_call *call)
-{
-	return rewrite_reply(call, attached_fn);
-}
-
-static int probed_post(struct vcore_call *call)
-{
-	return rewrite_reply(call, probed_fn);
-}
-
-static int active_post(struct vcore_call *call)
-{
-	return rewrite_reply(call, active_fn);
-}
-
 static enum vcore_verdict list_ctrl(struct vcore_call *call,
-				    vcore_ctrl_post_fn post)
+				    vcore_reply_rewrite_fn fn)
 {
 	int i;
 
@@ -182,24 +151,23 @@ static enum vcore_verdict list_ctrl(struct vcore_call *call,
 	if (i < 0)
 		return vcore_refuse_errno(call, -VCORE_EFAULT,
 					  "GPU list params unreadable");
-	call->post = VCORE_POST_CTRL;
-	call->ctrl_post = post;
+	vcore_post_rewrite_reply(call, fn);
 	return VCORE_FORWARD;
 }
 
 enum vcore_verdict vcore_ctrl_gpu_attached_ids(struct vcore_call *call)
 {
-	return list_ctrl(call, attached_post);
+	return list_ctrl(call, attached_fn);
 }
 
 enum vcore_verdict vcore_ctrl_gpu_probed_ids(struct vcore_call *call)
 {
-	return list_ctrl(call, probed_post);
+	return list_ctrl(call, probed_fn);
 }
 
 enum vcore_verdict vcore_ctrl_gpu_active_device_ids(struct vcore_call *call)
 {
-	return list_ctrl(call, active_post);
+	return list_ctrl(call, active_fn);
 }
 
 /* ---- calls that name one GPU ---- */
@@ -287,10 +255,15 @@ enum vcore_verdict vcore_ctrl_gpu_detach_ids(struct vcore_call *call)
 }
 
 /*
- * NV_ESC_ATTACH_GPUS_TO_FD: NvU32 gpu_id[] (0 skipped, nv.c). Residue: the
- * driver reads the array from user memory again (an escape, not an RM
- * control: the host cannot hand the driver the core's copy), so a sibling
- * thread that rewrites an id during the call attaches that GPU to the file.
+ * NV_ESC_ATTACH_GPUS_TO_FD: NvU32 gpu_id[] (0 skipped, nv.c). Residue,
+ * refused by policy (docs/security/kernel-call-path.md, F11.3): the driver
+ * reads the array from user memory again (an escape, not an RM control: the
+ * host cannot hand the driver the core's copy, and no page of the caller's
+ * is out of its siblings' reach), so a sibling thread that rewrites an id
+ * during the call attaches that GPU to the file. That holds the GPU open
+ * until the file closes and gives nothing else: a device of it needs a file
+ * of that GPU in the caller's table, and every RM path naming it is refused
+ * here (CallPath.AForeignGpuAttachedByARaceServesNothing).
  */
 enum vcore_verdict vcore_esc_attach_gpus_to_fd(struct vcore_call *call)
 {

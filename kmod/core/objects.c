@@ -169,6 +169,8 @@ static void release_one(struct vcore_slot *slot, struct vcore_obj *obj)
 		slot->stats.tsgs--;
 		slot->tsg_gen++;
 	}
+	if (obj->kind == VCORE_CLS_VASPACE && slot->n_vaspaces)
+		slot->n_vaspaces--;
 	if (is_channel(obj)) {
 		if (obj->parent && is_tsg(obj->parent) &&
 		    obj->parent->n_channels)
@@ -270,6 +272,8 @@ void vcore_obj_insert_locked(struct vcore_slot *slot, struct vcore_obj *obj,
 		slot->stats.tsgs++;
 		slot->tsg_gen++;
 	}
+	if (obj->kind == VCORE_CLS_VASPACE)
+		slot->n_vaspaces++;
 	if (is_channel(obj)) {
 		if (parent && is_tsg(parent))
 			parent->n_channels++;
@@ -447,4 +451,19 @@ enum vcore_verdict vcore_sched_obj_limit(struct vcore_call *call,
 	}
 	vcore_unlock(slot);
 	return why ? vcore_refuse_status(call, status, why) : VCORE_FORWARD;
+}
+
+/* The slot's limit on VA spaces (vcore.h): each holds page directories of
+ * the driver's video memory, and a tenant could make any number. */
+enum vcore_verdict vcore_vaspace_limit(struct vcore_call *call)
+{
+	struct vcore_slot *slot = call->slot;
+	vcore_bool full;
+
+	vcore_lock(slot);
+	full = slot->n_vaspaces >= VCORE_SLOT_MAX_VASPACES;
+	vcore_unlock(slot);
+	return full ? vcore_refuse_status(call, NV_ERR_INSUFFICIENT_RESOURCES,
+					  "VA space limit of the slot reached")
+		    : VCORE_FORWARD;
 }

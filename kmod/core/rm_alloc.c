@@ -18,10 +18,10 @@
  * refused, and an unused part of the reservation is refunded at once; else
  * it is read from the reply, which a racing thread can still rewrite.
  *
- * TSGs and channels hold video memory of the driver's own that no RM_ALLOC
- * of memory reports (issue 17 F11.1): each is charged its class's fixed
- * estimate (rm_internal_bytes, tables_580.c), reserved and refused exactly
- * like memory, and refunded with the object (objects.c).
+ * TSGs, channels and VA spaces hold video memory of the driver's own that no
+ * RM_ALLOC of memory reports (issue 17 F11.1): each is charged its class's
+ * fixed estimate (rm_internal_bytes, tables_580.c), reserved and refused
+ * exactly like memory, and refunded with the object (objects.c).
  */
 #include "rm_alloc_internal.h"
 #include "abi/classes.h"
@@ -92,9 +92,12 @@ static enum vcore_verdict reserve(struct vcore_call *call, vcore_u64 bytes,
  * slot's budget (issue 17, F10): nvidia.ko allocates these pages with
  * GFP_KERNEL and no __GFP_ACCOUNT (nv_alloc_system_pages, nv-vm.c), so
  * neither the pod's memory cgroup nor any process's RSS sees them, and a
- * tenant could take the node's memory. RM rounds to pages and writes the
- * size back (sysmemConstruct_IMPL, system_mem.c); post settles at the larger
- * of the two.
+ * tenant could take the node's memory. RM reads the size again and writes
+ * the size it allocated back (sysmemConstruct_IMPL, system_mem.c), both in
+ * user memory a sibling thread can change around the call: post settles at
+ * the driver's own size where the host can ask it (driver_memory), freeing
+ * the object past the budget, as video memory past the quota
+ * (rm_alloc_post.c, sysmem_settle_trusted).
  */
 static enum vcore_verdict
 reserve_sysmem(struct vcore_call *call, const vcore_u8 *params, vcore_u32 psize)
@@ -204,6 +207,13 @@ static enum vcore_verdict alloc_by_class(struct vcore_call *call, vcore_u32 cls,
 			call->new_obj->engine_type = vcore_rd32(params, 12);
 		/* The driver's own memory behind it (tables_580.c), by class
 		 * alone: nothing the tenant writes changes the estimate. */
+		call->internal = row->rm_internal_bytes;
+		return reserve(call, call->internal, 0);
+	case VCORE_CLS_VASPACE:
+		v = vcore_vaspace_limit(call);
+		if (v != VCORE_FORWARD)
+			return v;
+		/* Its page directories (tables_580.c), by class alone. */
 		call->internal = row->rm_internal_bytes;
 		return reserve(call, call->internal, 0);
 	case VCORE_CLS_EVENT:

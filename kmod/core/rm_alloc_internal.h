@@ -35,7 +35,8 @@ static inline vcore_u32 private_handle(const struct vcore_call *call)
 /* rm_alloc_verify.c: the driver's word (docs/results/kmod-issue4-tamper.md) */
 vcore_bool vcore_own_client(struct vcore_call *call, vcore_u32 h_client);
 vcore_u32 vcore_created_despite_status(struct vcore_call *call,
-				       vcore_u32 h_client, vcore_u64 *bytes);
+				       vcore_u32 h_client,
+				       struct vcore_driver_mem *bytes);
 int vcore_deny_after_alloc(struct vcore_call *call, vcore_u32 h_client,
 			   vcore_u32 h_object, vcore_u64 bytes);
 void vcore_tampered(struct vcore_call *call, vcore_u32 h_client,
@@ -45,7 +46,7 @@ int vcore_confirm_client(struct vcore_call *call, vcore_bool status_ok,
 vcore_bool vcore_made_under_another_client(struct vcore_call *call,
 					   vcore_u32 h_client, vcore_u32 h);
 int vcore_verify_alloc(struct vcore_call *call, vcore_u32 h_root,
-		       vcore_u32 h_new, vcore_u64 *trusted,
+		       vcore_u32 h_new, struct vcore_driver_mem *trusted,
 		       vcore_bool *have_trusted);
 
 #endif /* VCORE_RM_ALLOC_INTERNAL_H */

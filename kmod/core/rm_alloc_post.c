@@ -64,10 +64,43 @@ static int restore_event_data(struct vcore_call *call)
 }
 
 /*
- * The system memory a class 0x3e allocation holds: what pre reserved, or
- * the size the driver wrote back when larger (a sibling thread raised the
- * size between the private copy and the driver's read). The budget can go
- * over by that much once; later allocations are refused until it is back.
+ * The system memory a class 0x3e allocation holds, by the driver's own word
+ * (host op driver_memory, the memory descriptor's size; issue 17, F10): a
+ * sibling thread can raise the size between the private copy and the
+ * driver's read and lower the reply again before post reads it, so the reply
+ * says nothing. The part past the reservation is taken from the slot's
+ * budget; 1 when it does not fit (the caller frees the object, as video
+ * memory past the quota), unless @force (the driver would not free it: it is
+ * held and counted). An unused part of the reservation goes back at once.
+ */
+static vcore_bool sysmem_settle_trusted(struct vcore_call *call,
+					vcore_u64 bytes, vcore_bool force)
+{
+	struct vcore_slot *slot = call->slot;
+	vcore_u64 budget = slot->cfg.sysmem_budget_bytes, more;
+	vcore_bool over = 0;
+
+	bytes = round_up(bytes, 0x1000);
+	vcore_lock(slot);
+	if (bytes > call->sysmem_reserved && !force) {
+		more = bytes - call->sysmem_reserved;
+		over = more > budget || slot->sysmem_held > budget - more;
+	}
+	if (!over) {
+		slot->sysmem_held += bytes - call->sysmem_reserved;
+		call->sysmem_reserved = bytes;
+	}
+	vcore_unlock(slot);
+	return over;
+}
+
+/*
+ * Without the driver's word (a host without driver_memory, or the driver
+ * could not say): what pre reserved, or the size the driver wrote back when
+ * larger (a sibling thread raised the size between the private copy and the
+ * driver's read). The budget can go over by that much once; later
+ * allocations are refused until it is back. A sibling that lowers the reply
+ * again hides the raise: only the driver's word closes that.
  */
 static vcore_u64 sysmem_settled(struct vcore_call *call)
 {
@@ -87,7 +120,8 @@ int vcore_post_alloc(struct vcore_call *call)
 	struct vcore_slot *slot = call->slot;
 	struct vcore_obj *obj = call->new_obj;
 	vcore_u32 status = 0, h_root, h_new = 0;
-	vcore_u64 charge = call->reserved, reply = 0, trusted = 0;
+	struct vcore_driver_mem trusted = {0, 0, 0};
+	vcore_u64 charge = call->reserved, reply = 0;
 	vcore_bool have_trusted = 0, is_root, confirmed = 0;
 	struct vcore_overquota oq;
 	vcore_bool over = 0;
@@ -161,9 +195,9 @@ int vcore_post_alloc(struct vcore_call *call)
 		 * docs/results/kmod-issue4-tamper.md), the rest of the
 		 * reservation goes back now, not at the free.
 		 */
-		/* The driver reports none of a TSG's or channel's own
-		 * memory: its estimate stays (rm_alloc.c). */
-		charge = trusted + call->internal;
+		/* The driver reports none of a TSG's, channel's or VA
+		 * space's own memory: its estimate stays (rm_alloc.c). */
+		charge = trusted.gpu + call->internal;
 		if (charge < call->reserved) {
 			vcore_lock(slot);
 			vcore_charge_refund(slot, call->reserved - charge);
@@ -194,6 +228,13 @@ int vcore_post_alloc(struct vcore_call *call)
 		else if (!vcore_deny_after_alloc(call, h_root, h_new, charge))
 			return ret;
 	}
+	/* The same for system memory, against the slot's budget (F10). */
+	if (have_trusted && call->sysmem_reserved &&
+	    sysmem_settle_trusted(call, trusted.sys, 0)) {
+		if (!vcore_deny_after_alloc(call, h_root, h_new, trusted.sys))
+			return ret;
+		sysmem_settle_trusted(call, trusted.sys, 1);
+	}
 	/* Root classes: the new handle is the client itself. */
 	if (is_root) {
 		obj->h_client = h_new;
@@ -210,7 +251,7 @@ int vcore_post_alloc(struct vcore_call *call)
 		/* The client's owner file is where its objects die. */
 	}
 	obj->h_object = h_new;
-	sysmem = sysmem_settled(call);
+	sysmem = have_trusted ? call->sysmem_reserved : sysmem_settled(call);
 	vcore_lock(slot);
 	slot->sysmem_held += sysmem - call->sysmem_reserved;
 	obj->sysmem = sysmem;

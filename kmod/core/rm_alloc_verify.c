@@ -51,7 +51,8 @@ vcore_bool vcore_own_client(struct vcore_call *call, vcore_u32 h_client)
  * it. Returns the handle, or 0 when nothing was created.
  */
 vcore_u32 vcore_created_despite_status(struct vcore_call *call,
-				       vcore_u32 h_client, vcore_u64 *bytes)
+				       vcore_u32 h_client,
+				       struct vcore_driver_mem *bytes)
 {
 	struct vcore_slot *slot = call->slot;
 	vcore_u32 h = private_handle(call);
@@ -76,8 +77,9 @@ vcore_u32 vcore_created_despite_status(struct vcore_call *call,
 }
 
 /*
- * The driver holds more than the quota allows: the parameters changed
- * between the private copy and the driver's own read. Free the object in
+ * The driver holds more than the quota (or, for system memory, the slot's
+ * budget) allows: the parameters changed between the private copy and the
+ * driver's own read. Free the object in
  * the driver and answer NV_ERR_NO_MEMORY, what the driver says when memory
  * runs out (abi.md §4.3). 0 when done; the object is then not recorded, and
  * vcore_post's unwind refunds the reservation. -1 when the driver would not
@@ -99,8 +101,9 @@ int vcore_deny_after_alloc(struct vcore_call *call, vcore_u32 h_client,
 	vcore_unlock(slot);
 	vcore_logf(slot, VCORE_LOG_WARN,
 		   "pid %u: class 0x%x object 0x%x/0x%x: the driver allocated "
-		   "%llu bytes, past the quota (parameters changed during the "
-		   "call): freed, NV_ERR_NO_MEMORY returned",
+		   "%llu bytes, past the quota or the system memory budget "
+		   "(parameters changed during the call): freed, "
+		   "NV_ERR_NO_MEMORY returned",
 		   call->ctx.pid, call->cmd, h_client, h_object,
 		   (unsigned long long)bytes);
 	if (call->status_off)
@@ -256,7 +259,7 @@ vcore_bool vcore_made_under_another_client(struct vcore_call *call,
  * keep the size query of their charged classes.
  */
 int vcore_verify_alloc(struct vcore_call *call, vcore_u32 h_root,
-		       vcore_u32 h_new, vcore_u64 *trusted,
+		       vcore_u32 h_new, struct vcore_driver_mem *trusted,
 		       vcore_bool *have_trusted)
 {
 	struct vcore_slot *slot = call->slot;
@@ -314,9 +317,26 @@ int vcore_verify_alloc(struct vcore_call *call, vcore_u32 h_root,
 	}
 	if (err)
 		return 0; /* not memory, or the driver cannot say */
+	/*
+	 * The driver made another class than the private copy names (a
+	 * sibling rewrote hClass), and one the core limits: e.g. class 0x3e,
+	 * whose system memory the core would hold to no budget (issue 17,
+	 * F10). A swap into a class the core neither charges nor limits (a VA
+	 * range, the caller's own pages) lets nothing escape: the driver's
+	 * size settles the charge (Tamper.ClassSwappedAwayFromVidmem...).
+	 */
+	row = trusted->cls ? vcore_abi_class(slot->abi, trusted->cls)
+			   : VCORE_NULL;
+	if (trusted->cls && trusted->cls != call->cmd &&
+	    (!row || (row->kind != VCORE_CLS_PASS &&
+		      row->kind != VCORE_CLS_UNCHARGED_MEM))) {
+		vcore_tampered(call, h_root, h_new,
+			       "the driver made another class");
+		return 1;
+	}
 	/* GPU memory behind a class the core holds to be no GPU memory. */
 	row = vcore_abi_class(slot->abi, call->cmd);
-	if (*trusted && row && row->kind != VCORE_CLS_VIDMEM &&
+	if (trusted->gpu && row && row->kind != VCORE_CLS_VIDMEM &&
 	    row->kind != VCORE_CLS_FABRIC &&
 	    row->kind != VCORE_CLS_QUOTA_REFUSED) {
 		vcore_tampered(

@@ -553,20 +553,25 @@ static const struct vcore_ctrl_row ctrl_580_pass[] = {
 	}
 
 /*
- * The driver's own video memory behind one TSG and one channel, which no
- * RM_ALLOC of memory reports (instance blocks, USERD, GR context and
- * preemption buffers, page tables): charged per object as a fixed estimate
- * (issue 17 F11.1). Measured on the H200 with 580.159.04
- * (docs/nvidia-rm-abi.md §4.2, tests/gpu/ctx-mem.sh): every channel more
- * takes 64 KiB of HEAP_FREE, and a process's first default context (4 TSGs,
- * 20 channels) 8.8125 MiB beyond its class-0x40 allocations, which leaves
- * 1.89 MiB per TSG, rounded up.
+ * The driver's own video memory behind one TSG, one channel and one VA
+ * space, which no RM_ALLOC of memory reports (instance blocks, USERD, GR
+ * context and preemption buffers, page directories): charged per object as
+ * a fixed estimate, by class alone (issue 17 F11.1; the TSG's engine type
+ * is the tenant's, and the driver reads it again). Measured on the H200 with
+ * 580.159.04 (docs/results/context-memory-h200.md, tests/gpu/ctx-mem.sh and
+ * tests/gpu/progs/rm_vaspace_mem.cc): every channel more takes 64 KiB of
+ * HEAP_FREE; a GR TSG made alone by raw RM calls 4.3125 MiB (its GR context
+ * buffers; a copy-engine TSG far less: libcuda's further context, 1 GR and 3
+ * copy-engine TSGs, takes 4.3125 MiB beyond its channels); the first VA
+ * space with default flags 64 KiB, each further one about 20 KiB (libcuda's
+ * externally owned one, flags 0x48, none of RM's).
  */
-#define RM_INTERNAL_TSG_580	0x200000ull /* 2 MiB */
+#define RM_INTERNAL_TSG_580	0x450000ull /* 4.3125 MiB */
 #define RM_INTERNAL_CHANNEL_580 0x10000ull  /* 64 KiB */
+#define RM_INTERNAL_VASPACE_580 0x10000ull  /* 64 KiB */
 
-/* a TSG or channel class, charged its RM-internal estimate */
-#define CLS_SCHED(c, type_, kind, internal)                                    \
+/* a class charged its RM-internal estimate */
+#define CLS_INTERNAL(c, type_, kind, internal)                                 \
 	{                                                                      \
 		c, sizeof(type_), kind, #c, #type_, internal                   \
 	}
@@ -624,7 +629,8 @@ static const struct vcore_class_row cls_580[] = {
 	CLS0(MPS_COMPUTE, VCORE_CLS_PASS),
 	CLS(FERMI_CONTEXT_SHARE_A, NV_CTXSHARE_ALLOCATION_PARAMETERS,
 	    VCORE_CLS_PASS),
-	CLS(FERMI_VASPACE_A, NV_VASPACE_ALLOCATION_PARAMETERS, VCORE_CLS_PASS),
+	CLS_INTERNAL(FERMI_VASPACE_A, NV_VASPACE_ALLOCATION_PARAMETERS,
+		     VCORE_CLS_VASPACE, RM_INTERNAL_VASPACE_580),
 	CLS0(GF100_ZBC_CLEAR, VCORE_CLS_PASS),
 	CLS0(GF100_PROFILER, VCORE_CLS_PASS),
 	CLS0(GF100_SUBDEVICE_MASTER, VCORE_CLS_PASS),
@@ -640,9 +646,9 @@ static const struct vcore_class_row cls_580[] = {
 	CLS0(AMPERE_SMC_CONFIG_SESSION, VCORE_CLS_PASS),
 	CLS0(AMPERE_SMC_MONITOR_SESSION, VCORE_CLS_PASS),
 	/* scheduling (abi.md §6) */
-	CLS_SCHED(KEPLER_CHANNEL_GROUP_A,
-		  NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS, VCORE_CLS_TSG,
-		  RM_INTERNAL_TSG_580),
+	CLS_INTERNAL(KEPLER_CHANNEL_GROUP_A,
+		     NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS, VCORE_CLS_TSG,
+		     RM_INTERNAL_TSG_580),
 	CLS_CHANNEL(VOLTA_CHANNEL_GPFIFO_A),
 	CLS_CHANNEL(TURING_CHANNEL_GPFIFO_A),
 	CLS_CHANNEL(AMPERE_CHANNEL_GPFIFO_A),

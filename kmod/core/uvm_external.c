@@ -31,7 +31,9 @@
  * sibling thread that swaps hMemory during the map makes UVM hold another
  * object of the caller's than the one the core holds; one that writes
  * NV_OK into a failed UVM_FREE / UNMAP_EXTERNAL's rmStatus makes the core
- * drop holds UVM still has.
+ * drop holds UVM still has. Neither is closed: UVM offers no query of what a
+ * mapping dupped or whether a free took effect that the tenant cannot forge
+ * (the closures weighed: docs/security/kernel-lifetime-compute.md, F3).
  */
 #include "vcore_internal.h"
 #include "abi/nvstatus.h"

@@ -91,6 +91,18 @@ enum vcore_log_level {
  * current->mm; the replay host passes its simulated address space).
  * Every op is required unless marked optional.
  */
+/*
+ * The driver's own record of one object (host op driver_memory): what the
+ * core charges instead of the sizes in user memory a sibling thread can
+ * rewrite during the call.
+ */
+struct vcore_driver_mem {
+	vcore_u64 gpu; /* bytes of video (or fabric) memory */
+	vcore_u64 sys; /* bytes of system memory (class 0x3e: the driver's
+			  own pages, issue 17 F10; 0x71: the caller's) */
+	vcore_u32 cls; /* the object's class; 0 when the driver cannot say */
+};
+
 struct vcore_host_ops {
 	/* Return 0, or -VCORE_EFAULT when any byte is not accessible. */
 	int (*copy_from_user)(void *uctx, void *dst, vcore_uptr_t src,
@@ -123,9 +135,10 @@ struct vcore_host_ops {
 	 * Optional: the driver's own word on a memory object a call of this
 	 * slot just created (@h_client, @h_parent, @h_object), for the TOCTOU
 	 * hole: the reply's size and status sit in user memory that another
-	 * thread can rewrite (abi.md §9.5). With @bytes: store the bytes of
-	 * GPU memory the driver holds for the object (0 if it is not GPU
-	 * memory) and return 0, or return a negative error when the driver
+	 * thread can rewrite (abi.md §9.5). With @bytes: store what the driver
+	 * holds for the object (struct vcore_driver_mem: its GPU memory, its
+	 * system memory, its class; zeros for what it does not hold or cannot
+	 * say) and return 0, or return a negative error when the driver
 	 * cannot say (the core then settles from the reply, as without this
 	 * op); -VCORE_ENOENT means the driver has no such object. With @bytes
 	 * NULL: free the object in the driver (it is past the quota and the
@@ -140,7 +153,8 @@ struct vcore_host_ops {
 	 * in-process filter can be bypassed anyway).
 	 */
 	int (*driver_memory)(void *priv, vcore_u32 h_client, vcore_u32 h_parent,
-			     vcore_u32 h_object, vcore_u64 *bytes);
+			     vcore_u32 h_object,
+			     struct vcore_driver_mem *bytes);
 	/*
 	 * Optional: issue RM_CONTROL @cmd on (@h_client, @h_object) with
 	 * @params, the core's private copy of @size bytes, through the
@@ -803,6 +817,14 @@ vcore_u32 vcore_class_params_size(const struct vcore_slot *slot, vcore_u32 cls);
  */
 #define VCORE_SLOT_MAX_TSGS	64
 #define VCORE_SLOT_MAX_CHANNELS 1024
+/*
+ * VA spaces (FERMI_VASPACE_A) per slot (issue 17 F11.1): their page
+ * directories are the driver's video memory, charged as a fixed estimate
+ * each (tables_580.c). libcuda makes 2 per process and later contexts reuse
+ * them (every recorded trace in tests/data/traces): twice what the 16
+ * contexts of the TSG limit need as processes of their own.
+ */
+#define VCORE_SLOT_MAX_VASPACES (VCORE_SLOT_MAX_TSGS / 4 * 2 * 2)
 
 /*
  * A TSG (KEPLER_CHANNEL_GROUP_A 0xa06c or a successor) the slot's clients

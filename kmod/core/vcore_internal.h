@@ -119,6 +119,7 @@ enum vcore_class_kind {
 	VCORE_CLS_EVENT,     /* NV0005 params: data is restored after RM */
 	VCORE_CLS_DEVICE,    /* tracked; the driver needs a GPU witness */
 	VCORE_CLS_SUBDEVICE, /* tracked; the compute hosts' control target */
+	VCORE_CLS_VASPACE,   /* charged its estimate, VCORE_SLOT_MAX_VASPACES */
 	VCORE_CLS_REMOVED,   /* delta: not in this version */
 };
 
@@ -131,8 +132,8 @@ struct vcore_class_row {
 	/*
 	 * Video memory the driver allocates for one object of the class that
 	 * no RM_ALLOC of memory reports (TSGs, channels: instance blocks, GR
-	 * context buffers, page tables), charged as a fixed estimate (issue 17
-	 * F11.1, rm_alloc.c); 0 for the rest.
+	 * context buffers; VA spaces: page directories), charged as a fixed
+	 * estimate (issue 17 F11.1, rm_alloc.c); 0 for the rest.
 	 */
 	vcore_u64 rm_internal_bytes;
 };
@@ -337,6 +338,7 @@ struct vcore_slot {
 	 * mode): the app's own SET_TIMESLICE is recorded, not forwarded. */
 	vcore_bool host_owns_timeslice;
 	vcore_u32 n_channels; /* live channels (class 0x??6f) */
+	vcore_u32 n_vaspaces; /* live VA spaces (VCORE_CLS_VASPACE) */
 	/* Driver system memory the records hold (VCORE_CLS_SYSMEM), against
 	 * cfg.sysmem_budget_bytes; reservations of calls in flight included. */
 	vcore_u64 sysmem_held;
@@ -480,6 +482,10 @@ enum vcore_post_kind {
 };
 
 typedef int (*vcore_ctrl_post_fn)(struct vcore_call *call);
+/* A reply's rewrite in its private copy @prm of @len bytes; 1: it changed
+ * (vcore_post_rewrite_reply). */
+typedef int (*vcore_reply_rewrite_fn)(const struct vcore_call *call,
+				      vcore_u8 *prm, vcore_u32 len);
 
 struct vcore_call {
 	struct vcore_slot *slot;
@@ -534,6 +540,7 @@ struct vcore_call {
 	int list_buf;		      /* FB_GET_INFO v1: the nested list */
 	vcore_u64 uvm_base, uvm_end;  /* UVM_FREE / UNMAP_EXTERNAL span */
 	vcore_view_fn view;	      /* a view row's rewrite (views.c) */
+	vcore_reply_rewrite_fn reply_rewrite; /* vcore_post_rewrite_reply */
 
 	/*
 	 * Everything above is zeroed for each call (call_init); what follows
@@ -765,6 +772,17 @@ enum vcore_verdict vcore_ctrl_gpu_detach_ids(struct vcore_call *call);
  * VCORE_SLOT_MAX_TSGS/CHANNELS), or a channel outside a TSG, is refused. */
 enum vcore_verdict vcore_sched_obj_limit(struct vcore_call *call,
 					 vcore_bool tsg, vcore_u32 h_root);
+/* objects.c: a VA space past VCORE_SLOT_MAX_VASPACES is refused. */
+enum vcore_verdict vcore_vaspace_limit(struct vcore_call *call);
+
+/*
+ * views.c: a pre step that copied the control's params (call->params_buf)
+ * makes this its post step: after a successful call the reply is read into
+ * that private copy, rewritten by @fn (1: it changed), and written back and
+ * counted as a view when it changed. The reply views of views.c and gpus.c.
+ */
+void vcore_post_rewrite_reply(struct vcore_call *call,
+			      vcore_reply_rewrite_fn fn);
 
 /* views.c: a reply rewritten (stats.views_rewritten), lock-free */
 static inline void vcore_count_view(struct vcore_slot *slot)

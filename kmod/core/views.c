@@ -391,19 +391,42 @@ int vcore_view_heap_query(struct vcore_call *call)
 
 /* ---- processes ---- */
 
-static int get_pids_post(struct vcore_call *call)
+static int rewrite_reply_post(struct vcore_call *call)
 {
 	struct vcore_buf_info *b = &call->bufs[call->params_buf];
-	NV2080_CTRL_GPU_GET_PIDS_PARAMS *r;
-	vcore_u32 i, n, kept = 0;
-	int ret = 0;
+	/* Reuse the private copy for the reply: the decision was made. */
+	vcore_u8 *prm = (vcore_u8 *)b->priv;
 
 	if (!vcore_reply_ok(call))
 		return 0;
-	/* Reuse the private buffer for the reply: the decision was made. */
-	r = (NV2080_CTRL_GPU_GET_PIDS_PARAMS *)b->priv;
-	if (vcore_user_read(call, r, b->uaddr, sizeof(*r)))
+	if (vcore_user_read(call, prm, b->uaddr, b->len))
 		return -VCORE_EFAULT;
+	if (!call->reply_rewrite(call, prm, b->len))
+		return 0;
+	if (vcore_user_write(call, b->uaddr, prm, b->len))
+		return -VCORE_EFAULT;
+	vcore_count_view(call->slot);
+	return 0;
+}
+
+void vcore_post_rewrite_reply(struct vcore_call *call,
+			      vcore_reply_rewrite_fn fn)
+{
+	call->post = VCORE_POST_CTRL;
+	call->ctrl_post = rewrite_reply_post;
+	call->reply_rewrite = fn;
+}
+
+/* GET_PIDS: pidTbl[] keeps only this slot's processes. */
+static int get_pids_fn(const struct vcore_call *call, vcore_u8 *prm,
+		       vcore_u32 len)
+{
+	NV2080_CTRL_GPU_GET_PIDS_PARAMS *r =
+		(NV2080_CTRL_GPU_GET_PIDS_PARAMS *)prm;
+	vcore_u32 i, n, kept = 0;
+
+	if (len < sizeof(*r))
+		return 0;
 	n = r->pidTblCount;
 	if (n > NV2080_CTRL_GPU_GET_PIDS_MAX_COUNT)
 		n = NV2080_CTRL_GPU_GET_PIDS_MAX_COUNT;
@@ -415,20 +438,16 @@ static int get_pids_post(struct vcore_call *call)
 	for (i = kept; i < n; i++)
 		r->pidTbl[i] = 0;
 	r->pidTblCount = kept;
-	if (vcore_user_write(call, b->uaddr, r, sizeof(*r)))
-		ret = -VCORE_EFAULT;
-	else
-		vcore_count_view(call->slot);
-	return ret;
+	return 1;
 }
 
 /*
- * A control whose reply @post rewrites to this slot's processes: its params
+ * A control whose reply @fn rewrites to this slot's processes: its params
  * copied now, for the post step to read back into. @missing and @unreadable
  * are the refusals' static reasons.
  */
 static enum vcore_verdict pid_view_pre(struct vcore_call *call,
-				       int (*post)(struct vcore_call *call),
+				       vcore_reply_rewrite_fn fn,
 				       const char *missing,
 				       const char *unreadable)
 {
@@ -440,30 +459,28 @@ static enum vcore_verdict pid_view_pre(struct vcore_call *call,
 	err = vcore_copy_buf(call, (unsigned int)call->params_buf);
 	if (err)
 		return vcore_refuse_errno(call, err, unreadable);
-	call->post = VCORE_POST_CTRL;
-	call->ctrl_post = post;
+	vcore_post_rewrite_reply(call, fn);
 	return VCORE_FORWARD;
 }
 
 /* NV2080_CTRL_CMD_GPU_GET_PIDS (0x2080018d, 3812 B): only this slot's. */
 enum vcore_verdict vcore_ctrl_get_pids(struct vcore_call *call)
 {
-	return pid_view_pre(call, get_pids_post, "GET_PIDS without params",
+	return pid_view_pre(call, get_pids_fn, "GET_PIDS without params",
 			    "GET_PIDS params unreadable");
 }
 
-static int get_pid_info_post(struct vcore_call *call)
+/* GET_PID_INFO: another slot's process is reported as not found. */
+static int get_pid_info_fn(const struct vcore_call *call, vcore_u8 *prm,
+			   vcore_u32 len)
 {
-	struct vcore_buf_info *b = &call->bufs[call->params_buf];
-	NV2080_CTRL_GPU_GET_PID_INFO_PARAMS *r;
+	NV2080_CTRL_GPU_GET_PID_INFO_PARAMS *r =
+		(NV2080_CTRL_GPU_GET_PID_INFO_PARAMS *)prm;
 	vcore_u32 i, n;
 	int changed = 0;
 
-	if (!vcore_reply_ok(call))
+	if (len < sizeof(*r))
 		return 0;
-	r = (NV2080_CTRL_GPU_GET_PID_INFO_PARAMS *)b->priv;
-	if (vcore_user_read(call, r, b->uaddr, sizeof(*r)))
-		return -VCORE_EFAULT;
 	n = r->pidInfoListCount;
 	if (n > NV2080_CTRL_GPU_GET_PID_INFO_MAX_COUNT)
 		n = NV2080_CTRL_GPU_GET_PID_INFO_MAX_COUNT;
@@ -472,23 +489,17 @@ static int get_pid_info_post(struct vcore_call *call)
 
 		if (vcore_pid_in_slot(call->slot, e->pid))
 			continue;
-		/* Another tenant's process: report it as not found. */
 		vcore_memset(e->data, 0, sizeof(e->data));
 		e->result = NV_ERR_OBJECT_NOT_FOUND;
 		changed = 1;
 	}
-	if (!changed)
-		return 0;
-	if (vcore_user_write(call, b->uaddr, r, sizeof(*r)))
-		return -VCORE_EFAULT;
-	vcore_count_view(call->slot);
-	return 0;
+	return changed;
 }
 
 /* NV2080_CTRL_CMD_GPU_GET_PID_INFO (0x2080018e, 14408 B). */
 enum vcore_verdict vcore_ctrl_get_pid_info(struct vcore_call *call)
 {
-	return pid_view_pre(call, get_pid_info_post,
+	return pid_view_pre(call, get_pid_info_fn,
 			    "GET_PID_INFO without params",
 			    "GET_PID_INFO params unreadable");
 }

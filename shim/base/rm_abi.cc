@@ -18,6 +18,23 @@ T Load(const uint8_t* p, size_t off) {
 static_assert(offsetof(NVOS21_PARAMETERS, hClass) == offsetof(NVOS64_PARAMETERS, hClass));
 static_assert(offsetof(NVOS21_PARAMETERS, pAllocParms) == offsetof(NVOS64_PARAMETERS, pAllocParms));
 
+// The buffer of a top-level struct T whose pointer is at `ptr_off` and whose u32 length is at
+// `len_off`, when both are set and the length is at most `max_len`.
+template <typename T>
+bool SizedBuffer(const uint8_t* top, size_t top_len, size_t ptr_off, size_t len_off,
+                 uint32_t max_len, NestedPtr* out) {
+  if (top_len != sizeof(T)) {
+    return false;
+  }
+  const uint64_t ptr = Load<uint64_t>(top, ptr_off);
+  const uint32_t len = Load<uint32_t>(top, len_off);
+  if (ptr == 0 || len == 0 || len > max_len) {
+    return false;
+  }
+  *out = {ptr_off, ptr, len, false};
+  return true;
+}
+
 }  // namespace
 
 size_t AllocParamsSize(uint32_t h_class) { return vcore_class_params_size(nullptr, h_class); }
@@ -37,25 +54,15 @@ int NestedPointers(uint32_t nr, const uint8_t* top, size_t top_len, NestedPtr ou
       break;
     case NV_ESC_RM_CONTROL:
       // paramsSize must equal the command's size exactly (the driver checks it).
-      if (top_len == sizeof(NVOS54_PARAMETERS)) {
-        const size_t off = offsetof(NVOS54_PARAMETERS, params);
-        uint64_t ptr = Load<uint64_t>(top, off);
-        uint32_t len = Load<uint32_t>(top, offsetof(NVOS54_PARAMETERS, paramsSize));
-        if (ptr != 0 && len != 0) {
-          out[n++] = {off, ptr, len, false};
-        }
-      }
+      n += SizedBuffer<NVOS54_PARAMETERS>(top, top_len, offsetof(NVOS54_PARAMETERS, params),
+                                          offsetof(NVOS54_PARAMETERS, paramsSize), UINT32_MAX,
+                                          &out[n]);
       break;
     case NV_ESC_IOCTL_XFER_CMD:
       // The driver caps the payload at NV_ABSOLUTE_MAX_IOCTL_SIZE.
-      if (top_len == sizeof(nv_ioctl_xfer_t)) {
-        const size_t off = offsetof(nv_ioctl_xfer_t, ptr);
-        uint64_t ptr = Load<uint64_t>(top, off);
-        uint32_t len = Load<uint32_t>(top, offsetof(nv_ioctl_xfer_t, size));
-        if (ptr != 0 && len != 0 && len <= NV_ABSOLUTE_MAX_IOCTL_SIZE) {
-          out[n++] = {off, ptr, len, false};
-        }
-      }
+      n += SizedBuffer<nv_ioctl_xfer_t>(top, top_len, offsetof(nv_ioctl_xfer_t, ptr),
+                                        offsetof(nv_ioctl_xfer_t, size), NV_ABSOLUTE_MAX_IOCTL_SIZE,
+                                        &out[n]);
       break;
     case NV_ESC_RM_GET_EVENT_DATA:
       // The kernel writes an NvUnixEvent at pEvent.

@@ -40,7 +40,7 @@ int Has(void*, vcore_u32 c, vcore_u32 o) {
   if (c == o) return g_drv->clients.count(c) ? 0 : -VCORE_ENOENT;
   return g_drv->objects.count({c, o}) ? 0 : -VCORE_ENOENT;
 }
-int DriverMemory(void*, vcore_u32 c, vcore_u32, vcore_u32 o, vcore_u64* bytes) {
+int DriverMemory(void*, vcore_u32 c, vcore_u32, vcore_u32 o, vcore_driver_mem* bytes) {
   if (!bytes && c == o) {
     g_drv->freed_clients.push_back(c);
     if (!c) return 0;
@@ -55,7 +55,7 @@ int DriverMemory(void*, vcore_u32 c, vcore_u32, vcore_u32 o, vcore_u64* bytes) {
   }
   auto it = g_drv->objects.find({c, o});
   if (it == g_drv->objects.end()) return -VCORE_ENOENT;
-  *bytes = it->second;
+  *bytes = {it->second, 0, 0};
   return 0;
 }
 

@@ -81,11 +81,11 @@ T At(const std::vector<uint8_t>& b, size_t off) {
 }
 
 // An independent reading of a recording: class-0x40 (non-virtual) NVOS64/NVOS21 allocations that
-// the driver accepted, with the size it reported, and TSGs and channels (a channel only under a
-// TSG that exists) at their class's fixed estimate of the driver's own memory (issue 17 F11.1, the
-// branch's table); frees of them and of any object above them, of their client; closes of the
-// ctl file that created the client. Optionally with a quota: allocations that would cross it are
-// skipped and the first one's seq is remembered.
+// the driver accepted, with the size it reported, and TSGs, channels (a channel only under a TSG
+// that exists) and VA spaces at their class's fixed estimate of the driver's own memory (issue 17
+// F11.1, the branch's table); frees of them and of any object above them, of their client; closes
+// of the ctl file that created the client. Optionally with a quota: allocations that would cross it
+// are skipped and the first one's seq is remembered.
 struct Oracle {
   struct Mem {
     uint64_t size;

@@ -15,6 +15,8 @@ namespace {
 // in-kernel RM entry, kmod/driver_query.c).
 struct FakeDriverRecord {
   std::map<std::pair<uint32_t, uint32_t>, uint64_t> bytes;  // (client, object) -> GPU memory
+  std::map<std::pair<uint32_t, uint32_t>, uint64_t> sys;    // -> system memory, when it has any
+  std::map<std::pair<uint32_t, uint32_t>, uint32_t> cls;    // -> class, when it says
   int queries = 0;
   int frees = 0;
   bool answer = true;      // false: the driver cannot say (e.g. an older driver)
@@ -26,7 +28,8 @@ struct FakeDriverRecord {
 };
 FakeDriverRecord* g_driver = nullptr;
 
-int DriverMemory(void*, vcore_u32 h_client, vcore_u32, vcore_u32 h_object, vcore_u64* bytes) {
+int DriverMemory(void*, vcore_u32 h_client, vcore_u32, vcore_u32 h_object,
+                 vcore_driver_mem* bytes) {
   auto it = g_driver->bytes.find({h_client, h_object});
   if (bytes == nullptr && h_object == h_client) {
     g_driver->freed_clients.push_back(h_client);
@@ -36,12 +39,13 @@ int DriverMemory(void*, vcore_u32 h_client, vcore_u32, vcore_u32 h_object, vcore
     ++g_driver->frees;
     if (!g_driver->free_works || it == g_driver->bytes.end()) return -5;
     g_driver->bytes.erase(it);
+    g_driver->sys.erase({h_client, h_object});
     return 0;
   }
   ++g_driver->queries;
   if (!g_driver->answer) return -5;
   if (it == g_driver->bytes.end()) return g_driver->missing_is_enoent ? -VCORE_ENOENT : -5;
-  *bytes = it->second;
+  *bytes = {it->second, g_driver->sys[{h_client, h_object}], g_driver->cls[{h_client, h_object}]};
   return 0;
 }
 
@@ -65,16 +69,24 @@ class TrustedTest : public CoreTest {
   // reads it (both rewritten by "another thread"). Returns the status the application sees.
   uint32_t RacedAlloc(uint32_t c, uint32_t d, uint32_t h, uint64_t asked, uint64_t allocated,
                       uint64_t reply_size, uint32_t reply_status = NV_OK) {
+    return Raced(NV01_MEMORY_LOCAL_USER, c, d, h, asked, {allocated, 0, 0}, reply_size,
+                 reply_status);
+  }
+
+  // The same for any memory class @cls: @made is the driver's record of the object (sizes and
+  // class; a record with neither size stays GPU memory 0).
+  uint32_t Raced(uint32_t cls, uint32_t c, uint32_t d, uint32_t h, uint64_t asked,
+                 vcore_driver_mem made, uint64_t reply_size, uint32_t reply_status = NV_OK) {
     NV_MEMORY_ALLOCATION_PARAMS m{};
     m.owner = c;
-    m.flags = 0x1c101;
+    m.flags = cls == NV01_MEMORY_LOCAL_USER ? 0x1c101 : 0;
     m.size = asked;
-    m.alignment = 2 * kMiB;
+    m.alignment = cls == NV01_MEMORY_LOCAL_USER ? 2 * kMiB : 0;
     NVOS64_PARAMETERS p{};
     p.hRoot = c;
     p.hObjectParent = d;
     p.hObjectNew = h;
-    p.hClass = NV01_MEMORY_LOCAL_USER;
+    p.hClass = cls;
     p.pAllocParms = kParams;
     Put(kArg, Bytes(p));
     Put(kParams, Bytes(m));
@@ -82,7 +94,9 @@ class TrustedTest : public CoreTest {
     vcore_call* call = nullptr;
     vcore_verdict v = vcore_pre(ctl_, Req(NV_ESC_RM_ALLOC, 48), kArg, &ctx, &call);
     if (v == VCORE_FORWARD) {
-      driver_.bytes[{c, h}] = allocated;  // the driver's own record
+      driver_.bytes[{c, h}] = made.gpu;  // the driver's own record
+      if (made.sys) driver_.sys[{c, h}] = made.sys;
+      if (made.cls) driver_.cls[{c, h}] = made.cls;
       uint32_t ok = NV_OK;
       mem_.Write(kArg + 40, &ok, 4);
       // The racing thread rewrites the reply before the core reads it.
@@ -300,6 +314,75 @@ TEST_F(TrustedTest, AnOkAllocationOfAHandleInUseMeansTampering) {
   AllocVidmem(c, d, 0x5c000070, 16 * kMiB);  // the fake driver says NV_OK again
   EXPECT_EQ(driver_.freed_clients, std::vector<uint32_t>{c});
   EXPECT_EQ(Charged(), 0u) << "the file's clients were freed in the driver and the table";
+}
+
+// Issue 17, F10: class 0x3e allocations checked at `asked`, of which the driver made `allocated`
+// (a sibling raised or lowered the size before the driver's read) while the reply says `reply`
+// (the sibling's second store, before the core reads it): the budget holds the driver's size.
+TEST_F(TrustedTest, SystemMemoryIsHeldToTheBudgetAtTheDriversSize) {
+  sysmem_budget_ = 8 * kMiB;
+  MakeSlot(64 * kMiB, VCORE_UNKNOWN_STRICT, &kTrustedOps);
+  uint32_t c, d, s;
+  Session(&c, &d, &s);
+  auto sysmem = [&](uint32_t h, uint64_t asked, uint64_t allocated, uint64_t reply) {
+    return Raced(NV01_MEMORY_SYSTEM, c, d, h, asked, {0, allocated, NV01_MEMORY_SYSTEM}, reply);
+  };
+  // Checked 4 KiB, the driver made 16 MiB: twice the budget. Freed in the driver, refused.
+  EXPECT_EQ(sysmem(0x5c000080, 4096, 16 * kMiB, 4096), NV_ERR_NO_MEMORY);
+  EXPECT_EQ(driver_.frees, 1);
+  EXPECT_EQ(driver_.bytes.count({c, 0x5c000080}), 0u) << "freed in the driver";
+  EXPECT_TRUE(driver_.freed_clients.empty()) << "a size is no tampering: the caller lives";
+  // Checked 4 KiB, the driver made 2 MiB: it fits, and the budget counts 2 MiB.
+  EXPECT_EQ(sysmem(0x5c000081, 4096, 2 * kMiB, 4096), NV_OK);
+  // Checked 4 MiB, the driver made 1 MiB: the unused 3 MiB go back at once.
+  EXPECT_EQ(sysmem(0x5c000082, 4 * kMiB, 1 * kMiB, 4 * kMiB), NV_OK);
+  // 3 MiB held: 5 more fit exactly, then nothing.
+  EXPECT_EQ(sysmem(0x5c000083, 5 * kMiB, 5 * kMiB, 5 * kMiB), NV_OK);
+  EXPECT_EQ(sysmem(0x5c000084, 4096, 4096, 4096), NV_ERR_NO_MEMORY);
+  EXPECT_EQ(driver_.frees, 1) << "the last one was refused before the driver saw it";
+  Free(c, d, 0x5c000081);
+  EXPECT_EQ(sysmem(0x5c000085, 2 * kMiB, 2 * kMiB, 2 * kMiB), NV_OK) << "the free gave 2 MiB back";
+  EXPECT_EQ(Charged(), 0u) << "system memory is not video memory";
+}
+
+// hClass rewritten (docs/results/kmod-issue4-tamper.md) into 0x3e: the core saw a VA range, the
+// driver made system memory no budget would count. The driver's class differs: tampering.
+TEST_F(TrustedTest, AClassTheDriverDidNotMakeMeansTampering) {
+  sysmem_budget_ = 8 * kMiB;
+  MakeSlot(64 * kMiB, VCORE_UNKNOWN_STRICT, &kTrustedOps);
+  uint32_t c, d, s;
+  Session(&c, &d, &s);
+  driver_.bytes[{c, 0x5c000090}] = 0;
+  driver_.sys[{c, 0x5c000090}] = 64 * kMiB;
+  driver_.cls[{c, 0x5c000090}] = NV01_MEMORY_SYSTEM;
+  NV_MEMORY_ALLOCATION_PARAMS m{};
+  m.owner = c;
+  m.size = 64 * kMiB;
+  Alloc(c, d, 0x5c000090, NV50_MEMORY_VIRTUAL, Bytes(m));
+  EXPECT_EQ(driver_.freed_clients, std::vector<uint32_t>{c});
+  EXPECT_EQ(Stats().objects, 0u);
+}
+
+// The other way, into a class the core neither charges nor limits (0x3e -> a VA range): nothing
+// escapes, so no tampering; the driver's word settles the budget at what it holds (nothing).
+TEST_F(TrustedTest, AClassSwappedIntoAnUnlimitedOneIsNoTampering) {
+  sysmem_budget_ = 8 * kMiB;
+  MakeSlot(64 * kMiB, VCORE_UNKNOWN_STRICT, &kTrustedOps);
+  uint32_t c, d, s;
+  Session(&c, &d, &s);
+  NV_MEMORY_ALLOCATION_PARAMS m{};
+  m.owner = c;
+  m.size = 8 * kMiB;
+  driver_.bytes[{c, 0x5c0000a0}] = 0;
+  driver_.cls[{c, 0x5c0000a0}] = NV50_MEMORY_VIRTUAL;
+  EXPECT_EQ(Alloc(c, d, 0x5c0000a0, NV01_MEMORY_SYSTEM, Bytes(m)).verdict, VCORE_FORWARD);
+  EXPECT_TRUE(driver_.freed_clients.empty());
+  // The 8 MiB reservation went back: the whole budget is there.
+  driver_.bytes[{c, 0x5c0000a1}] = 0;
+  driver_.sys[{c, 0x5c0000a1}] = 8 * kMiB;
+  driver_.cls[{c, 0x5c0000a1}] = NV01_MEMORY_SYSTEM;
+  EXPECT_EQ(Alloc(c, d, 0x5c0000a1, NV01_MEMORY_SYSTEM, Bytes(m)).verdict, VCORE_FORWARD);
+  EXPECT_EQ(Get<uint32_t>(mem_, kArg + 40), NV_OK);
 }
 
 }  // namespace

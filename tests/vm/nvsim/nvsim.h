@@ -275,8 +275,14 @@ int nvsim_mmap(struct file *filp, struct vm_area_struct *vma);
 void nvsim_mmap_ctx_free(struct nvsim_mmap_ctx *ctx);
 
 /* nvsim_hook.c: the tamper test hook around nvsim_ioctl's copy-in and copy-out (README.md). */
-bool nvsim_rewrite_alloc(unsigned int nr, void __user *uptr, size_t size);
+/* A store the hook made into the caller's memory, taken back after the copy-out. */
+struct nvsim_undo {
+	u32 __user *at; /* NULL: nothing to take back */
+	u32 old;
+};
+bool nvsim_rewrite_alloc(unsigned int nr, void __user *uptr, size_t size, struct nvsim_undo *undo);
 void nvsim_rewrite_alloc_after(void __user *uptr, size_t size);
+void nvsim_rewrite_undo(const struct nvsim_undo *undo);
 void nvsim_rewrite_xfer(void __user *uptr);
 
 /* nvsim_main.c: fd lookups (nvidia-rm-abi.md §9.3). */

@@ -104,6 +104,7 @@
 #define NV04_DISPLAY_COMMON 0x73
 #define NV50_MEMORY_VIRTUAL 0x50a0
 #define KEPLER_CHANNEL_GROUP_A 0xa06c
+#define FERMI_VASPACE_A 0x90f1 /* a plain object here: nvsim has no page tables */
 #define RM_USER_SHARED_DATA 0xde
 /* Channels are the classes 0x??6f (0xc86f Hopper; §6.3). */
 #define NVSIM_IS_CHANNEL_CLASS(c) (((c) & 0xff) == 0x6f && (c) >= 0xc36f && (c) <= 0xcfff)
@@ -376,6 +377,20 @@ struct nv_channel_group_alloc_params { /* KEPLER_CHANNEL_GROUP_A */
 	__u8 pad[3];
 };
 NVSIM_ASSERT(sizeof(struct nv_channel_group_alloc_params) == 20, "TSG params are 20 B");
+
+struct nv_vaspace_alloc_params { /* FERMI_VASPACE_A (nvos.h NV_VASPACE_ALLOCATION_PARAMETERS) */
+	__u32 index;
+	__u32 flags;
+	__u64 vaSize;
+	__u64 vaStartInternal;
+	__u64 vaLimitInternal;
+	__u32 bigPageSize;
+	__u32 pad0;
+	__u64 vaBase;
+	__u32 pasid;
+	__u32 pad1;
+};
+NVSIM_ASSERT(sizeof(struct nv_vaspace_alloc_params) == 56, "VA space params are 56 B");
 
 /* §5, §6 controls: command words and parameter sizes */
 #define NV2080_CTRL_CMD_FB_GET_INFO 0x20801301

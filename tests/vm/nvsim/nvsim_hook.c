@@ -84,6 +84,24 @@ NVSIM_REWRITE_PARAMS(xfer, "XFER header");
 static struct nvsim_rewrite rewrite_ctrl;
 NVSIM_REWRITE_PARAMS(ctrl, "RM_CONTROL's params");
 
+/*
+ * The same for the alloc params of the process's next NV_ESC_RM_ALLOC (pAllocParms@16 of the
+ * NVOS21/NVOS64): the u32 at rewrite_allocp_offset is replaced just before nvsim copies the
+ * struct in, and its old value is put back after nvsim copied the reply out: a sibling's store
+ * that raises a size around the call, so that the driver allocates the raised size while the
+ * reply the proxy reads afterwards shows the size the proxy checked (issue 17, F10).
+ */
+static struct nvsim_rewrite rewrite_allocp;
+NVSIM_REWRITE_PARAMS(allocp, "RM_ALLOC's alloc params");
+
+/*
+ * The same for the gpu_id array of the process's next NV_ESC_ATTACH_GPUS_TO_FD, just before nvsim
+ * copies it in: a sibling's store into the array between a proxy's check of it and the driver's
+ * own copy-in (nv.c nvidia_ioctl copies the escape's argument itself; issue 17, F11.3).
+ */
+static struct nvsim_rewrite rewrite_attach;
+NVSIM_REWRITE_PARAMS(attach, "ATTACH_GPUS_TO_FD array");
+
 static bool nvsim_rewrite(struct nvsim_rewrite *h, void __user *uptr, size_t size)
 {
 	int tgid = READ_ONCE(h->tgid);
@@ -116,15 +134,39 @@ static void nvsim_rewrite_ctrl(void __user *uptr, size_t size)
 	WRITE_ONCE(rewrite_ctrl.done, rewrite_ctrl.done + 1);
 }
 
+static void nvsim_rewrite_allocp(void __user *uptr, size_t size, struct nvsim_undo *undo)
+{
+	int tgid = READ_ONCE(rewrite_allocp.tgid);
+	unsigned int off = READ_ONCE(rewrite_allocp.offset);
+	u64 __user *pp = (u64 __user *)((u8 __user *)uptr + offsetof(struct nvos21, pAllocParms));
+	u32 __user *at;
+	u64 params;
+
+	if (!tgid || tgid != task_tgid_nr(current) || off % sizeof(u32) ||
+	    size < sizeof(struct nvos21) || get_user(params, pp) || !params)
+		return;
+	if (cmpxchg(&rewrite_allocp.tgid, tgid, 0) != tgid)
+		return;
+	at = (u32 __user *)((u8 __user *)u64_to_user_ptr(params) + off);
+	if (get_user(undo->old, at) || put_user(READ_ONCE(rewrite_allocp.value), at))
+		return;
+	undo->at = at;
+	WRITE_ONCE(rewrite_allocp.done, rewrite_allocp.done + 1);
+}
+
 /* true: the RM_ALLOC hook fired for this call (its after-store is due after the copy-out). */
-bool nvsim_rewrite_alloc(unsigned int nr, void __user *uptr, size_t size)
+bool nvsim_rewrite_alloc(unsigned int nr, void __user *uptr, size_t size, struct nvsim_undo *undo)
 {
 	if (nr == NV_ESC_RM_CONTROL)
 		nvsim_rewrite_ctrl(uptr, size);
 	if (nr == NV_ESC_RM_ALLOC)
+		nvsim_rewrite_allocp(uptr, size, undo);
+	if (nr == NV_ESC_RM_ALLOC)
 		return nvsim_rewrite(&rewrite_alloc, uptr, size);
 	if (nr == NV_ESC_RM_FREE)
 		nvsim_rewrite(&rewrite_free, uptr, size);
+	if (nr == NV_ESC_ATTACH_GPUS_TO_FD)
+		nvsim_rewrite(&rewrite_attach, uptr, size);
 	return false;
 }
 
@@ -136,6 +178,13 @@ void nvsim_rewrite_alloc_after(void __user *uptr, size_t size)
 		return;
 	if (put_user(READ_ONCE(rewrite_alloc_after_value), (u32 __user *)((u8 __user *)uptr + off)))
 		return;
+}
+
+/* After the copy-out: the rewrite_allocp store is taken back (the sibling lowers the size again). */
+void nvsim_rewrite_undo(const struct nvsim_undo *undo)
+{
+	if (undo->at && put_user(undo->old, undo->at))
+		pr_debug("rewrite_allocp: the old value could not be put back\n");
 }
 
 void nvsim_rewrite_xfer(void __user *uptr)

@@ -348,6 +348,7 @@ static long nvsim_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 	unsigned int nr = _IOC_NR(cmd);
 	size_t size = _IOC_SIZE(cmd);
 	void __user *uptr = (void __user *)arg;
+	struct nvsim_undo undo = {};
 	bool rewritten;
 	void *buf;
 	int ret;
@@ -369,7 +370,7 @@ static long nvsim_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 	}
 	if (!size || size > NV_ABSOLUTE_MAX_IOCTL_SIZE)
 		return -EINVAL;
-	rewritten = nvsim_rewrite_alloc(nr, uptr, size);
+	rewritten = nvsim_rewrite_alloc(nr, uptr, size, &undo);
 	buf = kmalloc(size, GFP_KERNEL);
 	if (!buf)
 		return -ENOMEM;
@@ -385,6 +386,7 @@ static long nvsim_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 	if (rewritten && !ret)
 		nvsim_rewrite_alloc_after(uptr, size);
 out:
+	nvsim_rewrite_undo(&undo);
 	kfree(buf);
 	return ret;
 }

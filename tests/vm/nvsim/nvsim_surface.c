@@ -16,9 +16,10 @@
  *     answered from the memory descriptor (PHYS_SIZE = memdescGetSize / 4 KiB, NV_ERR_OUT_OF_RANGE
  *     if that does not fit 32 bits), the first unknown index stops the walk with
  *     NV_ERR_INVALID_ARGUMENT, and the list is copied back.
- * nvsim answers on classes 0x40 (video memory: obj->vidmem bytes, VIDMEM), 0x3e (SYSMEM) and
- * 0x50a0 (a VA range, no physical memory: size 0, INVALID; approx, the real descriptor of a
- * virtual allocation is not video memory either); other indices: INVALID_ARGUMENT.
+ * nvsim answers on classes 0x40 (video memory: obj->vidmem bytes, VIDMEM), 0x3e (system memory:
+ * obj->sysmem bytes, SYSMEM) and 0x50a0 (a VA range, no physical memory: size 0, INVALID; approx,
+ * the real descriptor of a virtual allocation is not video memory either); other indices:
+ * INVALID_ARGUMENT.
  * Called from nvsim_rm_control with nvsim_rm_lock held and the 16-byte params already copied in.
  */
 #include <linux/slab.h>
@@ -54,8 +55,13 @@ static u32 nvsim_surface_value(const struct nvsim_obj *obj, u32 index, u32 *data
 		*data = 0; /* no compression, no zcull */
 		return NV_OK;
 	case NV0041_CTRL_SURFACE_INFO_INDEX_PHYS_SIZE:
-		/* nvsim's video memory is far below 16 TiB: always fits (no OUT_OF_RANGE). */
-		*data = (u32)(obj->vidmem / NV0041_CTRL_SURFACE_INFO_PHYS_SIZE_SCALE_FACTOR);
+		/*
+		 * The descriptor's size whatever its address space: for class 0x3e the page-rounded
+		 * size sysmemConstruct_IMPL allocated (system_mem.c), which vgpu.ko holds to the
+		 * slot's system-memory budget (issue 17, F10). Far below 16 TiB: always fits (no
+		 * OUT_OF_RANGE).
+		 */
+		*data = (u32)((obj->vidmem + obj->sysmem) / NV0041_CTRL_SURFACE_INFO_PHYS_SIZE_SCALE_FACTOR);
 		return NV_OK;
 	case NV0041_CTRL_SURFACE_INFO_INDEX_ADDR_SPACE_TYPE:
 		*data = obj->hclass == NV01_MEMORY_LOCAL_USER

@@ -47,6 +47,12 @@ static unsigned int uvm_migrate_calls;
 module_param(uvm_migrate_calls, uint, 0444);
 MODULE_PARM_DESC(uvm_migrate_calls, "UVM_MIGRATE calls received (answered -EINVAL)");
 
+/* Read-only: UVM_MM_INITIALIZE calls that reached nvsim (a caller killed while its call waited
+ * in vgpu.ko's queue must not be one, kmod/kthread_call.c). */
+static unsigned int uvm_mm_initialize_calls;
+module_param(uvm_mm_initialize_calls, uint, 0444);
+MODULE_PARM_DESC(uvm_mm_initialize_calls, "UVM_MM_INITIALIZE calls received");
+
 /* Test hook (not a driver behaviour): UVM_MM_INITIALIZE sleeps this long (µs) after its fget,
  * holding the call open, so that a sibling thread's call lands inside it for certain. */
 static unsigned int uvm_mm_initialize_delay_us;
@@ -124,6 +130,7 @@ static u32 nvsim_uvm_mm_initialize(struct nvsim_uvm_open *mm, int fd)
 	struct nvsim_uvm_open *uo;
 	u32 status = NV_ERR_INVALID_ARGUMENT;
 
+	uvm_mm_initialize_calls++;
 	if (!f)
 		return status;
 	if (f->f_op != &nvsim_uvm_fops)

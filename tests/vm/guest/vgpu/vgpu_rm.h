@@ -185,14 +185,7 @@ struct Session {
   uint32_t Fb(uint32_t index) { return FbInfo(ctl, client, subdevice, index); }
 };
 
-inline bool IsChar(const std::string& path, unsigned* major_out) {
-  struct stat st {};
-  if (stat(path.c_str(), &st)) return false;
-  *major_out = major(st.st_rdev);
-  return S_ISCHR(st.st_mode);
-}
-
-// A UVM file of the slot with UVM_INITIALIZE done (a va-space file, as cuInit makes); -1 if not.
+// A va-space file of the slot's UVM node after UVM_INITIALIZE, or -1.
 inline int OpenUvm(const ScopedSlot& slot) {
   int uvm = open(("/dev/vgpu-uvm" + std::to_string(slot.id())).c_str(), O_RDWR | O_CLOEXEC);
   if (uvm < 0) return -1;
@@ -202,6 +195,24 @@ inline int OpenUvm(const ScopedSlot& slot) {
     return -1;
   }
   return uvm;
+}
+
+// One UVM_MM_INITIALIZE of the va-space file `va` on a fresh MM file of `uvm_path`, as cuInit
+// does: 1 if it succeeded, 0 if the call or its status failed, -1 if the node did not open.
+inline int MmInitializeOnce(const std::string& uvm_path, int va) {
+  int mm = open(uvm_path.c_str(), O_RDWR | O_CLOEXEC);
+  if (mm < 0) return -1;
+  uvm_mm_initialize_params p{va, ~0u};
+  const bool ok = ioctl(mm, UVM_MM_INITIALIZE, &p) == 0 && p.rmStatus == NV_OK;
+  close(mm);
+  return ok ? 1 : 0;
+}
+
+inline bool IsChar(const std::string& path, unsigned* major_out) {
+  struct stat st {};
+  if (stat(path.c_str(), &st)) return false;
+  *major_out = major(st.st_rdev);
+  return S_ISCHR(st.st_mode);
 }
 
 }  // namespace vgpu_test

@@ -26,16 +26,15 @@
 
 #include "vgpu/slots/slot_record.h"
 #include "vgpu/status.h"
+#include "vgpu/text.h"
 
 namespace vgpu::checkpoint {
 
-struct LoadResult {
+// found, corrupt_reason and kept_aside (<path>.corrupt-<ts>): StateFileLoad's.
+struct LoadResult : StateFileLoad {
   std::vector<slots::SlotRecord> records;
-  bool found = false;                // a checkpoint file existed
-  std::string corrupt_reason;        // non-empty when the file was corrupt
-  std::filesystem::path kept_aside;  // where the corrupt file was moved (<path>.corrupt-<ts>)
-  size_t journal_entries = 0;        // entries replayed after the snapshot
-  bool torn_tail = false;            // an unterminated last entry was dropped
+  size_t journal_entries = 0;  // entries replayed after the snapshot
+  bool torn_tail = false;      // an unterminated last entry was dropped
 };
 
 std::string Serialize(const std::vector<slots::SlotRecord>& records);

@@ -18,15 +18,15 @@
 
 #include "vgpu/reference_clock/reference_clock_book.h"
 #include "vgpu/status.h"
+#include "vgpu/text.h"
 
 namespace vgpu::reference_clock {
 
 inline constexpr std::string_view kReferenceClockFileName = "reference-clocks.json";
 
-struct LoadedReferences {
+// found, corrupt_reason and kept_aside: StateFileLoad's.
+struct LoadedReferences : StateFileLoad {
   std::map<std::string, GpuReference> gpus;
-  std::string corrupt_reason;        // non-empty when the file was corrupt
-  std::filesystem::path kept_aside;  // where the corrupt file went
 };
 
 class ReferenceClockFile {

@@ -449,8 +449,8 @@ Outcome RunGuest(const std::vector<Line>& lines, const Expected& exp, const RunC
     fds[{l.pid, l.fd}] = fd;
     return fd;
   };
-  // nvsim models no memory of its own behind TSGs and channels: the slot's charge for them (a
-  // fixed estimate of what the real driver uses, issue 17 F11.1) is not in its heap.
+  // nvsim models no memory of its own behind TSGs, channels and VA spaces: the slot's charge for
+  // them (a fixed estimate of what the real driver uses, issue 17 F11.1) is not in its heap.
   auto check_nvsim = [&](uint64_t seq, uint64_t charged) {
     ++o.nvsim_checks;
     uint64_t free_bytes = nv.Bytes(NV2080_CTRL_FB_INFO_INDEX_HEAP_FREE);
@@ -458,7 +458,7 @@ Outcome RunGuest(const std::vector<Line>& lines, const Expected& exp, const RunC
     if (free_bytes != o.heap - (charged - internal))
       fail(seq, "nvsim heap free " + std::to_string(free_bytes) + " != heap " +
                     std::to_string(o.heap) + " - slot charge " + std::to_string(charged) +
-                    " + its TSG and channel estimate " + std::to_string(internal));
+                    " + its TSG, channel and VA space estimate " + std::to_string(internal));
   };
 
   // A process whose recording never opens /dev/nvidiaN (the synthetic traces) gets the slot's

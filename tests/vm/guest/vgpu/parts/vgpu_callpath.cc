@@ -148,17 +148,6 @@ TEST(CallPath, AdminHeapQueryGetsNoWholeFramebufferHandle) {
   EXPECT_TRUE(slot.Get().id == slot.id());
 }
 
-// One UVM_MM_INITIALIZE of the va-space file `va` on a fresh MM file of `uvm_path`, as cuInit
-// does: 1 if it succeeded, 0 if the call or its status failed, -1 if the node did not open.
-int MmInitializeOnce(const std::string& uvm_path, int va) {
-  int mm = open(uvm_path.c_str(), O_RDWR | O_CLOEXEC);
-  if (mm < 0) return -1;
-  uvm_mm_initialize_params p{va, ~0u};
-  const bool ok = ioctl(mm, UVM_MM_INITIALIZE, &p) == 0 && p.rmStatus == NV_OK;
-  close(mm);
-  return ok ? 1 : 0;
-}
-
 // F6: UVM_MIGRATE, UVM_MIGRATE_RANGE_GROUP and UVM_POPULATE_PAGEABLE place memory in video
 // memory that no RM call allocates (with HMM, plain malloc memory): under a quota (managed
 // policy refuse) they are refused with EPERM and counted, never forwarded (nvsim would answer

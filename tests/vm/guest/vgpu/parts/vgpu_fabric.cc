@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "held_fault.h"
 #include "vgpu_rm.h"
 
 namespace vgpu_test {
@@ -109,6 +110,31 @@ TEST(Fabric, NoSiblingReachesADriverFileDuringAFabricCall) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
       << status << ": 3: a sibling reached a driver file; 4: a fabric call failed through the "
       << "proxy; 2: the session did not open";
+}
+
+// Issue 17, no tenant stalls another slot's control: a tenant whose ATTACH_GPU parameters fault
+// until a release it controls (held_fault.h) must not hold up another slot's fabric calls, and
+// must stay killable.
+TEST(Fabric, AFaultOfOneTenantsFabricCallHoldsUpNoOtherSlot) {
+  ScopedSlot held_slot(64 * kMiB, "held"), other_slot(64 * kMiB, "other");
+  ASSERT_TRUE(held_slot.ok() && other_slot.ok());
+  Session* s = nullptr;  // in the held tenant, for the length of its life
+  held_fault::NoSlotWaitsOnAnothersFault(
+      "ATTACH_GPU",
+      [&](void* page) {
+        s = new Session;
+        if (!s->Open(held_slot.ctl(), held_slot.dev()).empty()) return false;
+        *static_cast<AttachGpuParams*>(page) = {s->subdevice, 0, static_cast<uint64_t>(s->dev)};
+        return true;
+      },
+      [&](void* page) {
+        return Control(s->ctl, s->client, s->client, kAttachGpu, page, sizeof(AttachGpuParams)) ==
+               NV_OK;
+      },
+      [&] {
+        Session t;
+        return t.Open(other_slot.ctl(), other_slot.dev()).empty() && AttachGpu(t) == NV_OK;
+      });
 }
 
 }  // namespace

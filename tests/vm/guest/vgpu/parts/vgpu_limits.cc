@@ -3,6 +3,7 @@
 // the compute controller can gate. libcuda makes 4 TSGs and 20 channels per context, all channels
 // under a TSG. F10: the driver's system memory is charged to no memory cgroup, so each slot has a
 // budget for it. Linked into vgpu_gtest (guest.cmake).
+#include <cstddef>
 #include <fstream>
 
 #include "vgpu_rm.h"
@@ -11,6 +12,7 @@ namespace vgpu_test {
 namespace {
 
 constexpr uint32_t kMaxTsgs = 64, kMaxChannels = 1024;  // VCORE_SLOT_MAX_TSGS/CHANNELS
+constexpr uint32_t kMaxVaspaces = 64;                   // VCORE_SLOT_MAX_VASPACES
 
 int64_t AllocTsg(Session& s, uint32_t h) {
   nv_channel_group_alloc_params tp{};
@@ -20,6 +22,11 @@ int64_t AllocTsg(Session& s, uint32_t h) {
 int64_t AllocChannel(Session& s, uint32_t parent, uint32_t h) {
   uint8_t chp[368] = {};
   return Alloc(s.ctl, s.client, parent, &h, 0xc86f, chp);
+}
+
+int64_t AllocVaspace(Session& s, uint32_t h) {
+  nv_vaspace_alloc_params vp{};
+  return Alloc(s.ctl, s.client, s.device, &h, FERMI_VASPACE_A, &vp);
 }
 
 TEST(Limits, TsgsAndChannelsPerSlotAreCapped) {
@@ -106,6 +113,70 @@ TEST(Limits, TsgsAndChannelsAreChargedToTheQuota) {
   EXPECT_EQ(NvsimUsedBytes(), nvsim_used);
 }
 
+// F11.1: a VA space's page directory is the driver's video memory (64 KiB for the first on the
+// H200, about 20 KiB each after, docs/results/context-memory-h200.md), which no RM_ALLOC of memory
+// reports, and a tenant can make as many as it likes. Each is charged the branch's estimate, a
+// slot has at most kMaxVaspaces (libcuda makes 2 per process), a slot whose quota is full gets
+// none, and the charge comes back at the free, the device's free and the file's close. nvsim
+// allocates nothing for them.
+TEST(Limits, VaSpacesAreChargedAndCapped) {
+  ScopedSlot slot(64 * kMiB, "vaspace");
+  ASSERT_TRUE(slot.ok());
+  const uint64_t nvsim_used = NvsimUsedBytes();
+  {
+    Session s;
+    ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
+    ASSERT_EQ(AllocVaspace(s, 0xd4000000), NV_OK);
+    const uint64_t one = slot.Stat(VGPU_STAT_MEM_CHARGED);
+    EXPECT_GT(one, 0u) << "a VA space's page directory charged to nobody";
+    EXPECT_EQ(NvsimUsedBytes(), nvsim_used) << "nvsim allocates nothing for it";
+    uint32_t granted = 1;
+    int64_t st = NV_OK;
+    for (uint32_t i = 1; i < kMaxVaspaces + 8; ++i) {
+      st = AllocVaspace(s, 0xd4000000 + i);
+      if (st == NV_OK) ++granted;
+    }
+    const uint64_t charged = slot.Stat(VGPU_STAT_MEM_CHARGED);
+    std::printf(
+        "vaspace: one charged %llu B; %u of %u granted, the last: status 0x%llx; %llu B "
+        "charged for them\n",
+        static_cast<unsigned long long>(one), granted, kMaxVaspaces + 8,
+        static_cast<unsigned long long>(st), static_cast<unsigned long long>(charged));
+    EXPECT_EQ(granted, kMaxVaspaces) << "VA spaces granted to one slot";
+    EXPECT_EQ(st, NV_ERR_INSUFFICIENT_RESOURCES);
+    EXPECT_EQ(charged, granted * one);
+    // A free gives room again; the device's free takes them all, and their charge.
+    EXPECT_EQ(Free(s.ctl, s.client, s.device, 0xd4000000), NV_OK);
+    EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), (granted - 1) * one);
+    EXPECT_EQ(AllocVaspace(s, 0xd4100000), NV_OK) << "room again";
+    EXPECT_EQ(Free(s.ctl, s.client, s.client, s.device), NV_OK);
+    EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 0u);
+    // A new device with a VA space, and the quota filled with memory; what they hold is left to
+    // the file's close.
+    nv0080_alloc_params dp{};
+    uint32_t device = 0xd0000021;
+    ASSERT_EQ(Alloc(s.ctl, s.client, s.client, &device, NV01_DEVICE_0, &dp), NV_OK);
+    s.device = device;
+    ASSERT_EQ(AllocVaspace(s, 0xd4200000), NV_OK);
+    uint32_t filled = 0;
+    for (uint32_t i = 0; i < 40; ++i)
+      if (s.Vidmem(0xd3000000 + i, 2 * kMiB) == NV_OK) ++filled;
+    // VA spaces fit in what is left of the quota, then are refused as memory is.
+    uint32_t more = 0;
+    int64_t full = NV_OK;
+    while (more < kMaxVaspaces && (full = AllocVaspace(s, 0xd4200001 + more)) == NV_OK) ++more;
+    std::printf(
+        "vaspace: %u x 2 MiB filled the 64 MiB quota; then %u more VA spaces fit, the next: status "
+        "0x%llx\n",
+        filled, more, static_cast<unsigned long long>(full));
+    EXPECT_EQ(full, NV_ERR_NO_MEMORY) << "a VA space on a slot whose quota is full";
+    EXPECT_LE(slot.Stat(VGPU_STAT_MEM_CHARGED), 64 * kMiB);
+    EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), uint64_t{filled} * 2 * kMiB + (1 + more) * one);
+  }
+  EXPECT_EQ(SettledCharge(slot, 0), 0u) << "the close refunds the VA space";
+  EXPECT_EQ(NvsimUsedBytes(), nvsim_used);
+}
+
 // vgpu.ko's per-slot system-memory budget in MiB, read at slot creation (~0: no such parameter).
 uint64_t SysmemBudgetMiB() {
   std::ifstream f("/sys/module/vgpu/parameters/slot_sysmem_mib");
@@ -163,6 +234,67 @@ TEST(Limits, SystemMemoryPerSlotIsCapped) {
   EXPECT_EQ(ReadNvsimParam("sysmem_bytes"), base);
   // The budget did not touch the video memory quota.
   EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 0u);
+}
+
+// F10, the size race: the driver reads the size of a class 0x3e allocation again after vgpu.ko's
+// private copy, and writes back the size it allocated, both in the caller's memory. A sibling
+// thread raises the size between the two reads and lowers it again before vgpu.ko reads the reply:
+// nvsim's rewrite_allocp_* hook lands those two stores every time (tests/vm/nvsim/nvsim_hook.c).
+// The slot's budget must bound what the driver holds (the driver's own size, kmod/driver_query.c):
+// past the budget the object is freed and NV_ERR_NO_MEMORY returned; within it the driver's size is
+// what the budget counts, so the allocations that follow fit only in what is really left.
+TEST(Limits, SystemMemorySizeRaisedDuringTheCallStaysInTheBudget) {
+  constexpr uint64_t kBudgetMiB = 64;
+  const uint64_t saved = SysmemBudgetMiB();
+  const bool set = SetSysmemBudgetMiB(kBudgetMiB);
+  ScopedSlot slot(64 * kMiB, "sysrace");
+  if (set) SetSysmemBudgetMiB(saved);
+  ASSERT_TRUE(set);
+  ASSERT_TRUE(slot.ok());
+  const uint64_t done = ReadNvsimParam("rewrite_allocp_done");
+  ASSERT_NE(done, ~0ull) << "nvsim has no rewrite_allocp_* test hook";
+  const uint64_t base = ReadNvsimParam("sysmem_bytes");
+  auto raised = [&](Session& s, uint32_t handle, uint64_t checked, uint32_t raised_to) {
+    nv_memory_allocation_params mp{};
+    mp.owner = s.client;
+    mp.size = checked;
+    EXPECT_TRUE(
+        WriteNvsimParam("rewrite_allocp_offset", offsetof(nv_memory_allocation_params, size)) &&
+        WriteNvsimParam("rewrite_allocp_value", raised_to) &&
+        WriteNvsimParam("rewrite_allocp_tgid", static_cast<uint64_t>(getpid())));
+    const int64_t st = Alloc(s.ctl, s.client, s.device, &handle, NV01_MEMORY_SYSTEM, &mp);
+    WriteNvsimParam("rewrite_allocp_tgid", 0);
+    EXPECT_EQ(mp.size, checked) << "the sibling's second store did not land";
+    return st;
+  };
+  Session s;
+  ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
+  // Checked 4 KiB, the driver reads 256 MiB: four times the budget in one allocation.
+  const int64_t over = raised(s, 0xd4000000, 4096, 256 * kMiB);
+  const uint64_t held_over = ReadNvsimParam("sysmem_bytes") - base;
+  EXPECT_EQ(ReadNvsimParam("rewrite_allocp_done"), done + 1) << "nvsim made the rewrite once";
+  // Checked 4 KiB, the driver reads 16 MiB: within the budget, so it stays, counted at 16 MiB.
+  const int64_t within = raised(s, 0xd4000001, 4096, 16 * kMiB);
+  const uint64_t held_within = ReadNvsimParam("sysmem_bytes") - base;
+  // Then 64 MiB of plain 4 MiB allocations: only what the budget has left fits.
+  int granted = 0;
+  for (uint32_t i = 0; i < 16; ++i)
+    if (s.Sysmem(0xd4100000 + i, 4 * kMiB) == NV_OK) ++granted;
+  const uint64_t held = ReadNvsimParam("sysmem_bytes") - base;
+  std::printf(
+      "sysmem race: budget %llu MiB; 4 KiB raised to 256 MiB -> status 0x%llx, the driver holds "
+      "%llu MiB; 4 KiB raised to 16 MiB -> status 0x%llx, holds %llu MiB; then %d of 16 x 4 MiB "
+      "granted, the driver holds %llu MiB for the slot\n",
+      static_cast<unsigned long long>(kBudgetMiB), static_cast<unsigned long long>(over),
+      static_cast<unsigned long long>(held_over / kMiB), static_cast<unsigned long long>(within),
+      static_cast<unsigned long long>(held_within / kMiB), granted,
+      static_cast<unsigned long long>(held / kMiB));
+  EXPECT_EQ(over, NV_ERR_NO_MEMORY) << "an allocation past the budget was granted";
+  EXPECT_EQ(held_over, 0u) << "the driver holds system memory past the slot's budget";
+  EXPECT_EQ(within, NV_OK);
+  EXPECT_EQ(held_within, 16 * kMiB);
+  EXPECT_EQ(granted, 12) << "the budget counted another size than the driver's";
+  EXPECT_LE(held, kBudgetMiB * kMiB) << "the driver holds system memory past the slot's budget";
 }
 
 }  // namespace
