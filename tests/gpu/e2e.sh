@@ -20,9 +20,9 @@
 # metrics agree with what was measured; CUDA IPC between two processes of one slot (legacy handles
 # and cuMemExportToShareableHandle fds) works and is charged once; the cap slots carry the GPU's
 # reference clock the manager measured (from the bare run: daemon/reference_clock).
-# Part "contexts" (only when named): a second CUDA context (cuCtxCreate) in a 2 GiB slot is created,
+# Part "contexts": a second CUDA context (cuCtxCreate) in a 2 GiB slot is created,
 # allocates, and contexts are refused by the quota only once it is full (tests/gpu/e2e/contexts.py).
-#   usage: [E2E_PARTS="mem ipc caps weight"] [E2E_CAPS="10 30 50 70 90"] [E2E_LOOPS="matmul graph"]
+#   usage: [E2E_PARTS="mem ipc contexts caps weight"] [E2E_CAPS="10 30 50 70 90"] [E2E_LOOPS="matmul graph"]
 #          [E2E_PAIRS="30:70 10:90"] tests/gpu/e2e.sh BUNDLE [OUTDIR] [--prebuilt]
 #   BUNDLE: bin/ and lib/ from tests/gpu/e2e/bundle.sh; --prebuilt: build/gpu as it is
 set -uo pipefail
@@ -48,7 +48,7 @@ work=/tmp/vgpu-e2e.$$  # short: unix socket paths
 mkdir -p "$work"
 port=$((20000 + $$ % 10000))
 url=http://127.0.0.1:$port/metrics
-parts=" ${E2E_PARTS:-mem ipc caps weight} "
+parts=" ${E2E_PARTS:-mem ipc contexts caps weight} "
 CAPS=${E2E_CAPS:-10 30 50 70 90}
 LOOPS=${E2E_LOOPS:-matmul graph}
 PAIRS=${E2E_PAIRS:-30:70 10:90}
