@@ -13,15 +13,14 @@
  * with two entries: PHYS_SIZE (index 7, the memory descriptor's size in 4 KiB
  * units) and ADDR_SPACE_TYPE (index 9: SYSMEM 1, VIDMEM 2, REGMEM 3, FABRIC 4).
  * One query for both kinds of memory: video memory is charged to the quota,
- * system memory (class 0x3e, the driver's own pages) to the slot's system
- * memory budget (issue 17, F10: the size a sibling raised and lowered around
- * the call is the descriptor's, never the reply's).
- * Layouts from NVIDIA/open-gpu-kernel-modules src/common/sdk/nvidia/inc/ctrl/
- * ctrl0041.h and ctrl0000/ctrl0000client.h; the handler is
- * memCtrlCmdGetSurfaceInfoLvm (src/nvidia/src/kernel/mem_mgr/mem_ctrl.c),
- * available on every Memory subclass (NV01_MEMORY_LOCAL_USER,
- * NV01_MEMORY_SYSTEM, NV_MEMORY_FABRIC, ...). For a kernel
- * caller RM copies the embedded list pointer as kernel memory.
+ * system memory (NV01_MEMORY_SYSTEM, the driver's own pages) to the slot's
+ * system memory budget (issue 17, F10: the size a sibling raised and lowered
+ * around the call is the descriptor's, never the reply's). Layouts from
+ * NVIDIA/open-gpu-kernel-modules src/common/sdk/nvidia/inc/ctrl/ ctrl0041.h and
+ * ctrl0000/ctrl0000client.h; the handler is memCtrlCmdGetSurfaceInfoLvm
+ * (src/nvidia/src/kernel/mem_mgr/mem_ctrl.c), available on every Memory
+ * subclass (NV01_MEMORY_LOCAL_USER, NV01_MEMORY_SYSTEM, NV_MEMORY_FABRIC, ...).
+ * For a kernel caller RM copies the embedded list pointer as kernel memory.
  *
  * When the size is past the quota the core asks for the object to be freed.
  * Through the same entry, on kernel memory (vgpu_trusted_free), but only
