@@ -84,15 +84,23 @@ void vcore_note_peak_locked(struct vcore_slot *slot)
 		slot->stats.charged_peak_bytes = now;
 }
 
+/* @bytes against the quota, all or nothing. Slot lock held. */
+static int charge_try_locked(struct vcore_slot *slot, vcore_u64 bytes)
+{
+	int err = slot->ledger.ops->try_charge(slot->ledger.priv, bytes,
+					       slot->cfg.mem_quota_bytes);
+
+	slot->stats.charged_bytes =
+		slot->ledger.ops->charged(slot->ledger.priv);
+	return err;
+}
+
 int vcore_charge_try(struct vcore_slot *slot, vcore_u64 bytes)
 {
 	int err;
 
 	vcore_lock(slot);
-	err = slot->ledger.ops->try_charge(slot->ledger.priv, bytes,
-					   slot->cfg.mem_quota_bytes);
-	slot->stats.charged_bytes =
-		slot->ledger.ops->charged(slot->ledger.priv);
+	err = charge_try_locked(slot, bytes);
 	vcore_unlock(slot);
 	return err;
 }
@@ -572,10 +580,7 @@ int vcore_uvm_map(struct vcore_file *file, vcore_u64 length, vcore_u64 *charged)
 		vcore_unlock(slot);
 		return 0;
 	}
-	err = slot->ledger.ops->try_charge(slot->ledger.priv, length,
-					   slot->cfg.mem_quota_bytes);
-	slot->stats.charged_bytes =
-		slot->ledger.ops->charged(slot->ledger.priv);
+	err = charge_try_locked(slot, length);
 	if (err) {
 		slot->stats.denied++;
 		slot->stats.denied_quota++;
