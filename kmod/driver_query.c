@@ -332,6 +332,25 @@ int vgpu_trusted_driver_memory(void *priv, vcore_u32 h_client,
 }
 
 /*
+ * The class of any object, memory or not (the core's driver_class op): a
+ * sibling thread can rewrite hClass into a TSG, a channel or a VA space,
+ * which GET_SURFACE_INFO does not answer for (memCtrlCmdGetSurfaceInfoLvm is
+ * a Memory control), so the size query above cannot name them (issue 17,
+ * F11.1). GET_HANDLE_INFO's CLASSID is the resource's externalClassId: the
+ * hClass of the allocation the driver ran (resserv sets it from the
+ * allocation's parameters, cliresCtrlCmdClientGetHandleInfo_IMPL reads it).
+ * Off with trusted_charge, like the size: that switch measures what asking
+ * the driver costs.
+ */
+int vgpu_trusted_driver_class(void *priv, vcore_u32 h_client,
+			      vcore_u32 h_object, vcore_u32 *cls)
+{
+	if (!READ_ONCE(trusted_charge))
+		return -EOPNOTSUPP;
+	return vgpu_object_exists(h_client, h_object, cls);
+}
+
+/*
  * A control the core checked, issued with the core's private copy of its
  * params through the driver's in-kernel entry (vcore.h, control_copy): the
  * driver reads no user memory, so a sibling thread cannot change what it

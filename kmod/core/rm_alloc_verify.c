@@ -245,6 +245,54 @@ vcore_bool vcore_made_under_another_client(struct vcore_call *call,
 }
 
 /*
+ * The driver made @made (0: it did not say) where the private copy names
+ * call->cmd: a sibling rewrote hClass during the call. Tampering unless the
+ * swap lets nothing escape (vcore_class_swap_harmless: e.g. memory into a VA
+ * range, which the driver's size settles; Tamper.ClassSwappedAwayFromVidmem
+ * ...). A class the table does not know is tampering too: the core checked
+ * nothing of it.
+ */
+static vcore_bool class_swapped(struct vcore_call *call, vcore_u32 made)
+{
+	const struct vcore_class_row *checked, *row;
+
+	if (!made || made == call->cmd)
+		return 0;
+	checked = vcore_abi_class(call->slot->abi, call->cmd);
+	row = vcore_abi_class(call->slot->abi, made);
+	/* An unknown class is recorded as VCORE_CLS_PASS (objects.c). */
+	return !row || !vcore_class_swap_harmless(
+			       checked ? checked->kind : VCORE_CLS_PASS,
+			       row->kind);
+}
+
+/*
+ * Whether the table names @cls a class that is no RM Memory object (a
+ * client, device, subdevice, event, TSG, channel or VA space): the size
+ * query (GET_SURFACE_INFO, a Memory control) has nothing to answer for it.
+ * Every other class, and one the table does not know, is asked as before.
+ */
+static vcore_bool made_no_memory(const struct vcore_slot *slot, vcore_u32 cls)
+{
+	const struct vcore_class_row *row = vcore_abi_class(slot->abi, cls);
+
+	if (!row)
+		return 0;
+	switch (row->kind) {
+	case VCORE_CLS_ROOT:
+	case VCORE_CLS_DEVICE:
+	case VCORE_CLS_SUBDEVICE:
+	case VCORE_CLS_EVENT:
+	case VCORE_CLS_TSG:
+	case VCORE_CLS_CHANNEL:
+	case VCORE_CLS_VASPACE:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/*
  * After every successful allocation, when the host can ask the driver
  * (docs/results/kmod-issue4-tamper.md: the driver copies the parameters in
  * again, after the core's copy). 1: tampering was found and handled (nothing is
@@ -308,6 +356,30 @@ int vcore_verify_alloc(struct vcore_call *call, vcore_u32 h_root,
 			       "the handle was already in use");
 		return 1;
 	}
+	/*
+	 * The class first, for every object: the size query below answers
+	 * for memory only, and a swap into a TSG, channel or VA space would
+	 * read as "not memory" (issue 17, F11.1).
+	 */
+	if (slot->ops->driver_class) {
+		vcore_u32 cls = 0;
+
+		err = slot->ops->driver_class(slot->priv, h_root, h_new, &cls);
+		if (err == -VCORE_ENOENT) {
+			vcore_tampered(call, h_root, h_new,
+				       "the driver has no such object");
+			return 1;
+		}
+		if (!err && class_swapped(call, cls)) {
+			vcore_tampered(call, h_root, h_new,
+				       "the driver made another class");
+			return 1;
+		}
+		/* No memory object: no size to ask (a TSG's, channel's or
+		 * VA space's estimate stays its charge, rm_alloc_post.c). */
+		if (!err && made_no_memory(slot, cls))
+			return 0;
+	}
 	err = slot->ops->driver_memory(slot->priv, h_root, call->h_parent,
 				       h_new, trusted);
 	if (err == -VCORE_ENOENT) {
@@ -317,19 +389,9 @@ int vcore_verify_alloc(struct vcore_call *call, vcore_u32 h_root,
 	}
 	if (err)
 		return 0; /* not memory, or the driver cannot say */
-	/*
-	 * The driver made another class than the private copy names (a
-	 * sibling rewrote hClass), and one the core limits: e.g. class 0x3e,
-	 * whose system memory the core would hold to no budget (issue 17,
-	 * F10). A swap into a class the core neither charges nor limits (a VA
-	 * range, the caller's own pages) lets nothing escape: the driver's
-	 * size settles the charge (Tamper.ClassSwappedAwayFromVidmem...).
-	 */
-	row = trusted->cls ? vcore_abi_class(slot->abi, trusted->cls)
-			   : VCORE_NULL;
-	if (trusted->cls && trusted->cls != call->cmd &&
-	    (!row || (row->kind != VCORE_CLS_PASS &&
-		      row->kind != VCORE_CLS_UNCHARGED_MEM))) {
+	/* The same rule with the size query's class (a host without
+	 * driver_class). */
+	if (class_swapped(call, trusted->cls)) {
 		vcore_tampered(call, h_root, h_new,
 			       "the driver made another class");
 		return 1;
