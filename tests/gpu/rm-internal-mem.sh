@@ -35,9 +35,11 @@ run() {  # NAME LIMIT COMMAND...
   local t0=$EPOCHREALTIME
   timeout -k 5 "$limit" "$@"
   echo "rc=$? wall_s=$(awk "BEGIN{print $EPOCHREALTIME - $t0}")"
-  nvidia-smi --query-gpu=memory.used --format=csv,noheader
+  # a killed program's teardown can hold the driver for minutes (the eager 64 TiB range of
+  # docs/results/rm-internal-memory-h200.md): never wait on it unbounded
+  timeout -k 2 10 nvidia-smi --query-gpu=memory.used --format=csv,noheader
 } >>"$out/log.txt" 2>&1
 run rm-channel-mem 60 "$bin/rm-channel-mem"
-run rm-vaspace-mem 150 "$bin/rm-vaspace-mem" 64 "$maps"
 run vmm_ptables $((4 * secs + 30)) "$bin/vmm_ptables" "$maps" "$secs"
+run rm-vaspace-mem 150 "$bin/rm-vaspace-mem" 64 "$maps"
 cat "$out/log.txt"

@@ -180,11 +180,14 @@ void OneChannelPerTsg(Rm& rm, Space& s) {
       const uint64_t b = rm.HeapFreeKiB();
       tsg_kib += a - b;
       st = ContextShare(rm, tsg, s.va, &share);
+      Status("context share", st);
       if (st == NV_OK) st = Channel(rm, s, tsg, share, errs[tsgs.size() - 1], &ch);
+      Status("channel", st);
       if (st == NV_OK) st = Compute(rm, ch);
+      Status("compute object", st);
       chan_kib += b - rm.HeapFreeKiB();
     }
-    Status("TSG/share/channel/compute", st);
+    Status("stopped", st);
     const uint64_t now = rm.HeapFreeKiB();
     char what[96];
     std::snprintf(what, sizeof what, "  TSGs %u..%zu (share, channel, compute each)", from + 1,
@@ -215,11 +218,13 @@ void SubcontextsInOneTsg(Rm& rm, Space& s) {
     const uint64_t a = rm.HeapFreeKiB();
     st = ContextShare(rm, tsg, s.va, &share);
     share_kib += a - rm.HeapFreeKiB();
+    Status("context share", st);
     if (st == NV_OK) st = Channel(rm, s, tsg, share, errs[made], &ch);
+    Status("channel", st);
     if (st == NV_OK) st = Compute(rm, ch);
+    Status("compute object", st);
     if (st == NV_OK) ++made;
   }
-  Status("share/channel/compute", st);
   const uint64_t t2 = rm.HeapFreeKiB();
   Report("  context share + channel + compute each", t1, t2, made);
   std::printf("  of which context shares: %.4f MiB\n", share_kib / 1024.0);
