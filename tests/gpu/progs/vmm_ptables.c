@@ -166,12 +166,7 @@ int main(int argc, char** argv) {
   const unsigned long max_maps = argc > 1 ? strtoul(argv[1], 0, 0) : 65536;
   const double seconds = argc > 2 ? atof(argv[2]) : 60;
   NvmlOpen();
-  CUdevice dev;
-  CUcontext ctx;
-  CK(cuInit(0));
-  CK(cuDeviceGet(&dev, 0));
-  CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CK(cuCtxSetCurrent(ctx));
+  const CUdevice dev = UsePrimaryContext();
   if (failures) return 1;
   const struct Reading r0 = Read();
   CUmemAllocationProp prop;
