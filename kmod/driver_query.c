@@ -42,7 +42,9 @@
  * NV0000_CTRL_CMD_CLIENT_GET_HANDLE_INFO (ctrl0000client.h, index CLASSID;
  * kmod/core/abi/ctrl.h) on (h_client, h_client) for h_object: the driver does
  * not have the object the core recorded -> -ENOENT, which the core treats as
- * tampering. The handler (cliresCtrlCmdClientGetHandleInfo_IMPL,
+ * tampering. The class it answers is the core's driver_class op too, for
+ * objects that are not memory (vgpu_trusted_driver_class). The handler
+ * (cliresCtrlCmdClientGetHandleInfo_IMPL,
  * src/nvidia/src/kernel/rmapi/client_resource.c) fails with the resource
  * server's lookup status (NV_ERR_OBJECT_NOT_FOUND; a missing client is
  * NV_ERR_INVALID_CLIENT before the handler runs).

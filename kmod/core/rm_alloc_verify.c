@@ -6,7 +6,8 @@
  * The core decides from its private copy of the parameters, but the driver
  * copies them in again, and the status and handles it writes back are user
  * memory: a sibling thread can rewrite them in between. Where the host can
- * ask the driver (host ops driver_memory and client_ops->driver_has), these
+ * ask the driver (host ops driver_class and driver_memory, and
+ * client_ops->driver_has), these
  * helpers ask whether the call made what the private copy says, under a
  * client this file created; anything else is tampering: the file's clients
  * are freed in the driver and the caller is killed. vcore_post_alloc and
@@ -302,9 +303,13 @@ static vcore_bool made_no_memory(const struct vcore_slot *slot, vcore_u32 cls)
  *
  * NV_ESC_RM_ALLOC (NVOS21/NVOS64) is checked for tampering: its hClass,
  * hObjectNew and hRoot are re-read by the driver (escape.c:381-430,
- * alloc_free.c); so is a VID_HEAP allocation under a quota, whose handle
- * must be the one the driver made. The other escapes that create objects
- * keep the size query of their charged classes.
+ * alloc_free.c). The driver's class of the new object is asked first, for
+ * every class (driver_class; issue 17, F11.1: a swap into a TSG, channel or
+ * VA space holds no memory the size query could name), then the size of
+ * memory (driver_memory). So is a VID_HEAP allocation under a quota, whose
+ * handle must be the one the driver made. The other escapes that create
+ * objects keep the size query of their charged classes (ALLOC_OBJECT has no
+ * params, which the driver requires of a TSG, channel or VA space).
  */
 int vcore_verify_alloc(struct vcore_call *call, vcore_u32 h_root,
 		       vcore_u32 h_new, struct vcore_driver_mem *trusted,

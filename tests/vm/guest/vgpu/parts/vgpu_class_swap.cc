@@ -127,28 +127,6 @@ int RunSwapTenant(const ScopedSlot& slot, Made* made, Calls calls, Inspect inspe
   return status;
 }
 
-Made* SharedMade() {
-  void* p = mmap(nullptr, sizeof(Made), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  EXPECT_NE(p, MAP_FAILED);
-  return p == MAP_FAILED ? nullptr : new (p) Made;
-}
-
-// What every case asserts once the child is gone: killed inside its first rewritten call, one
-// tampering counted, and the driver and the slot left with nothing of it. `escaped` is the
-// figure line the child's survival produced ("" when it was killed).
-void ExpectKilledAtTheFirstRewrite(const ScopedSlot& slot, int status, uint64_t done_before,
-                                   uint64_t used_before, const std::string& escaped) {
-  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
-      << "status 0x" << std::hex << status << std::dec << " (exit 3: not killed; " << escaped
-      << ")";
-  EXPECT_EQ(ReadNvsimParam("rewrite_alloc_done"), done_before + 1)
-      << "killed at the first rewritten call";
-  EXPECT_EQ(slot.Stat(VGPU_STAT_OVERQUOTA), 1u) << "one tampering counted";
-  EXPECT_EQ(SettledCharge(slot, 0), 0u);
-  EXPECT_EQ(slot.Stat(VGPU_STAT_TSGS), 0u);
-  EXPECT_EQ(NvsimUsedBytes(), used_before);
-}
-
 std::string Line(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 std::string Line(const char* fmt, ...) {
   char buf[512];
@@ -160,217 +138,184 @@ std::string Line(const char* fmt, ...) {
   return buf;
 }
 
+// `n` allocations of class `cls` under `parent` (handles from `base`) with params `p`, each with
+// hClass rewritten into `made` during the call, until one fails: counted in m->ok, the failure's
+// status in m->first_fail. `made` 0: no rewrite, counted in m->legit.
+void Calls(Session& s, Made* m, uint32_t n, uint32_t parent, uint32_t base, uint32_t cls,
+           uint32_t made, const SwapParams& p) {
+  for (uint32_t i = 0; i < n; ++i) {
+    SwapParams q = p;
+    uint32_t h = base + i;
+    if (made && !ArmClassRewrite(made)) _exit(kSetupFailed);
+    const int64_t st = Alloc(s.ctl, s.client, parent, &h, cls, &q);
+    if (!made) {
+      m->legit += st == NV_OK;
+    } else if (st != NV_OK) {
+      m->first_fail = st;
+      return;
+    } else {
+      ++m->ok;
+    }
+  }
+}
+
+SwapParams TsgParams() {
+  SwapParams p{};
+  p.tsg.engineType = 1;
+  return p;
+}
+
+// One case: a slot with `quota`, the tenant's child, and what holds once it is gone.
+class ClassSwap : public testing::Test {
+ protected:
+  void SetUp() override {
+    void* p =
+        mmap(nullptr, sizeof(Made), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(p, MAP_FAILED);
+    made_ = new (p) Made;
+    used_ = NvsimUsedBytes();
+    done_ = ReadNvsimParam("rewrite_alloc_done");
+    ASSERT_NE(done_, ~0ull) << "nvsim has no rewrite_alloc_* test hook";
+  }
+  void TearDown() override {
+    if (made_) munmap(made_, sizeof(Made));
+  }
+
+  // Runs the tenant (RunSwapTenant) on a slot of `quota`; `figures(child)` prints what escaped
+  // while the child's objects exist. Then asserts what every armed case must: killed inside its
+  // first rewritten call, one tampering counted, the driver and the slot left with nothing of it.
+  template <typename Tenant, typename Figures>
+  void ExpectKilledAtTheFirstRewrite(uint64_t quota, Tenant tenant, Figures figures) {
+    ScopedSlot slot(quota, "swap");
+    ASSERT_TRUE(slot.ok());
+    std::string escaped;
+    const int status =
+        RunSwapTenant(slot, made_, tenant, [&](pid_t child) { escaped = figures(slot, child); });
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+        << "status 0x" << std::hex << status << std::dec << " (exit 3: not killed; " << escaped
+        << ")";
+    EXPECT_EQ(ReadNvsimParam("rewrite_alloc_done"), done_ + 1)
+        << "killed at the first rewritten call";
+    EXPECT_EQ(slot.Stat(VGPU_STAT_OVERQUOTA), 1u) << "one tampering counted";
+    EXPECT_EQ(SettledCharge(slot, 0), 0u);
+    EXPECT_EQ(slot.Stat(VGPU_STAT_TSGS), 0u);
+    EXPECT_EQ(TsgsOf(0).tsgs, 0u);
+    EXPECT_EQ(NvsimUsedBytes(), used_);
+  }
+
+  Made* made_ = nullptr;
+  uint64_t used_ = 0, done_ = 0;
+};
+
+unsigned long long KiB(uint64_t b) { return static_cast<unsigned long long>(b / kKiB); }
+
 // Checked: 64 KiB of video memory (16 MiB quota, which holds 3 TSGs at their 4.3125 MiB
 // estimate). Made: a GR TSG, one more than the slot's cap of 64.
-TEST(ClassSwap, MemoryCheckedAsATsgMadeKillsTheCaller) {
-  ScopedSlot slot(16 * kMiB, "swap-tsg");
-  ASSERT_TRUE(slot.ok());
-  const uint64_t used = NvsimUsedBytes(), done = ReadNvsimParam("rewrite_alloc_done");
-  ASSERT_NE(done, ~0ull) << "nvsim has no rewrite_alloc_* test hook";
-  Made* made = SharedMade();
-  ASSERT_NE(made, nullptr);
-  std::string escaped;
-  const int status = RunSwapTenant(
-      slot, made,
-      [&](Session& s, Made* m) {
-        for (uint32_t i = 0; i < kMaxTsgs + 1; ++i) {
-          SwapParams p = MemoryThatIsAlsoATsg(64 * kKiB);
-          uint32_t h = 0xd3000000 + i;
-          if (!ArmClassRewrite(KEPLER_CHANNEL_GROUP_A)) _exit(kSetupFailed);
-          const int64_t st = Alloc(s.ctl, s.client, s.device, &h, NV01_MEMORY_LOCAL_USER, &p);
-          if (st != NV_OK) {
-            m->first_fail = st;
-            break;
-          }
-          ++m->ok;
-        }
+TEST_F(ClassSwap, MemoryCheckedAsATsgMadeKillsTheCaller) {
+  ExpectKilledAtTheFirstRewrite(
+      16 * kMiB,
+      [](Session& s, Made* m) {
+        Calls(s, m, kMaxTsgs + 1, s.device, 0xd3000000, NV01_MEMORY_LOCAL_USER,
+              KEPLER_CHANNEL_GROUP_A, MemoryThatIsAlsoATsg(64 * kKiB));
       },
-      [&](pid_t child) {
+      [&](const ScopedSlot& slot, pid_t child) {
         const DriverTsgs d = TsgsOf(child);
-        escaped = Line(
+        return Line(
             "vidmem->TSG: %u rewritten calls NV_OK; the driver holds %u GR TSGs (cap %u; "
             "%.4g MiB of RM-internal memory at 4.3125 MiB each) on a 16 MiB slot charged %llu "
             "KiB; the slot's TSG registry: %llu",
-            made->ok, d.tsgs, kMaxTsgs, d.tsgs * 4.3125,
-            static_cast<unsigned long long>(slot.Stat(VGPU_STAT_MEM_CHARGED) / kKiB),
+            made_->ok, d.tsgs, kMaxTsgs, d.tsgs * 4.3125, KiB(slot.Stat(VGPU_STAT_MEM_CHARGED)),
             static_cast<unsigned long long>(slot.Stat(VGPU_STAT_TSGS)));
       });
-  ExpectKilledAtTheFirstRewrite(slot, status, done, used, escaped);
-  EXPECT_EQ(TsgsOf(0).tsgs, 0u);
-  munmap(made, sizeof(Made));
 }
 
 // Checked: 64 KiB of video memory under a TSG the tenant made. Made: a channel under that TSG,
 // one more than the slot's cap of 1024; the slot's record of the TSG counts none of them.
-TEST(ClassSwap, MemoryCheckedAsAChannelMadeKillsTheCaller) {
-  ScopedSlot slot(128 * kMiB, "swap-channel");
-  ASSERT_TRUE(slot.ok());
-  const uint64_t used = NvsimUsedBytes(), done = ReadNvsimParam("rewrite_alloc_done");
-  Made* made = SharedMade();
-  ASSERT_NE(made, nullptr);
-  std::string escaped;
+TEST_F(ClassSwap, MemoryCheckedAsAChannelMadeKillsTheCaller) {
   constexpr uint32_t kTsg = 0xd3100000;
-  const int status = RunSwapTenant(
-      slot, made,
-      [&](Session& s, Made* m) {
-        nv_channel_group_alloc_params tp{};
-        tp.engineType = 1;
-        uint32_t tsg = kTsg;
-        if (Alloc(s.ctl, s.client, s.device, &tsg, KEPLER_CHANNEL_GROUP_A, &tp) != NV_OK)
-          _exit(kSetupFailed);
-        for (uint32_t i = 0; i < kMaxChannels + 1; ++i) {
-          SwapParams p = MemoryThatIsAlsoATsg(64 * kKiB);
-          uint32_t h = 0xd3200000 + i;
-          if (!ArmClassRewrite(kHopperChannel)) _exit(kSetupFailed);
-          const int64_t st = Alloc(s.ctl, s.client, kTsg, &h, NV01_MEMORY_LOCAL_USER, &p);
-          if (st != NV_OK) {
-            m->first_fail = st;
-            break;
-          }
-          ++m->ok;
-        }
+  ExpectKilledAtTheFirstRewrite(
+      128 * kMiB,
+      [](Session& s, Made* m) {
+        Calls(s, m, 1, s.device, kTsg, KEPLER_CHANNEL_GROUP_A, 0, TsgParams());
+        if (m->legit != 1) _exit(kSetupFailed);
+        Calls(s, m, kMaxChannels + 1, kTsg, 0xd3200000, NV01_MEMORY_LOCAL_USER, kHopperChannel,
+              MemoryThatIsAlsoATsg(64 * kKiB));
       },
-      [&](pid_t child) {
+      [&](const ScopedSlot& slot, pid_t child) {
         const DriverTsgs d = TsgsOf(child);
-        escaped = Line(
+        return Line(
             "vidmem->channel: %u rewritten calls NV_OK; the driver holds %u channels under %u "
             "TSG (cap %u); slot charged %llu KiB, its TSG registry: %llu",
-            made->ok, d.channels, d.tsgs, kMaxChannels,
-            static_cast<unsigned long long>(slot.Stat(VGPU_STAT_MEM_CHARGED) / kKiB),
+            made_->ok, d.channels, d.tsgs, kMaxChannels, KiB(slot.Stat(VGPU_STAT_MEM_CHARGED)),
             static_cast<unsigned long long>(slot.Stat(VGPU_STAT_TSGS)));
       });
-  ExpectKilledAtTheFirstRewrite(slot, status, done, used, escaped);
-  EXPECT_EQ(TsgsOf(0).tsgs, 0u);
-  munmap(made, sizeof(Made));
 }
 
 // Checked: 64 KiB of video memory, after the slot's 64 VA spaces. Made: a VA space past the cap
 // (the driver's page directories behind it counted nowhere).
-TEST(ClassSwap, MemoryCheckedAsAVaSpaceMadeKillsTheCaller) {
-  ScopedSlot slot(64 * kMiB, "swap-vaspace");
-  ASSERT_TRUE(slot.ok());
-  const uint64_t used = NvsimUsedBytes(), done = ReadNvsimParam("rewrite_alloc_done");
-  Made* made = SharedMade();
-  ASSERT_NE(made, nullptr);
-  std::string escaped;
-  const int status = RunSwapTenant(
-      slot, made,
-      [&](Session& s, Made* m) {
-        for (uint32_t i = 0; i < kMaxVaspaces + 1; ++i) {
-          nv_vaspace_alloc_params vp{};
-          uint32_t h = 0xd3300000 + i;
-          if (Alloc(s.ctl, s.client, s.device, &h, FERMI_VASPACE_A, &vp) == NV_OK) ++m->legit;
-        }
-        for (uint32_t i = 0; i < 4; ++i) {
-          SwapParams p = MemoryThatIsAlsoATsg(64 * kKiB);
-          uint32_t h = 0xd3400000 + i;
-          if (!ArmClassRewrite(FERMI_VASPACE_A)) _exit(kSetupFailed);
-          const int64_t st = Alloc(s.ctl, s.client, s.device, &h, NV01_MEMORY_LOCAL_USER, &p);
-          if (st != NV_OK) {
-            m->first_fail = st;
-            break;
-          }
-          ++m->ok;
-        }
+TEST_F(ClassSwap, MemoryCheckedAsAVaSpaceMadeKillsTheCaller) {
+  ExpectKilledAtTheFirstRewrite(
+      64 * kMiB,
+      [](Session& s, Made* m) {
+        Calls(s, m, kMaxVaspaces + 1, s.device, 0xd3300000, FERMI_VASPACE_A, 0, SwapParams{});
+        Calls(s, m, 4, s.device, 0xd3400000, NV01_MEMORY_LOCAL_USER, FERMI_VASPACE_A,
+              MemoryThatIsAlsoATsg(64 * kKiB));
       },
-      [&](pid_t) {
-        escaped = Line(
+      [&](const ScopedSlot&, pid_t) {
+        return Line(
             "vidmem->VA space: %u VA spaces granted without a rewrite (cap %u), then %u more "
             "through rewritten calls: %u VA spaces in the driver",
-            made->legit, kMaxVaspaces, made->ok, made->legit + made->ok);
+            made_->legit, kMaxVaspaces, made_->ok, made_->legit + made_->ok);
       });
-  EXPECT_EQ(made->legit, kMaxVaspaces) << "the cap holds for VA spaces asked as such";
-  ExpectKilledAtTheFirstRewrite(slot, status, done, used, escaped);
-  munmap(made, sizeof(Made));
+  EXPECT_EQ(made_->legit, kMaxVaspaces) << "the cap holds for VA spaces asked as such";
 }
 
 // The reverse: checked as a TSG (reserved its estimate, counted against the TSG cap, registered
 // with the compute controller), made as a VA space after the slot's 64. The registry then holds
 // TSGs the driver does not have, and the VA spaces are past their cap.
-TEST(ClassSwap, TsgCheckedAsAVaSpaceMadeKillsTheCaller) {
-  ScopedSlot slot(0, "swap-tsg-vas");
-  ASSERT_TRUE(slot.ok());
-  const uint64_t used = NvsimUsedBytes(), done = ReadNvsimParam("rewrite_alloc_done");
-  Made* made = SharedMade();
-  ASSERT_NE(made, nullptr);
-  std::string escaped;
-  const int status = RunSwapTenant(
-      slot, made,
-      [&](Session& s, Made* m) {
-        for (uint32_t i = 0; i < kMaxVaspaces; ++i) {
-          nv_vaspace_alloc_params vp{};
-          uint32_t h = 0xd3500000 + i;
-          if (Alloc(s.ctl, s.client, s.device, &h, FERMI_VASPACE_A, &vp) == NV_OK) ++m->legit;
-        }
-        for (uint32_t i = 0; i < 4; ++i) {
-          SwapParams p{};
-          p.tsg.engineType = 1;
-          uint32_t h = 0xd3600000 + i;
-          if (!ArmClassRewrite(FERMI_VASPACE_A)) _exit(kSetupFailed);
-          const int64_t st = Alloc(s.ctl, s.client, s.device, &h, KEPLER_CHANNEL_GROUP_A, &p);
-          if (st != NV_OK) {
-            m->first_fail = st;
-            break;
-          }
-          ++m->ok;
-        }
+TEST_F(ClassSwap, TsgCheckedAsAVaSpaceMadeKillsTheCaller) {
+  ExpectKilledAtTheFirstRewrite(
+      0,
+      [](Session& s, Made* m) {
+        Calls(s, m, kMaxVaspaces, s.device, 0xd3500000, FERMI_VASPACE_A, 0, SwapParams{});
+        Calls(s, m, 4, s.device, 0xd3600000, KEPLER_CHANNEL_GROUP_A, FERMI_VASPACE_A, TsgParams());
       },
-      [&](pid_t child) {
-        escaped = Line(
+      [&](const ScopedSlot& slot, pid_t child) {
+        return Line(
             "TSG->VA space: %u + %u VA spaces in the driver (cap %u); the slot's TSG registry "
             "holds %llu TSGs, the driver %u",
-            made->legit, made->ok, kMaxVaspaces,
+            made_->legit, made_->ok, kMaxVaspaces,
             static_cast<unsigned long long>(slot.Stat(VGPU_STAT_TSGS)), TsgsOf(child).tsgs);
       });
-  ExpectKilledAtTheFirstRewrite(slot, status, done, used, escaped);
-  munmap(made, sizeof(Made));
 }
 
 // The reverse into memory: checked as a TSG, made as 32 MiB of video memory on a 16 MiB slot.
 // The driver's size query already names the class (0x40 is charged): killed before this change
 // too; kept so that the new class query does not lose it.
-TEST(ClassSwap, TsgCheckedAsMemoryMadeKillsTheCaller) {
-  ScopedSlot slot(16 * kMiB, "swap-tsg-mem");
-  ASSERT_TRUE(slot.ok());
-  const uint64_t used = NvsimUsedBytes(), done = ReadNvsimParam("rewrite_alloc_done");
-  Made* made = SharedMade();
-  ASSERT_NE(made, nullptr);
-  std::string escaped;
-  const int status = RunSwapTenant(
-      slot, made,
-      [&](Session& s, Made* m) {
-        SwapParams p = MemoryThatIsAlsoATsg(32 * kMiB);
-        uint32_t h = 0xd3700000;
-        if (!ArmClassRewrite(NV01_MEMORY_LOCAL_USER)) _exit(kSetupFailed);
-        const int64_t st = Alloc(s.ctl, s.client, s.device, &h, KEPLER_CHANNEL_GROUP_A, &p);
-        if (st == NV_OK) ++m->ok;
+TEST_F(ClassSwap, TsgCheckedAsMemoryMadeKillsTheCaller) {
+  ExpectKilledAtTheFirstRewrite(
+      16 * kMiB,
+      [](Session& s, Made* m) {
+        Calls(s, m, 1, s.device, 0xd3700000, KEPLER_CHANNEL_GROUP_A, NV01_MEMORY_LOCAL_USER,
+              MemoryThatIsAlsoATsg(32 * kMiB));
       },
-      [&](pid_t) {
-        escaped = Line("TSG->vidmem: %u calls NV_OK, nvsim used %llu MiB on a 16 MiB slot",
-                       made->ok, static_cast<unsigned long long>(NvsimUsedBytes() / kMiB));
+      [&](const ScopedSlot&, pid_t) {
+        return Line("TSG->vidmem: %u calls NV_OK, nvsim used %llu MiB on a 16 MiB slot", made_->ok,
+                    static_cast<unsigned long long>(NvsimUsedBytes() / kMiB));
       });
-  ExpectKilledAtTheFirstRewrite(slot, status, done, used, escaped);
-  munmap(made, sizeof(Made));
 }
 
 // The control: the same calls without the rewrite are served and the caller lives.
-TEST(ClassSwap, TheSameCallsUnrewrittenLive) {
-  ScopedSlot slot(16 * kMiB, "swap-control");
+TEST_F(ClassSwap, TheSameCallsUnrewrittenLive) {
+  ScopedSlot slot(16 * kMiB, "swap");
   ASSERT_TRUE(slot.ok());
-  const uint64_t used = NvsimUsedBytes();
-  Made* made = SharedMade();
-  ASSERT_NE(made, nullptr);
   bool inspected = false;
   const int status = RunSwapTenant(
-      slot, made,
-      [&](Session& s, Made* m) {
-        SwapParams p = MemoryThatIsAlsoATsg(64 * kKiB);
-        uint32_t h = 0xd3800000;
-        if (Alloc(s.ctl, s.client, s.device, &h, NV01_MEMORY_LOCAL_USER, &p) == NV_OK) ++m->ok;
-        SwapParams t{};
-        t.tsg.engineType = 1;
-        h = 0xd3800001;
-        if (Alloc(s.ctl, s.client, s.device, &h, KEPLER_CHANNEL_GROUP_A, &t) == NV_OK) ++m->ok;
+      slot, made_,
+      [](Session& s, Made* m) {
+        Calls(s, m, 1, s.device, 0xd3800000, NV01_MEMORY_LOCAL_USER, 0,
+              MemoryThatIsAlsoATsg(64 * kKiB));
+        Calls(s, m, 1, s.device, 0xd3800001, KEPLER_CHANNEL_GROUP_A, 0, TsgParams());
       },
       [&](pid_t child) {
         inspected = true;
@@ -379,13 +324,13 @@ TEST(ClassSwap, TheSameCallsUnrewrittenLive) {
         EXPECT_GT(slot.Stat(VGPU_STAT_MEM_CHARGED), 4 * kMiB) << "the TSG's estimate";
       });
   EXPECT_TRUE(inspected);
-  EXPECT_EQ(made->ok, 2u);
+  EXPECT_EQ(made_->legit, 2u);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == kSurvived)
       << "status 0x" << std::hex << status;
+  EXPECT_EQ(ReadNvsimParam("rewrite_alloc_done"), done_);
   EXPECT_EQ(slot.Stat(VGPU_STAT_OVERQUOTA), 0u);
   EXPECT_EQ(SettledCharge(slot, 0), 0u);
-  EXPECT_EQ(NvsimUsedBytes(), used);
-  munmap(made, sizeof(Made));
+  EXPECT_EQ(NvsimUsedBytes(), used_);
 }
 
 }  // namespace
