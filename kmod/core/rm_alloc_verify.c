@@ -68,11 +68,25 @@ vcore_u32 vcore_created_despite_status(struct vcore_call *call,
 	vcore_lock(slot);
 	known = vcore_obj_find_locked(slot, h_client, h) != VCORE_NULL;
 	vcore_unlock(slot);
-	/* Every class, not only charged ones: hClass may have been changed
-	 * too, and the driver's size is what gets charged (vcore_verify_alloc).
+	if (known)
+		return 0;
+	/*
+	 * Every class, not only charged ones: hClass may have been changed
+	 * too. With driver_class the driver names any object, and the caller
+	 * verifies it as any other (vcore_verify_alloc: its class, then its
+	 * size); the size query alone answers only for memory, and a TSG,
+	 * channel or VA space made under a failure status would be recorded
+	 * nowhere, counted against no cap (issue 17, F11.1).
 	 */
-	if (known || slot->ops->driver_memory(slot->priv, h_client,
-					      call->h_parent, h, bytes))
+	if (slot->ops->driver_class) {
+		vcore_u32 cls;
+
+		return slot->ops->driver_class(slot->priv, h_client, h, &cls)
+			       ? 0
+			       : h;
+	}
+	if (slot->ops->driver_memory(slot->priv, h_client, call->h_parent, h,
+				     bytes))
 		return 0;
 	return h;
 }

@@ -539,6 +539,24 @@ TEST_F(ClassSwapTest, MemoryMadeIntoAVaRangeIsStillNoTampering) {
   EXPECT_EQ(Charged(), 0u) << "the driver's size, not the 16 MiB reservation";
 }
 
+// The status is user memory too: a sibling's second store can write a failure over the driver's
+// NV_OK. The size query cannot find a TSG, channel or VA space, so the object was recorded nowhere
+// and counted against no cap; the driver's class finds it, and it is verified as any other.
+TEST_F(ClassSwapTest, AFailureStatusHidesNoTsg) {
+  MakeSlot(64 * kMiB, VCORE_UNKNOWN_STRICT, &kClassOps);
+  uint32_t c, d, s;
+  Session(&c, &d, &s);
+  rm_.alloc_status = NV_ERR_NO_MEMORY;  // what the caller's struct says after the call
+  Swapped(c, d, 0x5c000100, KEPLER_CHANNEL_GROUP_A, KEPLER_CHANNEL_GROUP_A);
+  EXPECT_TRUE(driver_.freed_clients.empty());
+  EXPECT_EQ(Stats().tsgs, 1u) << "the TSG the driver made is in the registry";
+  EXPECT_EQ(Charged(), vcore_abi_class(&vcore_abi_580, KEPLER_CHANNEL_GROUP_A)->rm_internal_bytes);
+  // Made as a TSG where memory was checked, under a failure status: tampering.
+  Swapped(c, d, 0x5c000101, NV01_MEMORY_LOCAL_USER, KEPLER_CHANNEL_GROUP_A);
+  EXPECT_EQ(driver_.freed_clients, std::vector<uint32_t>{c});
+  EXPECT_EQ(Stats().tsgs, 0u);
+}
+
 // Where the driver cannot name the class (an error other than "no such object"), the size query
 // decides as before; where it has no such object, that is tampering as before.
 TEST_F(ClassSwapTest, WithoutTheDriversClassTheSizeQueryDecidesAsBefore) {

@@ -305,6 +305,58 @@ TEST_F(ClassSwap, TsgCheckedAsMemoryMadeKillsTheCaller) {
       });
 }
 
+// The status is user memory too: a sibling's second store writes a failure over the driver's NV_OK
+// (nvsim's rewrite_alloc_after_* hook, after its copy-out). The size query cannot find a TSG, so
+// the core recorded nothing: TSGs past the cap, none in the compute controller's registry, none
+// charged. Now the driver's class finds each and it is recorded as any TSG: the driver never
+// holds more than the cap, every one is in the registry and charged its estimate. (The store to
+// hClass is of the same class: the after-store lands only in a call the first hook rewrote.)
+TEST_F(ClassSwap, AFailureStatusHidesNoTsg) {
+  ScopedSlot slot(0, "swap-status");
+  ASSERT_TRUE(slot.ok());
+  DriverTsgs driver;
+  uint64_t registry = 0, charged = 0;
+  ASSERT_TRUE(WriteNvsimParam("rewrite_alloc_after_offset", 40) &&  // NVOS64.status
+              WriteNvsimParam("rewrite_alloc_after_value", NV_ERR_NO_MEMORY));
+  const int status = RunSwapTenant(
+      slot, made_,
+      [](Session& s, Made* m) {
+        for (uint32_t i = 0; i < kMaxTsgs + 1; ++i) {
+          SwapParams p = TsgParams();
+          uint32_t h = 0xd3900000 + i;
+          if (!ArmClassRewrite(KEPLER_CHANNEL_GROUP_A)) _exit(kSetupFailed);
+          const int64_t st = Alloc(s.ctl, s.client, s.device, &h, KEPLER_CHANNEL_GROUP_A, &p);
+          if (st == NV_ERR_NO_MEMORY)
+            ++m->ok;
+          else if (!m->first_fail)
+            m->first_fail = st;
+        }
+      },
+      [&](pid_t child) {
+        driver = TsgsOf(child);
+        registry = slot.Stat(VGPU_STAT_TSGS);
+        charged = slot.Stat(VGPU_STAT_MEM_CHARGED);
+        Line(
+            "TSG under a failure status: %llu calls reached the driver, %u answered 0x51 (other "
+            "status: 0x%llx); the driver holds %u GR TSGs (cap %u), the slot's TSG registry "
+            "%llu, charged %llu KiB",
+            static_cast<unsigned long long>(ReadNvsimParam("rewrite_alloc_done") - done_),
+            made_->ok, static_cast<unsigned long long>(made_->first_fail), driver.tsgs, kMaxTsgs,
+            static_cast<unsigned long long>(registry), KiB(charged));
+      });
+  EXPECT_TRUE(WriteNvsimParam("rewrite_alloc_after_offset", 0xffffffffu));
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == kSurvived)
+      << "status 0x" << std::hex << status;
+  EXPECT_GT(made_->ok, 0u) << "the sibling's store reached the caller";
+  EXPECT_EQ(driver.tsgs, registry) << "every TSG the driver made is in the registry";
+  EXPECT_LE(driver.tsgs, kMaxTsgs);
+  EXPECT_GT(driver.tsgs, 0u);
+  EXPECT_EQ(charged, registry * (4 * kMiB + 5 * kMiB / 16)) << "each charged its estimate";
+  EXPECT_EQ(SettledCharge(slot, 0), 0u);
+  EXPECT_EQ(slot.Stat(VGPU_STAT_TSGS), 0u);
+  EXPECT_EQ(NvsimUsedBytes(), used_);
+}
+
 // The control: the same calls without the rewrite are served and the caller lives.
 TEST_F(ClassSwap, TheSameCallsUnrewrittenLive) {
   ScopedSlot slot(16 * kMiB, "swap");
