@@ -239,8 +239,7 @@ TEST(UvmSealed, CostPerCall) {
       const int rc = sealed_cmd ? ioctl(fd, UVM_FREE, &fp) : ioctl(fd, UVM_UNREGISTER_GPU, &up);
       EXPECT_EQ(rc, 0) << strerror(errno);
     }
-    return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0)
-               .count() /
+    return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() /
            kCalls;
   };
   std::vector<double> sealed, direct_ns, unsealed;
