@@ -27,49 +27,6 @@ namespace {
 constexpr uint64_t kVa0 = 0x400000000ull;
 constexpr uint64_t kVaStride = 1ull << 30;
 
-int OpenUvmAt(const std::string& path) {
-  const int uvm = open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (uvm < 0) return -1;
-  uvm_initialize_params ip{};
-  if (ioctl(uvm, UVM_INITIALIZE, &ip) != 0 || ip.rmStatus != NV_OK) {
-    close(uvm);
-    return -1;
-  }
-  return uvm;
-}
-
-int SlotUvm(const ScopedSlot& slot) {
-  return OpenUvmAt("/dev/vgpu-uvm" + std::to_string(slot.id()));
-}
-
-// An external range [va, va + size) and a map of (client, memory) on GPU 0 at all of it: the
-// map's rmStatus, or ~0u if an ioctl failed outright.
-uint32_t RangeAndMap(int uvm, uint64_t va, uint64_t size, uint32_t client, uint32_t memory) {
-  uvm_create_external_range_params cr{};
-  cr.base = va;
-  cr.length = size;
-  if (ioctl(uvm, UVM_CREATE_EXTERNAL_RANGE, &cr) != 0 || cr.rmStatus != NV_OK) return ~0u;
-  auto mp = std::make_unique<uvm_map_external_allocation_params>();
-  std::memset(mp.get(), 0, sizeof(*mp));
-  mp->base = va;
-  mp->length = size;
-  mp->gpuAttributesCount = 1;
-  std::memcpy(mp->perGpuAttributes[0].gpuUuid, NVSIM_GPU_UUID_PREFIX,
-              sizeof(NVSIM_GPU_UUID_PREFIX) - 1);  // GPU 0
-  mp->rmCtrlFd = -1;
-  mp->hClient = client;
-  mp->hMemory = memory;
-  if (ioctl(uvm, UVM_MAP_EXTERNAL_ALLOCATION, mp.get()) != 0) return ~0u;
-  return mp->rmStatus;
-}
-
-uint32_t UvmFree(int uvm, uint64_t va, uint64_t size) {
-  uvm_free_params fp{};
-  fp.base = va;
-  fp.length = size;
-  return ioctl(uvm, UVM_FREE, &fp) != 0 ? ~0u : fp.rmStatus;
-}
-
 // Arms nvsim's sibling for this process's next UVM map: hMemory becomes `memory`, stored into
 // the page (replace false) or on a mapping put in its place (replace true).
 bool ArmSibling(uint32_t memory, bool replace) {
@@ -98,7 +55,7 @@ TEST(UvmSealed, SiblingSwapOfTheMappedMemoryNeverLands) {
   const uint64_t landed = ReadNvsimParam("sibling_uvm_map_done");
   Session s;
   ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
-  const int uvm = SlotUvm(slot);
+  const int uvm = OpenUvmOf(slot);
   ASSERT_GE(uvm, 0);
   constexpr uint32_t kRounds = 4;
   uint64_t held = 0, charged = 0;
@@ -107,7 +64,7 @@ TEST(UvmSealed, SiblingSwapOfTheMappedMemoryNeverLands) {
     ASSERT_EQ(s.Vidmem(a, size_a), NV_OK) << "round " << round;
     ASSERT_EQ(s.Vidmem(b, size_b), NV_OK) << "round " << round;
     ASSERT_TRUE(ArmSibling(b, false));
-    EXPECT_EQ(RangeAndMap(uvm, kVa0 + round * kVaStride, size_a, s.client, a), NV_OK);
+    EXPECT_EQ(MapExternal(uvm, kVa0 + round * kVaStride, size_a, s.client, a), NV_OK);
     EXPECT_TRUE(WriteNvsimParam("sibling_uvm_map_tgid", 0));
     EXPECT_EQ(s.FreeObj(b), NV_OK);
     EXPECT_EQ(s.FreeObj(a), NV_OK);
@@ -129,7 +86,7 @@ TEST(UvmSealed, SiblingSwapOfTheMappedMemoryNeverLands) {
   EXPECT_LE(charged, quota);
 
   for (uint32_t round = 0; round < kRounds; ++round)
-    EXPECT_EQ(UvmFree(uvm, kVa0 + round * kVaStride, size_a), NV_OK);
+    EXPECT_EQ(FreeRange(uvm, kVa0 + round * kVaStride, size_a), NV_OK);
   EXPECT_EQ(NvsimUsedBytes(), base);
   EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 0u);
   close(uvm);
@@ -151,7 +108,7 @@ TEST(UvmSealed, ReplacedParamsAreTamperingAndKeepEveryMemoryCharged) {
   const uint64_t tampered = slot.Stat(VGPU_STAT_OVERQUOTA);
   auto s = std::make_unique<Session>();
   ASSERT_EQ(s->Open(slot.ctl(), slot.dev()), "");
-  const int uvm = SlotUvm(slot);
+  const int uvm = OpenUvmOf(slot);
   ASSERT_GE(uvm, 0);
 
   const pid_t child = fork();
@@ -164,7 +121,7 @@ TEST(UvmSealed, ReplacedParamsAreTamperingAndKeepEveryMemoryCharged) {
         AllocVidmem(s->ctl, client, device, &ha, &sa) != NV_OK ||
         AllocVidmem(s->ctl, client, device, &hb, &sb) != NV_OK || !ArmSibling(b, true))
       _exit(4);
-    const uint32_t st = RangeAndMap(uvm, kVa0, size_a, client, a);
+    const uint32_t st = MapExternal(uvm, kVa0, size_a, client, a);
     std::printf("F3 replace: the tampered map returned to the tenant, status 0x%x\n", st);
     std::fflush(stdout);
     _exit(3);
@@ -186,7 +143,7 @@ TEST(UvmSealed, ReplacedParamsAreTamperingAndKeepEveryMemoryCharged) {
     EXPECT_GE(charged, held) << what << ": the driver holds what is not charged";
   };
   step("after the tampered map");
-  EXPECT_NE(UvmFree(uvm, kVa0, size_a), NV_OK) << "the tampered UVM file is closed to calls";
+  EXPECT_NE(FreeRange(uvm, kVa0, size_a), NV_OK) << "the tampered UVM file is closed to calls";
   s.reset();  // the RM files close: every handle goes, UVM's dup stays
   EXPECT_EQ(SettledOpenFiles(slot, 1), 1u);
   step("the RM files closed");
@@ -203,13 +160,13 @@ TEST(UvmSealed, TheSealedCopyAnswersAndLeavesNoMapping) {
   ASSERT_TRUE(slot.ok());
   Session s;
   ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
-  const int uvm = SlotUvm(slot);
+  const int uvm = OpenUvmOf(slot);
   ASSERT_GE(uvm, 0);
   ASSERT_EQ(s.Vidmem(0xd6200000, size), NV_OK);
   const size_t lines = MapsLines();
-  EXPECT_EQ(RangeAndMap(uvm, kVa0, size, s.client, 0xd6200000), NV_OK);
-  EXPECT_EQ(UvmFree(uvm, kVa0, size), NV_OK);
-  EXPECT_EQ(UvmFree(uvm, kVa0, size), NV_ERR_INVALID_ADDRESS) << "the driver's status came back";
+  EXPECT_EQ(MapExternal(uvm, kVa0, size, s.client, 0xd6200000), NV_OK);
+  EXPECT_EQ(FreeRange(uvm, kVa0, size), NV_OK);
+  EXPECT_EQ(FreeRange(uvm, kVa0, size), NV_ERR_INVALID_ADDRESS) << "the driver's status came back";
   // Unreadable params: -EFAULT, as the driver answers.
   EXPECT_EQ(ioctl(uvm, UVM_FREE, reinterpret_cast<void*>(8)), -1);
   EXPECT_EQ(errno, EFAULT);
@@ -225,7 +182,7 @@ TEST(UvmSealed, TheSealedCopyAnswersAndLeavesNoMapping) {
 TEST(UvmSealed, CostPerCall) {
   ScopedSlot slot(64 * kMiB, "uvm-seal-cost", VGPU_SLOT_F_UVM);
   ASSERT_TRUE(slot.ok());
-  const int proxy = SlotUvm(slot), direct = OpenUvmAt("/dev/nvidia-uvm");
+  const int proxy = OpenUvmOf(slot), direct = OpenUvmAt("/dev/nvidia-uvm");
   ASSERT_GE(proxy, 0);
   ASSERT_GE(direct, 0);
   constexpr int kRounds = 15, kCalls = 200;
