@@ -67,4 +67,8 @@ void vcore_call_params_replaced(struct vcore_call *call)
 	if (call->req == UVM_MAP_EXTERNAL_ALLOCATION)
 		vcore_uvm_external_replaced(call);
 	vcore_tampered(call, 0, 0, "the sealed UVM parameters were replaced");
+	/* Nothing the driver answered can be believed (the reply is the
+	 * tamperer's page): no record changes on its word, and the holds stay
+	 * until the file closes. */
+	call->post = VCORE_POST_NONE;
 }

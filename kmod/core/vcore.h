@@ -461,6 +461,7 @@ vcore_u32 vcore_uvm_sealed_size(const struct vcore_file *file, vcore_u32 cmd);
  * host's driver_memory op, as for any tampered call), and after a
  * UVM_MAP_EXTERNAL_ALLOCATION the file holds every memory object of the
  * caller's process until it closes, since UVM may have dupped any of them.
+ * The call's post then changes no record (a replaced UVM_FREE drops no hold).
  */
 void vcore_call_params_replaced(struct vcore_call *call);
 

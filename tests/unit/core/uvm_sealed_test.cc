@@ -86,5 +86,42 @@ TEST_F(CoreTest, ReplacedParamsOfAUvmMapAreTamperingAndHoldEveryMemoryOfTheCalle
   EXPECT_EQ(Charged(), 0u) << "the holds go with the UVM file";
 }
 
+// A UVM_FREE whose sealed copy was replaced: its status (NV_OK on the tamperer's page) is not
+// believed, and the map's hold keeps its memory charged until the file closes.
+TEST_F(CoreTest, ReplacedParamsOfAUvmFreeDropNoHold) {
+  g_kills = 0;
+  MakeSlot(64 * kMiB, VCORE_UNKNOWN_STRICT, &kKillingOps);
+  uint32_t c = 0, d = 0, sd = 0;
+  Session(&c, &d, &sd);
+  const uint32_t a = 0x5c000010;
+  ASSERT_TRUE(AllocVidmem(c, d, a, 4 * kMiB).forwarded);
+  const uint64_t charged = Charged();
+  vcore_file* uvm = vcore_file_open(slot_, VCORE_FILE_UVM, nullptr);
+  ASSERT_NE(uvm, nullptr);
+  const uint64_t span[2] = {0x400000000ull, 4 * kMiB};
+  std::vector<uint8_t> map(UVM_MAP_EXTERNAL_ALLOCATION_SIZE);
+  const uint32_t h[2] = {c, a};
+  std::memcpy(map.data(), span, sizeof(span));
+  std::memcpy(map.data() + UVM_MAP_EXTERNAL_ALLOCATION_HCLIENT_OFF, h, sizeof(h));
+  Put(kArg, map);
+  ASSERT_EQ(Call(UVM_MAP_EXTERNAL_ALLOCATION, kArg, uvm).verdict, VCORE_FORWARD);
+  Free(c, d, a);
+  ASSERT_EQ(Charged(), charged) << "the map's hold";
+
+  std::vector<uint8_t> fp(UVM_FREE_SIZE);  // rmStatus 0: NV_OK
+  std::memcpy(fp.data(), span, sizeof(span));
+  Put(kArg, fp);
+  vcore_call_ctx ctx{&mem_, kPid, kPid};
+  vcore_call* call = nullptr;
+  ASSERT_EQ(vcore_pre(uvm, UVM_FREE, kArg, &ctx, &call), VCORE_FORWARD);
+  vcore_call_params_replaced(call);
+  vcore_post(call, 0);
+  EXPECT_TRUE(vcore_file_tampered(uvm));
+  EXPECT_EQ(g_kills, 1);
+  EXPECT_EQ(Charged(), charged) << "a replaced free's status dropped the hold";
+  vcore_file_close(uvm);
+  EXPECT_EQ(Charged(), 0u);
+}
+
 }  // namespace
 }  // namespace vgpu::core_test
