@@ -42,6 +42,11 @@
  *   replaced while the call is in flight; the host then tells the core before
  *   its post (vcore_call_params_replaced: tampering, the caller is killed and
  *   the file holds every memory object the caller could have had mapped).
+ * The functions named are read in Debian's 6.1 source (linux-source-6.1); on
+ * 6.12 (where remove_vma and __split_vma moved to mm/vma.c) the behaviour is
+ * what tests/vm/guest/vgpu/parts/vgpu_uvm_sealed.cc shows on both kernels: a
+ * store from another task on the caller's mm never lands, a replacement is
+ * caught.
  * The pages are freed only at the file's release, after the last VMA that
  * maps them went. Not sealed: the driver's output. Its copy-out makes the
  * PTEs writable, so a sibling may change the reply before the core's post
