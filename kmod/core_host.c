@@ -285,6 +285,7 @@ const struct vcore_host_ops vgpu_host_ops = {
 	.log = vgpu_host_log,
 	.clock_ns = vgpu_host_clock_ns,
 	.driver_memory = vgpu_trusted_driver_memory,
+	.driver_class = vgpu_trusted_driver_class,
 	.control_copy = vgpu_trusted_control_copy,
 	.tsg_scheduled = vgpu_host_tsg_scheduled,
 };

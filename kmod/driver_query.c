@@ -42,7 +42,9 @@
  * NV0000_CTRL_CMD_CLIENT_GET_HANDLE_INFO (ctrl0000client.h, index CLASSID;
  * kmod/core/abi/ctrl.h) on (h_client, h_client) for h_object: the driver does
  * not have the object the core recorded -> -ENOENT, which the core treats as
- * tampering. The handler (cliresCtrlCmdClientGetHandleInfo_IMPL,
+ * tampering. The class it answers is the core's driver_class op too, for
+ * objects that are not memory (vgpu_trusted_driver_class). The handler
+ * (cliresCtrlCmdClientGetHandleInfo_IMPL,
  * src/nvidia/src/kernel/rmapi/client_resource.c) fails with the resource
  * server's lookup status (NV_ERR_OBJECT_NOT_FOUND; a missing client is
  * NV_ERR_INVALID_CLIENT before the handler runs).
@@ -329,6 +331,25 @@ int vgpu_trusted_driver_memory(void *priv, vcore_u32 h_client,
 		break; /* register space and the rest: no memory of ours */
 	}
 	return 0;
+}
+
+/*
+ * The class of any object, memory or not (the core's driver_class op): a
+ * sibling thread can rewrite hClass into a TSG, a channel or a VA space,
+ * which GET_SURFACE_INFO does not answer for (memCtrlCmdGetSurfaceInfoLvm is
+ * a Memory control), so the size query above cannot name them (issue 17,
+ * F11.1). GET_HANDLE_INFO's CLASSID is the resource's externalClassId: the
+ * hClass of the allocation the driver ran (resserv sets it from the
+ * allocation's parameters, cliresCtrlCmdClientGetHandleInfo_IMPL reads it).
+ * Off with trusted_charge, like the size: that switch measures what asking
+ * the driver costs.
+ */
+int vgpu_trusted_driver_class(void *priv, vcore_u32 h_client,
+			      vcore_u32 h_object, vcore_u32 *cls)
+{
+	if (!READ_ONCE(trusted_charge))
+		return -EOPNOTSUPP;
+	return vgpu_object_exists(h_client, h_object, cls);
 }
 
 /*

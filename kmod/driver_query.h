@@ -15,6 +15,10 @@ struct vcore_driver_mem;
 int vgpu_trusted_driver_memory(void *priv, vcore_u32 h_client,
 			       vcore_u32 h_parent, vcore_u32 h_object,
 			       struct vcore_driver_mem *bytes);
+/* The core's driver_class op (vcore.h): the class the driver made any object
+ * as (issue 17, F11.1). */
+int vgpu_trusted_driver_class(void *priv, vcore_u32 h_client,
+			      vcore_u32 h_object, vcore_u32 *cls);
 /* The core's client ops (vcore.h): node-wide client handle claims and the
  * driver's word on an object's existence. */
 int vgpu_trusted_client_claim(void *priv, vcore_u32 *h_client);

@@ -152,7 +152,8 @@ int vcore_post_alloc(struct vcore_call *call)
 					"another client of this file");
 			return ret; /* nothing recorded; unwind refunds */
 		}
-		have_trusted = 1;
+		/* Found by its class: verified below like any other. */
+		have_trusted = !slot->ops->driver_class;
 	} else if (call->reply_handle_from_buf) {
 		h_new = vcore_rd32(call->argbuf, NVOS32_ALLOCSIZE_HMEMORY_OFF);
 		if (!h_new)

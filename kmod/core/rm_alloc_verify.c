@@ -6,7 +6,8 @@
  * The core decides from its private copy of the parameters, but the driver
  * copies them in again, and the status and handles it writes back are user
  * memory: a sibling thread can rewrite them in between. Where the host can
- * ask the driver (host ops driver_memory and client_ops->driver_has), these
+ * ask the driver (host ops driver_class and driver_memory, and
+ * client_ops->driver_has), these
  * helpers ask whether the call made what the private copy says, under a
  * client this file created; anything else is tampering: the file's clients
  * are freed in the driver and the caller is killed. vcore_post_alloc and
@@ -67,11 +68,25 @@ vcore_u32 vcore_created_despite_status(struct vcore_call *call,
 	vcore_lock(slot);
 	known = vcore_obj_find_locked(slot, h_client, h) != VCORE_NULL;
 	vcore_unlock(slot);
-	/* Every class, not only charged ones: hClass may have been changed
-	 * too, and the driver's size is what gets charged (vcore_verify_alloc).
+	if (known)
+		return 0;
+	/*
+	 * Every class, not only charged ones: hClass may have been changed
+	 * too. With driver_class the driver names any object, and the caller
+	 * verifies it as any other (vcore_verify_alloc: its class, then its
+	 * size); the size query alone answers only for memory, and a TSG,
+	 * channel or VA space made under a failure status would be recorded
+	 * nowhere, counted against no cap (issue 17, F11.1).
 	 */
-	if (known || slot->ops->driver_memory(slot->priv, h_client,
-					      call->h_parent, h, bytes))
+	if (slot->ops->driver_class) {
+		vcore_u32 cls;
+
+		return slot->ops->driver_class(slot->priv, h_client, h, &cls)
+			       ? 0
+			       : h;
+	}
+	if (slot->ops->driver_memory(slot->priv, h_client, call->h_parent, h,
+				     bytes))
 		return 0;
 	return h;
 }
@@ -245,6 +260,54 @@ vcore_bool vcore_made_under_another_client(struct vcore_call *call,
 }
 
 /*
+ * The driver made @made (0: it did not say) where the private copy names
+ * call->cmd: a sibling rewrote hClass during the call. Tampering unless the
+ * swap lets nothing escape (vcore_class_swap_harmless: e.g. memory into a VA
+ * range, which the driver's size settles; Tamper.ClassSwappedAwayFromVidmem
+ * ...). A class the table does not know is tampering too: the core checked
+ * nothing of it.
+ */
+static vcore_bool class_swapped(struct vcore_call *call, vcore_u32 made)
+{
+	const struct vcore_class_row *checked, *row;
+
+	if (!made || made == call->cmd)
+		return 0;
+	checked = vcore_abi_class(call->slot->abi, call->cmd);
+	row = vcore_abi_class(call->slot->abi, made);
+	/* An unknown class is recorded as VCORE_CLS_PASS (objects.c). */
+	return !row || !vcore_class_swap_harmless(
+			       checked ? checked->kind : VCORE_CLS_PASS,
+			       row->kind);
+}
+
+/*
+ * Whether the table names @cls a class that is no RM Memory object (a
+ * client, device, subdevice, event, TSG, channel or VA space): the size
+ * query (GET_SURFACE_INFO, a Memory control) has nothing to answer for it.
+ * Every other class, and one the table does not know, is asked as before.
+ */
+static vcore_bool made_no_memory(const struct vcore_slot *slot, vcore_u32 cls)
+{
+	const struct vcore_class_row *row = vcore_abi_class(slot->abi, cls);
+
+	if (!row)
+		return 0;
+	switch (row->kind) {
+	case VCORE_CLS_ROOT:
+	case VCORE_CLS_DEVICE:
+	case VCORE_CLS_SUBDEVICE:
+	case VCORE_CLS_EVENT:
+	case VCORE_CLS_TSG:
+	case VCORE_CLS_CHANNEL:
+	case VCORE_CLS_VASPACE:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/*
  * After every successful allocation, when the host can ask the driver
  * (docs/results/kmod-issue4-tamper.md: the driver copies the parameters in
  * again, after the core's copy). 1: tampering was found and handled (nothing is
@@ -254,9 +317,13 @@ vcore_bool vcore_made_under_another_client(struct vcore_call *call,
  *
  * NV_ESC_RM_ALLOC (NVOS21/NVOS64) is checked for tampering: its hClass,
  * hObjectNew and hRoot are re-read by the driver (escape.c:381-430,
- * alloc_free.c); so is a VID_HEAP allocation under a quota, whose handle
- * must be the one the driver made. The other escapes that create objects
- * keep the size query of their charged classes.
+ * alloc_free.c). The driver's class of the new object is asked first, for
+ * every class (driver_class; issue 17, F11.1: a swap into a TSG, channel or
+ * VA space holds no memory the size query could name), then the size of
+ * memory (driver_memory). So is a VID_HEAP allocation under a quota, whose
+ * handle must be the one the driver made. The other escapes that create
+ * objects keep the size query of their charged classes (ALLOC_OBJECT has no
+ * params, which the driver requires of a TSG, channel or VA space).
  */
 int vcore_verify_alloc(struct vcore_call *call, vcore_u32 h_root,
 		       vcore_u32 h_new, struct vcore_driver_mem *trusted,
@@ -308,6 +375,30 @@ int vcore_verify_alloc(struct vcore_call *call, vcore_u32 h_root,
 			       "the handle was already in use");
 		return 1;
 	}
+	/*
+	 * The class first, for every object: the size query below answers
+	 * for memory only, and a swap into a TSG, channel or VA space would
+	 * read as "not memory" (issue 17, F11.1).
+	 */
+	if (slot->ops->driver_class) {
+		vcore_u32 cls = 0;
+
+		err = slot->ops->driver_class(slot->priv, h_root, h_new, &cls);
+		if (err == -VCORE_ENOENT) {
+			vcore_tampered(call, h_root, h_new,
+				       "the driver has no such object");
+			return 1;
+		}
+		if (!err && class_swapped(call, cls)) {
+			vcore_tampered(call, h_root, h_new,
+				       "the driver made another class");
+			return 1;
+		}
+		/* No memory object: no size to ask (a TSG's, channel's or
+		 * VA space's estimate stays its charge, rm_alloc_post.c). */
+		if (!err && made_no_memory(slot, cls))
+			return 0;
+	}
 	err = slot->ops->driver_memory(slot->priv, h_root, call->h_parent,
 				       h_new, trusted);
 	if (err == -VCORE_ENOENT) {
@@ -317,19 +408,9 @@ int vcore_verify_alloc(struct vcore_call *call, vcore_u32 h_root,
 	}
 	if (err)
 		return 0; /* not memory, or the driver cannot say */
-	/*
-	 * The driver made another class than the private copy names (a
-	 * sibling rewrote hClass), and one the core limits: e.g. class 0x3e,
-	 * whose system memory the core would hold to no budget (issue 17,
-	 * F10). A swap into a class the core neither charges nor limits (a VA
-	 * range, the caller's own pages) lets nothing escape: the driver's
-	 * size settles the charge (Tamper.ClassSwappedAwayFromVidmem...).
-	 */
-	row = trusted->cls ? vcore_abi_class(slot->abi, trusted->cls)
-			   : VCORE_NULL;
-	if (trusted->cls && trusted->cls != call->cmd &&
-	    (!row || (row->kind != VCORE_CLS_PASS &&
-		      row->kind != VCORE_CLS_UNCHARGED_MEM))) {
+	/* The same rule with the size query's class (a host without
+	 * driver_class). */
+	if (class_swapped(call, trusted->cls)) {
 		vcore_tampered(call, h_root, h_new,
 			       "the driver made another class");
 		return 1;

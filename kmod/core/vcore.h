@@ -156,6 +156,22 @@ struct vcore_host_ops {
 			     vcore_u32 h_object,
 			     struct vcore_driver_mem *bytes);
 	/*
+	 * Optional: the driver's word on the class of ANY object a call of this
+	 * slot just created (@h_client, @h_object): store the class the driver
+	 * made it as (its external class id) in *@cls and return 0;
+	 * -VCORE_ENOENT when the driver has no such object; another negative
+	 * error when it cannot say. driver_memory names the class of memory
+	 * only; a sibling thread can rewrite hClass into a TSG, a channel or a
+	 * VA space, which hold no memory the size query answers for (issue 17,
+	 * F11.1; rm_alloc_verify.c). Called from vcore_post in the calling
+	 * task, slot lock not held, after every RM_ALLOC of a non-root class.
+	 * The kernel host asks NV0000_CTRL_CMD_CLIENT_GET_HANDLE_INFO (index
+	 * CLASSID) through the in-kernel RM entry (kmod/driver_query.c); the
+	 * shim and the replay leave it NULL, as driver_memory.
+	 */
+	int (*driver_class)(void *priv, vcore_u32 h_client, vcore_u32 h_object,
+			    vcore_u32 *cls);
+	/*
 	 * Optional: issue RM_CONTROL @cmd on (@h_client, @h_object) with
 	 * @params, the core's private copy of @size bytes, through the
 	 * driver's in-kernel entry, so that the driver reads the parameters

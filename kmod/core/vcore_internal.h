@@ -123,6 +123,41 @@ enum vcore_class_kind {
 	VCORE_CLS_REMOVED,   /* delta: not in this version */
 };
 
+/*
+ * A class swap (a sibling thread rewrote hClass between the core's private
+ * copy and the driver's own read; issue 17, F10/F11.1): the driver made an
+ * object of @made_kind where the core checked @checked_kind. It escapes
+ * nothing only when the object made is one the core neither charges, limits
+ * nor acts on (VCORE_CLS_PASS, VCORE_CLS_UNCHARGED_MEM), and the record the
+ * core keeps is memory the driver's size settles (VIDMEM, FABRIC, SYSMEM:
+ * rm_alloc_post.c charges what the driver holds) or such a class itself.
+ * Every other swap is tampering (rm_alloc_verify.c): into a TSG, channel or
+ * VA space (never counted against the slot's caps, charged at the checked
+ * class's size instead of its estimate, a TSG never registered with the
+ * compute controller), into memory the core charges, into any tracked kind,
+ * or out of a TSG, channel or VA space (a record that counts, registers or
+ * charges an object the driver does not have). The one definition of which
+ * kinds hold what: this enum, as the class table (tables_580.c) assigns it.
+ */
+static inline vcore_bool
+vcore_class_swap_harmless(enum vcore_class_kind checked_kind,
+			  enum vcore_class_kind made_kind)
+{
+	vcore_bool made_free = made_kind == VCORE_CLS_PASS ||
+			       made_kind == VCORE_CLS_UNCHARGED_MEM;
+
+	switch (checked_kind) {
+	case VCORE_CLS_PASS:
+	case VCORE_CLS_UNCHARGED_MEM:
+	case VCORE_CLS_VIDMEM:
+	case VCORE_CLS_FABRIC:
+	case VCORE_CLS_SYSMEM:
+		return made_free;
+	default:
+		return 0;
+	}
+}
+
 struct vcore_class_row {
 	vcore_u32 cls;
 	vcore_u32 params_size; /* 0: no params, or not read */

@@ -84,7 +84,8 @@ vcore_bool PidInSlot(void* priv, vcore_u32 pid) {
 
 // Value-initialized, then filled: ops the core adds later (optional ones, appended to the
 // struct) stay NULL here instead of breaking the build (-Wmissing-field-initializers). The
-// shim leaves driver_memory NULL: an in-process filter can be bypassed anyway (vcore.h).
+// shim leaves driver_memory and driver_class NULL: an in-process filter can be bypassed anyway
+// (vcore.h; docs/security/kernel-lifetime-compute.md, F11.1: a class swap keeps the checked class).
 vcore_host_ops MakeHostOps() {
   vcore_host_ops o{};
   o.copy_from_user = CopyFromUser;

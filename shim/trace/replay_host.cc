@@ -171,6 +171,7 @@ constexpr vcore_host_ops kSimOpsBase = {
     .clock_ns = OpClockNs,
     .pid_in_slot = nullptr,
     .driver_memory = nullptr,  // the replay has no driver to ask
+    .driver_class = nullptr,
     .control_copy = nullptr,
     .tsg_scheduled = nullptr,  // no compute controller in a replay
 };

@@ -2,11 +2,16 @@
 // rm_alloc_post.c): after a charged allocation the size comes from the driver itself, not from
 // the reply in user memory that a racing thread can rewrite (docs/nvidia-rm-abi.md §9.5).
 // The "racing thread" here rewrites the reply between the fake driver's answer and vcore_post.
+#include <cstring>
 #include <map>
 #include <utility>
 #include <vector>
 
 #include "tests/unit/core/core_fixture.h"
+
+extern "C" {
+#include "kmod/core/vcore_internal.h"
+}
 
 namespace vgpu::core_test {
 namespace {
@@ -25,6 +30,7 @@ struct FakeDriverRecord {
   // says after GET_HANDLE_INFO); false: the driver cannot say (-EIO).
   bool missing_is_enoent = false;
   std::vector<uint32_t> freed_clients;  // client frees (tampering), in order; 0 = kill only
+  int class_queries = 0;                // driver_class asks
 };
 FakeDriverRecord* g_driver = nullptr;
 
@@ -49,12 +55,33 @@ int DriverMemory(void*, vcore_u32 h_client, vcore_u32, vcore_u32 h_object,
   return 0;
 }
 
+// The class of any object (host op driver_class; kmod/driver_query.c asks GET_HANDLE_INFO): the
+// record's class when it has one, "cannot say" for an object it knows no class of or, unless
+// missing_is_enoent, one it does not have.
+int DriverClass(void*, vcore_u32 h_client, vcore_u32 h_object, vcore_u32* cls) {
+  ++g_driver->class_queries;
+  if (!g_driver->answer) return -5;
+  auto it = g_driver->cls.find({h_client, h_object});
+  if (it != g_driver->cls.end()) {
+    *cls = it->second;
+    return 0;
+  }
+  if (g_driver->bytes.count({h_client, h_object})) return -5;
+  return g_driver->missing_is_enoent ? -VCORE_ENOENT : -5;
+}
+
 vcore_host_ops OpsWithDriverMemory() {
   vcore_host_ops ops = SimHost::kOps;
   ops.driver_memory = DriverMemory;
   return ops;
 }
 const vcore_host_ops kTrustedOps = OpsWithDriverMemory();
+vcore_host_ops OpsWithDriverClass() {
+  vcore_host_ops ops = OpsWithDriverMemory();
+  ops.driver_class = DriverClass;
+  return ops;
+}
+const vcore_host_ops kClassOps = OpsWithDriverClass();
 
 class TrustedTest : public CoreTest {
  protected:
@@ -383,6 +410,168 @@ TEST_F(TrustedTest, AClassSwappedIntoAnUnlimitedOneIsNoTampering) {
   driver_.cls[{c, 0x5c0000a1}] = NV01_MEMORY_SYSTEM;
   EXPECT_EQ(Alloc(c, d, 0x5c0000a1, NV01_MEMORY_SYSTEM, Bytes(m)).verdict, VCORE_FORWARD);
   EXPECT_EQ(Get<uint32_t>(mem_, kArg + 40), NV_OK);
+}
+
+// Issue 17, F11.1: hClass rewritten between the core's copy and the driver's read into a class the
+// core counts and charges an estimate for, which holds no memory the size query answers for. With
+// only driver_memory the driver says "not memory" and the core cannot tell; with driver_class
+// (GET_HANDLE_INFO's CLASSID for any object) the swap is tampering: the file's clients are freed
+// in the driver and nothing of the call stays in the table, the TSG registry or the charge.
+class ClassSwapTest : public TrustedTest {
+ protected:
+  // hClass @checked is what the core copies; the driver made @made under handle @h (parent
+  // @parent).
+  Outcome Swapped(uint32_t c, uint32_t parent, uint32_t h, uint32_t checked, uint32_t made) {
+    driver_.cls[{c, h}] = made;
+    std::vector<uint8_t> params(NV_CHANNEL_ALLOC_PARAMS_SIZE);  // room for any class's params
+    NV_MEMORY_ALLOCATION_PARAMS m{};
+    m.size = 64 * 1024;
+    memcpy(params.data(), &m, sizeof(m));
+    if (checked == KEPLER_CHANNEL_GROUP_A) {
+      NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS t{};
+      t.engineType = NV2080_ENGINE_TYPE_GRAPHICS;
+      memcpy(params.data(), &t, sizeof(t));
+    }
+    return Alloc(c, parent, h, checked, params);
+  }
+  // A TSG made as asked, as the parent of channels.
+  uint32_t Tsg(uint32_t c, uint32_t d, uint32_t h) {
+    driver_.cls[{c, h}] = KEPLER_CHANNEL_GROUP_A;
+    NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS t{};
+    t.engineType = NV2080_ENGINE_TYPE_GRAPHICS;
+    EXPECT_EQ(Alloc(c, d, h, KEPLER_CHANNEL_GROUP_A, Bytes(t)).verdict, VCORE_FORWARD);
+    return h;
+  }
+};
+
+TEST_F(ClassSwapTest, MemoryMadeIntoATsgChannelOrVaSpaceMeansTampering) {
+  struct Swap {
+    uint32_t checked, made;
+    bool under_tsg;
+  };
+  const Swap swaps[] = {
+      {NV01_MEMORY_LOCAL_USER, KEPLER_CHANNEL_GROUP_A, false},
+      {NV01_MEMORY_LOCAL_USER, HOPPER_CHANNEL_GPFIFO_A, true},
+      {NV01_MEMORY_LOCAL_USER, FERMI_VASPACE_A, false},
+      {NV50_MEMORY_VIRTUAL, KEPLER_CHANNEL_GROUP_A, false},
+      {NV01_MEMORY_SYSTEM, FERMI_VASPACE_A, false},
+      {FERMI_CONTEXT_SHARE_A, HOPPER_CHANNEL_GPFIFO_A, true},  // a class the core lets pass
+  };
+  for (const Swap& w : swaps) {
+    SCOPED_TRACE(testing::Message() << std::hex << "0x" << w.checked << " -> 0x" << w.made);
+    driver_ = FakeDriverRecord{};
+    MakeSlot(64 * kMiB, VCORE_UNKNOWN_STRICT, &kClassOps);
+    uint32_t c, d, s;
+    Session(&c, &d, &s);
+    const uint32_t parent = w.under_tsg ? Tsg(c, d, 0x5c0000b0) : d;
+    const int sizes = driver_.queries;
+    Swapped(c, parent, 0x5c0000b1, w.checked, w.made);
+    EXPECT_EQ(driver_.freed_clients, std::vector<uint32_t>{c});
+    EXPECT_EQ(driver_.queries, sizes) << "the class decided; no size was asked";
+    const vcore_stats st = Stats();
+    EXPECT_EQ(st.objects, 0u);
+    EXPECT_EQ(st.tsgs, 0u);
+    EXPECT_EQ(st.overquota_events, 1u);
+    EXPECT_EQ(Charged(), 0u);
+  }
+}
+
+// The reverse: checked as a TSG (counted, registered, charged its estimate), made as something
+// else; and a VA space made as a VA range.
+TEST_F(ClassSwapTest, ATsgOrVaSpaceMadeIntoAnotherClassMeansTampering) {
+  const std::pair<uint32_t, uint32_t> swaps[] = {
+      {KEPLER_CHANNEL_GROUP_A, FERMI_VASPACE_A},
+      {KEPLER_CHANNEL_GROUP_A, NV50_MEMORY_VIRTUAL},
+      {KEPLER_CHANNEL_GROUP_A, FERMI_CONTEXT_SHARE_A},
+      {FERMI_VASPACE_A, NV50_MEMORY_VIRTUAL},
+  };
+  for (const auto& [checked, made] : swaps) {
+    SCOPED_TRACE(testing::Message() << std::hex << "0x" << checked << " -> 0x" << made);
+    driver_ = FakeDriverRecord{};
+    MakeSlot(64 * kMiB, VCORE_UNKNOWN_STRICT, &kClassOps);
+    uint32_t c, d, s;
+    Session(&c, &d, &s);
+    Swapped(c, d, 0x5c0000c0, checked, made);
+    EXPECT_EQ(driver_.freed_clients, std::vector<uint32_t>{c});
+    EXPECT_EQ(Stats().objects, 0u);
+    EXPECT_EQ(Stats().tsgs, 0u) << "no TSG the driver does not have in the registry";
+    EXPECT_EQ(Charged(), 0u);
+  }
+}
+
+// No swap: a TSG, a channel and a VA space made as checked are recorded, counted and charged
+// their estimates; only the class is asked (no size query for objects that are not memory).
+TEST_F(ClassSwapTest, ObjectsMadeAsCheckedAreRecordedAndAskedOnlyTheirClass) {
+  MakeSlot(64 * kMiB, VCORE_UNKNOWN_STRICT, &kClassOps);
+  uint32_t c, d, s;
+  Session(&c, &d, &s);
+  const int sizes = driver_.queries, classes = driver_.class_queries;
+  const uint32_t tsg = Tsg(c, d, 0x5c0000d0);
+  Swapped(c, tsg, 0x5c0000d1, HOPPER_CHANNEL_GPFIFO_A, HOPPER_CHANNEL_GPFIFO_A);
+  Swapped(c, d, 0x5c0000d2, FERMI_VASPACE_A, FERMI_VASPACE_A);
+  EXPECT_TRUE(driver_.freed_clients.empty());
+  EXPECT_EQ(driver_.class_queries, classes + 3);
+  EXPECT_EQ(driver_.queries, sizes) << "no size query for a TSG, channel or VA space";
+  EXPECT_EQ(Stats().tsgs, 1u);
+  const auto* abi = &vcore_abi_580;
+  EXPECT_EQ(Charged(), vcore_abi_class(abi, KEPLER_CHANNEL_GROUP_A)->rm_internal_bytes +
+                           vcore_abi_class(abi, HOPPER_CHANNEL_GPFIFO_A)->rm_internal_bytes +
+                           vcore_abi_class(abi, FERMI_VASPACE_A)->rm_internal_bytes);
+  // Memory made as checked: the class, then the size.
+  driver_.bytes[{c, 0x5c0000d3}] = 2 * kMiB;
+  driver_.cls[{c, 0x5c0000d3}] = NV01_MEMORY_LOCAL_USER;
+  AllocVidmem(c, d, 0x5c0000d3, 2 * kMiB);
+  EXPECT_EQ(driver_.queries, sizes + 1);
+  EXPECT_TRUE(driver_.freed_clients.empty());
+}
+
+// The swaps that let nothing escape stay what they were with the class query: memory made as a VA
+// range is charged what the driver holds, the caller lives.
+TEST_F(ClassSwapTest, MemoryMadeIntoAVaRangeIsStillNoTampering) {
+  MakeSlot(64 * kMiB, VCORE_UNKNOWN_STRICT, &kClassOps);
+  uint32_t c, d, s;
+  Session(&c, &d, &s);
+  driver_.bytes[{c, 0x5c0000e0}] = 0;
+  driver_.cls[{c, 0x5c0000e0}] = NV50_MEMORY_VIRTUAL;
+  AllocVidmem(c, d, 0x5c0000e0, 16 * kMiB);
+  EXPECT_TRUE(driver_.freed_clients.empty());
+  EXPECT_EQ(Stats().objects, 4u) << "client, device, subdevice and the record";
+  EXPECT_EQ(Charged(), 0u) << "the driver's size, not the 16 MiB reservation";
+}
+
+// The status is user memory too: a sibling's second store can write a failure over the driver's
+// NV_OK. The size query cannot find a TSG, channel or VA space, so the object was recorded nowhere
+// and counted against no cap; the driver's class finds it, and it is verified as any other.
+TEST_F(ClassSwapTest, AFailureStatusHidesNoTsg) {
+  MakeSlot(64 * kMiB, VCORE_UNKNOWN_STRICT, &kClassOps);
+  uint32_t c, d, s;
+  Session(&c, &d, &s);
+  rm_.alloc_status = NV_ERR_NO_MEMORY;  // what the caller's struct says after the call
+  Swapped(c, d, 0x5c000100, KEPLER_CHANNEL_GROUP_A, KEPLER_CHANNEL_GROUP_A);
+  EXPECT_TRUE(driver_.freed_clients.empty());
+  EXPECT_EQ(Stats().tsgs, 1u) << "the TSG the driver made is in the registry";
+  EXPECT_EQ(Charged(), vcore_abi_class(&vcore_abi_580, KEPLER_CHANNEL_GROUP_A)->rm_internal_bytes);
+  // Made as a TSG where memory was checked, under a failure status: tampering.
+  Swapped(c, d, 0x5c000101, NV01_MEMORY_LOCAL_USER, KEPLER_CHANNEL_GROUP_A);
+  EXPECT_EQ(driver_.freed_clients, std::vector<uint32_t>{c});
+  EXPECT_EQ(Stats().tsgs, 0u);
+}
+
+// Where the driver cannot name the class (an error other than "no such object"), the size query
+// decides as before; where it has no such object, that is tampering as before.
+TEST_F(ClassSwapTest, WithoutTheDriversClassTheSizeQueryDecidesAsBefore) {
+  MakeSlot(64 * kMiB, VCORE_UNKNOWN_STRICT, &kClassOps);
+  uint32_t c, d, s;
+  Session(&c, &d, &s);
+  driver_.bytes[{c, 0x5c0000f0}] = 2 * kMiB;  // no class in the record: "cannot say"
+  AllocVidmem(c, d, 0x5c0000f0, 2 * kMiB);
+  EXPECT_TRUE(driver_.freed_clients.empty());
+  EXPECT_EQ(Charged(), 2 * kMiB);
+  driver_.missing_is_enoent = true;
+  NV_MEMORY_ALLOCATION_PARAMS m{};
+  m.size = 64 * 1024;
+  Alloc(c, d, 0x5c0000f1, NV50_MEMORY_VIRTUAL, Bytes(m));  // the driver has no such object
+  EXPECT_EQ(driver_.freed_clients, std::vector<uint32_t>{c});
 }
 
 }  // namespace

@@ -416,13 +416,13 @@ static int nvsim_gpu_show(struct seq_file *m, void *unused)
 	nvsim_advance(s);
 	seq_printf(m, "busy_ns %llu idle_ns %llu\n", s->busy_ns, s->idle_ns);
 	seq_puts(m, "pid hclient htsg engine timeslice_us runnable consumed_ns preemptions "
-		    "scheduled wedged preempt_unscheduled preempt_calls\n");
+		    "scheduled wedged preempt_unscheduled preempt_calls channels\n");
 	list_for_each_entry(t, &s->tsgs, node)
-		seq_printf(m, "%d 0x%x 0x%x %u %llu %d %llu %u %d %d %u %u\n", t->pid, t->hclient,
+		seq_printf(m, "%d 0x%x 0x%x %u %llu %d %llu %u %d %d %u %u %u\n", t->pid, t->hclient,
 			   t->htsg, t->engine_type, nvsim_tsg_slice_ns(t) / NSEC_PER_USEC,
 			   nvsim_tsg_runnable(t), t->consumed_ns, t->preemptions, t->scheduled,
 			   nvsim_tsg_x(t)->wedged, nvsim_tsg_x(t)->preempt_unscheduled,
-			   nvsim_tsg_x(t)->preempt_calls);
+			   nvsim_tsg_x(t)->preempt_calls, t->channels);
 	/* Last line, cumulative since load (the schedule contract, top of file). */
 	seq_printf(m, "contract preempt_unscheduled %llu preempt_unscheduled_ms %llu "
 		      "disable_unscheduled %llu wedged %llu enable_unpreempted %llu "

@@ -26,6 +26,11 @@ namespace vgpu_test {
 
 using namespace nvsim_test;  // NOLINT: RawIoctl, Alloc, Free, Control, AllocVidmem, FbInfo
 
+inline constexpr uint64_t kKiB = 1ull << 10;
+// The per-slot caps on scheduling objects and VA spaces (kmod/core/vcore.h,
+// VCORE_SLOT_MAX_TSGS / _CHANNELS / _VASPACES).
+inline constexpr uint32_t kMaxTsgs = 64, kMaxChannels = 1024, kMaxVaspaces = 64;
+
 inline std::unique_ptr<vgpu::kmod::Client> Netlink() {
   auto c = vgpu::kmod::Client::Open();
   EXPECT_TRUE(c.ok()) << c.status().ToString();

@@ -11,9 +11,6 @@
 namespace vgpu_test {
 namespace {
 
-constexpr uint32_t kMaxTsgs = 64, kMaxChannels = 1024;  // VCORE_SLOT_MAX_TSGS/CHANNELS
-constexpr uint32_t kMaxVaspaces = 64;                   // VCORE_SLOT_MAX_VASPACES
-
 int64_t AllocTsg(Session& s, uint32_t h) {
   nv_channel_group_alloc_params tp{};
   tp.engineType = 1;
