@@ -11,6 +11,7 @@
 #include <linux/fdtable.h>
 #include <linux/file.h>
 #include <linux/mm.h>
+#include <linux/moduleparam.h>
 #include <linux/slab.h>
 
 #include "nvsim.h"

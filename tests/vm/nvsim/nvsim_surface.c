@@ -63,10 +63,18 @@ static u32 nvsim_surface_value(const struct nvsim_obj *obj, u32 index, u32 *data
 		/*
 		 * The descriptor's size whatever its address space: for class 0x3e the page-rounded
 		 * size sysmemConstruct_IMPL allocated (system_mem.c), which vgpu.ko holds to the
-		 * slot's system-memory budget (issue 17, F10). Far below 16 TiB: always fits (no
-		 * OUT_OF_RANGE).
+		 * slot's system-memory budget (issue 17, F10). A VA range of 16 TiB or more does not
+		 * fit 32 bits of 4 KiB: NV_ERR_OUT_OF_RANGE, as mem_ctrl.c asserts.
 		 */
-		*data = (u32)((obj->vidmem + obj->sysmem) / NV0041_CTRL_SURFACE_INFO_PHYS_SIZE_SCALE_FACTOR);
+		if (size / NV0041_CTRL_SURFACE_INFO_PHYS_SIZE_SCALE_FACTOR > U32_MAX)
+			return NV_ERR_OUT_OF_RANGE;
+		*data = (u32)(size / NV0041_CTRL_SURFACE_INFO_PHYS_SIZE_SCALE_FACTOR);
+		return NV_OK;
+	case NV0041_CTRL_SURFACE_INFO_INDEX_PHYS_SIZE_LO:
+		*data = lower_32_bits(size);
+		return NV_OK;
+	case NV0041_CTRL_SURFACE_INFO_INDEX_PHYS_SIZE_HI:
+		*data = upper_32_bits(size);
 		return NV_OK;
 	case NV0041_CTRL_SURFACE_INFO_INDEX_ADDR_SPACE_TYPE:
 		*data = obj->hclass == NV01_MEMORY_LOCAL_USER

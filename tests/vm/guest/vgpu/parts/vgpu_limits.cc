@@ -374,7 +374,9 @@ TEST(Limits, VirtualRangeMadeEagerDuringTheCallStaysInTheQuota) {
         WriteNvsimParam("rewrite_allocp_tgid", static_cast<uint64_t>(getpid())));
     st[i] = AllocVirtual(s, 0xd5100000 + i, 16 * kGiB, kVirtualLibcuda);
     WriteNvsimParam("rewrite_allocp_tgid", 0);
-    if (i == 0) EXPECT_EQ(ReadNvsimParam("rewrite_allocp_done"), done + 1) << "nvsim's rewrite";
+    if (i == 0) {
+      EXPECT_EQ(ReadNvsimParam("rewrite_allocp_done"), done + 1) << "nvsim's rewrite";
+    }
   }
   const uint64_t held = ReadNvsimParam("ptable_bytes") - base;
   const uint64_t charged = slot.Stat(VGPU_STAT_MEM_CHARGED);
