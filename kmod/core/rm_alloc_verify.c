@@ -283,7 +283,9 @@ int vcore_verify_alloc(struct vcore_call *call, vcore_u32 h_root,
 				       "VID_HEAP allocation's handle");
 			return 1;
 		}
-		*have_trusted = !err && call->reply_size_off;
+		/* Every function: the driver's VIRTUAL flag decides what it
+		 * made (a VA range's page tables, F11.1; or video memory). */
+		*have_trusted = !err;
 		return 0;
 	}
 	if (call->nr != NV_ESC_RM_ALLOC) {
@@ -329,7 +331,8 @@ int vcore_verify_alloc(struct vcore_call *call, vcore_u32 h_root,
 			   : VCORE_NULL;
 	if (trusted->cls && trusted->cls != call->cmd &&
 	    (!row || (row->kind != VCORE_CLS_PASS &&
-		      row->kind != VCORE_CLS_UNCHARGED_MEM))) {
+		      row->kind != VCORE_CLS_UNCHARGED_MEM &&
+		      row->kind != VCORE_CLS_VA_RANGE))) {
 		vcore_tampered(call, h_root, h_new,
 			       "the driver made another class");
 		return 1;

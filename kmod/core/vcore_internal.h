@@ -120,6 +120,8 @@ enum vcore_class_kind {
 	VCORE_CLS_DEVICE,    /* tracked; the driver needs a GPU witness */
 	VCORE_CLS_SUBDEVICE, /* tracked; the compute hosts' control target */
 	VCORE_CLS_VASPACE,   /* charged its estimate, VCORE_SLOT_MAX_VASPACES */
+	VCORE_CLS_VA_RANGE,  /* a GPU VA range: charged its page tables' worst
+				case (vcore_va_range_ptables), eager refused */
 	VCORE_CLS_REMOVED,   /* delta: not in this version */
 };
 
@@ -158,6 +160,13 @@ struct vcore_abi {
 	const struct vcore_uvm_row *uvm;
 	vcore_size_t n_uvm;
 };
+
+/*
+ * Video memory the driver reserves for the page tables of a GPU virtual
+ * range of @range bytes made eager (without NVOS32_ALLOC_FLAGS_LAZY, or
+ * SPARSE): the most a range of that size can hold (tables_580.c).
+ */
+vcore_u64 vcore_va_range_ptables(vcore_u64 range);
 
 /* Lookups walk the delta chain; a REMOVED row ends the search (NULL). */
 const struct vcore_esc_row *vcore_abi_esc(const struct vcore_abi *abi,
