@@ -299,10 +299,10 @@ TEST_F(NvsimTest, VidmemRoundsAndRunsOut) {
   EXPECT_EQ(HeapFreeKiB(), free0 - (902 * kMiB >> 10)) << "a refused range takes nothing";
   EXPECT_EQ(Free(ctl_.get(), client_, device_, big), NV_OK);
   EXPECT_EQ(HeapFreeKiB(), free0 - (2 * kMiB >> 10));
-  vp.size = 8ull << 30;  // 17.1875 MiB of page tables, until its free
+  vp.size = 8ull << 30;  // 17.125 MiB of page tables, until its free
   eager = 0x5c00e000;
   ASSERT_EQ(Alloc(ctl_.get(), client_, device_, &eager, NV50_MEMORY_VIRTUAL, &vp), NV_OK);
-  EXPECT_EQ(HeapFreeKiB(), free0 - ((2 * kMiB + 17 * kMiB + 3 * kMiB / 16) >> 10));
+  EXPECT_EQ(HeapFreeKiB(), free0 - ((2 * kMiB + 17 * kMiB + kMiB / 8) >> 10));
   EXPECT_EQ(Free(ctl_.get(), client_, device_, eager), NV_OK);
   EXPECT_EQ(HeapFreeKiB(), free0 - (2 * kMiB >> 10));
   // A second free finds nothing and, like the driver (RS_COMPATABILITY_MODE), succeeds.

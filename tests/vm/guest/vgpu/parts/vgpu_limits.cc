@@ -301,7 +301,7 @@ TEST(Limits, SystemMemorySizeRaisedDuringTheCallStaysInTheBudget) {
 // SPARSE (which the driver makes eager), gets the page tables of its whole extent in video memory
 // when it is made (virtmemConstruct_IMPL, 580): 273.0625 MiB for 128 GiB on the H200
 // (docs/results/rm-internal-memory-h200.md), and no RM_ALLOC of memory reports them. nvsim holds
-// them as the driver does (ptable_bytes). On a 64 MiB slot, eight eager 8 GiB ranges (17.1875 MiB
+// them as the driver does (ptable_bytes). On a 64 MiB slot, eight eager 8 GiB ranges (17.125 MiB
 // of page tables each) must not be granted; libcuda's own range (0xfb000000, flags 0x8c415, LAZY:
 // every trace of tests/data/traces that has one) is, charged the page tables it would need were it
 // eager (kmod/core/rm_alloc.c), and the charge goes with its free.
