@@ -736,6 +736,7 @@ enum vcore_verdict vcore_esc_no_driver_handler(struct vcore_call *call);
 enum vcore_verdict vcore_esc_privileged(struct vcore_call *call);
 enum vcore_verdict vcore_esc_register_fd(struct vcore_call *call);
 enum vcore_verdict vcore_esc_map_memory(struct vcore_call *call);
+enum vcore_verdict vcore_esc_map_memory_dma(struct vcore_call *call);
 enum vcore_verdict vcore_esc_get_event_data(struct vcore_call *call);
 enum vcore_verdict vcore_esc_idle_channels(struct vcore_call *call);
 enum vcore_verdict vcore_esc_rm_alloc(struct vcore_call *call);

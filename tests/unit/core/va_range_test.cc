@@ -116,5 +116,32 @@ TEST_F(VaRangeTest, WithoutAQuotaAnEagerRangeIsCounted) {
   EXPECT_EQ(Charged(), 0u);
 }
 
+// Maps into an RM-owned VA space build page tables too (4 KiB per map 1 GiB apart, 8 KiB 512 GiB
+// apart on the H200): no recording uses RM_MAP_MEMORY_DMA or its unmap, so under a quota both are
+// refused; without one they pass.
+TEST_F(VaRangeTest, DmaMapsAreRefusedUnderAQuota) {
+  for (uint64_t quota : {64 * kMiB, uint64_t{0}}) {
+    MakeSlot(quota);
+    uint32_t c, d, s;
+    Session(&c, &d, &s);
+    NVOS46_PARAMETERS map{};
+    map.hClient = c;
+    Put(kArg, Bytes(map));
+    Outcome o = Call(Req(NV_ESC_RM_MAP_MEMORY_DMA, sizeof(map)), kArg);
+    EXPECT_EQ(o.forwarded, quota == 0) << quota;
+    if (quota) {
+      EXPECT_EQ(Get<uint32_t>(mem_, kArg + 56), NV_ERR_NOT_SUPPORTED);
+    }
+    NVOS47_PARAMETERS unmap{};
+    unmap.hClient = c;
+    Put(kArg, Bytes(unmap));
+    o = Call(Req(NV_ESC_RM_UNMAP_MEMORY_DMA, sizeof(unmap)), kArg);
+    EXPECT_EQ(o.forwarded, quota == 0) << quota;
+    if (quota) {
+      EXPECT_EQ(Get<uint32_t>(mem_, kArg + 40), NV_ERR_NOT_SUPPORTED);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace vgpu::core_test

@@ -4,7 +4,9 @@
 // under a TSG. F10: the driver's system memory is charged to no memory cgroup, so each slot has a
 // budget for it. Linked into vgpu_gtest (guest.cmake).
 #include <cstddef>
+#include <cstring>
 #include <fstream>
+#include <tuple>
 
 #include "vgpu_rm.h"
 
@@ -352,6 +354,16 @@ TEST(Limits, EagerVirtualRangesAreRefusedUnderAQuota) {
   EXPECT_EQ(libcuda, 8847360u) << "size/512 + size/8192 + size/131072 in 64 KiB, + 64 KiB";
   EXPECT_EQ(s.FreeObj(0xd5000020), NV_OK);
   EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 0u) << "the free refunds it";
+  // Maps into an RM-owned VA space make page tables too (4 KiB per map 1 GiB apart on the H200):
+  // RM_MAP_MEMORY_DMA and its unmap (NVOS46, 64 B, status at 56; NVOS47, 48 B, at 40) are refused.
+  for (auto [nr, size, status_at] : {std::tuple{0x57u, 64u, 56u}, std::tuple{0x58u, 48u, 40u}}) {
+    uint8_t p[64] = {};
+    memcpy(p, &s.client, 4);
+    ASSERT_EQ(RawIoctl(s.ctl, nr, p, size).ret, 0);
+    uint32_t st;
+    memcpy(&st, p + status_at, 4);
+    EXPECT_EQ(st, NV_ERR_NOT_SUPPORTED) << "escape 0x" << std::hex << nr;
+  }
 }
 
 // The driver reads the flags again from the caller's memory after vgpu.ko checked its copy: a
