@@ -425,21 +425,11 @@ TEST_F(TrustedTest, AVidHeapAllocationMadeVirtualIsChargedItsPageTables) {
   MakeSlot(64 * kMiB, VCORE_UNKNOWN_STRICT, &kTrustedOps);
   uint32_t c, d, s;
   Session(&c, &d, &s);
-  NVOS32_PARAMETERS v{};
-  v.hRoot = c;
-  v.hObjectParent = d;
-  v.function = NVOS32_FUNCTION_ALLOC_SIZE;
-  uint64_t sz = 32 * kMiB;
-  uint32_t h = 0x5c0000c0, flags = NVOS32_ALLOC_FLAGS_MEMORY_HANDLE_PROVIDED;
-  auto* raw = reinterpret_cast<uint8_t*>(&v);
-  memcpy(raw + NVOS32_ALLOCSIZE_SIZE_OFF, &sz, 8);
-  memcpy(raw + NVOS32_ALLOCSIZE_HMEMORY_OFF, &h, 4);
-  memcpy(raw + NVOS32_ALLOCSIZE_FLAGS_OFF, &flags, 4);
-  Put(kArg, Bytes(v));
+  const uint32_t h = 0x5c0000c0;
   driver_.bytes[{c, h}] = 0;
   driver_.cls[{c, h}] = NV50_MEMORY_VIRTUAL;
   driver_.va[{c, h}] = 32 * kMiB;
-  EXPECT_EQ(Call(Req(NV_ESC_RM_VID_HEAP_CONTROL, 184), kArg).verdict, VCORE_FORWARD);
+  EXPECT_EQ(VidHeapAlloc(c, d, h, 32 * kMiB).verdict, VCORE_FORWARD);
   EXPECT_EQ(Charged(), vcore_va_range_ptables(32 * kMiB));
 }
 

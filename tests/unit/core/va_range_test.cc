@@ -27,20 +27,6 @@ class VaRangeTest : public CoreTest {
     m.size = size;
     return Alloc(c, d, h, NV50_MEMORY_VIRTUAL, Bytes(m));
   }
-  // A VID_HEAP_CONTROL ALLOC_SIZE of @size with @flags (the handle provided).
-  Outcome VidHeap(uint32_t c, uint32_t d, uint32_t h, uint64_t size, uint32_t flags) {
-    NVOS32_PARAMETERS v{};
-    v.hRoot = c;
-    v.hObjectParent = d;
-    v.function = NVOS32_FUNCTION_ALLOC_SIZE;
-    flags |= NVOS32_ALLOC_FLAGS_MEMORY_HANDLE_PROVIDED;
-    auto* raw = reinterpret_cast<uint8_t*>(&v);
-    memcpy(raw + NVOS32_ALLOCSIZE_SIZE_OFF, &size, 8);
-    memcpy(raw + NVOS32_ALLOCSIZE_HMEMORY_OFF, &h, 4);
-    memcpy(raw + NVOS32_ALLOCSIZE_FLAGS_OFF, &flags, 4);
-    Put(kArg, Bytes(v));
-    return Call(Req(NV_ESC_RM_VID_HEAP_CONTROL, 184), kArg);
-  }
 };
 
 // The measured figure, and libcuda's range (what every context now pays).
@@ -70,7 +56,7 @@ TEST_F(VaRangeTest, AnEagerRangeIsRefusedUnderAQuota) {
   EXPECT_EQ(Stats().objects, 3u) << "client, device, subdevice: nothing recorded";
   // The legacy paths that make a range: VID_HEAP's VIRTUAL allocation, and ALLOC_OBJECT
   // (no params to check).
-  EXPECT_EQ(VidHeap(c, d, 0x5c000101, 8 * kGiB, NVOS32_ALLOC_FLAGS_VIRTUAL).verdict,
+  EXPECT_EQ(VidHeapAlloc(c, d, 0x5c000101, 8 * kGiB, NVOS32_ALLOC_FLAGS_VIRTUAL).verdict,
             VCORE_REFUSE_STATUS);
   EXPECT_EQ(Get<uint32_t>(mem_, kArg + 20), NV_ERR_NOT_SUPPORTED);
   NVOS05_PARAMETERS o{};
@@ -100,8 +86,9 @@ TEST_F(VaRangeTest, ALazyRangeIsChargedItsWorstCaseUntilItsFree) {
   for (uint32_t i = 0; i <= more; ++i) Free(c, d, 0x5c000200 + i);
   EXPECT_EQ(Charged(), 0u);
   // The legacy path charges the same.
-  EXPECT_EQ(VidHeap(c, d, 0x5c000300, 16 * kGiB, NVOS32_ALLOC_FLAGS_VIRTUAL | kLibcuda).verdict,
-            VCORE_FORWARD);
+  EXPECT_EQ(
+      VidHeapAlloc(c, d, 0x5c000300, 16 * kGiB, NVOS32_ALLOC_FLAGS_VIRTUAL | kLibcuda).verdict,
+      VCORE_FORWARD);
   EXPECT_EQ(Charged(), vcore_va_range_ptables(16 * kGiB));
 }
 
