@@ -152,3 +152,53 @@ enum vcore_verdict vcore_uvm_external_pre(struct vcore_call *call)
 	call->ctrl_post = release_post;
 	return VCORE_FORWARD;
 }
+
+/*
+ * The sealed params of a map were replaced during the call
+ * (vcore_call_params_replaced, uvm.c): UVM may have dupped any memory object
+ * of the caller's process, and none is known. RM lets UVM's dup reach only
+ * clients of the calling process (nv_gpu_ops.c nvGpuOpsDupMemory dups with
+ * NV04_DUP_HANDLE_FLAGS_REJECT_KERNEL_DUP_PRIVILEGE; resserv rs_client.c and
+ * rmapi/client_resource.c share a client with RS_SHARE_TYPE_PID only), so the
+ * file holds every object of that process that is charged or a dup of one,
+ * with no span: no UVM_FREE or UNMAP_EXTERNAL drops such a hold, only the
+ * file's close (vcore_file_close drops all of a file's holds). The charge
+ * stays at least what UVM can hold until the file goes. Past
+ * VCORE_MAX_OBJECTS holds, or without memory for one, the rest go unheld: the
+ * caller is being killed, and its memory then lasts only as long as the file.
+ */
+void vcore_uvm_external_replaced(struct vcore_call *call)
+{
+	struct vcore_slot *slot = call->slot;
+	struct vcore_file *file = call->file;
+	struct vcore_obj *o, *hold;
+	vcore_u32 b;
+
+	vcore_lock(slot);
+	for (b = 0; b < VCORE_OBJ_BUCKETS; b++) {
+		for (o = slot->buckets[b]; o; o = o->hnext) {
+			if (o->pid != call->ctx.pid ||
+			    (!o->charged && !o->dup_src))
+				continue;
+			if (file->uvm_holds >= VCORE_MAX_OBJECTS)
+				goto out;
+			/* A mutex in both hosts: allocating under it is
+			 * allowed; this runs once, for a tampered call. */
+			hold = slot->ops->zalloc(slot->priv, sizeof(*hold));
+			if (!hold)
+				goto out;
+			hold->h_client = o->h_client;
+			hold->h_object = o->h_object;
+			hold->cls = o->cls;
+			hold->pid = call->ctx.pid;
+			hold->owner = file;
+			hold->dup_src = o;
+			slot->n_dups++;
+			hold->hnext = file->holds;
+			file->holds = hold;
+			file->uvm_holds++;
+		}
+	}
+out:
+	vcore_unlock(slot);
+}

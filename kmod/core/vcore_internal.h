@@ -140,10 +140,18 @@ struct vcore_class_row {
 	vcore_u64 rm_internal_bytes;
 };
 
+/*
+ * A command whose params the driver must read from a sealed copy
+ * (vcore_uvm_sealed_size): the core decides on what it read of them, and the
+ * driver reads them again itself.
+ */
+#define VCORE_UVM_SEALED 1u
+
 struct vcore_uvm_row {
 	vcore_u32 cmd;
 	vcore_u32 size; /* params size, 0 if the core never reads */
 	const char *name;
+	vcore_u32 flags; /* VCORE_UVM_SEALED */
 };
 
 struct vcore_abi {
@@ -731,6 +739,9 @@ static inline int vcore_user_write(struct vcore_call *call, vcore_uptr_t dst,
 enum vcore_verdict vcore_uvm_pre(struct vcore_call *call);
 /* uvm_external.c: external mappings hold their RM memory (issue 17, F3) */
 enum vcore_verdict vcore_uvm_external_pre(struct vcore_call *call);
+/* The sealed params of a UVM map were replaced (vcore_call_params_replaced):
+ * the file holds every memory object of the caller's until it closes. */
+void vcore_uvm_external_replaced(struct vcore_call *call);
 enum vcore_verdict vcore_esc_pass(struct vcore_call *call);
 enum vcore_verdict vcore_esc_no_driver_handler(struct vcore_call *call);
 enum vcore_verdict vcore_esc_privileged(struct vcore_call *call);

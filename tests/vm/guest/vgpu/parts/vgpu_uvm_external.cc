@@ -15,45 +15,6 @@
 namespace vgpu_test {
 namespace {
 
-int OpenUvmOf(const ScopedSlot& slot) {
-  const int uvm = open(("/dev/vgpu-uvm" + std::to_string(slot.id())).c_str(), O_RDWR | O_CLOEXEC);
-  if (uvm < 0) return -1;
-  uvm_initialize_params ip{};
-  if (ioctl(uvm, UVM_INITIALIZE, &ip) != 0 || ip.rmStatus != NV_OK) {
-    close(uvm);
-    return -1;
-  }
-  return uvm;
-}
-
-// CREATE_EXTERNAL_RANGE + MAP_EXTERNAL_ALLOCATION of (client, memory) at [va, va + size) on
-// GPU 0; the map's rmStatus, or ~0u if a call failed outright.
-uint32_t MapExternal(int uvm, uint64_t va, uint64_t size, uint32_t client, uint32_t memory) {
-  uvm_create_external_range_params cr{};
-  cr.base = va;
-  cr.length = size;
-  if (ioctl(uvm, UVM_CREATE_EXTERNAL_RANGE, &cr) != 0 || cr.rmStatus != NV_OK) return ~0u;
-  auto mp = std::make_unique<uvm_map_external_allocation_params>();
-  std::memset(mp.get(), 0, sizeof(*mp));
-  mp->base = va;
-  mp->length = size;
-  mp->gpuAttributesCount = 1;
-  std::memcpy(mp->perGpuAttributes[0].gpuUuid, NVSIM_GPU_UUID_PREFIX,
-              sizeof(NVSIM_GPU_UUID_PREFIX) - 1);  // GPU 0: index 0 in the last byte
-  mp->rmCtrlFd = -1;
-  mp->hClient = client;
-  mp->hMemory = memory;
-  if (ioctl(uvm, UVM_MAP_EXTERNAL_ALLOCATION, mp.get()) != 0) return ~0u;
-  return mp->rmStatus;
-}
-
-uint32_t FreeRange(int uvm, uint64_t va, uint64_t size) {
-  uvm_free_params fp{};
-  fp.base = va;
-  fp.length = size;
-  return ioctl(uvm, UVM_FREE, &fp) != 0 ? ~0u : fp.rmStatus;
-}
-
 // A 64 MiB slot, four rounds of {60 MiB, map it through UVM, RM_FREE the handle}: the driver
 // must never hold more for the slot than it charges. Then the charge must end with UVM's
 // reference: at UVM_FREE of the range, and at the UVM file's close.
