@@ -10,8 +10,9 @@
  * no user memory is read, and the answer is the driver's own record.
  *
  * The query is NV0041_CTRL_CMD_GET_SURFACE_INFO on the new object,
- * with two entries: PHYS_SIZE (index 7, the memory descriptor's size in 4 KiB
- * units) and ADDR_SPACE_TYPE (index 9: SYSMEM 1, VIDMEM 2, REGMEM 3, FABRIC 4).
+ * with three entries: PHYS_SIZE_LO and _HI (indices 2 and 3, the memory
+ * descriptor's size in bytes) and ADDR_SPACE_TYPE (index 9: INVALID 0, a VA
+ * range; SYSMEM 1, VIDMEM 2, REGMEM 3, FABRIC 4).
  * One query for both kinds of memory: video memory is charged to the quota,
  * system memory (NV01_MEMORY_SYSTEM, the driver's own pages) to the slot's
  * system memory budget (issue 17, F10: the size a sibling raised and lowered
@@ -268,10 +269,17 @@ int vgpu_trusted_driver_memory(void *priv, vcore_u32 h_client,
 			       vcore_u32 h_parent, vcore_u32 h_object,
 			       struct vcore_driver_mem *bytes)
 {
-	NV0041_CTRL_SURFACE_INFO list[2] = {
-		{.index = NV0041_CTRL_SURFACE_INFO_INDEX_PHYS_SIZE},
+	/*
+	 * The size in bytes, as two halves: PHYS_SIZE (4 KiB units, 32 bits)
+	 * is NV_ERR_OUT_OF_RANGE from 16 TiB on (mem_ctrl.c), a size a VA
+	 * range can have (issue 17 F11.1).
+	 */
+	NV0041_CTRL_SURFACE_INFO list[3] = {
+		{.index = NV0041_CTRL_SURFACE_INFO_INDEX_PHYS_SIZE_LO},
+		{.index = NV0041_CTRL_SURFACE_INFO_INDEX_PHYS_SIZE_HI},
 		{.index = NV0041_CTRL_SURFACE_INFO_INDEX_ADDR_SPACE_TYPE},
 	};
+	u64 size;
 	NV0041_CTRL_GET_SURFACE_INFO_PARAMS p = {
 		.surfaceInfoListSize = ARRAY_SIZE(list),
 		.surfaceInfoList = (u64)(uintptr_t)list,
@@ -317,15 +325,19 @@ int vgpu_trusted_driver_memory(void *priv, vcore_u32 h_client,
 			 h_object, status);
 		return -EIO;
 	}
-	switch (list[1].data) {
+	size = (u64)list[1].data << 32 | list[0].data;
+	switch (list[2].data) {
 	case NV0000_CTRL_CMD_CLIENT_GET_ADDR_SPACE_TYPE_VIDMEM:
 	case NV0000_CTRL_CMD_CLIENT_GET_ADDR_SPACE_TYPE_FABRIC:
-		bytes->gpu = (u64)list[0].data *
-			     NV0041_CTRL_SURFACE_INFO_PHYS_SIZE_SCALE_FACTOR;
+		bytes->gpu = size;
 		break;
 	case NV0000_CTRL_CMD_CLIENT_GET_ADDR_SPACE_TYPE_SYSMEM:
-		bytes->sys = (u64)list[0].data *
-			     NV0041_CTRL_SURFACE_INFO_PHYS_SIZE_SCALE_FACTOR;
+		bytes->sys = size;
+		break;
+	case NV0000_CTRL_CMD_CLIENT_GET_ADDR_SPACE_TYPE_INVALID:
+		/* A VA range's ADDR_VIRTUAL descriptor of its size
+		 * (virtual_mem.c): the core charges its page tables. */
+		bytes->va = size;
 		break;
 	default:
 		break; /* register space and the rest: no memory of ours */

@@ -125,6 +125,26 @@ enum vcore_verdict vcore_esc_map_memory(struct vcore_call *call)
 	return VCORE_FORWARD;
 }
 
+/*
+ * NV_ESC_RM_MAP_MEMORY_DMA / UNMAP_MEMORY_DMA: a mapping into an RM-owned VA
+ * space makes page tables no RM_ALLOC reports (issue 17 F11.1; measured on
+ * the H200: 4 KiB per map 1 GiB apart, 8 KiB 512 GiB apart, 513 MiB at 65536
+ * maps of one 2 MiB piece, docs/results/rm-internal-memory-h200.md). libcuda
+ * maps through UVM, never here (no recording in tests/data/traces has
+ * either), so under a quota both are refused: no map, nothing to unmap.
+ */
+enum vcore_verdict vcore_esc_map_memory_dma(struct vcore_call *call)
+{
+	if (!vcore_slot_has_quota(call->slot))
+		return VCORE_FORWARD;
+	return vcore_refuse_quota(call, NV_ERR_NOT_SUPPORTED,
+				  call->nr == NV_ESC_RM_MAP_MEMORY_DMA
+					  ? "RM_MAP_MEMORY_DMA under a quota: "
+					    "its page tables are not countable"
+					  : "RM_UNMAP_MEMORY_DMA under a quota "
+					    "(no DMA map is made)");
+}
+
 /* NV_ESC_RM_GET_EVENT_DATA: the kernel writes a 16-byte event at pEvent. */
 enum vcore_verdict vcore_esc_get_event_data(struct vcore_call *call)
 {

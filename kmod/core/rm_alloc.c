@@ -126,6 +126,33 @@ reserve_sysmem(struct vcore_call *call, const vcore_u8 *params, vcore_u32 psize)
 }
 
 /*
+ * A GPU virtual range (NV50_MEMORY_VIRTUAL; a VIRTUAL VID_HEAP allocation):
+ * RM reserves the page tables of the whole range when it is made unless
+ * NVOS32_ALLOC_FLAGS_LAZY (virtmemConstruct_IMPL; SPARSE clears LAZY,
+ * stdmemValidateParams): 273 MiB for 128 GiB on the H200, reported by no
+ * RM_ALLOC of memory (issue 17 F11.1, docs/results/rm-internal-memory-h200.md).
+ * Under a quota an eager range is refused. The driver reads the flags and the
+ * size again after this check, so every range is charged the page tables it
+ * would hold were it eager (vcore_va_range_ptables): a LAZY cleared by a
+ * sibling's store then takes nothing uncharged, and post settles the charge
+ * at the driver's own size (rm_alloc_post.c).
+ */
+static enum vcore_verdict va_range(struct vcore_call *call, vcore_u32 flags,
+				   vcore_u64 size)
+{
+	if (vcore_slot_has_quota(call->slot) &&
+	    (!(flags & NVOS32_ALLOC_FLAGS_LAZY) ||
+	     (flags & NVOS32_ALLOC_FLAGS_SPARSE)))
+		return vcore_refuse_quota(
+			call, NV_ERR_NOT_SUPPORTED,
+			"eager GPU virtual range (no LAZY, or SPARSE): its page "
+			"tables are not countable under a quota");
+	call->new_obj->cls = NV50_MEMORY_VIRTUAL;
+	call->internal = vcore_va_range_ptables(size);
+	return reserve(call, call->internal, 0);
+}
+
+/*
  * The class decides what an allocation means. @params is the private copy
  * of the class params (NULL when the escape has none), @psize its length.
  */
@@ -190,6 +217,15 @@ static enum vcore_verdict alloc_by_class(struct vcore_call *call, vcore_u32 cls,
 			SZ_2M);
 	case VCORE_CLS_SYSMEM:
 		return reserve_sysmem(call, params, psize);
+	case VCORE_CLS_VA_RANGE:
+		if (!params || psize < sizeof(NV_MEMORY_ALLOCATION_PARAMS))
+			return vcore_slot_has_quota(call->slot)
+				       ? vcore_refuse_status(
+						 call, NV_ERR_INVALID_ARGUMENT,
+						 "virtual range without params")
+				       : VCORE_FORWARD;
+		return va_range(call, vcore_rd32(params, 8),
+				vcore_rd64(params, 64));
 	case VCORE_CLS_QUOTA_REFUSED:
 		if (vcore_slot_has_quota(call->slot))
 			return vcore_refuse_quota(
@@ -308,6 +344,7 @@ enum vcore_verdict vcore_esc_rm_alloc(struct vcore_call *call)
 	if (row && row->params_size && p) {
 		vcore_bool need = row->kind == VCORE_CLS_VIDMEM ||
 				  row->kind == VCORE_CLS_SYSMEM ||
+				  row->kind == VCORE_CLS_VA_RANGE ||
 				  row->kind == VCORE_CLS_FABRIC ||
 				  row->kind == VCORE_CLS_TSG ||
 				  row->kind == VCORE_CLS_EVENT;
@@ -353,7 +390,8 @@ enum vcore_verdict vcore_esc_rm_alloc_object(struct vcore_call *call)
 					   "client through ALLOC_OBJECT");
 	}
 	if (row &&
-	    (row->kind == VCORE_CLS_VIDMEM || row->kind == VCORE_CLS_FABRIC) &&
+	    (row->kind == VCORE_CLS_VIDMEM || row->kind == VCORE_CLS_FABRIC ||
+	     row->kind == VCORE_CLS_VA_RANGE) &&
 	    vcore_slot_has_quota(call->slot)) {
 		call->cmd = cls;
 		return vcore_refuse_status(
@@ -464,10 +502,10 @@ enum vcore_verdict vcore_esc_vid_heap_control(struct vcore_call *call)
 	if (v != VCORE_FORWARD)
 		return v;
 	call->reply_handle_from_buf = 1;
-	if (flags & NVOS32_ALLOC_FLAGS_VIRTUAL) {
-		call->new_obj->cls = NV50_MEMORY_VIRTUAL;
-		return VCORE_FORWARD;
-	}
+	/* The driver makes an NV50_MEMORY_VIRTUAL with these flags
+	 * (rmapi_deprecated_vidheapctrl.c, _rmVidHeapControlAllocCommon). */
+	if (flags & NVOS32_ALLOC_FLAGS_VIRTUAL)
+		return va_range(call, flags, vcore_rd64(a, size_off));
 	if (NVOS32_ATTR_LOCATION(attr) == NVOS32_ATTR_LOCATION_PCI) {
 		call->new_obj->cls = NV01_MEMORY_SYSTEM;
 		return VCORE_FORWARD;

@@ -120,7 +120,7 @@ int vcore_post_alloc(struct vcore_call *call)
 	struct vcore_slot *slot = call->slot;
 	struct vcore_obj *obj = call->new_obj;
 	vcore_u32 status = 0, h_root, h_new = 0;
-	struct vcore_driver_mem trusted = {0, 0, 0};
+	struct vcore_driver_mem trusted = {0};
 	vcore_u64 charge = call->reserved, reply = 0;
 	vcore_bool have_trusted = 0, is_root, confirmed = 0;
 	struct vcore_overquota oq;
@@ -197,7 +197,11 @@ int vcore_post_alloc(struct vcore_call *call)
 		 * reservation goes back now, not at the free.
 		 */
 		/* The driver reports none of a TSG's, channel's or VA
-		 * space's own memory: its estimate stays (rm_alloc.c). */
+		 * space's own memory: its estimate stays (rm_alloc.c). A
+		 * VA range's page tables follow the driver's own size of
+		 * it, whatever the core was asked (F11.1, va_range). */
+		if (trusted.va)
+			call->internal = vcore_va_range_ptables(trusted.va);
 		charge = trusted.gpu + call->internal;
 		if (charge < call->reserved) {
 			vcore_lock(slot);

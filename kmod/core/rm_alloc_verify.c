@@ -350,7 +350,9 @@ int vcore_verify_alloc(struct vcore_call *call, vcore_u32 h_root,
 				       "VID_HEAP allocation's handle");
 			return 1;
 		}
-		*have_trusted = !err && call->reply_size_off;
+		/* Every function: the driver's VIRTUAL flag decides what it
+		 * made (a VA range's page tables, F11.1; or video memory). */
+		*have_trusted = !err;
 		return 0;
 	}
 	if (call->nr != NV_ESC_RM_ALLOC) {

@@ -275,6 +275,7 @@ enum vcore_class_role vcore_class_role_of(const struct vcore_slot *slot,
 	case VCORE_CLS_FABRIC:
 	case VCORE_CLS_SYSMEM:
 	case VCORE_CLS_UNCHARGED_MEM:
+	case VCORE_CLS_VA_RANGE:
 	case VCORE_CLS_QUOTA_REFUSED:
 		return VCORE_CLASS_MEMORY;
 	case VCORE_CLS_TSG:

@@ -93,8 +93,10 @@ static const struct vcore_esc_row esc_580[] = {
 	    vcore_esc_get_event_data),
 	ESC(NV_ESC_RM_ALLOC_CONTEXT_DMA2, NVOS39_PARAMETERS, vcore_esc_pass),
 	ESC_NONE(NV_ESC_RM_ADD_VBLANK_CALLBACK, vcore_esc_no_driver_handler),
-	ESC(NV_ESC_RM_MAP_MEMORY_DMA, NVOS46_PARAMETERS, vcore_esc_pass),
-	ESC(NV_ESC_RM_UNMAP_MEMORY_DMA, NVOS47_PARAMETERS, vcore_esc_pass),
+	ESC(NV_ESC_RM_MAP_MEMORY_DMA, NVOS46_PARAMETERS,
+	    vcore_esc_map_memory_dma),
+	ESC(NV_ESC_RM_UNMAP_MEMORY_DMA, NVOS47_PARAMETERS,
+	    vcore_esc_map_memory_dma),
 	ESC(NV_ESC_RM_BIND_CONTEXT_DMA, NVOS49_PARAMETERS, vcore_esc_pass),
 	ESC_NONE(NV_ESC_RM_EXPORT_OBJECT_TO_FD, vcore_esc_no_driver_handler),
 	ESC_NONE(NV_ESC_RM_IMPORT_OBJECT_FROM_FD, vcore_esc_no_driver_handler),
@@ -570,6 +572,30 @@ static const struct vcore_ctrl_row ctrl_580_pass[] = {
 #define RM_INTERNAL_CHANNEL_580 0x10000ull  /* 64 KiB */
 #define RM_INTERNAL_VASPACE_580 0x10000ull  /* 64 KiB */
 
+/*
+ * The page tables of an eager GPU virtual range (issue 17 F11.1):
+ * virtmemConstruct_IMPL (virtual_mem.c) reserves them for the whole range
+ * at allocation unless NVOS32_ALLOC_FLAGS_LAZY. Measured on the H200 with
+ * 580.159.04 (docs/results/rm-internal-memory-h200.md): 273.0625 MiB for
+ * 128 GiB, which is Hopper's format exactly: 8 B per 4 KiB page, 8 B per
+ * 64 KiB page, 16 B per 2 MiB (range/512 + range/8192 + range/131072), in
+ * 64 KiB pieces, and one piece more (the upper levels, the tables a range
+ * not aligned to them touches at its ends). A lazy range needs them only as
+ * it is mapped, but the driver reads the flags again after the core's check
+ * (a sibling's store can clear LAZY): so every range is charged this, from
+ * the driver's own size where the host can ask it.
+ */
+#define VA_PTABLE_PIECE_580 0x10000ull /* 64 KiB */
+
+vcore_u64 vcore_va_range_ptables(vcore_u64 range)
+{
+	vcore_u64 b = (range >> 9) + (range >> 13) + (range >> 17);
+
+	return (b + VA_PTABLE_PIECE_580 - 1) / VA_PTABLE_PIECE_580 *
+		       VA_PTABLE_PIECE_580 +
+	       VA_PTABLE_PIECE_580;
+}
+
 /* a class charged its RM-internal estimate */
 #define CLS_INTERNAL(c, type_, kind, internal)                                 \
 	{                                                                      \
@@ -605,7 +631,7 @@ static const struct vcore_class_row cls_580[] = {
 	CLS(NV_MEMORY_FABRIC, NV00F8_ALLOCATION_PARAMETERS, VCORE_CLS_FABRIC),
 	CLS(NV01_MEMORY_SYSTEM, NV_MEMORY_ALLOCATION_PARAMS, VCORE_CLS_SYSMEM),
 	CLS(NV50_MEMORY_VIRTUAL, NV_MEMORY_ALLOCATION_PARAMS,
-	    VCORE_CLS_UNCHARGED_MEM),
+	    VCORE_CLS_VA_RANGE),
 	CLS(NV01_MEMORY_VIRTUAL, NV_MEMORY_VIRTUAL_ALLOCATION_PARAMS,
 	    VCORE_CLS_UNCHARGED_MEM),
 	CLS(NV01_MEMORY_SYSTEM_OS_DESCRIPTOR,

@@ -101,6 +101,8 @@ struct vcore_driver_mem {
 	vcore_u64 sys; /* bytes of system memory (class 0x3e: the driver's
 			  own pages, issue 17 F10; 0x71: the caller's) */
 	vcore_u32 cls; /* the object's class; 0 when the driver cannot say */
+	vcore_u64 va;  /* bytes of GPU virtual address: a VA range's size,
+			  whose page tables the core charges (issue 17 F11.1) */
 };
 
 struct vcore_host_ops {

@@ -120,6 +120,8 @@ enum vcore_class_kind {
 	VCORE_CLS_DEVICE,    /* tracked; the driver needs a GPU witness */
 	VCORE_CLS_SUBDEVICE, /* tracked; the compute hosts' control target */
 	VCORE_CLS_VASPACE,   /* charged its estimate, VCORE_SLOT_MAX_VASPACES */
+	VCORE_CLS_VA_RANGE,  /* a GPU VA range: charged its page tables' worst
+				case (vcore_va_range_ptables), eager refused */
 	VCORE_CLS_REMOVED,   /* delta: not in this version */
 };
 
@@ -127,8 +129,10 @@ enum vcore_class_kind {
  * A class swap (a sibling thread rewrote hClass between the core's private
  * copy and the driver's own read; issue 17, F10/F11.1): the driver made an
  * object of @made_kind where the core checked @checked_kind. It escapes
- * nothing only when the object made is one the core neither charges, limits
- * nor acts on (VCORE_CLS_PASS, VCORE_CLS_UNCHARGED_MEM), and the record the
+ * nothing only when the object made is one the core neither limits nor acts
+ * on (VCORE_CLS_PASS, VCORE_CLS_UNCHARGED_MEM, or a VA range, whose page
+ * tables the post step charges at the driver's size as for any range:
+ * rm_alloc_post.c, vcore_va_range_ptables), and the record the
  * core keeps is memory the driver's size settles (VIDMEM, FABRIC, SYSMEM:
  * rm_alloc_post.c charges what the driver holds) or such a class itself.
  * Every other swap is tampering (rm_alloc_verify.c): into a TSG, channel or
@@ -144,7 +148,8 @@ vcore_class_swap_harmless(enum vcore_class_kind checked_kind,
 			  enum vcore_class_kind made_kind)
 {
 	vcore_bool made_free = made_kind == VCORE_CLS_PASS ||
-			       made_kind == VCORE_CLS_UNCHARGED_MEM;
+			       made_kind == VCORE_CLS_UNCHARGED_MEM ||
+			       made_kind == VCORE_CLS_VA_RANGE;
 
 	switch (checked_kind) {
 	case VCORE_CLS_PASS:
@@ -201,6 +206,13 @@ struct vcore_abi {
 	const struct vcore_uvm_row *uvm;
 	vcore_size_t n_uvm;
 };
+
+/*
+ * Video memory the driver reserves for the page tables of a GPU virtual
+ * range of @range bytes made eager (without NVOS32_ALLOC_FLAGS_LAZY, or
+ * SPARSE): the most a range of that size can hold (tables_580.c).
+ */
+vcore_u64 vcore_va_range_ptables(vcore_u64 range);
 
 /* Lookups walk the delta chain; a REMOVED row ends the search (NULL). */
 const struct vcore_esc_row *vcore_abi_esc(const struct vcore_abi *abi,
@@ -773,6 +785,7 @@ enum vcore_verdict vcore_esc_no_driver_handler(struct vcore_call *call);
 enum vcore_verdict vcore_esc_privileged(struct vcore_call *call);
 enum vcore_verdict vcore_esc_register_fd(struct vcore_call *call);
 enum vcore_verdict vcore_esc_map_memory(struct vcore_call *call);
+enum vcore_verdict vcore_esc_map_memory_dma(struct vcore_call *call);
 enum vcore_verdict vcore_esc_get_event_data(struct vcore_call *call);
 enum vcore_verdict vcore_esc_idle_channels(struct vcore_call *call);
 enum vcore_verdict vcore_esc_rm_alloc(struct vcore_call *call);

@@ -55,7 +55,7 @@ int DriverMemory(void*, vcore_u32 c, vcore_u32, vcore_u32 o, vcore_driver_mem* b
   }
   auto it = g_drv->objects.find({c, o});
   if (it == g_drv->objects.end()) return -VCORE_ENOENT;
-  *bytes = {it->second, 0, 0};
+  *bytes = {it->second, 0, 0, 0};
   return 0;
 }
 

@@ -245,6 +245,21 @@ CoreTest::Outcome CoreTest::Alloc(uint32_t h_client, uint32_t h_parent, uint32_t
   return Call(Req(NV_ESC_RM_ALLOC, 48), kArg, file);
 }
 
+CoreTest::Outcome CoreTest::VidHeapAlloc(uint32_t h_client, uint32_t h_parent, uint32_t h_new,
+                                         uint64_t size, uint32_t flags) {
+  NVOS32_PARAMETERS v{};
+  v.hRoot = h_client;
+  v.hObjectParent = h_parent;
+  v.function = NVOS32_FUNCTION_ALLOC_SIZE;
+  flags |= NVOS32_ALLOC_FLAGS_MEMORY_HANDLE_PROVIDED;
+  auto* raw = reinterpret_cast<uint8_t*>(&v);
+  memcpy(raw + NVOS32_ALLOCSIZE_SIZE_OFF, &size, 8);
+  memcpy(raw + NVOS32_ALLOCSIZE_HMEMORY_OFF, &h_new, 4);
+  memcpy(raw + NVOS32_ALLOCSIZE_FLAGS_OFF, &flags, 4);
+  Put(kArg, Bytes(v));
+  return Call(Req(NV_ESC_RM_VID_HEAP_CONTROL, 184), kArg);
+}
+
 CoreTest::Outcome CoreTest::AllocVidmem(uint32_t h_client, uint32_t h_parent, uint32_t h_new,
                                         uint64_t size, uint32_t flags, uint32_t attr) {
   NV_MEMORY_ALLOCATION_PARAMS m{};

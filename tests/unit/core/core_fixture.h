@@ -97,6 +97,9 @@ class CoreTest : public ::testing::Test {
                 std::vector<uint8_t> params, vcore_file* file = nullptr);
   Outcome AllocVidmem(uint32_t h_client, uint32_t h_parent, uint32_t h_new, uint64_t size,
                       uint32_t flags = 0x1c101, uint32_t attr = 0);
+  // NV_ESC_RM_VID_HEAP_CONTROL ALLOC_SIZE of @size as @h_new, @flags with MEMORY_HANDLE_PROVIDED.
+  Outcome VidHeapAlloc(uint32_t h_client, uint32_t h_parent, uint32_t h_new, uint64_t size,
+                       uint32_t flags = 0);
   Outcome Free(uint32_t h_client, uint32_t h_parent, uint32_t h_object);
   Outcome Control(uint32_t h_client, uint32_t h_object, uint32_t cmd, std::vector<uint8_t> params,
                   uint32_t params_size_override = UINT32_MAX);

@@ -162,6 +162,26 @@ struct Oracle {
         peak = std::max(peak, sum);
         return;
       }
+      if (cls == NV50_MEMORY_VIRTUAL) {
+        // A GPU VA range: charged the page tables it would hold were it eager (issue 17 F11.1;
+        // 8 B per 4 KiB and per 64 KiB page, 16 B per 2 MiB, in 64 KiB pieces, and one more:
+        // docs/results/rm-internal-memory-h200.md), from the size it asks.
+        for (const json& p : j["ptrs"]) {
+          if (p.value("off", -1) != 16) continue;
+          uint64_t asked = At<uint64_t>(Hex(p.value("in", std::string())), 64);
+          uint64_t tables = asked / 512 + asked / 8192 + asked / 131072;
+          tables = (tables + 0xffff) / 0x10000 * 0x10000 + 0x10000;
+          if (quota && sum + tables > quota) {
+            if (first_crossing < 0) first_crossing = j.value("seq", int64_t{0});
+            return;
+          }
+          if (status != NV_OK) return;
+          live[{client, h}] = {tables, At<uint32_t>(in, 4)};
+          sum += tables;
+          peak = std::max(peak, sum);
+        }
+        return;
+      }
       if (cls != NV01_MEMORY_LOCAL_USER) return;
       for (const json& p : j["ptrs"]) {
         if (p.value("off", -1) != 16) continue;

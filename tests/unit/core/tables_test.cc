@@ -30,7 +30,7 @@ TEST(Tables580, EveryEscapeOfTheBranchWithItsSize) {
   EXPECT_EQ(vcore_abi_esc(&vcore_abi_580, NV_ESC_RM_ALLOC)->alt_size, 32u) << "NVOS21";
   EXPECT_EQ(vcore_abi_esc(&vcore_abi_580, 0x60), nullptr);
   EXPECT_EQ(vcore_abi_class(&vcore_abi_580, NV01_MEMORY_LOCAL_USER)->kind, VCORE_CLS_VIDMEM);
-  EXPECT_EQ(vcore_abi_class(&vcore_abi_580, NV50_MEMORY_VIRTUAL)->kind, VCORE_CLS_UNCHARGED_MEM);
+  EXPECT_EQ(vcore_abi_class(&vcore_abi_580, NV50_MEMORY_VIRTUAL)->kind, VCORE_CLS_VA_RANGE);
   EXPECT_EQ(vcore_abi_ctrl(&vcore_abi_580, NV2080_CTRL_CMD_FB_GET_INFO_V2)->size, 1028u);
 }
 

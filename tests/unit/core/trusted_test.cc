@@ -22,6 +22,7 @@ struct FakeDriverRecord {
   std::map<std::pair<uint32_t, uint32_t>, uint64_t> bytes;  // (client, object) -> GPU memory
   std::map<std::pair<uint32_t, uint32_t>, uint64_t> sys;    // -> system memory, when it has any
   std::map<std::pair<uint32_t, uint32_t>, uint32_t> cls;    // -> class, when it says
+  std::map<std::pair<uint32_t, uint32_t>, uint64_t> va;     // -> a VA range's size
   int queries = 0;
   int frees = 0;
   bool answer = true;      // false: the driver cannot say (e.g. an older driver)
@@ -51,7 +52,8 @@ int DriverMemory(void*, vcore_u32 h_client, vcore_u32, vcore_u32 h_object,
   ++g_driver->queries;
   if (!g_driver->answer) return -5;
   if (it == g_driver->bytes.end()) return g_driver->missing_is_enoent ? -VCORE_ENOENT : -5;
-  *bytes = {it->second, g_driver->sys[{h_client, h_object}], g_driver->cls[{h_client, h_object}]};
+  *bytes = {it->second, g_driver->sys[{h_client, h_object}], g_driver->cls[{h_client, h_object}],
+            g_driver->va[{h_client, h_object}]};
   return 0;
 }
 
@@ -82,6 +84,8 @@ vcore_host_ops OpsWithDriverClass() {
   return ops;
 }
 const vcore_host_ops kClassOps = OpsWithDriverClass();
+// A lazy VA range, as libcuda asks it (tests/data/traces): an eager one is refused under a quota.
+constexpr uint32_t kLazyRange = 0x0008c415;
 
 class TrustedTest : public CoreTest {
  protected:
@@ -96,7 +100,7 @@ class TrustedTest : public CoreTest {
   // reads it (both rewritten by "another thread"). Returns the status the application sees.
   uint32_t RacedAlloc(uint32_t c, uint32_t d, uint32_t h, uint64_t asked, uint64_t allocated,
                       uint64_t reply_size, uint32_t reply_status = NV_OK) {
-    return Raced(NV01_MEMORY_LOCAL_USER, c, d, h, asked, {allocated, 0, 0}, reply_size,
+    return Raced(NV01_MEMORY_LOCAL_USER, c, d, h, asked, {allocated, 0, 0, 0}, reply_size,
                  reply_status);
   }
 
@@ -106,7 +110,7 @@ class TrustedTest : public CoreTest {
                  vcore_driver_mem made, uint64_t reply_size, uint32_t reply_status = NV_OK) {
     NV_MEMORY_ALLOCATION_PARAMS m{};
     m.owner = c;
-    m.flags = cls == NV01_MEMORY_LOCAL_USER ? 0x1c101 : 0;
+    m.flags = cls == NV01_MEMORY_LOCAL_USER ? 0x1c101 : cls == NV50_MEMORY_VIRTUAL ? kLazyRange : 0;
     m.size = asked;
     m.alignment = cls == NV01_MEMORY_LOCAL_USER ? 2 * kMiB : 0;
     NVOS64_PARAMETERS p{};
@@ -124,6 +128,7 @@ class TrustedTest : public CoreTest {
       driver_.bytes[{c, h}] = made.gpu;  // the driver's own record
       if (made.sys) driver_.sys[{c, h}] = made.sys;
       if (made.cls) driver_.cls[{c, h}] = made.cls;
+      if (made.va) driver_.va[{c, h}] = made.va;
       uint32_t ok = NV_OK;
       mem_.Write(kArg + 40, &ok, 4);
       // The racing thread rewrites the reply before the core reads it.
@@ -256,7 +261,7 @@ TEST_F(TrustedTest, VideoMemoryBehindAnUnchargedClassFreesTheFilesClients) {
   driver_.bytes[{c, 0x5c000030}] = 32 * kMiB;  // what the driver made
   NV_MEMORY_ALLOCATION_PARAMS m{};
   m.owner = c;
-  m.flags = 0x1c101;
+  m.flags = kLazyRange;
   m.size = 32 * kMiB;
   Alloc(c, d, 0x5c000030, NV50_MEMORY_VIRTUAL, Bytes(m));
   EXPECT_EQ(driver_.freed_clients, std::vector<uint32_t>{c});
@@ -274,6 +279,7 @@ TEST_F(TrustedTest, AnObjectTheDriverDoesNotHaveMeansTampering) {
   driver_.missing_is_enoent = true;
   NV_MEMORY_ALLOCATION_PARAMS m{};
   m.owner = c;
+  m.flags = kLazyRange;
   m.size = 32 * kMiB;
   Alloc(c, d, 0x5c000040, NV50_MEMORY_VIRTUAL, Bytes(m));  // the driver made another handle
   EXPECT_EQ(driver_.freed_clients, std::vector<uint32_t>{c});
@@ -352,7 +358,7 @@ TEST_F(TrustedTest, SystemMemoryIsHeldToTheBudgetAtTheDriversSize) {
   uint32_t c, d, s;
   Session(&c, &d, &s);
   auto sysmem = [&](uint32_t h, uint64_t asked, uint64_t allocated, uint64_t reply) {
-    return Raced(NV01_MEMORY_SYSTEM, c, d, h, asked, {0, allocated, NV01_MEMORY_SYSTEM}, reply);
+    return Raced(NV01_MEMORY_SYSTEM, c, d, h, asked, {0, allocated, NV01_MEMORY_SYSTEM, 0}, reply);
   };
   // Checked 4 KiB, the driver made 16 MiB: twice the budget. Freed in the driver, refused.
   EXPECT_EQ(sysmem(0x5c000080, 4096, 16 * kMiB, 4096), NV_ERR_NO_MEMORY);
@@ -384,6 +390,7 @@ TEST_F(TrustedTest, AClassTheDriverDidNotMakeMeansTampering) {
   driver_.cls[{c, 0x5c000090}] = NV01_MEMORY_SYSTEM;
   NV_MEMORY_ALLOCATION_PARAMS m{};
   m.owner = c;
+  m.flags = kLazyRange;
   m.size = 64 * kMiB;
   Alloc(c, d, 0x5c000090, NV50_MEMORY_VIRTUAL, Bytes(m));
   EXPECT_EQ(driver_.freed_clients, std::vector<uint32_t>{c});
@@ -426,6 +433,7 @@ class ClassSwapTest : public TrustedTest {
     std::vector<uint8_t> params(NV_CHANNEL_ALLOC_PARAMS_SIZE);  // room for any class's params
     NV_MEMORY_ALLOCATION_PARAMS m{};
     m.size = 64 * 1024;
+    if (checked == NV50_MEMORY_VIRTUAL) m.flags = kLazyRange;  // an eager one is refused first
     memcpy(params.data(), &m, sizeof(m));
     if (checked == KEPLER_CHANNEL_GROUP_A) {
       NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS t{};
@@ -570,8 +578,46 @@ TEST_F(ClassSwapTest, WithoutTheDriversClassTheSizeQueryDecidesAsBefore) {
   driver_.missing_is_enoent = true;
   NV_MEMORY_ALLOCATION_PARAMS m{};
   m.size = 64 * 1024;
+  m.flags = kLazyRange;
   Alloc(c, d, 0x5c0000f1, NV50_MEMORY_VIRTUAL, Bytes(m));  // the driver has no such object
   EXPECT_EQ(driver_.freed_clients, std::vector<uint32_t>{c});
+}
+
+// Issue 17 F11.1: the driver reads a VA range's size (and flags) again after the core's check. The
+// page tables charged follow the driver's own size of the range (GET_SURFACE_INFO, kmod/
+// driver_query.c), never the size the core was asked: raised past the quota, the range is freed
+// in the driver and refused; lowered, the rest goes back at once.
+TEST_F(TrustedTest, AVaRangeIsChargedThePageTablesOfTheDriversSize) {
+  MakeSlot(64 * kMiB, VCORE_UNKNOWN_STRICT, &kTrustedOps);
+  uint32_t c, d, s;
+  Session(&c, &d, &s);
+  constexpr uint64_t kGiB = 1024 * kMiB;
+  auto range = [&](uint32_t h, uint64_t asked, uint64_t made) {
+    return Raced(NV50_MEMORY_VIRTUAL, c, d, h, asked, {0, 0, NV50_MEMORY_VIRTUAL, made}, asked);
+  };
+  EXPECT_EQ(range(0x5c0000b0, kGiB, 16 * kGiB), NV_OK);
+  EXPECT_EQ(Charged(), vcore_va_range_ptables(16 * kGiB)) << "the driver's size, not the asked";
+  EXPECT_EQ(range(0x5c0000b1, kGiB, 32 * kGiB), NV_ERR_NO_MEMORY);
+  EXPECT_EQ(driver_.frees, 1) << "past the quota: freed in the driver";
+  EXPECT_TRUE(driver_.freed_clients.empty()) << "a size is no tampering";
+  EXPECT_EQ(range(0x5c0000b2, 8 * kGiB, kGiB), NV_OK);
+  EXPECT_EQ(Charged(), vcore_va_range_ptables(16 * kGiB) + vcore_va_range_ptables(kGiB))
+      << "what the driver did not make went back at once";
+  EXPECT_EQ(Stats().internal_charged_bytes, Charged());
+}
+
+// A VID_HEAP allocation checked as video memory that the driver made a VA range (VIRTUAL set by a
+// sibling's store): charged the range's page tables, not the video memory it did not make.
+TEST_F(TrustedTest, AVidHeapAllocationMadeVirtualIsChargedItsPageTables) {
+  MakeSlot(64 * kMiB, VCORE_UNKNOWN_STRICT, &kTrustedOps);
+  uint32_t c, d, s;
+  Session(&c, &d, &s);
+  const uint32_t h = 0x5c0000c0;
+  driver_.bytes[{c, h}] = 0;
+  driver_.cls[{c, h}] = NV50_MEMORY_VIRTUAL;
+  driver_.va[{c, h}] = 32 * kMiB;
+  EXPECT_EQ(VidHeapAlloc(c, d, h, 32 * kMiB).verdict, VCORE_FORWARD);
+  EXPECT_EQ(Charged(), vcore_va_range_ptables(32 * kMiB));
 }
 
 }  // namespace

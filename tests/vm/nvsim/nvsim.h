@@ -155,6 +155,8 @@ struct nvsim_obj {
 	u32 share_client;          /* a client handle, 0: none */
 	pid_t share_pid;           /* 0: none */
 	u64 sysmem;                /* bytes of nvsim_sysmem_bytes (class 0x3e) */
+	u64 va_bytes;              /* a VA range's size (class 0x50a0), shared with its dups */
+	u64 ptables;               /* video memory of its eager page tables (nvsim_va_range) */
 	struct nvsim_tsg *tsg;     /* KEPLER_CHANNEL_GROUP_A */
 	bool channel_disabled;     /* channels: FIFO_DISABLE_CHANNELS */
 };
@@ -163,6 +165,7 @@ extern struct mutex nvsim_rm_lock;
 extern struct nvsim_gpu nvsim_gpus[NVSIM_MAX_GPUS];
 extern unsigned int nvsim_num_gpus;
 extern unsigned long nvsim_sysmem_bytes; /* nvsim_rm_lock */
+extern unsigned long nvsim_ptable_bytes; /* nvsim_rm_lock */
 extern const struct file_operations nvsim_fops;
 
 /* Where the params of one RM call live: the caller's user memory, or kernel memory

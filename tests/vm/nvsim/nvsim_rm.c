@@ -11,6 +11,7 @@
 #include <linux/fdtable.h>
 #include <linux/file.h>
 #include <linux/mm.h>
+#include <linux/moduleparam.h>
 #include <linux/slab.h>
 
 #include "nvsim.h"
@@ -72,6 +73,51 @@ void nvsim_mem_put(struct nvsim_gpu *gpu, struct nvsim_mem *mem)
 	kfree(mem);
 }
 
+/*
+ * NV50_MEMORY_VIRTUAL, as virtmemConstruct_IMPL makes it (src/nvidia/src/kernel/mem_mgr/
+ * virtual_mem.c at 580.142): stdmemValidateParams (standard_mem.c) clears LAZY from a SPARSE
+ * range, and a range without LAZY or EXTERNALLY_MANAGED gets the page tables of its whole extent
+ * reserved in video memory when it is made (vaspaceReserveMempool), until its free; a lazy one
+ * gets them only as mappings need them (nvsim maps nothing). Their size is the one measured on the
+ * H200 (docs/results/rm-internal-memory-h200.md: 273.0625 MiB for a 128 GiB range, 580.159.04):
+ * 8 B per 4 KiB and per 64 KiB page and 16 B per 2 MiB (size/512 + size/8192 + size/131072), in
+ * 64 KiB pieces, and 64 KiB more. No room: NV_ERR_NO_MEMORY (approx). The size is the
+ * descriptor's, which GET_SURFACE_INFO reports (nvsim_surface.c).
+ */
+#define NVSIM_PTABLE_CHUNK 0x10000ULL
+
+unsigned long nvsim_ptable_bytes;
+module_param_named(ptable_bytes, nvsim_ptable_bytes, ulong, 0444);
+MODULE_PARM_DESC(ptable_bytes, "bytes of video memory held as page tables of eager VA ranges");
+
+static u32 nvsim_va_range(struct nvsim_gpu *gpu, struct nvsim_obj *obj,
+			  struct nv_memory_allocation_params *mem)
+{
+	u64 size = mem->size, ptables;
+	u32 flags = mem->flags;
+
+	if (flags & NVOS32_ALLOC_FLAGS_SPARSE)
+		flags &= ~NVOS32_ALLOC_FLAGS_LAZY;
+	obj->va_bytes = size;
+	if (!size || (flags & (NVOS32_ALLOC_FLAGS_LAZY | NVOS32_ALLOC_FLAGS_EXTERNALLY_MANAGED)))
+		return NV_OK;
+	ptables = round_up((size >> 9) + (size >> 13) + (size >> 17), NVSIM_PTABLE_CHUNK) +
+		  NVSIM_PTABLE_CHUNK;
+	if (ptables > gpu->heap_bytes - gpu->used_bytes)
+		return NV_ERR_NO_MEMORY;
+	gpu->used_bytes += ptables;
+	nvsim_ptable_bytes += ptables;
+	obj->ptables = ptables;
+	return NV_OK;
+}
+
+static void nvsim_va_range_release(struct nvsim_obj *obj)
+{
+	obj->gpu->used_bytes -= obj->ptables;
+	nvsim_ptable_bytes -= obj->ptables;
+	obj->ptables = 0;
+}
+
 /* Release what one object holds; its children are already gone. */
 static void nvsim_obj_release(struct nvsim_obj *obj)
 {
@@ -79,6 +125,8 @@ static void nvsim_obj_release(struct nvsim_obj *obj)
 
 	if (obj->mem)
 		nvsim_mem_put(gpu, obj->mem);
+	if (obj->ptables)
+		nvsim_va_range_release(obj);
 	nvsim_sysmem_bytes -= obj->sysmem;
 	if (obj->tsg)
 		nvsim_sched_tsg_destroy(gpu, obj->tsg);
@@ -278,8 +326,8 @@ static u32 nvsim_alloc_class(const struct nvsim_caller *c, struct nvsim_client *
 		obj->sysmem = size;
 		prm->mem.size = size;
 		return NV_OK;
-	case NV50_MEMORY_VIRTUAL: /* a VA reservation: consumes no video memory */
-		return gpu ? NV_OK : NV_ERR_INVALID_OBJECT_PARENT;
+	case NV50_MEMORY_VIRTUAL: /* a VA reservation: page tables only when eager */
+		return gpu ? nvsim_va_range(gpu, obj, &prm->mem) : NV_ERR_INVALID_OBJECT_PARENT;
 	case NV04_DISPLAY_COMMON:
 		/* The H200 has no display engine: nvidia-smi's probe gets 0x56 (recorded corpus). */
 		return NV_ERR_NOT_SUPPORTED;
@@ -305,6 +353,8 @@ static void nvsim_alloc_class_undo(struct nvsim_obj *parent, struct nvsim_obj *o
 {
 	if (obj->mem)
 		nvsim_mem_put(obj->gpu, obj->mem);
+	if (obj->ptables)
+		nvsim_va_range_release(obj);
 	nvsim_sysmem_bytes -= obj->sysmem;
 	if (obj->tsg)
 		nvsim_sched_tsg_destroy(obj->gpu, obj->tsg);
@@ -345,6 +395,7 @@ u32 nvsim_rm_vid_heap_alloc_size(const struct nvsim_caller *c, struct nvsim_clie
 	else
 		obj->hclass = NV01_MEMORY_SYSTEM;
 	prm.mem.size = size;
+	prm.mem.flags = flags; /* the range's LAZY and SPARSE (nvsim_va_range) */
 	status = nvsim_alloc_class(c, cl, dev, obj, &prm);
 	if (status == NV_OK) {
 		status = nvsim_obj_insert(cl, dev, obj, handle);

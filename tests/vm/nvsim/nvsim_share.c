@@ -84,6 +84,7 @@ static u32 nvsim_dup(struct nvsim_client *dst, struct nvsim_obj *parent, u32 *ha
 	obj->hclass = src->hclass;
 	obj->gpu = src->gpu;
 	obj->vidmem = src->vidmem;
+	obj->va_bytes = src->va_bytes; /* the descriptor, not the page tables */
 	obj->mem = src->mem;
 	status = nvsim_obj_insert(dst, parent, obj, *handle);
 	if (status != NV_OK) {

@@ -17,8 +17,9 @@
  *     if that does not fit 32 bits), the first unknown index stops the walk with
  *     NV_ERR_INVALID_ARGUMENT, and the list is copied back.
  * nvsim answers on classes 0x40 (video memory: obj->vidmem bytes, VIDMEM), 0x3e (system memory:
- * obj->sysmem bytes, SYSMEM) and 0x50a0 (a VA range, no physical memory: size 0, INVALID; approx,
- * the real descriptor of a virtual allocation is not video memory either); other indices:
+ * obj->sysmem bytes, SYSMEM) and 0x50a0 (a VA range: its size, INVALID, as the real range's
+ * ADDR_VIRTUAL descriptor of the range's size, virtual_mem.c virtmemConstruct_IMPL); PHYS_SIZE_LO
+ * and _HI (indices 2 and 3) are the descriptor's size in bytes, halves of it; other indices:
  * INVALID_ARGUMENT.
  * Called from nvsim_rm_control with nvsim_rm_lock held and the 16-byte params already copied in.
  */
@@ -27,6 +28,8 @@
 #include "nvsim.h"
 
 #define NV0041_CTRL_SURFACE_INFO_INDEX_ATTRS		0x1
+#define NV0041_CTRL_SURFACE_INFO_INDEX_PHYS_SIZE_LO	0x2
+#define NV0041_CTRL_SURFACE_INFO_INDEX_PHYS_SIZE_HI	0x3
 #define NV0041_CTRL_SURFACE_INFO_INDEX_PHYS_SIZE	0x7
 #define NV0041_CTRL_SURFACE_INFO_INDEX_ADDR_SPACE_TYPE	0x9
 #define NV0041_CTRL_SURFACE_INFO_PHYS_SIZE_SCALE_FACTOR 0x1000
@@ -50,6 +53,8 @@ static_assert(sizeof(struct nv0041_get_surface_info_params) == NV0041_GET_SURFAC
 
 static u32 nvsim_surface_value(const struct nvsim_obj *obj, u32 index, u32 *data)
 {
+	u64 size = obj->vidmem + obj->sysmem + obj->va_bytes;
+
 	switch (index) {
 	case NV0041_CTRL_SURFACE_INFO_INDEX_ATTRS:
 		*data = 0; /* no compression, no zcull */
@@ -58,10 +63,18 @@ static u32 nvsim_surface_value(const struct nvsim_obj *obj, u32 index, u32 *data
 		/*
 		 * The descriptor's size whatever its address space: for class 0x3e the page-rounded
 		 * size sysmemConstruct_IMPL allocated (system_mem.c), which vgpu.ko holds to the
-		 * slot's system-memory budget (issue 17, F10). Far below 16 TiB: always fits (no
-		 * OUT_OF_RANGE).
+		 * slot's system-memory budget (issue 17, F10). A VA range of 16 TiB or more does not
+		 * fit 32 bits of 4 KiB: NV_ERR_OUT_OF_RANGE, as mem_ctrl.c asserts.
 		 */
-		*data = (u32)((obj->vidmem + obj->sysmem) / NV0041_CTRL_SURFACE_INFO_PHYS_SIZE_SCALE_FACTOR);
+		if (size / NV0041_CTRL_SURFACE_INFO_PHYS_SIZE_SCALE_FACTOR > U32_MAX)
+			return NV_ERR_OUT_OF_RANGE;
+		*data = (u32)(size / NV0041_CTRL_SURFACE_INFO_PHYS_SIZE_SCALE_FACTOR);
+		return NV_OK;
+	case NV0041_CTRL_SURFACE_INFO_INDEX_PHYS_SIZE_LO:
+		*data = lower_32_bits(size);
+		return NV_OK;
+	case NV0041_CTRL_SURFACE_INFO_INDEX_PHYS_SIZE_HI:
+		*data = upper_32_bits(size);
 		return NV_OK;
 	case NV0041_CTRL_SURFACE_INFO_INDEX_ADDR_SPACE_TYPE:
 		*data = obj->hclass == NV01_MEMORY_LOCAL_USER

@@ -287,10 +287,23 @@ TEST_F(NvsimTest, VidmemRoundsAndRunsOut) {
   EXPECT_EQ(HeapFreeKiB(), free0 - (902 * kMiB >> 10)) << "a refused allocation takes nothing";
   nv_memory_allocation_params vp{};
   vp.size = 64ull << 30;
-  vp.flags = 0x80000;
+  vp.flags = 0x80000 | NVOS32_ALLOC_FLAGS_LAZY;
   EXPECT_EQ(Alloc(ctl_.get(), client_, device_, &virt, NV50_MEMORY_VIRTUAL, &vp), NV_OK);
-  EXPECT_EQ(HeapFreeKiB(), free0 - (902 * kMiB >> 10)) << "VA reservations consume nothing";
+  EXPECT_EQ(HeapFreeKiB(), free0 - (902 * kMiB >> 10)) << "a lazy VA range consumes nothing";
+  // An eager one gets the page tables of its whole extent at once (virtmemConstruct_IMPL, 580;
+  // 273.0625 MiB per 128 GiB on the H200): 136.5625 MiB for 64 GiB, past the 122 MiB left.
+  vp.flags = 0x80000;
+  uint32_t eager = 0;
+  EXPECT_EQ(Alloc(ctl_.get(), client_, device_, &eager, NV50_MEMORY_VIRTUAL, &vp),
+            NV_ERR_NO_MEMORY);
+  EXPECT_EQ(HeapFreeKiB(), free0 - (902 * kMiB >> 10)) << "a refused range takes nothing";
   EXPECT_EQ(Free(ctl_.get(), client_, device_, big), NV_OK);
+  EXPECT_EQ(HeapFreeKiB(), free0 - (2 * kMiB >> 10));
+  vp.size = 8ull << 30;  // 17.125 MiB of page tables, until its free
+  eager = 0x5c00e000;
+  ASSERT_EQ(Alloc(ctl_.get(), client_, device_, &eager, NV50_MEMORY_VIRTUAL, &vp), NV_OK);
+  EXPECT_EQ(HeapFreeKiB(), free0 - ((2 * kMiB + 17 * kMiB + kMiB / 8) >> 10));
+  EXPECT_EQ(Free(ctl_.get(), client_, device_, eager), NV_OK);
   EXPECT_EQ(HeapFreeKiB(), free0 - (2 * kMiB >> 10));
   // A second free finds nothing and, like the driver (RS_COMPATABILITY_MODE), succeeds.
   EXPECT_EQ(Free(ctl_.get(), client_, device_, big), NV_OK);

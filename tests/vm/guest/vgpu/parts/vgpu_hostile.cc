@@ -325,7 +325,8 @@ constexpr int kRaceChargeLost = 6;
   };
   nv_memory_allocation_params mp{};
   mp.owner = s.client;
-  mp.flags = 0x1c101;
+  // LAZY: copied as a VA range the core forwards it (an eager one it refuses, issue 17 F11.1).
+  mp.flags = 0x1c101 | NVOS32_ALLOC_FLAGS_LAZY;
   mp.alignment = 2 * kMiB;
   mp.size = 16 * kMiB;
   uint32_t held = 0x100;  // a handle the slot holds (kHandle)

@@ -4,7 +4,9 @@
 // under a TSG. F10: the driver's system memory is charged to no memory cgroup, so each slot has a
 // budget for it. Linked into vgpu_gtest (guest.cmake).
 #include <cstddef>
+#include <cstring>
 #include <fstream>
+#include <tuple>
 
 #include "vgpu_rm.h"
 
@@ -292,6 +294,114 @@ TEST(Limits, SystemMemorySizeRaisedDuringTheCallStaysInTheBudget) {
   EXPECT_EQ(held_within, 16 * kMiB);
   EXPECT_EQ(granted, 12) << "the budget counted another size than the driver's";
   EXPECT_LE(held, kBudgetMiB * kMiB) << "the driver holds system memory past the slot's budget";
+}
+
+// F11.1: a GPU virtual address range (NV50_MEMORY_VIRTUAL) without NVOS32_ALLOC_FLAGS_LAZY, or with
+// SPARSE (which the driver makes eager), gets the page tables of its whole extent in video memory
+// when it is made (virtmemConstruct_IMPL, 580): 273.0625 MiB for 128 GiB on the H200
+// (docs/results/rm-internal-memory-h200.md), and no RM_ALLOC of memory reports them. nvsim holds
+// them as the driver does (ptable_bytes). On a 64 MiB slot, eight eager 8 GiB ranges (17.125 MiB
+// of page tables each) must not be granted; libcuda's own range (0xfb000000, flags 0x8c415, LAZY:
+// every trace of tests/data/traces that has one) is, charged the page tables it would need were it
+// eager (kmod/core/rm_alloc.c), and the charge goes with its free.
+constexpr uint32_t kVirtualEager = 0x00080001;  // VIRTUAL | IGNORE_BANK_PLACEMENT (the GPU run's)
+constexpr uint32_t kVirtualLibcuda = 0x0008c415;
+constexpr uint32_t kLazy = 0x400, kSparse = 0x04000000;
+constexpr uint64_t kLibcudaRange = 0xfb000000, kGiB = 1024 * kMiB;
+
+int64_t AllocVirtual(Session& s, uint32_t h, uint64_t size, uint32_t flags) {
+  nv_memory_allocation_params mp{};
+  mp.owner = s.client;
+  mp.flags = flags;
+  mp.size = size;
+  return Alloc(s.ctl, s.client, s.device, &h, NV50_MEMORY_VIRTUAL, &mp);
+}
+
+TEST(Limits, EagerVirtualRangesAreRefusedUnderAQuota) {
+  ScopedSlot slot(64 * kMiB, "eagerva");
+  ASSERT_TRUE(slot.ok());
+  const uint64_t base = ReadNvsimParam("ptable_bytes");
+  ASSERT_NE(base, ~0ull) << "nvsim has no ptable_bytes";
+  Session s;
+  ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
+  uint32_t granted = 0;
+  for (uint32_t i = 0; i < 8; ++i)
+    if (AllocVirtual(s, 0xd5000000 + i, 8 * kGiB, kVirtualEager) == NV_OK) ++granted;
+  const uint64_t held = ReadNvsimParam("ptable_bytes") - base;
+  const uint64_t charged = slot.Stat(VGPU_STAT_MEM_CHARGED);
+  const int64_t sparse = AllocVirtual(s, 0xd5000010, 8 * kGiB, kVirtualEager | kLazy | kSparse);
+  const uint64_t held_sparse = ReadNvsimParam("ptable_bytes") - base;
+  std::printf(
+      "eager VA: %u of 8 x 8 GiB eager ranges granted on a 64 MiB slot; nvsim holds %llu KiB of "
+      "page tables, %llu KiB charged; a lazy sparse one: status 0x%llx, nvsim then holds %llu "
+      "KiB\n",
+      granted, static_cast<unsigned long long>(held >> 10),
+      static_cast<unsigned long long>(charged >> 10), static_cast<unsigned long long>(sparse),
+      static_cast<unsigned long long>(held_sparse >> 10));
+  EXPECT_EQ(granted, 0u) << "eager virtual ranges granted under a quota";
+  EXPECT_EQ(held, 0u) << "the driver holds page tables the quota does not count";
+  EXPECT_EQ(sparse, NV_ERR_NOT_SUPPORTED) << "a sparse range is eager whatever LAZY says";
+  EXPECT_EQ(held_sparse, 0u);
+  // libcuda's range is lazy: granted, charged its worst case (8.4375 MiB), nothing in nvsim.
+  ASSERT_EQ(AllocVirtual(s, 0xd5000020, kLibcudaRange, kVirtualLibcuda), NV_OK);
+  EXPECT_EQ(ReadNvsimParam("ptable_bytes"), base) << "a lazy range has no page tables yet";
+  const uint64_t libcuda = slot.Stat(VGPU_STAT_MEM_CHARGED);
+  std::printf("eager VA: libcuda's lazy 0xfb000000 range is charged %llu B\n",
+              static_cast<unsigned long long>(libcuda));
+  EXPECT_EQ(libcuda, 8847360u) << "size/512 + size/8192 + size/131072 in 64 KiB, + 64 KiB";
+  EXPECT_EQ(s.FreeObj(0xd5000020), NV_OK);
+  EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 0u) << "the free refunds it";
+  // Maps into an RM-owned VA space make page tables too (4 KiB per map 1 GiB apart on the H200):
+  // RM_MAP_MEMORY_DMA and its unmap (NVOS46, 64 B, status at 56; NVOS47, 48 B, at 40) are refused.
+  for (auto [nr, size, status_at] : {std::tuple{0x57u, 64u, 56u}, std::tuple{0x58u, 48u, 40u}}) {
+    uint8_t p[64] = {};
+    memcpy(p, &s.client, 4);
+    ASSERT_EQ(RawIoctl(s.ctl, nr, p, size).ret, 0);
+    uint32_t st;
+    memcpy(&st, p + status_at, 4);
+    EXPECT_EQ(st, NV_ERR_NOT_SUPPORTED) << "escape 0x" << std::hex << nr;
+  }
+}
+
+// The driver reads the flags again from the caller's memory after vgpu.ko checked its copy: a
+// sibling thread clears LAZY between the two (nvsim's rewrite_allocp_* hook lands that store every
+// time). What the driver then reserves must already be charged: two 16 GiB ranges whose page
+// tables (34.1875 MiB each) together pass the 64 MiB quota.
+TEST(Limits, VirtualRangeMadeEagerDuringTheCallStaysInTheQuota) {
+  ScopedSlot slot(64 * kMiB, "eagerrace");
+  ASSERT_TRUE(slot.ok());
+  const uint64_t done = ReadNvsimParam("rewrite_allocp_done");
+  ASSERT_NE(done, ~0ull) << "nvsim has no rewrite_allocp_* test hook";
+  const uint64_t base = ReadNvsimParam("ptable_bytes");
+  Session s;
+  ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
+  int64_t st[2];
+  for (uint32_t i = 0; i < 2; ++i) {
+    ASSERT_TRUE(
+        WriteNvsimParam("rewrite_allocp_offset", offsetof(nv_memory_allocation_params, flags)) &&
+        WriteNvsimParam("rewrite_allocp_value", kVirtualLibcuda & ~kLazy) &&
+        WriteNvsimParam("rewrite_allocp_tgid", static_cast<uint64_t>(getpid())));
+    st[i] = AllocVirtual(s, 0xd5100000 + i, 16 * kGiB, kVirtualLibcuda);
+    WriteNvsimParam("rewrite_allocp_tgid", 0);
+    if (i == 0) {
+      EXPECT_EQ(ReadNvsimParam("rewrite_allocp_done"), done + 1) << "nvsim's rewrite";
+    }
+  }
+  const uint64_t held = ReadNvsimParam("ptable_bytes") - base;
+  const uint64_t charged = slot.Stat(VGPU_STAT_MEM_CHARGED);
+  std::printf(
+      "eager VA race: 2 x 16 GiB lazy ranges made eager during the call: status 0x%llx, 0x%llx; "
+      "nvsim holds %llu KiB of page tables, %llu KiB charged (quota 64 MiB)\n",
+      static_cast<unsigned long long>(st[0]), static_cast<unsigned long long>(st[1]),
+      static_cast<unsigned long long>(held >> 10), static_cast<unsigned long long>(charged >> 10));
+  EXPECT_EQ(st[0], NV_OK);
+  EXPECT_EQ(st[1], NV_ERR_NO_MEMORY) << "the second passes the quota";
+  EXPECT_GT(held, 0u) << "the rewrite did not make the range eager";
+  EXPECT_LE(held, charged) << "the driver holds page tables the quota does not count";
+  EXPECT_LE(charged, 64 * kMiB);
+  EXPECT_EQ(s.FreeObj(0xd5100000), NV_OK);
+  EXPECT_EQ(ReadNvsimParam("ptable_bytes"), base);
+  EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 0u);
 }
 
 }  // namespace
