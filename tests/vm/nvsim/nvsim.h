@@ -284,6 +284,7 @@ bool nvsim_rewrite_alloc(unsigned int nr, void __user *uptr, size_t size, struct
 void nvsim_rewrite_alloc_after(void __user *uptr, size_t size);
 void nvsim_rewrite_undo(const struct nvsim_undo *undo);
 void nvsim_rewrite_xfer(void __user *uptr);
+void nvsim_rewrite_uvm_status(unsigned int cmd, void __user *uptr, size_t size);
 
 /* nvsim_main.c: fd lookups (nvidia-rm-abi.md §9.3). */
 struct nvsim_file *nvsim_fget_rm_file(int fd, bool want_ctl, struct file **filp, u32 *status);

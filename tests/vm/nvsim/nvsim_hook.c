@@ -191,3 +191,18 @@ void nvsim_rewrite_xfer(void __user *uptr)
 {
 	nvsim_rewrite(&rewrite_xfer, uptr, sizeof(struct nv_ioctl_xfer));
 }
+
+/*
+ * The same for the rmStatus of the process's next UVM_FREE or UVM_UNMAP_EXTERNAL, just after
+ * nvsim copied it out (rewrite_uvm_status_offset: 16 for UVM_FREE, 32 for UNMAP_EXTERNAL): a
+ * sibling's store of NV_OK over a failure between UVM's copy-out and a proxy's read of the reply
+ * (issue 17, F3: the proxy must not believe it).
+ */
+static struct nvsim_rewrite rewrite_uvm_status;
+NVSIM_REWRITE_PARAMS(uvm_status, "UVM_FREE / UNMAP_EXTERNAL status");
+
+void nvsim_rewrite_uvm_status(unsigned int cmd, void __user *uptr, size_t size)
+{
+	if (cmd == UVM_FREE || cmd == UVM_UNMAP_EXTERNAL)
+		nvsim_rewrite(&rewrite_uvm_status, uptr, size);
+}
