@@ -15,3 +15,14 @@ static int failures = 0;
       failures++;                        \
     }                                    \
   } while (0)
+
+// cuInit, device 0's primary context retained and made current (each step through CK).
+static inline CUdevice UsePrimaryContext(void) {
+  CUdevice dev = 0;
+  CUcontext ctx;
+  CK(cuInit(0));
+  CK(cuDeviceGet(&dev, 0));
+  CK(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CK(cuCtxSetCurrent(ctx));
+  return dev;
+}

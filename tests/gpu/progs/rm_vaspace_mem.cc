@@ -7,80 +7,21 @@
 // /dev/nvidiactl and /dev/nvidia0 through the guest tests' helpers (tests/vm/guest/nvsim).
 // Results: docs/results/context-memory-h200.md.
 //   build: g++ -std=c++20 -O2 -static -I. tests/gpu/progs/rm_vaspace_mem.cc -o rm-vaspace-mem
-//   usage: rm-vaspace-mem [N]   (N VA spaces per batch, default 64)
+//   usage: rm-vaspace-mem [N] [MAPS]   (N VA spaces per batch, default 64; MAPS mappings of
+//   2 MiB per spacing, default 32)
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
-#include "tests/vm/guest/nvsim/nvsim_rm.h"
+#include "tests/gpu/progs/rm_session.h"
 
-using namespace nvsim_test;  // NOLINT: RawIoctl, Alloc, Free, Control, FbInfo
+using namespace rm_session;  // NOLINT: Rm, Report, the nvsim_test helpers
 
 namespace {
 
-constexpr uint32_t kFermiVaspaceA = 0x90f1, kFermiContextShareA = 0x9067,
-                   kHopperChannelGpfifoA = 0xc86f, kHopperComputeA = 0xcbc0;
-
-struct VaspaceParams {  // NV_VASPACE_ALLOCATION_PARAMETERS (kmod/core/abi/classes.h)
-  uint32_t index, flags;
-  uint64_t vaSize, vaStartInternal, vaLimitInternal;
-  uint32_t bigPageSize, pad0;
-  uint64_t vaBase;
-  uint32_t pasid, pad1;
-};
-static_assert(sizeof(VaspaceParams) == 56);
-
-struct Rm {
-  int ctl = -1, dev = -1;
-  uint32_t client = 0, device = 0xc0de0001, subdevice = 0xc0de0002;
-  uint32_t next = 0xc0de1000;
-
-  bool Open() {
-    ctl = open("/dev/nvidiactl", O_RDWR | O_CLOEXEC);
-    dev = open("/dev/nvidia0", O_RDWR | O_CLOEXEC);
-    if (ctl < 0 || dev < 0) return perror("open"), false;
-    nv_ioctl_register_fd r{ctl};
-    if (RawIoctl(dev, NV_ESC_REGISTER_FD, &r, sizeof(r)).ret) perror("REGISTER_FD");
-    int64_t st = AllocClient(ctl, &client);
-    nv0080_alloc_params dp{};
-    if (st == NV_OK) st = Alloc(ctl, client, client, &device, NV01_DEVICE_0, &dp);
-    uint32_t sp[1] = {0};
-    if (st == NV_OK) st = Alloc(ctl, client, device, &subdevice, NV20_SUBDEVICE_0, sp);
-    if (st != NV_OK) std::printf("session: status 0x%llx\n", static_cast<unsigned long long>(st));
-    return st == NV_OK;
-  }
-  int64_t Free1(uint32_t parent, uint32_t h) { return Free(ctl, client, parent, h); }
-  uint64_t HeapFreeKiB() {
-    return FbInfo(ctl, client, subdevice, NV2080_CTRL_FB_INFO_INDEX_HEAP_FREE);
-  }
-  int64_t Vaspace(uint32_t* h, uint32_t flags, uint64_t base) {
-    VaspaceParams p{};
-    p.flags = flags;
-    p.vaBase = base;
-    *h = next++;
-    return Alloc(ctl, client, device, h, kFermiVaspaceA, &p);
-  }
-  int64_t Mem(uint32_t* h, uint32_t cls, uint32_t owner, uint32_t flags, uint32_t attr,
-              uint64_t size, uint64_t align) {
-    nv_memory_allocation_params p{};
-    p.owner = owner;
-    p.type = cls == NV01_MEMORY_SYSTEM ? 13 : 0;
-    p.flags = flags;
-    p.attr = attr;
-    p.size = size;
-    p.alignment = align;
-    *h = next++;
-    return Alloc(ctl, client, device, h, cls, &p);
-  }
-};
-
-void Report(const char* what, uint64_t before, uint64_t after, unsigned n) {
-  const double mib = (static_cast<double>(before) - static_cast<double>(after)) / 1024.0;
-  std::printf("%-58s HEAP_FREE %llu -> %llu KiB: %.4f MiB, %.4f MiB each (n=%u)\n", what,
-              static_cast<unsigned long long>(before), static_cast<unsigned long long>(after), mib,
-              n ? mib / n : 0.0, n);
-}
+constexpr uint32_t kFermiContextShareA = 0x9067, kHopperChannelGpfifoA = 0xc86f,
+                   kHopperComputeA = 0xcbc0;
 
 // N VA spaces of one kind, then freed; returns how many the driver granted.
 unsigned VaspaceBatch(Rm& rm, const char* what, uint32_t flags, uint64_t base, unsigned n) {
@@ -105,56 +46,66 @@ unsigned VaspaceBatch(Rm& rm, const char* what, uint32_t flags, uint64_t base, u
   return static_cast<unsigned>(hs.size());
 }
 
-// One VA space with a 2 MiB piece of video memory mapped at `maps` addresses 1 GiB apart
-// (each needs page tables of its own), inside a virtual allocation of maps GiB.
-void MappedVaspace(Rm& rm, unsigned maps) {
+// One VA space (RM's page directory) with a 2 MiB piece of video memory mapped by
+// RM_MAP_MEMORY_DMA at up to `maps` addresses `spacing` apart (each further level of page tables
+// the spacing crosses is the driver's), inside one virtual allocation as large as RM grants (the
+// size halved from maps * spacing until granted). libcuda's own NV50_MEMORY_VIRTUAL flags
+// (0x0008c415, FIXED_ADDRESS_ALLOCATE among them) were refused here at offset 0 (0x1a, the first
+// run), so the allocation asks for VIRTUAL | IGNORE_BANK_PLACEMENT, and LAZY when `lazy`.
+// Without LAZY RM builds the page tables of the whole range at the allocation
+// (virtmemConstruct reserves them unless LAZY or EXTERNALLY_MANAGED): 273.0625 MiB for
+// 128 GiB on the H200, and a 64 TiB one held the driver for minutes (killed after 150 s, its
+// teardown blocked nvidia-smi for minutes more; docs/results/rm-internal-memory-h200.md). So
+// an eager range is never asked for more than kEagerVirtualMax.
+constexpr uint64_t kEagerVirtualMax = uint64_t{128} << 30;
+void MappedVaspace(Rm& rm, unsigned maps, uint64_t spacing, bool lazy) {
   uint32_t va = 0, phys = 0, virt = 0;
   uint64_t t0 = rm.HeapFreeKiB();
   int64_t st = rm.Vaspace(&va, 0, 0);
   uint64_t t1 = rm.HeapFreeKiB();
-  if (st == NV_OK)
-    st = rm.Mem(&phys, NV01_MEMORY_LOCAL_USER, rm.client, 0x1c101, 0x18000000, 2 * kMiB, 2 * kMiB);
+  if (st == NV_OK) st = rm.ChannelBuffer(&phys);
   uint64_t t2 = rm.HeapFreeKiB();
   nv_memory_allocation_params vp{};
-  vp.owner = rm.client;
-  vp.flags = 0x0008c415;  // libcuda's NV50_MEMORY_VIRTUAL flags (corpus)
-  vp.size = uint64_t{maps} << 30;
-  vp.alignment = 2 * kMiB;
-  vp.hVASpace = va;
-  virt = rm.next++;
-  if (st == NV_OK) st = Alloc(rm.ctl, rm.client, rm.device, &virt, NV50_MEMORY_VIRTUAL, &vp);
-  std::printf("mapped VA space: vaspace/phys/virtual status 0x%llx, virtual at 0x%llx\n",
-              static_cast<unsigned long long>(st), static_cast<unsigned long long>(vp.offset));
+  int64_t vst = -1;
+  uint64_t want = uint64_t{maps} * spacing;
+  if (!lazy && want > kEagerVirtualMax) want = kEagerVirtualMax;
+  for (uint64_t size = want; st == NV_OK && size >= spacing; size /= 2) {
+    vp = nv_memory_allocation_params{};
+    vp.owner = rm.client;
+    vp.flags = 0x00080001 | (lazy ? 0x400u : 0u);  // VIRTUAL | IGNORE_BANK_PLACEMENT [| LAZY]
+    vp.size = size;
+    vp.alignment = spacing < (1ull << 30) ? 2 * kMiB : spacing;
+    vp.hVASpace = va;
+    virt = rm.next++;
+    vst = Alloc(rm.ctl, rm.client, rm.device, &virt, NV50_MEMORY_VIRTUAL, &vp);
+    if (vst == NV_OK) break;
+    virt = 0;
+  }
+  const unsigned fit = virt ? static_cast<unsigned>(vp.size / spacing) : 0;
+  std::printf(
+      "mapped VA space, %llu MiB apart: vaspace/phys 0x%llx, virtual 0x%llx of %llu GiB "
+      "at 0x%llx (room for %u maps)\n",
+      static_cast<unsigned long long>(spacing / kMiB), static_cast<unsigned long long>(st),
+      static_cast<unsigned long long>(vst), static_cast<unsigned long long>(vp.size >> 30),
+      static_cast<unsigned long long>(vp.offset), fit);
   uint64_t t3 = rm.HeapFreeKiB();
   unsigned mapped = 0;
-  for (unsigned i = 0; st == NV_OK && i < maps; ++i) {
-    struct {
-      uint32_t hClient, hDevice, hDma, hMemory;
-      uint64_t offset, length;
-      uint32_t flags, flags2, kindOverride, pad0;
-      uint64_t dmaOffset;
-      uint32_t status, pad1;
-    } m{};
-    static_assert(sizeof(m) == 64);
-    m.hClient = rm.client;
-    m.hDevice = rm.device;
-    m.hDma = virt;
-    m.hMemory = phys;
-    m.length = 2 * kMiB;
-    m.flags = 1u << 15;  // NVOS46_FLAGS_DMA_OFFSET_FIXED
-    m.dmaOffset = vp.offset + (uint64_t{i} << 30);
-    Rc rc = RawIoctl(rm.ctl, 0x57, &m, sizeof(m));  // NV_ESC_RM_MAP_MEMORY_DMA
-    if (rc.ret || m.status != NV_OK) {
-      std::printf("  map %u: ret %d status 0x%x\n", i, rc.ret, m.status);
+  for (unsigned i = 0; virt && i < maps && i < fit; ++i) {
+    uint64_t at = vp.offset + uint64_t{i} * spacing;
+    const int64_t ms = rm.MapDma(virt, phys, 2 * kMiB, kNvos46DmaOffsetFixed, &at);
+    if (ms != NV_OK) {
+      std::printf("  map %u: status 0x%llx\n", i, static_cast<unsigned long long>(ms));
       break;
     }
     ++mapped;
+    if (mapped == 1 || mapped == 1024 || mapped == 8192 || mapped == 65536)
+      Report("  ... mapped so far (each mapping)", t3, rm.HeapFreeKiB(), mapped);
   }
   uint64_t t4 = rm.HeapFreeKiB();
   Report("one VA space (flags 0), idle", t0, t1, 1);
   Report("  2 MiB of video memory", t1, t2, 1);
   Report("  virtual allocation in it", t2, t3, 1);
-  Report("  2 MiB mapped at addresses 1 GiB apart (each)", t3, t4, mapped);
+  Report("  2 MiB mapped (each mapping)", t3, t4, mapped);
   if (virt) rm.Free1(rm.device, virt);
   if (phys) rm.Free1(rm.device, phys);
   if (va) rm.Free1(rm.device, va);
@@ -186,10 +137,8 @@ void GrTsgs(Rm& rm, uint32_t va, unsigned n) {
     uint32_t sp[3] = {va, 1, 0};
     int64_t st = Alloc(rm.ctl, rm.client, tsg, &share, kFermiContextShareA, sp);
     uint64_t m0 = rm.HeapFreeKiB();
-    if (st == NV_OK)
-      st = rm.Mem(&buf, NV01_MEMORY_LOCAL_USER, rm.client, 0x1c101, 0x18000000, 2 * kMiB, 2 * kMiB);
-    if (st == NV_OK)
-      st = rm.Mem(&err, NV01_MEMORY_SYSTEM, rm.device, 0xc001, 0x3a000000, 0x1000, 0);
+    if (st == NV_OK) st = rm.ChannelBuffer(&buf);
+    if (st == NV_OK) st = rm.ErrorNotifier(&err);
     mem_kib += m0 - rm.HeapFreeKiB();
     uint64_t c0 = rm.HeapFreeKiB();
     uint8_t cp[368] = {};
@@ -230,13 +179,16 @@ void GrTsgs(Rm& rm, uint32_t va, unsigned n) {
 
 int main(int argc, char** argv) {
   const unsigned n = argc > 1 ? static_cast<unsigned>(std::atoi(argv[1])) : 64;
+  const unsigned maps = argc > 2 ? static_cast<unsigned>(std::atoi(argv[2])) : 32;
   Rm rm;
   if (!rm.Open()) return 1;
   std::printf("HEAP_FREE at start %llu KiB\n", static_cast<unsigned long long>(rm.HeapFreeKiB()));
   VaspaceBatch(rm, "VA spaces as libcuda's first (flags 0x48, base 1 MiB)", 0x48, 1 * kMiB, n);
   VaspaceBatch(rm, "VA spaces as libcuda's second (flags 0, base 20 GiB)", 0, 0x500000000ull, n);
   VaspaceBatch(rm, "VA spaces with defaults (flags 0, base 0)", 0, 0, 4 * n);
-  MappedVaspace(rm, 32);
+  MappedVaspace(rm, maps, 2 * kMiB, false);
+  for (uint64_t spacing : {2 * kMiB, uint64_t{1} << 30, uint64_t{512} << 30})
+    MappedVaspace(rm, maps, spacing, true);
   uint32_t va = 0;
   int64_t st = rm.Vaspace(&va, 0x48, 1 * kMiB);
   std::printf("VA space for the contexts: status 0x%llx\n", static_cast<unsigned long long>(st));
