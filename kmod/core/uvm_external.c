@@ -61,6 +61,8 @@
  *     tenant who made it, never on the slot's quota).
  *   - MAP / MAP_EXTERNAL_SPARSE: a span in no candidate fails in UVM; the
  *     core answers the map (NV_ERR_INVALID_ADDRESS) and records nothing.
+ *     Under a memory quota, a map of nothing the slot charges is answered
+ *     NV_ERR_NOT_SUPPORTED (record_mapping).
  *   - UVM_FREE(R, L), after the driver returned: the candidate exactly
  *     [R, R + L) goes with every mapping recorded in it.
  *   - UNMAP_EXTERNAL(b, l, gpu), after the driver returned: if the span is
@@ -210,15 +212,19 @@ static vcore_bool has_record(struct vcore_file *file,
 /*
  * Records @rec (filled but for the object) in @file: a hold of the object
  * (h_client, h_object) when the slot records it, a mapping with nothing to
- * charge otherwise. Takes @rec, recorded or freed.
+ * charge otherwise. Takes @rec, recorded or freed. Under a memory quota a
+ * map of memory the slot does not charge (a sparse map, an object the slot
+ * did not record) is answered NV_ERR_NOT_SUPPORTED: its page tables are
+ * charged to nothing (F11.1) and no trace of libcuda's makes one.
  */
 static enum vcore_verdict record_mapping(struct vcore_call *call,
-					 struct vcore_obj *rec)
+					 struct vcore_obj *rec,
+					 vcore_u32 status_off)
 {
 	struct vcore_slot *slot = call->slot;
 	struct vcore_file *file = call->file;
 	struct vcore_obj *src = VCORE_NULL;
-	vcore_bool full = 0;
+	vcore_bool full = 0, uncharged = 0;
 
 	vcore_lock(slot);
 	/* hClient == hMemory names the client: no memory, no dup. */
@@ -227,7 +233,9 @@ static enum vcore_verdict record_mapping(struct vcore_call *call,
 					    rec->h_object);
 	if (!src)
 		rec->h_client = rec->h_object = 0;
-	if (has_record(file, rec)) {
+	if (!src && slot->cfg.mem_quota_bytes) {
+		uncharged = 1;
+	} else if (has_record(file, rec)) {
 		/* UVM replaces the mapping: the one record stands for it */
 	} else if (file->uvm_holds >= VCORE_MAX_OBJECTS) {
 		full = 1;
@@ -246,6 +254,10 @@ static enum vcore_verdict record_mapping(struct vcore_call *call,
 	}
 	vcore_unlock(slot);
 	slot->ops->free(slot->priv, rec); /* not recorded */
+	if (uncharged)
+		return answer(call, status_off, NV_ERR_NOT_SUPPORTED,
+			      "UVM map of memory the quota does not charge "
+			      "(sparse, or an object the slot did not record)");
 	if (full)
 		return vcore_refuse_errno(call, -VCORE_ENOSPC,
 					  "too many UVM mappings on one file");
@@ -256,6 +268,8 @@ static enum vcore_verdict record_mapping(struct vcore_call *call,
 static enum vcore_verdict map_pre(struct vcore_call *call)
 {
 	vcore_bool sparse = call->req == UVM_MAP_EXTERNAL_SPARSE;
+	vcore_u32 status_off = sparse ? UVM_MAP_EXTERNAL_SPARSE_RMSTATUS_OFF
+				      : UVM_MAP_EXTERNAL_ALLOCATION_RMSTATUS_OFF;
 	struct vcore_slot *slot = call->slot;
 	struct vcore_uvm_range *range;
 	struct vcore_obj *rec;
@@ -267,10 +281,7 @@ static enum vcore_verdict map_pre(struct vcore_call *call)
 		return VCORE_FORWARD;
 	range = find_range(call->file, base, end, 0);
 	if (!range)
-		return answer(call,
-			      sparse ? UVM_MAP_EXTERNAL_SPARSE_RMSTATUS_OFF
-				     : UVM_MAP_EXTERNAL_ALLOCATION_RMSTATUS_OFF,
-			      NV_ERR_INVALID_ADDRESS,
+		return answer(call, status_off, NV_ERR_INVALID_ADDRESS,
 			      "UVM map outside any external range");
 	rec = slot->ops->zalloc(slot->priv, sizeof(*rec));
 	if (!rec)
@@ -301,7 +312,7 @@ static enum vcore_verdict map_pre(struct vcore_call *call)
 				 VCORE_UVM_UUID_SIZE);
 	rec->h_client = h[0];
 	rec->h_object = h[1];
-	return record_mapping(call, rec);
+	return record_mapping(call, rec, status_off);
 }
 
 static void drop_record_locked(struct vcore_file *file, struct vcore_obj **pp)

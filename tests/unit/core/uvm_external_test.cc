@@ -218,19 +218,58 @@ TEST_F(UvmExternalTest, AMapOutsideAnyRangeIsAnsweredAndHoldsNothing) {
   EXPECT_EQ(Charged(), 0u);
 }
 
-// A mapping across the unmap's start (here a sparse one with 64 KiB pages, across a 4 KiB
-// edge) stops UVM's walk before it destroys anything (uvm_ext_gpu_map_split fails): the
-// mappings inside the span stay, and so must their holds, whatever the status says.
+// A mapping across the unmap's start (here one with 2 MiB pages across a 4 KiB edge) stops
+// UVM's walk before it destroys anything (uvm_ext_gpu_map_split fails): the mappings inside the
+// span stay, and so must their holds, whatever the status says.
 TEST_F(UvmExternalTest, AMappingAcrossTheUnmapsStartKeepsTheHoldsInside) {
   ASSERT_EQ(Create(kVa, 4 * kSize).verdict, VCORE_FORWARD);
   MapAndFreeHandle(kMem, kVa + kSize);
-  ASSERT_EQ(Sparse(kVa, kSize + 0x100000, kGpuA).verdict, VCORE_FORWARD);
+  ASSERT_EQ(AllocVidmem(client_, device_, kMem + 1, 2 * kMiB).ret, 0);
+  ASSERT_EQ(Map(kVa, kSize + 2 * kMiB, kMem + 1, {kGpuA}).verdict, VCORE_FORWARD);
   Unmap(kVa + kSize - 0x1000, kSize + 0x1000, kGpuA, NV_ERR_INVALID_ADDRESS, /*forge_ok=*/true);
-  EXPECT_EQ(Charged(), kSize);
+  EXPECT_EQ(Charged(), kSize + 2 * kMiB);
+  ASSERT_EQ(Free(client_, device_, kMem + 1).ret, 0);
   Unmap(kVa + kSize - 0x1000, kSize + 0x1000, kGpuB, NV_OK);
-  EXPECT_EQ(Charged(), kSize) << "another GPU's unmap leaves GPU A's mappings";
+  EXPECT_EQ(Charged(), kSize + 2 * kMiB) << "another GPU's unmap leaves GPU A's mappings";
   Unmap(kVa, 2 * kSize, kGpuA, NV_OK);
   EXPECT_EQ(Charged(), 0u) << "an unmap that covers both lets go";
+}
+
+// Without a quota a sparse map (no memory) and a map of an object the slot did not record are
+// recorded (a sparse one across an unmap's start keeps the holds inside, as above); under a
+// quota they are answered NV_ERR_NOT_SUPPORTED, never forwarded: their page tables would be
+// charged to nothing.
+TEST_F(UvmExternalTest, UnchargedMapsAreRecordedWithoutAQuotaAndAnsweredUnderOne) {
+  vcore_file_close(uvm_);
+  MakeSlot(0);
+  Session(&client_, &device_, &subdevice_);
+  uvm_ = vcore_file_open(slot_, VCORE_FILE_UVM, nullptr);
+  ASSERT_EQ(Create(kVa, 4 * kSize).verdict, VCORE_FORWARD);
+  ASSERT_EQ(AllocVidmem(client_, device_, kMem, kSize).ret, 0);
+  ASSERT_EQ(Map(kVa + kSize, kSize, kMem, {kGpuA}).verdict, VCORE_FORWARD);
+  ASSERT_EQ(Sparse(kVa, kSize + 0x100000, kGpuA).verdict, VCORE_FORWARD);
+  ASSERT_EQ(Map(kVa + 3 * kSize, kSize, 0xdead0001, {kGpuA}).verdict, VCORE_FORWARD);
+  ASSERT_EQ(Free(client_, device_, kMem).ret, 0);
+  Unmap(kVa + kSize - 0x1000, kSize + 0x1000, kGpuA, NV_OK);
+  EXPECT_EQ(Charged(), kSize) << "the sparse map across the start keeps the hold";
+  Unmap(kVa, 2 * kSize, kGpuA, NV_OK);
+  EXPECT_EQ(Charged(), 0u);
+
+  vcore_file_close(uvm_);
+  MakeSlot(kQuota);
+  Session(&client_, &device_, &subdevice_);
+  uvm_ = vcore_file_open(slot_, VCORE_FILE_UVM, nullptr);
+  ASSERT_EQ(Create(kVa, 4 * kSize).verdict, VCORE_FORWARD);
+  const int before = forwarded_;
+  UvmOutcome o = Sparse(kVa, kSize, kGpuA);
+  EXPECT_EQ(o.verdict, VCORE_REFUSE_STATUS);
+  EXPECT_EQ(o.status, NV_ERR_NOT_SUPPORTED);
+  o = Map(kVa, kSize, 0xdead0001, {kGpuA});
+  EXPECT_EQ(o.verdict, VCORE_REFUSE_STATUS);
+  EXPECT_EQ(o.status, NV_ERR_NOT_SUPPORTED);
+  EXPECT_EQ(forwarded_, before) << "UVM never saw them";
+  ASSERT_EQ(AllocVidmem(client_, device_, kMem, kSize).ret, 0);
+  EXPECT_EQ(Map(kVa, kSize, kMem, {kGpuA}).verdict, VCORE_FORWARD) << "a recorded object maps";
 }
 
 // A map on several GPUs: the core keeps no per-GPU account, so only the range's UVM_FREE (or
