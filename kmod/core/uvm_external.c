@@ -113,8 +113,8 @@ static vcore_bool span_invalid(vcore_u64 base, vcore_u64 length,
 
 /* The span [base, base + length) leading every external-range call;
  * 0 when it is readable and valid for @align. */
-static int read_span(struct vcore_call *call, vcore_u64 align,
-		     vcore_u64 *base, vcore_u64 *end)
+static int read_span(struct vcore_call *call, vcore_u64 align, vcore_u64 *base,
+		     vcore_u64 *end)
 {
 	vcore_u64 span[2];
 
@@ -123,19 +123,6 @@ static int read_span(struct vcore_call *call, vcore_u64 align,
 	*base = span[0];
 	*end = span[0] + span[1];
 	return span_invalid(span[0], span[1], align) ? -VCORE_EINVAL : 0;
-}
-
-/* The core answers as UVM would: @status in the reply, nothing forwarded. */
-static enum vcore_verdict answer(struct vcore_call *call, vcore_u32 status_off,
-				 vcore_u32 status, const char *reason)
-{
-	if (vcore_user_write(call, call->arg + status_off, &status,
-			     sizeof(status)))
-		return vcore_refuse_errno(call, -VCORE_EFAULT, reason);
-	call->verdict = VCORE_REFUSE_STATUS;
-	call->rm_status = status;
-	call->reason = reason;
-	return call->verdict;
 }
 
 /* The candidate holding [base, end) whole, or (@exact) exactly. */
@@ -163,10 +150,10 @@ static enum vcore_verdict create_pre(struct vcore_call *call)
 		return VCORE_FORWARD;
 	for (r = file->uvm_ranges; r; r = r->next)
 		if (base < r->end && r->base < end)
-			return answer(call,
-				      UVM_CREATE_EXTERNAL_RANGE_RMSTATUS_OFF,
-				      NV_ERR_UVM_ADDRESS_IN_USE,
-				      "UVM external range overlaps another");
+			return vcore_refuse_status_at(
+				call, UVM_CREATE_EXTERNAL_RANGE_RMSTATUS_OFF,
+				NV_ERR_UVM_ADDRESS_IN_USE,
+				"UVM external range overlaps another");
 	if (file->uvm_n_ranges >= VCORE_MAX_OBJECTS)
 		return vcore_refuse_errno(call, -VCORE_ENOSPC,
 					  "too many UVM external ranges on one "
@@ -229,8 +216,7 @@ static enum vcore_verdict record_mapping(struct vcore_call *call,
 	vcore_lock(slot);
 	/* hClient == hMemory names the client: no memory, no dup. */
 	if (rec->h_client != rec->h_object)
-		src = vcore_obj_find_locked(slot, rec->h_client,
-					    rec->h_object);
+		src = vcore_obj_find_locked(slot, rec->h_client, rec->h_object);
 	if (!src)
 		rec->h_client = rec->h_object = 0;
 	if (!src && slot->cfg.mem_quota_bytes) {
@@ -255,9 +241,10 @@ static enum vcore_verdict record_mapping(struct vcore_call *call,
 	vcore_unlock(slot);
 	slot->ops->free(slot->priv, rec); /* not recorded */
 	if (uncharged)
-		return answer(call, status_off, NV_ERR_NOT_SUPPORTED,
-			      "UVM map of memory the quota does not charge "
-			      "(sparse, or an object the slot did not record)");
+		return vcore_refuse_status_at(
+			call, status_off, NV_ERR_NOT_SUPPORTED,
+			"UVM map of memory the quota does not charge "
+			"(sparse, or an object the slot did not record)");
 	if (full)
 		return vcore_refuse_errno(call, -VCORE_ENOSPC,
 					  "too many UVM mappings on one file");
@@ -268,21 +255,23 @@ static enum vcore_verdict record_mapping(struct vcore_call *call,
 static enum vcore_verdict map_pre(struct vcore_call *call)
 {
 	vcore_bool sparse = call->req == UVM_MAP_EXTERNAL_SPARSE;
-	vcore_u32 status_off = sparse ? UVM_MAP_EXTERNAL_SPARSE_RMSTATUS_OFF
-				      : UVM_MAP_EXTERNAL_ALLOCATION_RMSTATUS_OFF;
+	vcore_u32 status_off =
+		sparse ? UVM_MAP_EXTERNAL_SPARSE_RMSTATUS_OFF
+		       : UVM_MAP_EXTERNAL_ALLOCATION_RMSTATUS_OFF;
 	struct vcore_slot *slot = call->slot;
 	struct vcore_uvm_range *range;
 	struct vcore_obj *rec;
 	vcore_u64 base, end, count = 0;
-	vcore_u32 h[2] = { 0, 0 };
+	vcore_u32 h[2] = {0, 0};
 
 	/* Unreadable or misaligned: UVM fails it too, nothing is mapped. */
 	if (read_span(call, sparse ? UVM_PAGE_64K : UVM_PAGE_4K, &base, &end))
 		return VCORE_FORWARD;
 	range = find_range(call->file, base, end, 0);
 	if (!range)
-		return answer(call, status_off, NV_ERR_INVALID_ADDRESS,
-			      "UVM map outside any external range");
+		return vcore_refuse_status_at(
+			call, status_off, NV_ERR_INVALID_ADDRESS,
+			"UVM map outside any external range");
 	rec = slot->ops->zalloc(slot->priv, sizeof(*rec));
 	if (!rec)
 		return vcore_refuse_errno(call, -VCORE_ENOMEM,
@@ -292,24 +281,25 @@ static enum vcore_verdict map_pre(struct vcore_call *call)
 	rec->hold_range = range;
 	if (sparse) {
 		count = 1;
-	} else if (vcore_user_read(call, &count,
-				   call->arg +
-					   UVM_MAP_EXTERNAL_ALLOCATION_COUNT_OFF,
-				   sizeof(count)) ||
-		   vcore_user_read(call, h,
-				   call->arg +
-					   UVM_MAP_EXTERNAL_ALLOCATION_HCLIENT_OFF,
-				   sizeof(h))) {
+	} else if (vcore_user_read(
+			   call, &count,
+			   call->arg + UVM_MAP_EXTERNAL_ALLOCATION_COUNT_OFF,
+			   sizeof(count)) ||
+		   vcore_user_read(
+			   call, h,
+			   call->arg + UVM_MAP_EXTERNAL_ALLOCATION_HCLIENT_OFF,
+			   sizeof(h))) {
 		count = 0; /* on no GPU the core knows of: any */
 	}
 	/* A sparse map's uuid is at the unmap's offset, a map's first. */
 	rec->hold_one_gpu =
 		count == 1 &&
-		!vcore_user_read(call, rec->hold_gpu,
-				 call->arg +
-					 (sparse ? UVM_UNMAP_EXTERNAL_GPU_UUID_OFF
-						 : UVM_MAP_EXTERNAL_ALLOCATION_GPU_UUID_OFF),
-				 VCORE_UVM_UUID_SIZE);
+		!vcore_user_read(
+			call, rec->hold_gpu,
+			call->arg +
+				(sparse ? UVM_UNMAP_EXTERNAL_GPU_UUID_OFF
+					: UVM_MAP_EXTERNAL_ALLOCATION_GPU_UUID_OFF),
+			VCORE_UVM_UUID_SIZE);
 	rec->h_client = h[0];
 	rec->h_object = h[1];
 	return record_mapping(call, rec, status_off);
@@ -357,10 +347,9 @@ static int unmap_post(struct vcore_call *call)
 
 	vcore_lock(call->slot);
 	for (h = file->holds; h; h = h->hnext)
-		if (!h->hold_range ||
-		    (h->hold_range == call->uvm_range &&
-		     may_share_gpu(h, 1, call->uvm_gpu) && h->hold_base < b &&
-		     b < h->hold_end))
+		if (!h->hold_range || (h->hold_range == call->uvm_range &&
+				       may_share_gpu(h, 1, call->uvm_gpu) &&
+				       h->hold_base < b && b < h->hold_end))
 			goto out;
 	for (pp = &file->holds; (h = *pp) != VCORE_NULL;)
 		if (h->hold_range == call->uvm_range && h->hold_one_gpu &&
@@ -381,13 +370,13 @@ static enum vcore_verdict release_pre(struct vcore_call *call)
 	vcore_bool unmap = call->req == UVM_UNMAP_EXTERNAL;
 
 	if (read_span(call, UVM_PAGE_4K, &call->uvm_base, &call->uvm_end) ||
-	    (unmap && vcore_user_read(call, call->uvm_gpu,
-				      call->arg +
-					      UVM_UNMAP_EXTERNAL_GPU_UUID_OFF,
-				      VCORE_UVM_UUID_SIZE)))
+	    (unmap &&
+	     vcore_user_read(call, call->uvm_gpu,
+			     call->arg + UVM_UNMAP_EXTERNAL_GPU_UUID_OFF,
+			     VCORE_UVM_UUID_SIZE)))
 		return VCORE_FORWARD;
-	call->uvm_range = find_range(call->file, call->uvm_base,
-				     call->uvm_end, !unmap);
+	call->uvm_range =
+		find_range(call->file, call->uvm_base, call->uvm_end, !unmap);
 	if (call->uvm_range) {
 		call->post = VCORE_POST_CTRL;
 		call->ctrl_post = unmap ? unmap_post : free_post;

@@ -566,7 +566,7 @@ struct vcore_call {
 	struct vcore_uvm_range *uvm_range;
 	vcore_u8 uvm_gpu[VCORE_UVM_UUID_SIZE];
 	vcore_bool uvm_locked;
-	vcore_view_fn view;	      /* a view row's rewrite (views.c) */
+	vcore_view_fn view; /* a view row's rewrite (views.c) */
 	vcore_reply_rewrite_fn reply_rewrite; /* vcore_post_rewrite_reply */
 
 	/*
@@ -587,6 +587,9 @@ enum vcore_verdict vcore_refuse_errno(struct vcore_call *call, int err,
 				      const char *reason);
 enum vcore_verdict vcore_refuse_status(struct vcore_call *call,
 				       vcore_u32 status, const char *reason);
+enum vcore_verdict vcore_refuse_status_at(struct vcore_call *call,
+					  vcore_u32 status_off,
+					  vcore_u32 status, const char *reason);
 /* vcore_refuse_status for a refusal by the memory quota
  * (vcore_call_refusal: VCORE_REFUSAL_QUOTA). */
 enum vcore_verdict vcore_refuse_quota(struct vcore_call *call, vcore_u32 status,

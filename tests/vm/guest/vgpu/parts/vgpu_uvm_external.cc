@@ -77,6 +77,24 @@ bool ArmForgedOk(uint32_t offset) {
          WriteNvsimParam("rewrite_uvm_status_tgid", static_cast<uint64_t>(getpid()));
 }
 
+// The end of a test whose only live mapping is the range [va, va + range) (nvsim's use was
+// `nvsim_base` before it): UVM_FREE of the range lets go, the memory returns, the charge ends;
+// then once more (`size` of handle `h` mapped and freed), and the UVM file's close (the
+// va_space's teardown) lets go of everything. Closes `uvm`.
+void UvmLetsGoAtTheFreeAndTheClose(ScopedSlot& slot, Session& s, int uvm, uint64_t nvsim_base,
+                                   uint64_t va, uint64_t range, uint64_t size, uint32_t h) {
+  EXPECT_EQ(FreeRange(uvm, va, range), NV_OK);
+  EXPECT_EQ(NvsimUsedBytes(), nvsim_base);
+  EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 0u);
+  EXPECT_EQ(s.Vidmem(h, size), NV_OK);
+  EXPECT_EQ(MapExternal(uvm, va, size, s.client, h), NV_OK);
+  EXPECT_EQ(s.FreeObj(h), NV_OK);
+  EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), size);
+  close(uvm);
+  EXPECT_EQ(SettledCharge(slot, 0), 0u);
+  EXPECT_EQ(NvsimUsedBytes(), nvsim_base);
+}
+
 // A 64 MiB slot, four rounds of {60 MiB, map it through UVM, RM_FREE the handle}: the driver
 // must never hold more for the slot than it charges. Then the charge must end with UVM's
 // reference: at UVM_FREE of the range, and at the UVM file's close.
@@ -111,20 +129,7 @@ TEST(Lifetime, UvmExternalMappingKeepsTheChargeWhileUvmHoldsTheMemory) {
   EXPECT_EQ(granted, 1);
   EXPECT_LE(worst_held, quota);
 
-  // UVM_FREE of the range: UVM lets go, the memory returns, the charge ends.
-  EXPECT_EQ(FreeRange(uvm, va0, size), NV_OK);
-  EXPECT_EQ(NvsimUsedBytes(), base);
-  EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 0u);
-
-  // Once more, then close the UVM file: the va_space's teardown lets go of everything.
-  const uint32_t h = 0xd4000010;
-  ASSERT_EQ(s.Vidmem(h, size), NV_OK);
-  EXPECT_EQ(MapExternal(uvm, va0, size, s.client, h), NV_OK);
-  EXPECT_EQ(s.FreeObj(h), NV_OK);
-  EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), size);
-  close(uvm);
-  EXPECT_EQ(SettledCharge(slot, 0), 0u);
-  EXPECT_EQ(NvsimUsedBytes(), base);
+  UvmLetsGoAtTheFreeAndTheClose(slot, s, uvm, base, va0, size, size, 0xd4000010);
 }
 
 // libcuda's own order (UVM_FREE, then RM_FREE) is charged and refunded as before.
@@ -152,9 +157,10 @@ TEST(Lifetime, UvmExternalMappingInLibcudasOrderIsRefundedAtTheFree) {
 
 // The status half of F3: a sibling stores NV_OK over a failed UNMAP_EXTERNAL (a GPU that is not
 // registered: NV_ERR_INVALID_DEVICE) or a failed UVM_FREE (the mapping's span inside a larger
-// range, so not exactly a range: NV_ERR_INVALID_ADDRESS) after UVM wrote it. UVM still maps the memory; the core must not believe the status. Rounds of
-// {60 MiB, create, map, forged failed unmap or free, RM_FREE} on a 64 MiB slot: the driver must
-// never hold more for the slot than is charged, and the quota must refuse past it.
+// range, so not exactly a range: NV_ERR_INVALID_ADDRESS) after UVM wrote it. UVM still maps the
+// memory; the core must not believe the status. Rounds of {60 MiB, create, map, forged failed unmap
+// or free, RM_FREE} on a 64 MiB slot: the driver must never hold more for the slot than is charged,
+// and the quota must refuse past it.
 TEST(Lifetime, UvmExternalMappingForgedStatusKeepsTheCharge) {
   const uint64_t quota = 64 * kMiB, size = 60 * kMiB, va0 = 0x400000000ull;
   ScopedSlot slot(quota, "uvm-ext-forged", VGPU_SLOT_F_UVM);
@@ -199,18 +205,7 @@ TEST(Lifetime, UvmExternalMappingForgedStatusKeepsTheCharge) {
   EXPECT_EQ(granted, 1) << "the quota refuses what UVM still holds";
   EXPECT_LE(worst_held, quota);
 
-  // The real UVM_FREE of the range lets go; the close of the file lets go of the rest.
-  EXPECT_EQ(FreeRange(uvm, va0, quota), NV_OK);
-  EXPECT_EQ(NvsimUsedBytes(), base);
-  EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), 0u);
-  const uint32_t h = 0xd6000010;
-  ASSERT_EQ(s.Vidmem(h, size), NV_OK);
-  EXPECT_EQ(MapExternal(uvm, va0, size, s.client, h), NV_OK);
-  EXPECT_EQ(s.FreeObj(h), NV_OK);
-  EXPECT_EQ(slot.Stat(VGPU_STAT_MEM_CHARGED), size);
-  close(uvm);
-  EXPECT_EQ(SettledCharge(slot, 0), 0u);
-  EXPECT_EQ(NvsimUsedBytes(), base);
+  UvmLetsGoAtTheFreeAndTheClose(slot, s, uvm, base, va0, quota, size, 0xd6000010);
 }
 
 }  // namespace
