@@ -57,8 +57,8 @@
  *     one). A create that fails in UVM all the same (it overlaps a managed
  *     range, no memory) leaves a candidate that is no range: a later create
  *     over it is answered IN_USE until the tenant's UVM_FREE of it or the
- *     file's close, and maps in it hold until then (the cost falls on the
- *     tenant who made it, never on the slot's quota).
+ *     file's close, and maps in it hold until then (a charge too many on the
+ *     tenant's own slot, never one too few).
  *   - MAP / MAP_EXTERNAL_SPARSE: a span in no candidate fails in UVM; the
  *     core answers the map (NV_ERR_INVALID_ADDRESS) and records nothing.
  *     Under a memory quota, a map of nothing the slot charges is answered
