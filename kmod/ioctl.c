@@ -9,6 +9,7 @@
 
 #include <linux/capability.h>
 #include <linux/cred.h>
+#include <linux/err.h>
 #include <linux/fs.h>
 #include <linux/mm.h>
 #include <linux/ratelimit.h>
@@ -225,7 +226,8 @@ static noinline bool vgpu_unwrap_xfer(const struct vcore_call *call,
  * at most a reply view, so it goes straight to the real driver.
  */
 static __always_inline long
-vgpu_filter_call(struct vgpu_file *vf, unsigned int cmd, unsigned long arg)
+vgpu_filter_call(struct vgpu_file *vf, unsigned int cmd, unsigned long arg,
+		 const struct vgpu_uvm_seal *seal)
 {
 	struct vcore_call_ctx ctx = {
 		.pid = task_tgid_nr(current),
@@ -252,6 +254,8 @@ vgpu_filter_call(struct vgpu_file *vf, unsigned int cmd, unsigned long arg)
 		return rc;
 	}
 
+	/* No UVM call comes back without a call (vcore_pre_lean): a sealed
+	 * one reaches the check before vcore_post below. */
 	if (likely(!call)) {
 		rc = vgpu_real_ioctl(real, cmd, arg);
 		if (reply.view)
@@ -275,6 +279,10 @@ vgpu_filter_call(struct vgpu_file *vf, unsigned int cmd, unsigned long arg)
 	else
 		rc = vgpu_real_ioctl(real, cmd, arg);
 
+	/* The sealed params were replaced while the driver ran: it may have
+	 * read anything (uvm_seal.c). */
+	if (unlikely(seal) && vgpu_uvm_seal_replaced(seal))
+		vcore_call_params_replaced(call);
 	/* Where an allocation's status lives, for vgpu_overquota_settle. */
 	status = vgpu_uptr(vcore_call_status_addr(call));
 	rc = vcore_post(call, rc);
@@ -287,7 +295,29 @@ settle:
 long vgpu_filter_ioctl(struct vgpu_file *vf, unsigned int cmd,
 		       unsigned long arg)
 {
-	return vgpu_filter_call(vf, cmd, arg);
+	return vgpu_filter_call(vf, cmd, arg, NULL);
+}
+
+/*
+ * A UVM call whose params the core decides on runs from a sealed copy of
+ * them (uvm_seal.c, issue 17 F3): the core and nvidia-uvm read the same
+ * bytes. Out of line: the RM files' hot path stays as it was.
+ */
+static noinline long vgpu_uvm_ioctl(struct vgpu_file *vf, unsigned int cmd,
+				    unsigned long arg)
+{
+	u32 size = vcore_uvm_sealed_size(vf->core, cmd);
+	struct vgpu_uvm_seal *seal = NULL;
+	long rc;
+
+	if (size) {
+		seal = vgpu_uvm_seal(arg, size);
+		if (IS_ERR(seal))
+			return PTR_ERR(seal);
+	}
+	rc = vgpu_filter_call(vf, cmd, seal ? vgpu_uvm_seal_addr(seal) : arg,
+			      seal);
+	return seal ? vgpu_uvm_unseal(seal, arg, rc) : rc;
 }
 
 /*
@@ -303,5 +333,7 @@ long vgpu_fops_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return -ENODEV;
 	if (!vf->real->f_op->unlocked_ioctl)
 		return -ENOTTY;
-	return vgpu_filter_call(vf, cmd, arg);
+	if (unlikely(vf->kind == VGPU_NODE_UVM))
+		return vgpu_uvm_ioctl(vf, cmd, arg);
+	return vgpu_filter_call(vf, cmd, arg, NULL);
 }

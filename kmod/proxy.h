@@ -56,6 +56,20 @@ extern const struct file_operations vgpu_fops;
 long vgpu_fops_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 long vgpu_filter_ioctl(struct vgpu_file *vf, unsigned int cmd,
 		       unsigned long arg);
+/*
+ * uvm_seal.c: a UVM call's params (@size bytes at @uarg, the core says which
+ * calls: vcore_uvm_sealed_size) copied once into pages mapped into the
+ * caller's mm that no other task can store into; the call then runs with
+ * vgpu_uvm_seal_addr() as its argument. vgpu_uvm_seal_replaced(): the mapping
+ * went during the call (tampering). vgpu_uvm_unseal() copies the answer back
+ * to @uarg, unmaps and returns @rc (or -EFAULT).
+ */
+struct vgpu_uvm_seal;
+struct vgpu_uvm_seal *vgpu_uvm_seal(unsigned long uarg, u32 size);
+unsigned long vgpu_uvm_seal_addr(const struct vgpu_uvm_seal *seal);
+bool vgpu_uvm_seal_replaced(const struct vgpu_uvm_seal *seal);
+long vgpu_uvm_unseal(struct vgpu_uvm_seal *seal, unsigned long uarg, long rc);
+
 /* The mmap policy: 0 (*@charged: what the core charged the mapping) or the
  * error to return. */
 int vgpu_filter_mmap(struct vgpu_file *vf, struct vm_area_struct *vma,

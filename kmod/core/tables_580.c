@@ -685,10 +685,17 @@ static const struct vcore_class_row cls_580[] = {
 
 #define UVM(c, size)                                                           \
 	{                                                                      \
-		c, size, #c                                                    \
+		c, size, #c, 0                                                 \
+	}
+/* The core decides on these params and the driver reads them again: the host
+ * runs them from a sealed copy of exactly @size bytes (vcore_uvm_sealed_size). */
+#define UVM_SEALED(c, size)                                                    \
+	{                                                                      \
+		c, size, #c, VCORE_UVM_SEALED                                  \
 	}
 
-/* nvidia-uvm (abi.md §7): plain numbers; the core reads MM_INITIALIZE. */
+/* nvidia-uvm (abi.md §7): plain numbers; the core reads MM_INITIALIZE and
+ * the external-mapping calls (uvm_external.c). */
 static const struct vcore_uvm_row uvm_580[] = {
 	UVM(UVM_INITIALIZE, 0),
 	UVM(UVM_DEINITIALIZE, 0),
@@ -703,8 +710,8 @@ static const struct vcore_uvm_row uvm_580[] = {
 	UVM(UVM_ENABLE_PEER_ACCESS, 0),
 	UVM(UVM_DISABLE_PEER_ACCESS, 0),
 	UVM(UVM_SET_RANGE_GROUP, 0),
-	UVM(UVM_MAP_EXTERNAL_ALLOCATION, 0),
-	UVM(UVM_FREE, 0),
+	UVM_SEALED(UVM_MAP_EXTERNAL_ALLOCATION, UVM_MAP_EXTERNAL_ALLOCATION_SIZE),
+	UVM_SEALED(UVM_FREE, UVM_FREE_SIZE),
 	UVM(UVM_MEM_MAP, 0),
 	UVM(UVM_REGISTER_GPU, 0),
 	UVM(UVM_UNREGISTER_GPU, 0),
@@ -722,14 +729,14 @@ static const struct vcore_uvm_row uvm_580[] = {
 	UVM(UVM_ENABLE_SYSTEM_WIDE_ATOMICS, 0),
 	UVM(UVM_DISABLE_SYSTEM_WIDE_ATOMICS, 0),
 	UVM(UVM_MAP_DYNAMIC_PARALLELISM_REGION, 0),
-	UVM(UVM_UNMAP_EXTERNAL, 0),
+	UVM_SEALED(UVM_UNMAP_EXTERNAL, UVM_UNMAP_EXTERNAL_SIZE),
 	UVM(UVM_ALLOC_SEMAPHORE_POOL, 0),
 	UVM(UVM_CLEAN_UP_ZOMBIE_RESOURCES, 0),
 	UVM(UVM_PAGEABLE_MEM_ACCESS_ON_GPU, 0),
 	UVM(UVM_POPULATE_PAGEABLE, 0),
 	UVM(UVM_VALIDATE_VA_RANGE, 0),
-	UVM(UVM_CREATE_EXTERNAL_RANGE, 0),
-	UVM(UVM_MAP_EXTERNAL_SPARSE, 0),
+	UVM_SEALED(UVM_CREATE_EXTERNAL_RANGE, UVM_CREATE_EXTERNAL_RANGE_SIZE),
+	UVM_SEALED(UVM_MAP_EXTERNAL_SPARSE, UVM_MAP_EXTERNAL_SPARSE_SIZE),
 	UVM(UVM_MM_INITIALIZE, sizeof(UVM_MM_INITIALIZE_PARAMS)),
 	UVM(UVM_ALLOC_DEVICE_P2P, 0),
 	UVM(UVM_CLEAR_ALL_ACCESS_COUNTERS, 0),

@@ -87,13 +87,16 @@
  * per cuMemAlloc / cuMemFree / cuMemMap, and UVM itself takes the
  * va_space lock for writing in create and free and RM's lock in each dup.
  *
- * The model is exact when UVM reads the core's copy of the parameters. A
- * sibling that swaps base, length or gpu in user memory between the core's
- * read and UVM's makes UVM act on a span the core did not record; the host
- * closes that by running these calls from a sealed copy (docs/security/
- * kernel-lifetime-compute.md, F3). A hold whose span the core cannot know
- * (hold_range NULL) is dropped only at the close, and while one exists no
- * unmap drops anything (its mapping may cross any edge).
+ * The model is exact when UVM reads the core's copy of the parameters: the
+ * kernel host runs these calls (UVM_SEALED rows, tables_580.c) from a
+ * sealed copy, kmod/uvm_seal.c. A sealed copy replaced during the call is
+ * tampering (vcore_call_params_replaced): no post, the file refuses every
+ * later call, and a replaced map makes holds with no range
+ * (vcore_uvm_external_replaced, below), dropped only at the close; while
+ * one exists no unmap drops anything (its mapping may cross any edge). The
+ * shim cannot seal: there a sibling that swaps base, length, gpu or hMemory
+ * between the core's read and UVM's makes UVM act on what the core did not
+ * record (docs/security/kernel-lifetime-compute.md, F3).
  */
 #include "vcore_internal.h"
 #include "abi/nvstatus.h"
@@ -429,4 +432,54 @@ void vcore_uvm_external_close(struct vcore_file *file)
 	if (file->uvm_lock)
 		slot->ops->lock_destroy(slot->priv, file->uvm_lock);
 	file->uvm_lock = VCORE_NULL;
+}
+
+/*
+ * The sealed params of a map were replaced during the call
+ * (vcore_call_params_replaced, uvm.c): UVM may have dupped any memory object
+ * of the caller's process, and none is known. RM lets UVM's dup reach only
+ * clients of the calling process (nv_gpu_ops.c nvGpuOpsDupMemory dups with
+ * NV04_DUP_HANDLE_FLAGS_REJECT_KERNEL_DUP_PRIVILEGE; resserv rs_client.c and
+ * rmapi/client_resource.c share a client with RS_SHARE_TYPE_PID only), so the
+ * file holds every object of that process that is charged or a dup of one,
+ * with no span: no UVM_FREE or UNMAP_EXTERNAL drops such a hold, only the
+ * file's close (vcore_file_close drops all of a file's holds). The charge
+ * stays at least what UVM can hold until the file goes. Past
+ * VCORE_MAX_OBJECTS holds, or without memory for one, the rest go unheld: the
+ * caller is being killed, and its memory then lasts only as long as the file.
+ */
+void vcore_uvm_external_replaced(struct vcore_call *call)
+{
+	struct vcore_slot *slot = call->slot;
+	struct vcore_file *file = call->file;
+	struct vcore_obj *o, *hold;
+	vcore_u32 b;
+
+	vcore_lock(slot);
+	for (b = 0; b < VCORE_OBJ_BUCKETS; b++) {
+		for (o = slot->buckets[b]; o; o = o->hnext) {
+			if (o->pid != call->ctx.pid ||
+			    (!o->charged && !o->dup_src))
+				continue;
+			if (file->uvm_holds >= VCORE_MAX_OBJECTS)
+				goto out;
+			/* A mutex in both hosts: allocating under it is
+			 * allowed; this runs once, for a tampered call. */
+			hold = slot->ops->zalloc(slot->priv, sizeof(*hold));
+			if (!hold)
+				goto out;
+			hold->h_client = o->h_client;
+			hold->h_object = o->h_object;
+			hold->cls = o->cls;
+			hold->pid = call->ctx.pid;
+			hold->owner = file;
+			hold->dup_src = o;
+			slot->n_dups++;
+			hold->hnext = file->holds;
+			file->holds = hold;
+			file->uvm_holds++;
+		}
+	}
+out:
+	vcore_unlock(slot);
 }

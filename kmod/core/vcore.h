@@ -442,6 +442,31 @@ void vcore_uvm_unmap(struct vcore_file *file, vcore_u64 bytes);
  */
 vcore_bool vcore_file_tampered(const struct vcore_file *file);
 
+/*
+ * UVM calls whose params the core reads and decides on, and which nvidia-uvm
+ * then copies in again from the same user address (UVM_MAP_EXTERNAL_ALLOCATION,
+ * UVM_CREATE_EXTERNAL_RANGE, UVM_FREE, UVM_UNMAP_EXTERNAL: uvm_external.c).
+ * Between the two reads a sibling thread could change them (issue 17, F3), so
+ * a host that can must run such a call from a sealed copy: @return bytes
+ * copied once from the caller into memory no other task can store into,
+ * mapped into the caller's address space, and the whole call (vcore_pre, the
+ * driver, vcore_post) run with that address as its argument. 0: not such a
+ * call (or not a UVM file). The kernel host seals (kmod/uvm_seal.c); the shim
+ * cannot (one address space) and does not call it.
+ */
+vcore_u32 vcore_uvm_sealed_size(const struct vcore_file *file, vcore_u32 cmd);
+/*
+ * The sealed copy of @call's params was replaced during the call (unmapped,
+ * or a mapping put in its place): the driver may have read anything. Before
+ * vcore_post. Tampering: the file is closed to every later call and mapping
+ * (vcore_file_tampered), it is logged and counted, the caller is killed (the
+ * host's driver_memory op, as for any tampered call), and after a
+ * UVM_MAP_EXTERNAL_ALLOCATION the file holds every memory object of the
+ * caller's process until it closes, since UVM may have dupped any of them.
+ * The call's post then changes no record (a replaced UVM_FREE drops no hold).
+ */
+void vcore_call_params_replaced(struct vcore_call *call);
+
 /* Per-slot counters (for genl stats, metrics and vgpu-trace replay). */
 #define VCORE_UNKNOWN_SLOTS 16
 struct vcore_unknown_list {

@@ -139,10 +139,18 @@ struct vcore_class_row {
 	vcore_u64 rm_internal_bytes;
 };
 
+/*
+ * A command whose params the driver must read from a sealed copy
+ * (vcore_uvm_sealed_size): the core decides on what it read of them, and the
+ * driver reads them again itself.
+ */
+#define VCORE_UVM_SEALED 1u
+
 struct vcore_uvm_row {
 	vcore_u32 cmd;
 	vcore_u32 size; /* params size, 0 if the core never reads */
 	const char *name;
+	vcore_u32 flags; /* VCORE_UVM_SEALED */
 };
 
 struct vcore_abi {
@@ -759,6 +767,9 @@ int vcore_uvm_external_open(struct vcore_file *file);
 /* Its candidate ranges and lock go with it (vcore_file_close, after the
  * holds). */
 void vcore_uvm_external_close(struct vcore_file *file);
+/* The sealed params of a UVM map were replaced (vcore_call_params_replaced):
+ * the file holds every memory object of the caller's until it closes. */
+void vcore_uvm_external_replaced(struct vcore_call *call);
 enum vcore_verdict vcore_esc_pass(struct vcore_call *call);
 enum vcore_verdict vcore_esc_no_driver_handler(struct vcore_call *call);
 enum vcore_verdict vcore_esc_privileged(struct vcore_call *call);

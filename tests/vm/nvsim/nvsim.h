@@ -285,6 +285,8 @@ void nvsim_rewrite_alloc_after(void __user *uptr, size_t size);
 void nvsim_rewrite_undo(const struct nvsim_undo *undo);
 void nvsim_rewrite_xfer(void __user *uptr);
 void nvsim_rewrite_uvm_status(unsigned int cmd, void __user *uptr, size_t size);
+/* A sibling's store into, or replacement of, a UVM map's params (nvsim_hook.c). */
+void nvsim_sibling_uvm(unsigned int cmd, void __user *uptr);
 
 /* nvsim_main.c: fd lookups (nvidia-rm-abi.md §9.3). */
 struct nvsim_file *nvsim_fget_rm_file(int fd, bool want_ctl, struct file **filp, u32 *status);

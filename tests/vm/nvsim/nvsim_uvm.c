@@ -220,6 +220,7 @@ static long nvsim_uvm_ioctl(struct file *filp, unsigned int cmd, unsigned long a
 		return copy_to_user(up, &p, sizeof(p)) ? -EFAULT : 0;
 	}
 	default:
+		nvsim_sibling_uvm(cmd, up); /* test hook, off unless armed */
 		ret = nvsim_uvm_ext_ioctl(uo->ext, cmd, up);
 		return ret == -ENOIOCTLCMD ? -EINVAL : ret;
 	}

@@ -3,12 +3,14 @@
 #pragma once
 
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -195,6 +197,54 @@ inline int OpenUvm(const ScopedSlot& slot) {
     return -1;
   }
   return uvm;
+}
+
+// A va-space file of the UVM node at `path` after a UVM_INITIALIZE that says NV_OK, or -1.
+inline int OpenUvmAt(const std::string& path) {
+  const int uvm = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (uvm < 0) return -1;
+  uvm_initialize_params ip{};
+  if (ioctl(uvm, UVM_INITIALIZE, &ip) != 0 || ip.rmStatus != NV_OK) {
+    close(uvm);
+    return -1;
+  }
+  return uvm;
+}
+
+inline int OpenUvmOf(const ScopedSlot& slot) {
+  return OpenUvmAt("/dev/vgpu-uvm" + std::to_string(slot.id()));
+}
+
+// External mappings, as libcuda maps every cuMemAlloc (docs/nvidia-rm-abi.md §4.2):
+// CREATE_EXTERNAL_RANGE of [va, va + range) (range 0: size) + MAP_EXTERNAL_ALLOCATION of
+// (client, memory) at [va, va + size) on GPU 0; the map's rmStatus, or ~0u if a call failed
+// outright.
+inline uint32_t MapExternal(int uvm, uint64_t va, uint64_t size, uint32_t client, uint32_t memory,
+                            uint64_t range = 0) {
+  uvm_create_external_range_params cr{};
+  cr.base = va;
+  cr.length = range ? range : size;
+  if (ioctl(uvm, UVM_CREATE_EXTERNAL_RANGE, &cr) != 0 || cr.rmStatus != NV_OK) return ~0u;
+  auto mp = std::make_unique<uvm_map_external_allocation_params>();
+  std::memset(mp.get(), 0, sizeof(*mp));
+  mp->base = va;
+  mp->length = size;
+  mp->gpuAttributesCount = 1;
+  std::memcpy(mp->perGpuAttributes[0].gpuUuid, NVSIM_GPU_UUID_PREFIX,
+              sizeof(NVSIM_GPU_UUID_PREFIX) - 1);  // GPU 0: index 0 in the last byte
+  mp->rmCtrlFd = -1;
+  mp->hClient = client;
+  mp->hMemory = memory;
+  if (ioctl(uvm, UVM_MAP_EXTERNAL_ALLOCATION, mp.get()) != 0) return ~0u;
+  return mp->rmStatus;
+}
+
+// UVM_FREE of the external range [va, va + size): its rmStatus, or ~0u.
+inline uint32_t FreeRange(int uvm, uint64_t va, uint64_t size) {
+  uvm_free_params fp{};
+  fp.base = va;
+  fp.length = size;
+  return ioctl(uvm, UVM_FREE, &fp) != 0 ? ~0u : fp.rmStatus;
 }
 
 // One UVM_MM_INITIALIZE of the va-space file `va` on a fresh MM file of `uvm_path`, as cuInit

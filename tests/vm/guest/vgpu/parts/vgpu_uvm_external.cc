@@ -17,47 +17,6 @@
 namespace vgpu_test {
 namespace {
 
-int OpenUvmOf(const ScopedSlot& slot) {
-  const int uvm = open(("/dev/vgpu-uvm" + std::to_string(slot.id())).c_str(), O_RDWR | O_CLOEXEC);
-  if (uvm < 0) return -1;
-  uvm_initialize_params ip{};
-  if (ioctl(uvm, UVM_INITIALIZE, &ip) != 0 || ip.rmStatus != NV_OK) {
-    close(uvm);
-    return -1;
-  }
-  return uvm;
-}
-
-// CREATE_EXTERNAL_RANGE of [va, va + range) (range 0: size) + MAP_EXTERNAL_ALLOCATION of
-// (client, memory) at [va, va + size) on GPU 0; the map's rmStatus, or ~0u if a call failed
-// outright.
-uint32_t MapExternal(int uvm, uint64_t va, uint64_t size, uint32_t client, uint32_t memory,
-                     uint64_t range = 0) {
-  uvm_create_external_range_params cr{};
-  cr.base = va;
-  cr.length = range ? range : size;
-  if (ioctl(uvm, UVM_CREATE_EXTERNAL_RANGE, &cr) != 0 || cr.rmStatus != NV_OK) return ~0u;
-  auto mp = std::make_unique<uvm_map_external_allocation_params>();
-  std::memset(mp.get(), 0, sizeof(*mp));
-  mp->base = va;
-  mp->length = size;
-  mp->gpuAttributesCount = 1;
-  std::memcpy(mp->perGpuAttributes[0].gpuUuid, NVSIM_GPU_UUID_PREFIX,
-              sizeof(NVSIM_GPU_UUID_PREFIX) - 1);  // GPU 0: index 0 in the last byte
-  mp->rmCtrlFd = -1;
-  mp->hClient = client;
-  mp->hMemory = memory;
-  if (ioctl(uvm, UVM_MAP_EXTERNAL_ALLOCATION, mp.get()) != 0) return ~0u;
-  return mp->rmStatus;
-}
-
-uint32_t FreeRange(int uvm, uint64_t va, uint64_t size) {
-  uvm_free_params fp{};
-  fp.base = va;
-  fp.length = size;
-  return ioctl(uvm, UVM_FREE, &fp) != 0 ? ~0u : fp.rmStatus;
-}
-
 // UNMAP_EXTERNAL of [va, va + size) on GPU `gpu` (NVSIM_GPU_UUID_PREFIX + index; 0x7f is no GPU);
 // the rmStatus read back, or ~0u if the ioctl failed.
 uint32_t Unmap(int uvm, uint64_t va, uint64_t size, uint8_t gpu) {

@@ -1,0 +1,135 @@
+// The UVM calls that run from a sealed params copy (issue 17 F3; kmod/core/uvm.c
+// vcore_uvm_sealed_size: one definition, the UVM table's UVM_SEALED rows) and the core's answer
+// when the host says that copy was replaced during a map (vcore_call_params_replaced):
+// tampering, the caller killed, and every memory object of the caller's process held by the UVM
+// file until it closes, since UVM may have dupped any of them.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "abi/uvm.h"
+#include "tests/unit/core/core_fixture.h"
+
+namespace vgpu::core_test {
+namespace {
+
+int g_kills = 0;
+
+// The host's driver_memory op as the kernel host answers a tampered call: (0, 0) kills the
+// caller; a question about an object it cannot answer (the core then settles from the reply).
+int KillOnly(void*, vcore_u32 h_client, vcore_u32, vcore_u32 h_object, vcore_driver_mem* bytes) {
+  if (bytes != nullptr) return -5;
+  if (h_client == 0 && h_object == 0) ++g_kills;
+  return 0;
+}
+
+vcore_host_ops KillingOps() {
+  vcore_host_ops ops = SimHost::kOps;
+  ops.driver_memory = KillOnly;
+  return ops;
+}
+const vcore_host_ops kKillingOps = KillingOps();
+
+TEST_F(CoreTest, UvmCallsThatRunSealedAreTheUvmTablesSealedRows) {
+  MakeSlot(0);
+  vcore_file* uvm = vcore_file_open(slot_, VCORE_FILE_UVM, nullptr);
+  ASSERT_NE(uvm, nullptr);
+  EXPECT_EQ(vcore_uvm_sealed_size(uvm, UVM_MAP_EXTERNAL_ALLOCATION), 9264u);
+  EXPECT_EQ(vcore_uvm_sealed_size(uvm, UVM_CREATE_EXTERNAL_RANGE), 24u);
+  EXPECT_EQ(vcore_uvm_sealed_size(uvm, UVM_FREE), 24u);
+  EXPECT_EQ(vcore_uvm_sealed_size(uvm, UVM_UNMAP_EXTERNAL), 40u);
+  EXPECT_EQ(vcore_uvm_sealed_size(uvm, UVM_MM_INITIALIZE), 0u) << "runs from a kernel thread";
+  EXPECT_EQ(vcore_uvm_sealed_size(uvm, UVM_MIGRATE), 0u);
+  EXPECT_EQ(vcore_uvm_sealed_size(uvm, 4000), 0u) << "unknown: refused by the core, not sealed";
+  EXPECT_EQ(vcore_uvm_sealed_size(ctl_, UVM_FREE), 0u) << "not a UVM file";
+  vcore_file_close(uvm);
+}
+
+TEST_F(CoreTest, ReplacedParamsOfAUvmMapAreTamperingAndHoldEveryMemoryOfTheCaller) {
+  g_kills = 0;
+  MakeSlot(64 * kMiB, VCORE_UNKNOWN_STRICT, &kKillingOps);
+  uint32_t c = 0, d = 0, sd = 0;
+  Session(&c, &d, &sd);
+  const uint32_t a = 0x5c000010, b = 0x5c000011;
+  ASSERT_TRUE(AllocVidmem(c, d, a, 4 * kMiB).forwarded);
+  ASSERT_TRUE(AllocVidmem(c, d, b, 16 * kMiB).forwarded);
+  const uint64_t charged = Charged();
+  ASSERT_GE(charged, 20 * kMiB);
+  vcore_file* uvm = vcore_file_open(slot_, VCORE_FILE_UVM, nullptr);
+  ASSERT_NE(uvm, nullptr);
+
+  // A map of A whose sealed copy the host found replaced after the driver ran.
+  std::vector<uint8_t> p(UVM_MAP_EXTERNAL_ALLOCATION_SIZE);
+  const uint64_t span[2] = {0x400000000ull, 4 * kMiB};
+  const uint32_t h[2] = {c, a};
+  std::memcpy(p.data(), span, sizeof(span));
+  std::memcpy(p.data() + UVM_MAP_EXTERNAL_ALLOCATION_HCLIENT_OFF, h, sizeof(h));
+  std::vector<uint8_t> cr(UVM_CREATE_EXTERNAL_RANGE_SIZE);  // the map's external range first
+  std::memcpy(cr.data(), span, sizeof(span));
+  Put(kArg, cr);
+  ASSERT_EQ(Call(UVM_CREATE_EXTERNAL_RANGE, kArg, uvm).verdict, VCORE_FORWARD);
+  Put(kArg, p);
+  vcore_call_ctx ctx{&mem_, kPid, kPid};
+  vcore_call* call = nullptr;
+  ASSERT_EQ(vcore_pre(uvm, UVM_MAP_EXTERNAL_ALLOCATION, kArg, &ctx, &call), VCORE_FORWARD);
+  const uint64_t events = Stats().overquota_events;
+  vcore_call_params_replaced(call);
+  vcore_post(call, 0);
+  EXPECT_TRUE(vcore_file_tampered(uvm));
+  EXPECT_FALSE(vcore_file_tampered(ctl_)) << "only the UVM file";
+  EXPECT_EQ(g_kills, 1) << "the caller is killed";
+  EXPECT_EQ(Stats().overquota_events, events + 1);
+  EXPECT_EQ(Call(UVM_FREE, kArg, uvm).ret, -VCORE_ENODEV) << "closed to every later call";
+
+  // UVM may hold B as well as A: both stay charged after their handles go.
+  Free(c, d, b);
+  Free(c, d, a);
+  EXPECT_EQ(Charged(), charged);
+  vcore_file_close(uvm);
+  EXPECT_EQ(Charged(), 0u) << "the holds go with the UVM file";
+}
+
+// A UVM_FREE whose sealed copy was replaced: its status (NV_OK on the tamperer's page) is not
+// believed, and the map's hold keeps its memory charged until the file closes.
+TEST_F(CoreTest, ReplacedParamsOfAUvmFreeDropNoHold) {
+  g_kills = 0;
+  MakeSlot(64 * kMiB, VCORE_UNKNOWN_STRICT, &kKillingOps);
+  uint32_t c = 0, d = 0, sd = 0;
+  Session(&c, &d, &sd);
+  const uint32_t a = 0x5c000010;
+  ASSERT_TRUE(AllocVidmem(c, d, a, 4 * kMiB).forwarded);
+  const uint64_t charged = Charged();
+  vcore_file* uvm = vcore_file_open(slot_, VCORE_FILE_UVM, nullptr);
+  ASSERT_NE(uvm, nullptr);
+  const uint64_t span[2] = {0x400000000ull, 4 * kMiB};
+  std::vector<uint8_t> map(UVM_MAP_EXTERNAL_ALLOCATION_SIZE);
+  const uint32_t h[2] = {c, a};
+  std::memcpy(map.data(), span, sizeof(span));
+  std::memcpy(map.data() + UVM_MAP_EXTERNAL_ALLOCATION_HCLIENT_OFF, h, sizeof(h));
+  std::vector<uint8_t> cr(UVM_CREATE_EXTERNAL_RANGE_SIZE);  // the map's external range first
+  std::memcpy(cr.data(), span, sizeof(span));
+  Put(kArg, cr);
+  ASSERT_EQ(Call(UVM_CREATE_EXTERNAL_RANGE, kArg, uvm).verdict, VCORE_FORWARD);
+  Put(kArg, map);
+  ASSERT_EQ(Call(UVM_MAP_EXTERNAL_ALLOCATION, kArg, uvm).verdict, VCORE_FORWARD);
+  Free(c, d, a);
+  ASSERT_EQ(Charged(), charged) << "the map's hold";
+
+  std::vector<uint8_t> fp(UVM_FREE_SIZE);  // rmStatus 0: NV_OK
+  std::memcpy(fp.data(), span, sizeof(span));
+  Put(kArg, fp);
+  vcore_call_ctx ctx{&mem_, kPid, kPid};
+  vcore_call* call = nullptr;
+  ASSERT_EQ(vcore_pre(uvm, UVM_FREE, kArg, &ctx, &call), VCORE_FORWARD);
+  vcore_call_params_replaced(call);
+  vcore_post(call, 0);
+  EXPECT_TRUE(vcore_file_tampered(uvm));
+  EXPECT_EQ(g_kills, 1);
+  EXPECT_EQ(Charged(), charged) << "a replaced free's status dropped the hold";
+  vcore_file_close(uvm);
+  EXPECT_EQ(Charged(), 0u);
+}
+
+}  // namespace
+}  // namespace vgpu::core_test
