@@ -413,9 +413,13 @@ void vcore_uvm_external_end(struct vcore_call *call)
 
 int vcore_uvm_external_open(struct vcore_file *file)
 {
+	const struct vcore_host_ops *ops = file->slot->ops;
+
 	if (file->kind != VCORE_FILE_UVM)
 		return 0;
-	file->uvm_lock = file->slot->ops->lock_create(file->slot->priv);
+	file->uvm_lock =
+		(ops->lock_create_file ? ops->lock_create_file
+				       : ops->lock_create)(file->slot->priv);
 	return file->uvm_lock ? 0 : -VCORE_ENOMEM;
 }
 

@@ -183,6 +183,13 @@ struct vcore_host_ops {
 	 * it NULL.
 	 */
 	void (*tsg_scheduled)(void *priv);
+	/*
+	 * Optional: the same for a UVM file's lock, held across the real ioctl
+	 * and user copies (uvm_external.c), so a lock checker can tell it from
+	 * slot locks (which the mmap path takes under mmap_lock). NULL:
+	 * lock_create.
+	 */
+	void *(*lock_create_file)(void *priv);
 };
 
 /*
