@@ -198,6 +198,17 @@ static void *vgpu_host_lock_create(void *priv)
 	return m;
 }
 
+/* A UVM file's lock: its own lockdep class (held across user copies and the
+ * driver call; slot locks are taken under mmap_lock). */
+static void *vgpu_host_lock_create_file(void *priv)
+{
+	struct mutex *m = kmalloc(sizeof(*m), GFP_KERNEL);
+
+	if (m)
+		mutex_init(m);
+	return m;
+}
+
 static void vgpu_host_lock_destroy(void *priv, void *lock)
 {
 	if (lock)
@@ -288,6 +299,7 @@ const struct vcore_host_ops vgpu_host_ops = {
 	.driver_class = vgpu_trusted_driver_class,
 	.control_copy = vgpu_trusted_control_copy,
 	.tsg_scheduled = vgpu_host_tsg_scheduled,
+	.lock_create_file = vgpu_host_lock_create_file,
 };
 
 /* Client records confirmed by the driver (kmod/core/vcore.h, driver_query.c).

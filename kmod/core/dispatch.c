@@ -512,6 +512,7 @@ int vcore_post(struct vcore_call *call, int rc)
 	}
 unwind:
 	call_unwind(call);
+	vcore_uvm_external_end(call);
 	call_free(call);
 	return ret;
 }

@@ -28,8 +28,18 @@ enum vcore_verdict vcore_refuse_status(struct vcore_call *call,
 {
 	const struct vcore_esc_row *row = call->esc;
 
-	if (!row || (row->flags & VCORE_ESC_NO_STATUS) ||
-	    vcore_user_write(call, call->arg + call->status_off, &status,
+	if (!row || (row->flags & VCORE_ESC_NO_STATUS))
+		return vcore_refuse_errno(call, -VCORE_EFAULT, reason);
+	return vcore_refuse_status_at(call, call->status_off, status, reason);
+}
+
+/* The same with the status at @status_off of the argument (a UVM call's
+ * rmStatus: no escape row). */
+enum vcore_verdict vcore_refuse_status_at(struct vcore_call *call,
+					  vcore_u32 status_off,
+					  vcore_u32 status, const char *reason)
+{
+	if (vcore_user_write(call, call->arg + status_off, &status,
 			     sizeof(status)))
 		return vcore_refuse_errno(call, -VCORE_EFAULT, reason);
 	call->verdict = VCORE_REFUSE_STATUS;

@@ -484,6 +484,10 @@ struct vcore_file *vcore_file_open(struct vcore_slot *slot,
 	file->slot = slot;
 	file->kind = kind;
 	file->host_priv = host_priv;
+	if (vcore_uvm_external_open(file)) {
+		slot->ops->free(slot->priv, file);
+		return VCORE_NULL;
+	}
 	vcore_lock(slot);
 	file->next = slot->files;
 	if (slot->files)
@@ -529,6 +533,7 @@ void vcore_file_close(struct vcore_file *file)
 	slot->stats.files--;
 	vcore_note_peak_locked(slot);
 	vcore_unlock(slot);
+	vcore_uvm_external_close(file);
 	slot->ops->free(slot->priv, file);
 }
 

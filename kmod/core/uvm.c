@@ -38,7 +38,9 @@ enum vcore_verdict vcore_uvm_pre(struct vcore_call *call)
 					  "refused)");
 	call->size = row->size;
 	vcore_add_buf(call, -1, 0, call->arg, row->size, 0);
-	if (call->req == UVM_MAP_EXTERNAL_ALLOCATION || call->req == UVM_FREE ||
+	if (call->req == UVM_CREATE_EXTERNAL_RANGE ||
+	    call->req == UVM_MAP_EXTERNAL_ALLOCATION ||
+	    call->req == UVM_MAP_EXTERNAL_SPARSE || call->req == UVM_FREE ||
 	    call->req == UVM_UNMAP_EXTERNAL)
 		return vcore_uvm_external_pre(call);
 	if (call->req == UVM_MM_INITIALIZE) {

@@ -17,31 +17,107 @@
  * So a map of an object the slot recorded makes a hold owned by the UVM
  * file (a dup outside the slot's table, as export.c's), for the span it
  * maps. It is made in pre, before the driver runs and whatever the reply
- * says: the reply is user memory, and a map that failed only leaves a hold
- * until the span or the file goes (a charge too many for a while, never one
- * too few). A later map over the span keeps the earlier hold (UVM would
- * unmap it first, but only if that map got that far). The holds inside a
- * span go when UVM_FREE or UVM_UNMAP_EXTERNAL of it succeeded, and all of
- * them when the file closes (vcore_file_close, after the driver released
- * the real file).
+ * says (a map that failed leaves a hold until its range or the file goes: a
+ * charge too many for a while, never one too few).
  *
- * Residues (the F2 class, docs/security/kernel-lifetime-compute.md): UVM
- * reads the parameters from user memory again and answers in user memory,
- * and the host cannot hand UVM the core's copy (no in-kernel entry). A
- * sibling thread that swaps hMemory during the map makes UVM hold another
- * object of the caller's than the one the core holds; one that writes
- * NV_OK into a failed UVM_FREE / UNMAP_EXTERNAL's rmStatus makes the core
- * drop holds UVM still has. Neither is closed: UVM offers no query of what a
- * mapping dupped or whether a free took effect that the tenant cannot forge
- * (the closures weighed: docs/security/kernel-lifetime-compute.md, F3).
+ * When a hold goes is decided by what UVM guarantees after each call, never
+ * by its rmStatus: UVM must copy the status out to memory the tenant's
+ * threads can write, and a sibling that stores NV_OK over a failed UVM_FREE
+ * or UNMAP_EXTERNAL made the core drop holds UVM still had (then RM_FREE
+ * refunded memory that stayed mapped). The 580 driver (tag 580.142,
+ * kernel-open/nvidia-uvm/) guarantees:
+ *   - External ranges come only from UVM_CREATE_EXTERNAL_RANGE
+ *     (uvm_map_external.c uvm_create_external_range: 4 KiB aligned, base
+ *     and length not 0, no overflow, no overlap with any range:
+ *     NV_ERR_UVM_ADDRESS_IN_USE, uvm_range_tree.c) and go only with UVM_FREE
+ *     or the va_space's teardown. A map never makes one
+ *     (uvm_map_external_allocation: NV_ERR_INVALID_ADDRESS unless one
+ *     contains the span).
+ *   - uvm_free (uvm_va_range.c): when [base, base + length) is exactly an
+ *     external range it destroys it with every mapping in it
+ *     (uvm_free_external cannot fail); otherwise it changes nothing. After
+ *     UVM_FREE(R, L), whatever the status, no external range [R, R + L).
+ *   - uvm_unmap_external (uvm_map_external.c): 4 KiB alignment, a range
+ *     containing the span, the GPU registered (uuid compared bytewise,
+ *     uvm_va_space.c uvm_va_space_get_gpu_by_uuid); then
+ *     uvm_unmap_external_in_range walks that GPU's mappings in address
+ *     order and destroys each one inside the span. Only a split can fail
+ *     (uvm_ext_gpu_map_split: the edge not aligned to the mapping's page
+ *     size, or no kernel memory), and only for a mapping across an edge: one
+ *     across the span's start is met first and stops the walk before any
+ *     mapping inside is destroyed; one across its end is met last.
+ *
+ * The model, per UVM file: candidate ranges, recorded when a create is
+ * forwarded (whatever it answers), and the file's mappings, each recorded
+ * in its candidate (by identity) with its span and, for a map on one GPU,
+ * that GPU (one record per map, a hold when the slot recorded the object).
+ *   - CREATE: a span overlapping a candidate is answered by the core with
+ *     NV_ERR_UVM_ADDRESS_IN_USE, what UVM answers (every real range is a
+ *     candidate, and candidates never overlap, so a span lies in at most
+ *     one). A create that fails in UVM all the same (it overlaps a managed
+ *     range, no memory) leaves a candidate that is no range: a later create
+ *     over it is answered IN_USE until the tenant's UVM_FREE of it or the
+ *     file's close, and maps in it hold until then (a charge too many on the
+ *     tenant's own slot, never one too few).
+ *   - MAP / MAP_EXTERNAL_SPARSE: a span in no candidate fails in UVM; the
+ *     core answers the map (NV_ERR_INVALID_ADDRESS) and records nothing.
+ *     Under a memory quota, a map of nothing the slot charges is answered
+ *     NV_ERR_NOT_SUPPORTED (record_mapping).
+ *   - UVM_FREE(R, L), after the driver returned: the candidate exactly
+ *     [R, R + L) goes with every mapping recorded in it.
+ *   - UNMAP_EXTERNAL(b, l, gpu), after the driver returned: if the span is
+ *     4 KiB aligned and inside a candidate C, and no mapping recorded in C
+ *     that may be on that GPU crosses b, the mappings of C on that one GPU
+ *     inside the span go. If they existed, C was a real range and the GPU
+ *     registered (a map needs both, and UVM_UNREGISTER_GPU destroys the
+ *     GPU's mappings), and with nothing across b no split precedes them.
+ *     Records only grow stale the safe way (a later map or unmap shrinks
+ *     the real mapping inside its record's span), so "no record across b"
+ *     means "no mapping across b".
+ *   - A map over an earlier mapping keeps the earlier record (UVM unmaps it
+ *     first, but only if the map got that far); a map on several GPUs goes
+ *     only with its range or the file; UVM_UNREGISTER_GPU keeps records;
+ *     an ioctl that returned an error keeps everything (it may have failed
+ *     copying the status out after the change); the file's close drops all
+ *     (vcore_file_close, after the driver released the real file).
+ * The four calls and the sparse map of one file run one at a time, from
+ * pre to post, under the file's uvm_lock: then no other call of the file
+ * runs between the core's decision and UVM's, and a FREE's post cannot
+ * drop a mapping a newer range got. It is cheap: libcuda issues them once
+ * per cuMemAlloc / cuMemFree / cuMemMap, and UVM itself takes the
+ * va_space lock for writing in create and free and RM's lock in each dup.
+ *
+ * The model is exact when UVM reads the core's copy of the parameters: the
+ * kernel host runs these calls (UVM_SEALED rows, tables_580.c) from a
+ * sealed copy, kmod/uvm_seal.c. A sealed copy replaced during the call is
+ * tampering (vcore_call_params_replaced): no post, the file refuses every
+ * later call, and a replaced map makes holds with no range
+ * (vcore_uvm_external_replaced, below), dropped only at the close; while
+ * one exists no unmap drops anything (its mapping may cross any edge). The
+ * shim cannot seal: there a sibling that swaps base, length, gpu or hMemory
+ * between the core's read and UVM's makes UVM act on what the core did not
+ * record (docs/security/kernel-lifetime-compute.md, F3).
  */
 #include "vcore_internal.h"
 #include "abi/nvstatus.h"
 #include "abi/uvm.h"
 #include "rm_alloc_internal.h"
 
-/* The span [base, base + length) leading every external-mapping call. */
-static int read_span(struct vcore_call *call, vcore_u64 *base, vcore_u64 *end)
+#define UVM_PAGE_4K  0x1000ull
+#define UVM_PAGE_64K 0x10000ull
+
+/* uvm_api.h uvm_api_range_invalid_aligned: what every call refuses first. */
+static vcore_bool span_invalid(vcore_u64 base, vcore_u64 length,
+			       vcore_u64 align)
+{
+	return (base | length) & (align - 1) || !base || !length ||
+	       base + length < base;
+}
+
+/* The span [base, base + length) leading every external-range call;
+ * 0 when it is readable and valid for @align. */
+static int read_span(struct vcore_call *call, vcore_u64 align, vcore_u64 *base,
+		     vcore_u64 *end)
 {
 	vcore_u64 span[2];
 
@@ -49,108 +125,317 @@ static int read_span(struct vcore_call *call, vcore_u64 *base, vcore_u64 *end)
 		return -VCORE_EFAULT;
 	*base = span[0];
 	*end = span[0] + span[1];
-	return *end > *base ? 0 : -VCORE_EINVAL;
+	return span_invalid(span[0], span[1], align) ? -VCORE_EINVAL : 0;
 }
 
-/* @file's hold of (h_client, h_object) over exactly [base, end). */
-static vcore_bool has_hold(struct vcore_file *file, const vcore_u32 *h,
-			   vcore_u64 base, vcore_u64 end)
+/* The candidate holding [base, end) whole, or (@exact) exactly. */
+static struct vcore_uvm_range *find_range(struct vcore_file *file,
+					  vcore_u64 base, vcore_u64 end,
+					  vcore_bool exact)
+{
+	struct vcore_uvm_range *r;
+
+	for (r = file->uvm_ranges; r; r = r->next)
+		if (exact ? r->base == base && r->end == end
+			  : r->base <= base && end <= r->end)
+			return r;
+	return VCORE_NULL;
+}
+
+static enum vcore_verdict create_pre(struct vcore_call *call)
+{
+	struct vcore_file *file = call->file;
+	struct vcore_uvm_range *r;
+	vcore_u64 base, end;
+
+	/* Unreadable or not 4 KiB aligned: UVM fails it, no range. */
+	if (read_span(call, UVM_PAGE_4K, &base, &end))
+		return VCORE_FORWARD;
+	for (r = file->uvm_ranges; r; r = r->next)
+		if (base < r->end && r->base < end)
+			return vcore_refuse_status_at(
+				call, UVM_CREATE_EXTERNAL_RANGE_RMSTATUS_OFF,
+				NV_ERR_UVM_ADDRESS_IN_USE,
+				"UVM external range overlaps another");
+	if (file->uvm_n_ranges >= VCORE_MAX_OBJECTS)
+		return vcore_refuse_errno(call, -VCORE_ENOSPC,
+					  "too many UVM external ranges on one "
+					  "file");
+	r = call->slot->ops->zalloc(call->slot->priv, sizeof(*r));
+	if (!r)
+		return vcore_refuse_errno(call, -VCORE_ENOMEM,
+					  "no memory for a UVM range record");
+	r->base = base;
+	r->end = end;
+	r->next = file->uvm_ranges;
+	file->uvm_ranges = r;
+	file->uvm_n_ranges++;
+	return VCORE_FORWARD;
+}
+
+/* @a's mapping may be on the GPU @b names (one GPU: the same uuid). */
+static vcore_bool may_share_gpu(const struct vcore_obj *a, vcore_bool one_gpu,
+				const vcore_u8 *gpu)
+{
+	return !a->hold_one_gpu || !one_gpu ||
+	       !vcore_memcmp(a->hold_gpu, gpu, VCORE_UVM_UUID_SIZE);
+}
+
+/* @file already records this mapping (the object, span, range and GPU). */
+static vcore_bool has_record(struct vcore_file *file,
+			     const struct vcore_obj *rec)
 {
 	struct vcore_obj *o;
 
 	for (o = file->holds; o; o = o->hnext)
-		if (o->h_client == h[0] && o->h_object == h[1] &&
-		    o->hold_base == base && o->hold_end == end)
+		if (o->h_client == rec->h_client &&
+		    o->h_object == rec->h_object &&
+		    o->hold_base == rec->hold_base &&
+		    o->hold_end == rec->hold_end &&
+		    o->hold_range == rec->hold_range &&
+		    o->hold_one_gpu == rec->hold_one_gpu &&
+		    may_share_gpu(o, rec->hold_one_gpu, rec->hold_gpu))
 			return 1;
 	return 0;
 }
 
-static enum vcore_verdict map_pre(struct vcore_call *call)
+/*
+ * Records @rec (filled but for the object) in @file: a hold of the object
+ * (h_client, h_object) when the slot records it, a mapping with nothing to
+ * charge otherwise. Takes @rec, recorded or freed. Under a memory quota a
+ * map of memory the slot does not charge (a sparse map, an object the slot
+ * did not record) is answered NV_ERR_NOT_SUPPORTED: its page tables are
+ * charged to nothing (F11.1) and no trace of libcuda's makes one.
+ */
+static enum vcore_verdict record_mapping(struct vcore_call *call,
+					 struct vcore_obj *rec,
+					 vcore_u32 status_off)
 {
 	struct vcore_slot *slot = call->slot;
 	struct vcore_file *file = call->file;
-	struct vcore_obj *hold, *src;
-	vcore_bool full = 0;
-	vcore_u32 h[2];
-	vcore_u64 base, end;
+	struct vcore_obj *src = VCORE_NULL;
+	vcore_bool full = 0, uncharged = 0;
 
-	/* Unreadable or empty: UVM fails it too, nothing is mapped. */
-	if (read_span(call, &base, &end) ||
-	    vcore_user_read(call, h,
-			    call->arg + UVM_MAP_EXTERNAL_ALLOCATION_HCLIENT_OFF,
-			    sizeof(h)) ||
-	    h[0] == h[1])
-		return VCORE_FORWARD;
-	hold = slot->ops->zalloc(slot->priv, sizeof(*hold));
-	if (!hold)
-		return vcore_refuse_errno(call, -VCORE_ENOMEM,
-					  "no memory for a UVM mapping record");
 	vcore_lock(slot);
-	src = vcore_obj_find_locked(slot, h[0], h[1]);
-	if (src && !has_hold(file, h, base, end)) {
-		if (file->uvm_holds >= VCORE_MAX_OBJECTS) {
-			full = 1;
-		} else {
-			hold->h_client = h[0];
-			hold->h_object = h[1];
-			hold->cls = src->cls;
-			hold->pid = call->ctx.pid;
-			hold->owner = file;
-			hold->hold_base = base;
-			hold->hold_end = end;
-			hold->dup_src = src;
+	/* hClient == hMemory names the client: no memory, no dup. */
+	if (rec->h_client != rec->h_object)
+		src = vcore_obj_find_locked(slot, rec->h_client, rec->h_object);
+	if (!src)
+		rec->h_client = rec->h_object = 0;
+	if (!src && slot->cfg.mem_quota_bytes) {
+		uncharged = 1;
+	} else if (has_record(file, rec)) {
+		/* UVM replaces the mapping: the one record stands for it */
+	} else if (file->uvm_holds >= VCORE_MAX_OBJECTS) {
+		full = 1;
+	} else {
+		if (src) {
+			rec->cls = src->cls;
+			rec->dup_src = src;
 			slot->n_dups++;
-			hold->hnext = file->holds;
-			file->holds = hold;
-			file->uvm_holds++;
-			hold = VCORE_NULL;
 		}
+		rec->pid = call->ctx.pid;
+		rec->owner = file;
+		rec->hnext = file->holds;
+		file->holds = rec;
+		file->uvm_holds++;
+		rec = VCORE_NULL;
 	}
 	vcore_unlock(slot);
-	slot->ops->free(slot->priv, hold); /* not recorded: nothing to hold */
+	slot->ops->free(slot->priv, rec); /* not recorded */
+	if (uncharged)
+		return vcore_refuse_status_at(
+			call, status_off, NV_ERR_NOT_SUPPORTED,
+			"UVM map of memory the quota does not charge "
+			"(sparse, or an object the slot did not record)");
 	if (full)
 		return vcore_refuse_errno(call, -VCORE_ENOSPC,
 					  "too many UVM mappings on one file");
 	return VCORE_FORWARD;
 }
 
-/* UVM destroyed the mappings inside the span: their holds go. */
-static int release_post(struct vcore_call *call)
+/* UVM_MAP_EXTERNAL_ALLOCATION and UVM_MAP_EXTERNAL_SPARSE. */
+static enum vcore_verdict map_pre(struct vcore_call *call)
 {
+	vcore_bool sparse = call->req == UVM_MAP_EXTERNAL_SPARSE;
+	vcore_u32 status_off =
+		sparse ? UVM_MAP_EXTERNAL_SPARSE_RMSTATUS_OFF
+		       : UVM_MAP_EXTERNAL_ALLOCATION_RMSTATUS_OFF;
 	struct vcore_slot *slot = call->slot;
-	vcore_u32 off = call->req == UVM_FREE ? UVM_FREE_RMSTATUS_OFF
-					      : UVM_UNMAP_EXTERNAL_RMSTATUS_OFF;
-	struct vcore_obj **pp, *h;
-	vcore_u32 status = 1;
+	struct vcore_uvm_range *range;
+	struct vcore_obj *rec;
+	vcore_u64 base, end, count = 0;
+	vcore_u32 h[2] = {0, 0};
 
-	if (vcore_user_read(call, &status, call->arg + off, sizeof(status)) ||
-	    status != NV_OK)
-		return 0;
-	vcore_lock(slot);
-	for (pp = &call->file->holds; (h = *pp) != VCORE_NULL;) {
-		if (h->hold_end && h->hold_base >= call->uvm_base &&
-		    h->hold_end <= call->uvm_end) {
-			*pp = h->hnext;
-			h->hnext = VCORE_NULL;
-			call->file->uvm_holds--;
-			vcore_obj_drop_hold_locked(slot, h);
-			continue;
-		}
-		pp = &h->hnext;
+	/* Unreadable or misaligned: UVM fails it too, nothing is mapped. */
+	if (read_span(call, sparse ? UVM_PAGE_64K : UVM_PAGE_4K, &base, &end))
+		return VCORE_FORWARD;
+	range = find_range(call->file, base, end, 0);
+	if (!range)
+		return vcore_refuse_status_at(
+			call, status_off, NV_ERR_INVALID_ADDRESS,
+			"UVM map outside any external range");
+	rec = slot->ops->zalloc(slot->priv, sizeof(*rec));
+	if (!rec)
+		return vcore_refuse_errno(call, -VCORE_ENOMEM,
+					  "no memory for a UVM mapping record");
+	rec->hold_base = base;
+	rec->hold_end = end;
+	rec->hold_range = range;
+	if (sparse) {
+		count = 1;
+	} else if (vcore_user_read(
+			   call, &count,
+			   call->arg + UVM_MAP_EXTERNAL_ALLOCATION_COUNT_OFF,
+			   sizeof(count)) ||
+		   vcore_user_read(
+			   call, h,
+			   call->arg + UVM_MAP_EXTERNAL_ALLOCATION_HCLIENT_OFF,
+			   sizeof(h))) {
+		count = 0; /* on no GPU the core knows of: any */
 	}
-	vcore_unlock(slot);
+	/* A sparse map's uuid is at the unmap's offset, a map's first. */
+	rec->hold_one_gpu =
+		count == 1 &&
+		!vcore_user_read(
+			call, rec->hold_gpu,
+			call->arg +
+				(sparse ? UVM_UNMAP_EXTERNAL_GPU_UUID_OFF
+					: UVM_MAP_EXTERNAL_ALLOCATION_GPU_UUID_OFF),
+			VCORE_UVM_UUID_SIZE);
+	rec->h_client = h[0];
+	rec->h_object = h[1];
+	return record_mapping(call, rec, status_off);
+}
+
+static void drop_record_locked(struct vcore_file *file, struct vcore_obj **pp)
+{
+	struct vcore_obj *h = *pp;
+
+	*pp = h->hnext;
+	h->hnext = VCORE_NULL;
+	file->uvm_holds--;
+	vcore_obj_drop_hold_locked(file->slot, h);
+}
+
+/* UVM_FREE destroyed the candidate's range, if it was one: it goes. */
+static int free_post(struct vcore_call *call)
+{
+	struct vcore_file *file = call->file;
+	struct vcore_uvm_range *range = call->uvm_range, **rp;
+	struct vcore_obj **pp;
+
+	vcore_lock(call->slot);
+	for (pp = &file->holds; *pp;)
+		if ((*pp)->hold_range == range)
+			drop_record_locked(file, pp);
+		else
+			pp = &(*pp)->hnext;
+	vcore_unlock(call->slot);
+	for (rp = &file->uvm_ranges; *rp != range; rp = &(*rp)->next)
+		;
+	*rp = range->next;
+	file->uvm_n_ranges--;
+	call->slot->ops->free(call->slot->priv, range);
 	return 0;
+}
+
+/* UVM_UNMAP_EXTERNAL destroyed the GPU's mappings inside the span, unless a
+ * mapping across its start stopped it (file comment). */
+static int unmap_post(struct vcore_call *call)
+{
+	struct vcore_file *file = call->file;
+	struct vcore_obj *h, **pp;
+	vcore_u64 b = call->uvm_base, e = call->uvm_end;
+
+	vcore_lock(call->slot);
+	for (h = file->holds; h; h = h->hnext)
+		if (!h->hold_range || (h->hold_range == call->uvm_range &&
+				       may_share_gpu(h, 1, call->uvm_gpu) &&
+				       h->hold_base < b && b < h->hold_end))
+			goto out;
+	for (pp = &file->holds; (h = *pp) != VCORE_NULL;)
+		if (h->hold_range == call->uvm_range && h->hold_one_gpu &&
+		    !vcore_memcmp(h->hold_gpu, call->uvm_gpu,
+				  VCORE_UVM_UUID_SIZE) &&
+		    b <= h->hold_base && h->hold_end <= e)
+			drop_record_locked(file, pp);
+		else
+			pp = &h->hnext;
+out:
+	vcore_unlock(call->slot);
+	return 0;
+}
+
+/* UVM_FREE and UVM_UNMAP_EXTERNAL: which candidate they act on. */
+static enum vcore_verdict release_pre(struct vcore_call *call)
+{
+	vcore_bool unmap = call->req == UVM_UNMAP_EXTERNAL;
+
+	if (read_span(call, UVM_PAGE_4K, &call->uvm_base, &call->uvm_end) ||
+	    (unmap &&
+	     vcore_user_read(call, call->uvm_gpu,
+			     call->arg + UVM_UNMAP_EXTERNAL_GPU_UUID_OFF,
+			     VCORE_UVM_UUID_SIZE)))
+		return VCORE_FORWARD;
+	call->uvm_range =
+		find_range(call->file, call->uvm_base, call->uvm_end, !unmap);
+	if (call->uvm_range) {
+		call->post = VCORE_POST_CTRL;
+		call->ctrl_post = unmap ? unmap_post : free_post;
+	}
+	return VCORE_FORWARD;
 }
 
 enum vcore_verdict vcore_uvm_external_pre(struct vcore_call *call)
 {
-	if (call->req == UVM_MAP_EXTERNAL_ALLOCATION)
+	struct vcore_file *file = call->file;
+
+	file->slot->ops->lock(file->uvm_lock);
+	call->uvm_locked = 1;
+	switch (call->req) {
+	case UVM_CREATE_EXTERNAL_RANGE:
+		return create_pre(call);
+	case UVM_MAP_EXTERNAL_ALLOCATION:
+	case UVM_MAP_EXTERNAL_SPARSE:
 		return map_pre(call);
-	if (read_span(call, &call->uvm_base, &call->uvm_end))
-		return VCORE_FORWARD;
-	call->post = VCORE_POST_CTRL;
-	call->ctrl_post = release_post;
-	return VCORE_FORWARD;
+	default:
+		return release_pre(call);
+	}
+}
+
+void vcore_uvm_external_end(struct vcore_call *call)
+{
+	if (call->uvm_locked)
+		call->slot->ops->unlock(call->file->uvm_lock);
+	call->uvm_locked = 0;
+}
+
+int vcore_uvm_external_open(struct vcore_file *file)
+{
+	const struct vcore_host_ops *ops = file->slot->ops;
+
+	if (file->kind != VCORE_FILE_UVM)
+		return 0;
+	file->uvm_lock =
+		(ops->lock_create_file ? ops->lock_create_file
+				       : ops->lock_create)(file->slot->priv);
+	return file->uvm_lock ? 0 : -VCORE_ENOMEM;
+}
+
+void vcore_uvm_external_close(struct vcore_file *file)
+{
+	struct vcore_slot *slot = file->slot;
+	struct vcore_uvm_range *r;
+
+	while ((r = file->uvm_ranges) != VCORE_NULL) {
+		file->uvm_ranges = r->next;
+		slot->ops->free(slot->priv, r);
+	}
+	file->uvm_n_ranges = 0;
+	if (file->uvm_lock)
+		slot->ops->lock_destroy(slot->priv, file->uvm_lock);
+	file->uvm_lock = VCORE_NULL;
 }
 
 /*

@@ -35,7 +35,9 @@
  * Locking: each slot has one host-provided lock (ops->lock_create). The core
  * takes it inside vcore_pre/vcore_post/vcore_file_close/vcore_slot_* for the
  * object table, counters and TSG registry; it never holds it while calling
- * copy_from_user/copy_to_user or across the host's real ioctl. A call that
+ * copy_from_user/copy_to_user or across the host's real ioctl. A UVM
+ * file's external-range calls also take a lock of that file from vcore_pre
+ * to vcore_post, across the real ioctl (uvm_external.c). A call that
  * creates, frees or rewrites nothing (most controls) takes no lock and, once
  * the slot is warm, makes no host allocation. The host's
  * ledger does its own locking (it may be shared between processes). No core
@@ -199,6 +201,13 @@ struct vcore_host_ops {
 	 * it NULL.
 	 */
 	void (*tsg_scheduled)(void *priv);
+	/*
+	 * Optional: the same for a UVM file's lock, held across the real ioctl
+	 * and user copies (uvm_external.c), so a lock checker can tell it from
+	 * slot locks (which the mmap path takes under mmap_lock). NULL:
+	 * lock_create.
+	 */
+	void *(*lock_create_file)(void *priv);
 };
 
 /*

@@ -15,6 +15,7 @@
 
 #include "vcore.h"
 #include "abi/nvos.h"
+#include "abi/uvm.h"
 
 #define VCORE_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -336,8 +337,23 @@ struct vcore_obj {
 	/* Holds (export.c): the export file's slot index of this object. */
 	vcore_u32 hold_index;
 	/* Holds of a UVM file (uvm_external.c): the GPU VA span
-	 * [hold_base, hold_end) UVM maps the object at. */
+	 * [hold_base, hold_end) UVM maps the object at, the candidate external
+	 * range the map was made in (NULL: a hold only the file's close drops)
+	 * and, for a map on one GPU, that GPU's uuid. */
 	vcore_u64 hold_base, hold_end;
+	struct vcore_uvm_range *hold_range;
+	vcore_u8 hold_gpu[VCORE_UVM_UUID_SIZE];
+	vcore_bool hold_one_gpu;
+};
+
+/*
+ * A UVM file's candidate external range [base, end): recorded when the core
+ * forwards a UVM_CREATE_EXTERNAL_RANGE, gone with a UVM_FREE of exactly it or
+ * the file (uvm_external.c). The file's uvm_lock.
+ */
+struct vcore_uvm_range {
+	vcore_u64 base, end;
+	struct vcore_uvm_range *next;
 };
 
 struct vcore_file {
@@ -363,6 +379,12 @@ struct vcore_file {
 	struct vcore_obj *holds;
 	vcore_u32
 		uvm_holds; /* of them, a UVM file's mappings (uvm_external.c) */
+	/* UVM files (uvm_external.c): a host lock that serialises the file's
+	 * external-range calls from pre to post, and the candidate ranges
+	 * (their count: uvm_n_ranges), both under it. */
+	void *uvm_lock;
+	struct vcore_uvm_range *uvm_ranges;
+	vcore_u32 uvm_n_ranges;
 	struct vcore_file *next;
 	struct vcore_file *prev;
 };
@@ -593,8 +615,13 @@ struct vcore_call {
 	vcore_u32 client_claim; /* a client handle claimed for this call */
 	vcore_bool client_unverified; /* the driver could not be asked */
 	int list_buf;		      /* FB_GET_INFO v1: the nested list */
-	vcore_u64 uvm_base, uvm_end;  /* UVM_FREE / UNMAP_EXTERNAL span */
-	vcore_view_fn view;	      /* a view row's rewrite (views.c) */
+	/* UVM_FREE / UNMAP_EXTERNAL (uvm_external.c): the span, its
+	 * candidate range, the unmap's GPU; the file's uvm_lock is held. */
+	vcore_u64 uvm_base, uvm_end;
+	struct vcore_uvm_range *uvm_range;
+	vcore_u8 uvm_gpu[VCORE_UVM_UUID_SIZE];
+	vcore_bool uvm_locked;
+	vcore_view_fn view; /* a view row's rewrite (views.c) */
 	vcore_reply_rewrite_fn reply_rewrite; /* vcore_post_rewrite_reply */
 
 	/*
@@ -615,6 +642,9 @@ enum vcore_verdict vcore_refuse_errno(struct vcore_call *call, int err,
 				      const char *reason);
 enum vcore_verdict vcore_refuse_status(struct vcore_call *call,
 				       vcore_u32 status, const char *reason);
+enum vcore_verdict vcore_refuse_status_at(struct vcore_call *call,
+					  vcore_u32 status_off,
+					  vcore_u32 status, const char *reason);
 /* vcore_refuse_status for a refusal by the memory quota
  * (vcore_call_refusal: VCORE_REFUSAL_QUOTA). */
 enum vcore_verdict vcore_refuse_quota(struct vcore_call *call, vcore_u32 status,
@@ -777,6 +807,13 @@ static inline int vcore_user_write(struct vcore_call *call, vcore_uptr_t dst,
 enum vcore_verdict vcore_uvm_pre(struct vcore_call *call);
 /* uvm_external.c: external mappings hold their RM memory (issue 17, F3) */
 enum vcore_verdict vcore_uvm_external_pre(struct vcore_call *call);
+/* Ends what pre began for an external-range call (vcore_post). */
+void vcore_uvm_external_end(struct vcore_call *call);
+/* A UVM file's lock (vcore_file_open); 0 or -VCORE_ENOMEM. */
+int vcore_uvm_external_open(struct vcore_file *file);
+/* Its candidate ranges and lock go with it (vcore_file_close, after the
+ * holds). */
+void vcore_uvm_external_close(struct vcore_file *file);
 /* The sealed params of a UVM map were replaced (vcore_call_params_replaced):
  * the file holds every memory object of the caller's until it closes. */
 void vcore_uvm_external_replaced(struct vcore_call *call);

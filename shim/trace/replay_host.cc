@@ -174,6 +174,7 @@ constexpr vcore_host_ops kSimOpsBase = {
     .driver_class = nullptr,
     .control_copy = nullptr,
     .tsg_scheduled = nullptr,  // no compute controller in a replay
+    .lock_create_file = nullptr,  // lock_create serves
 };
 
 constexpr vcore_host_ops WithPidInSlot(vcore_host_ops ops) {

@@ -97,23 +97,37 @@ _Static_assert(sizeof(UVM_MM_INITIALIZE_PARAMS) == 8, "UVM_MM_INITIALIZE");
  * External mappings (uvm_ioctl.h, uvm_types.h): only the fields the core
  * reads. UVM_MAP_EXTERNAL_ALLOCATION_PARAMS is {NvU64 base, length, offset;
  * UvmGpuMappingAttributes perGpuAttributes[UVM_MAX_GPUS] (36 B each,
- * UVM_MAX_GPUS = NV_MAX_DEVICES 32 x UVM_PARENT_ID_MAX_SUB_PROCESSORS 8);
- * NvU64 gpuAttributesCount; NvS32 rmCtrlFd; NvU32 hClient, hMemory;
- * NV_STATUS rmStatus}: 9264 B. UVM_FREE_PARAMS {base, length, rmStatus}: 24
- * B; UVM_UNMAP_EXTERNAL_PARAMS {base, length, NvProcessorUuid gpuUuid,
+ * NvProcessorUuid gpuUuid first; UVM_MAX_GPUS = NV_MAX_DEVICES 32 x
+ * UVM_PARENT_ID_MAX_SUB_PROCESSORS 8); NvU64 gpuAttributesCount; NvS32
+ * rmCtrlFd; NvU32 hClient, hMemory; NV_STATUS rmStatus}: 9264 B.
+ * UVM_CREATE_EXTERNAL_RANGE_PARAMS and UVM_FREE_PARAMS {base, length,
+ * rmStatus}: 24 B; UVM_UNMAP_EXTERNAL_PARAMS and
+ * UVM_MAP_EXTERNAL_SPARSE_PARAMS {base, length, NvProcessorUuid gpuUuid,
  * rmStatus}: 40 B. base and length lead every one.
  */
-#define UVM_MAX_GPUS			256u
-#define UVM_GPU_MAPPING_ATTRIBUTES_SIZE 36u
+#define UVM_MAX_GPUS				 256u
+#define UVM_GPU_MAPPING_ATTRIBUTES_SIZE		 36u
+#define VCORE_UVM_UUID_SIZE			 16u /* NvProcessorUuid */
+#define UVM_MAP_EXTERNAL_ALLOCATION_GPU_UUID_OFF 24u /* perGpuAttributes[0] */
+#define UVM_MAP_EXTERNAL_ALLOCATION_COUNT_OFF                                  \
+	(24u + UVM_MAX_GPUS * UVM_GPU_MAPPING_ATTRIBUTES_SIZE)
 #define UVM_MAP_EXTERNAL_ALLOCATION_HCLIENT_OFF                                \
-	(24u + UVM_MAX_GPUS * UVM_GPU_MAPPING_ATTRIBUTES_SIZE + 8u + 4u)
-#define UVM_MAP_EXTERNAL_ALLOCATION_SIZE 9264u
-/* UVM_CREATE_EXTERNAL_RANGE_PARAMS {base, length, rmStatus}: 24 B. */
-#define UVM_CREATE_EXTERNAL_RANGE_SIZE 24u
-#define UVM_FREE_SIZE		       24u
-#define UVM_UNMAP_EXTERNAL_SIZE	       40u
-#define UVM_FREE_RMSTATUS_OFF		 16u
-#define UVM_UNMAP_EXTERNAL_RMSTATUS_OFF	 32u
+	(UVM_MAP_EXTERNAL_ALLOCATION_COUNT_OFF + 8u + 4u)
+#define UVM_MAP_EXTERNAL_ALLOCATION_RMSTATUS_OFF                               \
+	(UVM_MAP_EXTERNAL_ALLOCATION_HCLIENT_OFF + 8u)
+#define UVM_MAP_EXTERNAL_ALLOCATION_SIZE       9264u
+#define UVM_CREATE_EXTERNAL_RANGE_SIZE	       24u
+#define UVM_FREE_SIZE			       24u
+#define UVM_UNMAP_EXTERNAL_SIZE		       40u
+#define UVM_MAP_EXTERNAL_SPARSE_SIZE	       40u
+#define UVM_CREATE_EXTERNAL_RANGE_RMSTATUS_OFF 16u
+#define UVM_FREE_RMSTATUS_OFF		       16u
+#define UVM_UNMAP_EXTERNAL_GPU_UUID_OFF	       16u /* also MAP_EXTERNAL_SPARSE's */
+#define UVM_UNMAP_EXTERNAL_RMSTATUS_OFF	       32u
+#define UVM_MAP_EXTERNAL_SPARSE_RMSTATUS_OFF   32u
+_Static_assert(UVM_MAP_EXTERNAL_ALLOCATION_RMSTATUS_OFF + 4u ==
+		       UVM_MAP_EXTERNAL_ALLOCATION_SIZE,
+	       "UVM_MAP_EXTERNAL_ALLOCATION.rmStatus");
 _Static_assert(UVM_MAP_EXTERNAL_ALLOCATION_HCLIENT_OFF == 9252,
 	       "UVM_MAP_EXTERNAL_ALLOCATION.hClient");
 

@@ -65,6 +65,10 @@ TEST_F(CoreTest, ReplacedParamsOfAUvmMapAreTamperingAndHoldEveryMemoryOfTheCalle
   const uint32_t h[2] = {c, a};
   std::memcpy(p.data(), span, sizeof(span));
   std::memcpy(p.data() + UVM_MAP_EXTERNAL_ALLOCATION_HCLIENT_OFF, h, sizeof(h));
+  std::vector<uint8_t> cr(UVM_CREATE_EXTERNAL_RANGE_SIZE);  // the map's external range first
+  std::memcpy(cr.data(), span, sizeof(span));
+  Put(kArg, cr);
+  ASSERT_EQ(Call(UVM_CREATE_EXTERNAL_RANGE, kArg, uvm).verdict, VCORE_FORWARD);
   Put(kArg, p);
   vcore_call_ctx ctx{&mem_, kPid, kPid};
   vcore_call* call = nullptr;
@@ -103,6 +107,10 @@ TEST_F(CoreTest, ReplacedParamsOfAUvmFreeDropNoHold) {
   const uint32_t h[2] = {c, a};
   std::memcpy(map.data(), span, sizeof(span));
   std::memcpy(map.data() + UVM_MAP_EXTERNAL_ALLOCATION_HCLIENT_OFF, h, sizeof(h));
+  std::vector<uint8_t> cr(UVM_CREATE_EXTERNAL_RANGE_SIZE);  // the map's external range first
+  std::memcpy(cr.data(), span, sizeof(span));
+  Put(kArg, cr);
+  ASSERT_EQ(Call(UVM_CREATE_EXTERNAL_RANGE, kArg, uvm).verdict, VCORE_FORWARD);
   Put(kArg, map);
   ASSERT_EQ(Call(UVM_MAP_EXTERNAL_ALLOCATION, kArg, uvm).verdict, VCORE_FORWARD);
   Free(c, d, a);

@@ -287,6 +287,7 @@ bool nvsim_rewrite_alloc(unsigned int nr, void __user *uptr, size_t size, struct
 void nvsim_rewrite_alloc_after(void __user *uptr, size_t size);
 void nvsim_rewrite_undo(const struct nvsim_undo *undo);
 void nvsim_rewrite_xfer(void __user *uptr);
+void nvsim_rewrite_uvm_status(unsigned int cmd, void __user *uptr, size_t size);
 /* A sibling's store into, or replacement of, a UVM map's params (nvsim_hook.c). */
 void nvsim_sibling_uvm(unsigned int cmd, void __user *uptr);
 

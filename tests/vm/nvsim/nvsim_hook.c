@@ -198,6 +198,21 @@ void nvsim_rewrite_xfer(void __user *uptr)
 }
 
 /*
+ * The same for the rmStatus of the process's next UVM_FREE or UVM_UNMAP_EXTERNAL, just after
+ * nvsim copied it out (rewrite_uvm_status_offset: 16 for UVM_FREE, 32 for UNMAP_EXTERNAL): a
+ * sibling's store of NV_OK over a failure between UVM's copy-out and a proxy's read of the reply
+ * (issue 17, F3: the proxy must not believe it).
+ */
+static struct nvsim_rewrite rewrite_uvm_status;
+NVSIM_REWRITE_PARAMS(uvm_status, "UVM_FREE / UNMAP_EXTERNAL status");
+
+void nvsim_rewrite_uvm_status(unsigned int cmd, void __user *uptr, size_t size)
+{
+	if (cmd == UVM_FREE || cmd == UVM_UNMAP_EXTERNAL)
+		nvsim_rewrite(&rewrite_uvm_status, uptr, size);
+}
+
+/*
  * A SIBLING of the caller, not the caller: while sibling_uvm_map_tgid names the calling process,
  * its next UVM_MAP_EXTERNAL_ALLOCATION gets hMemory replaced by sibling_uvm_map_hmemory, at the
  * user address nvsim is given and just before nvsim copies the params in (the 580 driver copies

@@ -5,7 +5,9 @@
  *
  * 580 driver (NVIDIA/open-gpu-kernel-modules, tag 580.142, kernel-open/nvidia-uvm/):
  * - UVM_CREATE_EXTERNAL_RANGE (uvm_map_external.c uvm_create_external_range): a VA range of the
- *   file's va_space, 4 KiB aligned, not overlapping another.
+ *   file's va_space, 4 KiB aligned, base and length not 0, no overflow (uvm_api.h
+ *   uvm_api_range_invalid_4k, NV_ERR_INVALID_ADDRESS), not overlapping another
+ *   (uvm_range_tree.c uvm_range_tree_add: NV_ERR_UVM_ADDRESS_IN_USE).
  * - UVM_MAP_EXTERNAL_ALLOCATION (uvm_map_external_allocation → _on_gpu): [base, base+length)
  *   inside an external range, 1..UVM_MAX_GPUS GPU attributes; per GPU the mappings of that GPU
  *   inside the span are unmapped first (uvm_unmap_external_in_range), then
@@ -16,6 +18,12 @@
  *   nvUvmInterfaceFreeDupedHandle) when its mapping is destroyed: UVM_UNMAP_EXTERNAL of the span
  *   on that GPU (uvm_unmap_external), UVM_FREE of the external range, a later map over it, or
  *   the va_space's teardown when the UVM file is released.
+ * - UVM_FREE (uvm_va_range.c uvm_free): only a span that is exactly an external range frees it,
+ *   with every mapping in it (uvm_free_external cannot fail); any other span changes nothing
+ *   and answers NV_ERR_INVALID_ADDRESS.
+ * - UVM_UNMAP_EXTERNAL (uvm_map_external.c uvm_unmap_external): 4 KiB alignment, then a range
+ *   containing the span (NV_ERR_INVALID_ADDRESS), then a registered GPU (NV_ERR_INVALID_DEVICE),
+ *   in that order; then that GPU's mappings inside the span go.
  * Simplified: one mapping per span (a map that only partly overlaps an earlier one leaves the
  * earlier one whole, the driver splits it), the dups live in nvsim's internal client, and the
  * GPU attributes are checked for a known GPU only (mapping, caching and format types are not).
@@ -55,7 +63,7 @@ MODULE_PARM_DESC(uvm_ext_dups, "dups of RM memory UVM external mappings hold now
 
 static bool nvsim_uvm_span_bad(u64 base, u64 length)
 {
-	return !length || (base | length) & (SZ_4K - 1) || base + length < base;
+	return !base || !length || (base | length) & (SZ_4K - 1) || base + length < base;
 }
 
 void *nvsim_uvm_ext_open(void)
@@ -204,7 +212,7 @@ static u32 nvsim_uvm_unmap(struct nvsim_uvm_file *uf, const struct uvm_unmap_ext
 	return NV_OK;
 }
 
-/* Copy in, run under nvsim_rm_lock, store rmStatus (a u32 at @status_off), copy back. */
+/* Copy in, run under nvsim_rm_lock, store rmStatus, copy back (then the sibling's test hook). */
 #define NVSIM_UVM_CALL(type, up, call)                                                             \
 	({                                                                                         \
 		type *p_ = kvzalloc(sizeof(type), GFP_KERNEL);                                     \
@@ -216,6 +224,8 @@ static u32 nvsim_uvm_unmap(struct nvsim_uvm_file *uf, const struct uvm_unmap_ext
 				p_->rmStatus = call(p_);                                           \
 				mutex_unlock(&nvsim_rm_lock);                                      \
 				ret_ = copy_to_user(up, p_, sizeof(type)) ? -EFAULT : 0;           \
+				if (!ret_)                                                         \
+					nvsim_rewrite_uvm_status(cmd, up, sizeof(type));           \
 			}                                                                          \
 			kvfree(p_);                                                                \
 		}                                                                                  \

@@ -221,12 +221,14 @@ inline int OpenUvmOf(const ScopedSlot& slot) {
 }
 
 // External mappings, as libcuda maps every cuMemAlloc (docs/nvidia-rm-abi.md §4.2):
-// CREATE_EXTERNAL_RANGE + MAP_EXTERNAL_ALLOCATION of (client, memory) at [va, va + size) on
-// GPU 0; the map's rmStatus, or ~0u if a call failed outright.
-inline uint32_t MapExternal(int uvm, uint64_t va, uint64_t size, uint32_t client, uint32_t memory) {
+// CREATE_EXTERNAL_RANGE of [va, va + range) (range 0: size) + MAP_EXTERNAL_ALLOCATION of
+// (client, memory) at [va, va + size) on GPU 0; the map's rmStatus, or ~0u if a call failed
+// outright.
+inline uint32_t MapExternal(int uvm, uint64_t va, uint64_t size, uint32_t client, uint32_t memory,
+                            uint64_t range = 0) {
   uvm_create_external_range_params cr{};
   cr.base = va;
-  cr.length = size;
+  cr.length = range ? range : size;
   if (ioctl(uvm, UVM_CREATE_EXTERNAL_RANGE, &cr) != 0 || cr.rmStatus != NV_OK) return ~0u;
   auto mp = std::make_unique<uvm_map_external_allocation_params>();
   std::memset(mp.get(), 0, sizeof(*mp));
