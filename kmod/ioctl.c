@@ -225,9 +225,10 @@ static noinline bool vgpu_unwrap_xfer(const struct vcore_call *call,
  * on a UVM file), has no allocation status to settle and no post step but
  * at most a reply view, so it goes straight to the real driver.
  */
-static __always_inline long
-vgpu_filter_call(struct vgpu_file *vf, unsigned int cmd, unsigned long arg,
-		 const struct vgpu_uvm_seal *seal)
+static __always_inline long vgpu_filter_call(struct vgpu_file *vf,
+					     unsigned int cmd,
+					     unsigned long arg,
+					     const struct vgpu_uvm_seal *seal)
 {
 	struct vcore_call_ctx ctx = {
 		.pid = task_tgid_nr(current),

@@ -95,7 +95,8 @@ static vm_fault_t vgpu_seal_fault(struct vm_fault *vmf)
 	/* Read-only, whatever the access: vm_page_prot lacks the write bit
 	 * (write-notify); a store comes back through ->pfn_mkwrite. */
 	return vmf_insert_pfn(vmf->vma, vmf->address,
-			      page_to_pfn(virt_to_page(seal->buf)) + vmf->pgoff);
+			      page_to_pfn(virt_to_page(seal->buf)) +
+				      vmf->pgoff);
 }
 
 static vm_fault_t vgpu_seal_pfn_mkwrite(struct vm_fault *vmf)
@@ -147,8 +148,8 @@ static int vgpu_seal_mmap(struct file *file, struct vm_area_struct *vma)
 	vm_flags_set(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP |
 				  VM_DONTCOPY);
 #else
-	vma->vm_flags |= VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP |
-			 VM_DONTCOPY;
+	vma->vm_flags |=
+		VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP | VM_DONTCOPY;
 #endif
 	vma->vm_ops = &vgpu_seal_vm_ops;
 	vma->vm_private_data = seal;

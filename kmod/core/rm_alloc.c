@@ -145,7 +145,8 @@ static enum vcore_verdict va_range(struct vcore_call *call, vcore_u32 flags,
 	     (flags & NVOS32_ALLOC_FLAGS_SPARSE)))
 		return vcore_refuse_quota(
 			call, NV_ERR_NOT_SUPPORTED,
-			"eager GPU virtual range (no LAZY, or SPARSE): its page "
+			"eager GPU virtual range (no LAZY, or SPARSE): its "
+			"page "
 			"tables are not countable under a quota");
 	call->new_obj->cls = NV50_MEMORY_VIRTUAL;
 	call->internal = vcore_va_range_ptables(size);

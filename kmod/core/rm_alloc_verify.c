@@ -276,9 +276,9 @@ static vcore_bool class_swapped(struct vcore_call *call, vcore_u32 made)
 	checked = vcore_abi_class(call->slot->abi, call->cmd);
 	row = vcore_abi_class(call->slot->abi, made);
 	/* An unknown class is recorded as VCORE_CLS_PASS (objects.c). */
-	return !row || !vcore_class_swap_harmless(
-			       checked ? checked->kind : VCORE_CLS_PASS,
-			       row->kind);
+	return !row ||
+	       !vcore_class_swap_harmless(
+		       checked ? checked->kind : VCORE_CLS_PASS, row->kind);
 }
 
 /*

@@ -714,7 +714,8 @@ static const struct vcore_class_row cls_580[] = {
 		c, size, #c, 0                                                 \
 	}
 /* The core decides on these params and the driver reads them again: the host
- * runs them from a sealed copy of exactly @size bytes (vcore_uvm_sealed_size). */
+ * runs them from a sealed copy of exactly @size bytes (vcore_uvm_sealed_size).
+ */
 #define UVM_SEALED(c, size)                                                    \
 	{                                                                      \
 		c, size, #c, VCORE_UVM_SEALED                                  \
@@ -736,7 +737,8 @@ static const struct vcore_uvm_row uvm_580[] = {
 	UVM(UVM_ENABLE_PEER_ACCESS, 0),
 	UVM(UVM_DISABLE_PEER_ACCESS, 0),
 	UVM(UVM_SET_RANGE_GROUP, 0),
-	UVM_SEALED(UVM_MAP_EXTERNAL_ALLOCATION, UVM_MAP_EXTERNAL_ALLOCATION_SIZE),
+	UVM_SEALED(UVM_MAP_EXTERNAL_ALLOCATION,
+		   UVM_MAP_EXTERNAL_ALLOCATION_SIZE),
 	UVM_SEALED(UVM_FREE, UVM_FREE_SIZE),
 	UVM(UVM_MEM_MAP, 0),
 	UVM(UVM_REGISTER_GPU, 0),

@@ -188,9 +188,9 @@ _Static_assert(VCORE_OFF(NV_MEMORY_ALLOCATION_PARAMS, numaNode) == 120, "numa");
 #define NVOS32_ALLOC_FLAGS_PERSISTENT_VIDMEM	  0x00010000
 #define NVOS32_ALLOC_FLAGS_VIRTUAL		  0x00080000
 /* A virtual range's page tables made as mappings need them, not at once. */
-#define NVOS32_ALLOC_FLAGS_LAZY			  0x00000400
+#define NVOS32_ALLOC_FLAGS_LAZY 0x00000400
 /* A sparse virtual range: always eager (standard_mem.c clears LAZY). */
-#define NVOS32_ALLOC_FLAGS_SPARSE		  0x04000000
+#define NVOS32_ALLOC_FLAGS_SPARSE 0x04000000
 /* NVOS32_ATTR_* fields (nvos.h:1061-1090) */
 #define NVOS32_ATTR_PAGE_SIZE(a)      (((a) >> 23) & 0x3u)
 #define NVOS32_ATTR_PAGE_SIZE_DEFAULT 0
