@@ -61,7 +61,7 @@
  *     tenant's own slot, never one too few).
  *   - MAP / MAP_EXTERNAL_SPARSE: a span in no candidate fails in UVM; the
  *     core answers the map (NV_ERR_INVALID_ADDRESS) and records nothing.
- *     Under a memory quota, a map of nothing the slot charges is answered
+ *     Under a memory quota a sparse map (no memory at all) is answered
  *     NV_ERR_NOT_SUPPORTED (record_mapping).
  *   - UVM_FREE(R, L), after the driver returned: the candidate exactly
  *     [R, R + L) goes with every mapping recorded in it.
@@ -203,9 +203,14 @@ static vcore_bool has_record(struct vcore_file *file,
  * Records @rec (filled but for the object) in @file: a hold of the object
  * (h_client, h_object) when the slot records it, a mapping with nothing to
  * charge otherwise. Takes @rec, recorded or freed. Under a memory quota a
- * map of memory the slot does not charge (a sparse map, an object the slot
- * did not record) is answered NV_ERR_NOT_SUPPORTED: its page tables are
- * charged to nothing (F11.1) and no trace of libcuda's makes one.
+ * sparse map is answered NV_ERR_NOT_SUPPORTED: it maps no memory, and no
+ * trace of libcuda's makes one. A map of an object this core did not record
+ * is not: in shim mode an object imported from another process's export fd
+ * is recorded only in the exporter's core (one core per process), and
+ * libcuda maps it (CUDA IPC with expandable segments, tests/gpu/e2e.sh part
+ * ipc: refused, the importing process failed on the H200). Its charge is the
+ * exporter's; its page tables are charged to nothing, as every mapping's
+ * (F11.1, docs/security/kernel-lifetime-compute.md).
  */
 static enum vcore_verdict record_mapping(struct vcore_call *call,
 					 struct vcore_obj *rec,
@@ -222,7 +227,7 @@ static enum vcore_verdict record_mapping(struct vcore_call *call,
 		src = vcore_obj_find_locked(slot, rec->h_client, rec->h_object);
 	if (!src)
 		rec->h_client = rec->h_object = 0;
-	if (!src && slot->cfg.mem_quota_bytes) {
+	if (call->req == UVM_MAP_EXTERNAL_SPARSE && slot->cfg.mem_quota_bytes) {
 		uncharged = 1;
 	} else if (has_record(file, rec)) {
 		/* UVM replaces the mapping: the one record stands for it */
@@ -246,8 +251,7 @@ static enum vcore_verdict record_mapping(struct vcore_call *call,
 	if (uncharged)
 		return vcore_refuse_status_at(
 			call, status_off, NV_ERR_NOT_SUPPORTED,
-			"UVM map of memory the quota does not charge "
-			"(sparse, or an object the slot did not record)");
+			"sparse UVM map under a memory quota");
 	if (full)
 		return vcore_refuse_errno(call, -VCORE_ENOSPC,
 					  "too many UVM mappings on one file");

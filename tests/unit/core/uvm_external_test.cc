@@ -236,10 +236,11 @@ TEST_F(UvmExternalTest, AMappingAcrossTheUnmapsStartKeepsTheHoldsInside) {
 }
 
 // Without a quota a sparse map (no memory) and a map of an object the slot did not record are
-// recorded (a sparse one across an unmap's start keeps the holds inside, as above); under a
-// quota they are answered NV_ERR_NOT_SUPPORTED, never forwarded: their page tables would be
-// charged to nothing.
-TEST_F(UvmExternalTest, UnchargedMapsAreRecordedWithoutAQuotaAndAnsweredUnderOne) {
+// recorded (a sparse one across an unmap's start keeps the holds inside, as above). Under a
+// quota a sparse map is answered NV_ERR_NOT_SUPPORTED, never forwarded; a map of an object this
+// core did not record still goes (in shim mode an object imported from another process's export
+// fd is recorded only in the exporter's core, and libcuda maps it).
+TEST_F(UvmExternalTest, UnchargedMapsAreRecordedAndSparseOnesAnsweredUnderAQuota) {
   vcore_file_close(uvm_);
   MakeSlot(0);
   Session(&client_, &device_, &subdevice_);
@@ -264,12 +265,13 @@ TEST_F(UvmExternalTest, UnchargedMapsAreRecordedWithoutAQuotaAndAnsweredUnderOne
   UvmOutcome o = Sparse(kVa, kSize, kGpuA);
   EXPECT_EQ(o.verdict, VCORE_REFUSE_STATUS);
   EXPECT_EQ(o.status, NV_ERR_NOT_SUPPORTED);
-  o = Map(kVa, kSize, 0xdead0001, {kGpuA});
-  EXPECT_EQ(o.verdict, VCORE_REFUSE_STATUS);
-  EXPECT_EQ(o.status, NV_ERR_NOT_SUPPORTED);
-  EXPECT_EQ(forwarded_, before) << "UVM never saw them";
+  EXPECT_EQ(forwarded_, before) << "UVM never saw it";
+  EXPECT_EQ(Map(kVa, kSize, 0xdead0001, {kGpuA}).verdict, VCORE_FORWARD)
+      << "an object another process's core records (an import) maps";
+  EXPECT_EQ(Charged(), 0u);
   ASSERT_EQ(AllocVidmem(client_, device_, kMem, kSize).ret, 0);
-  EXPECT_EQ(Map(kVa, kSize, kMem, {kGpuA}).verdict, VCORE_FORWARD) << "a recorded object maps";
+  EXPECT_EQ(Map(kVa + kSize, kSize, kMem, {kGpuA}).verdict, VCORE_FORWARD)
+      << "a recorded object maps";
 }
 
 // A map on several GPUs: the core keeps no per-GPU account, so only the range's UVM_FREE (or
