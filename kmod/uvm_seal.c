@@ -160,13 +160,16 @@ static int vgpu_seal_mmap(struct file *file, struct vm_area_struct *vma)
 	return 0;
 }
 
+static void vgpu_seal_free(struct vgpu_uvm_seal *seal)
+{
+	free_pages_exact(seal->buf, seal->len);
+	kfree(seal);
+}
+
 /* The last reference: every VMA that mapped the pages is gone. */
 static int vgpu_seal_release(struct inode *inode, struct file *file)
 {
-	struct vgpu_uvm_seal *seal = file->private_data;
-
-	free_pages_exact(seal->buf, seal->len);
-	kfree(seal);
+	vgpu_seal_free(file->private_data);
 	return 0;
 }
 
@@ -196,15 +199,13 @@ struct vgpu_uvm_seal *vgpu_uvm_seal(unsigned long uarg, u32 size)
 	/* The one read of the caller's params; unreadable: -EFAULT, as the
 	 * driver's own copy-in answers. */
 	if (copy_from_user(seal->buf, (const void __user *)uarg, size)) {
-		free_pages_exact(seal->buf, seal->len);
-		kfree(seal);
+		vgpu_seal_free(seal);
 		return ERR_PTR(-EFAULT);
 	}
 	file = anon_inode_getfile("[vgpu-uvm-params]", &vgpu_seal_fops, seal,
 				  O_RDWR);
 	if (IS_ERR(file)) {
-		free_pages_exact(seal->buf, seal->len);
-		kfree(seal);
+		vgpu_seal_free(seal);
 		return ERR_CAST(file);
 	}
 	seal->file = file; /* from here the file's release frees the seal */

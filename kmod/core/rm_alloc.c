@@ -146,8 +146,7 @@ static enum vcore_verdict va_range(struct vcore_call *call, vcore_u32 flags,
 		return vcore_refuse_quota(
 			call, NV_ERR_NOT_SUPPORTED,
 			"eager GPU virtual range (no LAZY, or SPARSE): its "
-			"page "
-			"tables are not countable under a quota");
+			"page tables are not countable under a quota");
 	call->new_obj->cls = NV50_MEMORY_VIRTUAL;
 	call->internal = vcore_va_range_ptables(size);
 	return reserve(call, call->internal, 0);
