@@ -476,7 +476,7 @@ vcore_bool vcore_file_tampered(const struct vcore_file *file);
  * copied once from the caller into memory no other task can store into,
  * mapped into the caller's address space, and the whole call (vcore_pre, the
  * driver, vcore_post) run with that address as its argument. 0: not such a
- * call (or not a UVM file). The kernel host seals (kmod/uvm_seal.c); the shim
+ * call (or not a UVM file). The kernel host seals (kmod/seal.c); the shim
  * cannot (one address space) and does not call it.
  */
 vcore_u32 vcore_uvm_sealed_size(const struct vcore_file *file, vcore_u32 cmd);
