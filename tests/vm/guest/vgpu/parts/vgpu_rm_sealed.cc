@@ -7,6 +7,7 @@
 // is in flight, whose replacement is tampering. nvsim's sibling hook (tests/vm/nvsim/
 // nvsim_sibling.c) stores from another task that uses the caller's mm, or replaces the mapping,
 // just before nvsim copies the argument in. Linked into vgpu_gtest (guest.cmake).
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 
@@ -14,8 +15,10 @@
 #include <csignal>
 #include <cstddef>
 #include <cstdio>
+#include <memory>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "vgpu_rm.h"
 
@@ -170,6 +173,59 @@ TEST(RmSealed, SiblingCannotSwapAControlIntoAGateLever) {
       NV_ERR_INSUFFICIENT_PERMISSIONS);
   EXPECT_EQ(ReadNvsimParam("watch_ctrl_seen"), seen + levers);
   EXPECT_TRUE(WriteNvsimParam("watch_ctrl_cmd", 0));
+}
+
+// F3's export residue: the export's holds are made from the core's copy of objects[], and RM
+// copies the control's params in again. A sibling that swaps objects[0] from A (4 MiB) to B
+// (24 MiB) made the export fd hold B while the core held A; once both handles go the driver keeps
+// B for the fd, charged A. The control's params now run from the sealed copy: the fd holds A.
+TEST(RmSealed, SiblingCannotSwapAnExportedObject) {
+  ScopedSlot slot(64 * kMiB, "rm-sealed-export");
+  ASSERT_TRUE(slot.ok());
+  Session s;
+  ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
+  const uint64_t used0 = NvsimUsedBytes();
+  const uint64_t landed = ReadNvsimParam("sibling_rm_done");
+  constexpr uint32_t kRounds = 2;
+  std::vector<int> export_fds;
+  for (uint32_t round = 0; round < kRounds; ++round) {
+    const uint32_t a = 0xd7200000 + 2 * round, b = a + 1;
+    ASSERT_EQ(s.Vidmem(a, 4 * kMiB), NV_OK);
+    ASSERT_EQ(s.Vidmem(b, 24 * kMiB), NV_OK);
+    const int efd = open(slot.ctl().c_str(), O_RDWR | O_CLOEXEC);
+    ASSERT_GE(efd, 0);
+    export_fds.push_back(efd);
+    auto ex = std::make_unique<nv0000_export_objects_to_fd_params>();
+    ex->fd = efd;
+    ex->hDevice = s.device;
+    ex->maxObjects = 1;
+    ex->objects[0] = a;
+    ex->numObjects = 1;
+    ASSERT_TRUE(ArmRmSibling(NV_ESC_RM_CONTROL, true,
+                             std::to_string(offsetof(nv0000_export_objects_to_fd_params, objects)),
+                             std::to_string(b), false));
+    EXPECT_EQ(Control(s.ctl, s.client, s.client, NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECTS_TO_FD,
+                      ex.get(), sizeof(*ex)),
+              NV_OK);
+    EXPECT_TRUE(WriteNvsimParam("sibling_rm_tgid", 0));
+    EXPECT_EQ(s.FreeObj(b), NV_OK);
+    EXPECT_EQ(s.FreeObj(a), NV_OK);
+  }
+  const uint64_t stores = ReadNvsimParam("sibling_rm_done") - landed;
+  const uint64_t held = NvsimUsedBytes() - used0;
+  const uint64_t charged = slot.Stat(VGPU_STAT_MEM_CHARGED);
+  std::printf(
+      "export swap: %u exports of A (4 MiB) with a sibling swapping objects[0] to B (24 MiB), both "
+      "handles then freed: %llu stores landed; the driver holds %llu MiB for the export fds, %llu "
+      "MiB charged\n",
+      kRounds, static_cast<unsigned long long>(stores), static_cast<unsigned long long>(held >> 20),
+      static_cast<unsigned long long>(charged >> 20));
+  EXPECT_EQ(stores, 0u) << "a task other than the caller stored into the params RM reads";
+  EXPECT_EQ(held, kRounds * 4 * kMiB) << "the export fds hold exactly A";
+  EXPECT_EQ(charged, held);
+  for (int fd : export_fds) close(fd);
+  EXPECT_EQ(NvsimUsedBytes(), used0);
+  EXPECT_EQ(SettledCharge(slot, 0), 0u);
 }
 
 }  // namespace
