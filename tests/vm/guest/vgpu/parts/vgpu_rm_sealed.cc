@@ -40,15 +40,29 @@ bool ArmEagerRace(bool replace) {
 }
 
 // A lazy 1 GiB virtual range with its class params on a page of their own (the replacement
-// takes the page).
-int64_t AllocLazyGiB(int ctl, uint32_t client, uint32_t device, uint32_t h) {
+// takes the page); `xfer`: the RM_ALLOC wrapped in NV_ESC_IOCTL_XFER_CMD (header, NVOS64 and
+// class params: three sealed pieces).
+int64_t AllocLazyGiB(int ctl, uint32_t client, uint32_t device, uint32_t h, bool xfer = false) {
   void* page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (page == MAP_FAILED) return -ENOMEM;
   auto* mp = new (page) nv_memory_allocation_params{};
   mp->owner = client;
   mp->flags = kLazyVirtual;
   mp->size = kGiB;
-  const int64_t st = Alloc(ctl, client, device, &h, NV50_MEMORY_VIRTUAL, mp);
+  int64_t st;
+  if (xfer) {
+    nvos64 p{};
+    p.hRoot = client;
+    p.hObjectParent = device;
+    p.hObjectNew = h;
+    p.hClass = NV50_MEMORY_VIRTUAL;
+    p.pAllocParms = Ptr(mp);
+    nv_ioctl_xfer x{NV_ESC_RM_ALLOC, sizeof(p), Ptr(&p)};
+    const Rc rc = RawIoctl(ctl, NV_ESC_IOCTL_XFER_CMD, &x, sizeof(x));
+    st = rc.ret ? -rc.err : p.status;
+  } else {
+    st = Alloc(ctl, client, device, &h, NV50_MEMORY_VIRTUAL, mp);
+  }
   munmap(page, 4096);
   return st;
 }
@@ -59,6 +73,7 @@ int64_t AllocLazyGiB(int ctl, uint32_t client, uint32_t device, uint32_t h) {
 // what the core checked: no page tables at any moment.
 TEST(RmSealed, SiblingCannotMakeALazyRangeEagerDuringTheCall) {
   const uint64_t quota = 64 * kMiB;
+  // Rounds 0-1 plain, 2-3 wrapped in XFER.
   ScopedSlot slot(quota, "rm-sealed-eager");
   ASSERT_TRUE(slot.ok());
   const uint64_t tries = ReadNvsimParam("sibling_rm_tries");
@@ -73,8 +88,9 @@ TEST(RmSealed, SiblingCannotMakeALazyRangeEagerDuringTheCall) {
   for (uint32_t round = 0; round < kRounds; ++round) {
     const uint32_t h = 0xd7000000 + round;
     ASSERT_TRUE(ArmEagerRace(false));
-    const int64_t st = AllocLazyGiB(s.ctl, s.client, s.device, h);
+    const int64_t st = AllocLazyGiB(s.ctl, s.client, s.device, h, round >= 2);
     EXPECT_TRUE(WriteNvsimParam("sibling_rm_tgid", 0));
+    EXPECT_EQ(st, NV_OK) << "round " << round;
     charged_peak = std::max(charged_peak, slot.Stat(VGPU_STAT_MEM_CHARGED));
     if (st == NV_OK) {
       EXPECT_EQ(s.FreeObj(h), NV_OK);
@@ -83,7 +99,8 @@ TEST(RmSealed, SiblingCannotMakeALazyRangeEagerDuringTheCall) {
   const uint64_t stores = ReadNvsimParam("sibling_rm_done") - landed;
   const uint64_t peak = ReadNvsimParam("ptable_peak") - base;
   std::printf(
-      "eager race: %u lazy 1 GiB ranges, a sibling raising them to 128 GiB eager during the call, "
+      "eager race: %u lazy 1 GiB ranges (half in XFER), a sibling raising them to 128 GiB eager "
+      "during the call, "
       "on a 64 MiB slot: %llu of %llu stores landed; nvsim held at most %llu KiB of page tables, "
       "at most %llu KiB charged\n",
       kRounds, static_cast<unsigned long long>(stores),
