@@ -52,6 +52,7 @@ typedef vcore_u64 vcore_uptr_t;
 #define VCORE_EEXIST	 17
 #define VCORE_EINVAL	 22
 #define VCORE_ENODEV	 19
+#define VCORE_EMFILE	 24
 #define VCORE_ENOTTY	 25
 #define VCORE_ENOSPC	 28
 #define VCORE_ERANGE	 34
