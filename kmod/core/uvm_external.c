@@ -58,7 +58,11 @@
  *     range, no memory) leaves a candidate that is no range: a later create
  *     over it is answered IN_USE until the tenant's UVM_FREE of it or the
  *     file's close, and maps in it hold until then (a charge too many on the
- *     tenant's own slot, never one too few).
+ *     tenant's own slot, never one too few). Dropping it on a failure status
+ *     would not be safe: the status is the tenant's to forge, a real range
+ *     would then be no candidate, a later create over part of it a candidate
+ *     whose maps UVM makes in the real range, and that candidate's UVM_FREE
+ *     (a no-op in UVM) would drop holds UVM keeps.
  *   - MAP / MAP_EXTERNAL_SPARSE: a span in no candidate fails in UVM; the
  *     core answers the map (NV_ERR_INVALID_ADDRESS) and records nothing.
  *     Under a memory quota a sparse map (no memory at all) is answered
@@ -420,8 +424,14 @@ static enum vcore_verdict release_pre(struct vcore_call *call)
 enum vcore_verdict vcore_uvm_external_pre(struct vcore_call *call)
 {
 	struct vcore_file *file = call->file;
+	const struct vcore_host_ops *ops = file->slot->ops;
 
-	file->slot->ops->lock(file->uvm_lock);
+	if (!ops->lock_file_killable)
+		ops->lock(file->uvm_lock);
+	else if (ops->lock_file_killable(file->uvm_lock))
+		return vcore_refuse_errno(call, -VCORE_EINTR,
+					  "killed waiting for the UVM file's "
+					  "lock");
 	call->uvm_locked = 1;
 	switch (call->req) {
 	case UVM_CREATE_EXTERNAL_RANGE:

@@ -208,6 +208,13 @@ struct vcore_host_ops {
 	 * lock_create.
 	 */
 	void *(*lock_create_file)(void *priv);
+	/*
+	 * Optional: take such a file lock, giving up when the calling task is
+	 * killed while it waits (0, or -VCORE_EINTR: not taken). A UVM call
+	 * can wait behind another of the file's calls for as long as the driver
+	 * runs that one; a killed task must not stay in the wait. NULL: lock.
+	 */
+	int (*lock_file_killable)(void *lock);
 };
 
 /*

@@ -44,6 +44,7 @@ typedef vcore_u64 vcore_uptr_t;
 /* Linux errno values (include/uapi/asm-generic/errno-base.h, errno.h). */
 #define VCORE_EPERM	 1
 #define VCORE_ENOENT	 2
+#define VCORE_EINTR	 4
 #define VCORE_E2BIG	 7
 #define VCORE_ENOMEM	 12
 #define VCORE_EACCES	 13

@@ -64,7 +64,8 @@ TEST(UvmPtables, WhatLibcudasAllocationsPay) {
   };
   for (const Row& r : rows) {
     uint64_t total = 0;
-    for (uint64_t i = 0; i < r.count; ++i) total += vcore_uvm_map_ptables(r.va + i * r.size, r.size);
+    for (uint64_t i = 0; i < r.count; ++i)
+      total += vcore_uvm_map_ptables(r.va + i * r.size, r.size);
     std::printf("F11.1 honest cost: %s mapped: %llu KiB of page tables charged (%.3f %%)\n", r.what,
                 static_cast<unsigned long long>(total / kKiB),
                 100.0 * static_cast<double>(total) / static_cast<double>(r.size * r.count));
@@ -129,6 +130,20 @@ TEST_F(UvmPageTablesTest, ARepeatedMapIsChargedOnceAndThePageTablesNeverPassOn) 
   EXPECT_EQ(Charged(), 0u);
 }
 
+// A UVM file records at most VCORE_MAX_OBJECTS candidate ranges; the next create is refused
+// with ENOSPC before UVM sees it, and a UVM_FREE of one makes room.
+TEST_F(UvmPageTablesTest, ExternalRangesPerFileAreCapped) {
+  for (uint64_t i = 0; i < VCORE_MAX_OBJECTS; ++i)
+    ASSERT_EQ(Create(kVa + i * 0x1000, 0x1000).verdict, VCORE_FORWARD) << "range " << i;
+  const int forwarded = forwarded_;
+  const UvmOutcome o = Create(kVa + VCORE_MAX_OBJECTS * 0x1000ull, 0x1000);
+  EXPECT_EQ(o.verdict, VCORE_REFUSE_ERRNO);
+  EXPECT_EQ(o.ret, -VCORE_ENOSPC);
+  EXPECT_EQ(forwarded_, forwarded) << "UVM never saw it";
+  UvmFree(kVa, 0x1000, NV_OK);
+  EXPECT_EQ(Create(kVa + VCORE_MAX_OBJECTS * 0x1000ull, 0x1000).verdict, VCORE_FORWARD);
+}
+
 // VCORE_SLOT_MAX_UVM_FILES UVM files per slot, then EMFILE; RM files are not counted; a closed
 // UVM file makes room.
 TEST_F(UvmPageTablesTest, UvmFilesPerSlotAreCapped) {
@@ -150,6 +165,39 @@ TEST_F(UvmPageTablesTest, UvmFilesPerSlotAreCapped) {
   files.push_back(vcore_file_open_err(slot_, VCORE_FILE_UVM, nullptr, &err));
   EXPECT_NE(files.back(), nullptr) << "a closed UVM file makes room";
   for (vcore_file* f : files) vcore_file_close(f);
+}
+
+// A caller killed while it waits for its UVM file's lock (the host's lock_file_killable, the
+// kernel's mutex_lock_killable) gives up: the call is refused with EINTR before the core reads
+// or records anything (the core's end step then unlocks nothing).
+int g_killable_calls = 0;
+int KilledWhileWaiting(void*) {
+  ++g_killable_calls;
+  return -VCORE_EINTR;
+}
+
+vcore_host_ops KillableOps() {
+  vcore_host_ops ops = SimHost::kOps;
+  ops.lock_file_killable = KilledWhileWaiting;
+  return ops;
+}
+const vcore_host_ops kKillableOps = KillableOps();  // outlives the fixture's slot
+
+TEST_F(CoreTest, AUvmCallKilledWhileWaitingForTheFilesLockIsRefused) {
+  MakeSlot(kQuota, VCORE_UNKNOWN_STRICT, &kKillableOps);
+  vcore_file* uvm = vcore_file_open(slot_, VCORE_FILE_UVM, nullptr);
+  ASSERT_NE(uvm, nullptr);
+  std::vector<uint8_t> cr(UVM_CREATE_EXTERNAL_RANGE_SIZE);
+  const uint64_t span[2] = {kVa, kSize};
+  std::memcpy(cr.data(), span, sizeof(span));
+  Put(kArg, cr);
+  g_killable_calls = 0;
+  const Outcome o = Call(UVM_CREATE_EXTERNAL_RANGE, kArg, uvm);
+  EXPECT_EQ(g_killable_calls, 1);
+  EXPECT_EQ(o.verdict, VCORE_REFUSE_ERRNO);
+  EXPECT_EQ(o.ret, -VCORE_EINTR);
+  EXPECT_FALSE(o.forwarded);
+  vcore_file_close(uvm);
 }
 
 }  // namespace
