@@ -151,18 +151,23 @@ static u32 nvsim_pt_refs(struct nvsim_uvm_file *uf, unsigned int gpu, u64 base, 
 			unsigned long refs = xa_to_value(xa_load(&uf->ptables, key) ?: xa_mk_value(0));
 			u64 bytes = nvsim_pt_bytes(depth, page_size);
 
-			if (add > 0 && !refs) {
+			if (add < 0 && !refs)
+				continue; /* never taken: its store failed (below) */
+			refs += add;
+			if (!refs) {
+				xa_erase(&uf->ptables, key);
+			} else if (xa_is_err(xa_store(&uf->ptables, key, xa_mk_value(refs),
+						      GFP_KERNEL)) &&
+				   refs == 1) {
+				continue; /* no memory for a new entry: not taken */
+			}
+			if (add > 0 && refs == 1) {
 				g->used_bytes += bytes;
 				uvm_ptable_bytes += bytes;
-			} else if (add < 0 && refs == 1) {
+			} else if (add < 0 && !refs) {
 				g->used_bytes -= bytes;
 				uvm_ptable_bytes -= bytes;
 			}
-			refs += add;
-			if (refs)
-				xa_store(&uf->ptables, key, xa_mk_value(refs), GFP_KERNEL);
-			else
-				xa_erase(&uf->ptables, key);
 		}
 	}
 	return NV_OK;
