@@ -301,7 +301,8 @@ static u32 nvsim_uvm_map(struct nvsim_uvm_file *uf, const struct uvm_map_externa
 		return NV_ERR_INVALID_ADDRESS;
 	if (!p->gpuAttributesCount || p->gpuAttributesCount > UVM_MAX_GPUS)
 		return NV_ERR_INVALID_ARGUMENT;
-	/* uvm_gpu_can_address (per GPU in the driver): Hopper's 57-bit VAs (num_va_bits_hopper). */
+	/* uvm_gpu_can_address (per GPU in the driver): Hopper's 57-bit VAs (num_va_bits_hopper;
+	 * approx: the driver also takes the upper half of a canonical address space). */
 	if (end > 1ULL << 57)
 		return NV_ERR_OUT_OF_RANGE;
 	r = nvsim_uvm_range_find(uf, p->base, end);
