@@ -219,31 +219,6 @@ uint64_t UvmPtableBytes() {
   return v;
 }
 
-uint32_t UvmCall(int uvm, unsigned long req, void* p, uint32_t* status) {
-  return ioctl(uvm, req, p) != 0 ? ~0u : *status;
-}
-
-uint32_t UvmRange(int uvm, uint64_t va, uint64_t length) {
-  uvm_create_external_range_params p{};
-  p.base = va;
-  p.length = length;
-  return UvmCall(uvm, UVM_CREATE_EXTERNAL_RANGE, &p, &p.rmStatus);
-}
-
-uint32_t UvmMap(int uvm, uint64_t va, uint64_t length, uint32_t client, uint32_t mem) {
-  auto p = std::make_unique<uvm_map_external_allocation_params>();
-  std::memset(p.get(), 0, sizeof(*p));
-  p->base = va;
-  p->length = length;
-  p->gpuAttributesCount = 1;
-  std::memcpy(p->perGpuAttributes[0].gpuUuid, NVSIM_GPU_UUID_PREFIX,
-              sizeof(NVSIM_GPU_UUID_PREFIX) - 1);
-  p->rmCtrlFd = -1;
-  p->hClient = client;
-  p->hMemory = mem;
-  return UvmCall(uvm, UVM_MAP_EXTERNAL_ALLOCATION, p.get(), &p->rmStatus);
-}
-
 TEST(NvsimUvm, PageTablesOfExternalMappingsFollowTheH200) {
   Session a;
   ASSERT_TRUE(a.Open());
@@ -263,19 +238,19 @@ TEST(NvsimUvm, PageTablesOfExternalMappingsFollowTheH200) {
       {"512 GiB apart", 0x400000000000ull, 512ull << 30, 8192},
   };
   for (const Case& c : cases) {
-    ASSERT_EQ(UvmRange(uvm, c.va0, 2 * kMiB), NV_OK) << c.what;
-    ASSERT_EQ(UvmMap(uvm, c.va0, 2 * kMiB, a.client, mem), NV_OK) << c.what;
+    ASSERT_EQ(UvmCreateRange(uvm, c.va0, 2 * kMiB), NV_OK) << c.what;
+    ASSERT_EQ(UvmMapOnGpu0(uvm, c.va0, 2 * kMiB, a.client, mem), NV_OK) << c.what;
     const uint64_t first = UvmPtableBytes();
     for (uint64_t i = 1; i <= 8; ++i) {
-      ASSERT_EQ(UvmRange(uvm, c.va0 + i * c.stride, 2 * kMiB), NV_OK) << c.what << " " << i;
-      ASSERT_EQ(UvmMap(uvm, c.va0 + i * c.stride, 2 * kMiB, a.client, mem), NV_OK);
+      ASSERT_EQ(UvmCreateRange(uvm, c.va0 + i * c.stride, 2 * kMiB), NV_OK) << c.what << " " << i;
+      ASSERT_EQ(UvmMapOnGpu0(uvm, c.va0 + i * c.stride, 2 * kMiB, a.client, mem), NV_OK);
     }
     EXPECT_EQ(UvmPtableBytes() - first, 8 * c.per_map) << c.what;
   }
   // 4 KiB pages (a 4 KiB-aligned base): the PTE table as well, 4 KiB.
   const uint64_t before = UvmPtableBytes(), va4k = 0x100000000000ull + 64 * kMiB + 4096;
-  ASSERT_EQ(UvmRange(uvm, va4k - 4096, 2 * kMiB), NV_OK);
-  ASSERT_EQ(UvmMap(uvm, va4k, 64 * 1024, a.client, mem), NV_OK);
+  ASSERT_EQ(UvmCreateRange(uvm, va4k - 4096, 2 * kMiB), NV_OK);
+  ASSERT_EQ(UvmMapOnGpu0(uvm, va4k, 64 * 1024, a.client, mem), NV_OK);
   EXPECT_EQ(UvmPtableBytes() - before, 4096u) << "in an existing PDE0: one PTE table";
   EXPECT_EQ(a.HeapFree(), free0 - (UvmPtableBytes() - pt0)) << "the page tables are video memory";
   close(uvm);

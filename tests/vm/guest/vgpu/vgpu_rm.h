@@ -228,22 +228,8 @@ inline int OpenUvmOf(const ScopedSlot& slot) {
 // outright.
 inline uint32_t MapExternal(int uvm, uint64_t va, uint64_t size, uint32_t client, uint32_t memory,
                             uint64_t range = 0) {
-  uvm_create_external_range_params cr{};
-  cr.base = va;
-  cr.length = range ? range : size;
-  if (ioctl(uvm, UVM_CREATE_EXTERNAL_RANGE, &cr) != 0 || cr.rmStatus != NV_OK) return ~0u;
-  auto mp = std::make_unique<uvm_map_external_allocation_params>();
-  std::memset(mp.get(), 0, sizeof(*mp));
-  mp->base = va;
-  mp->length = size;
-  mp->gpuAttributesCount = 1;
-  std::memcpy(mp->perGpuAttributes[0].gpuUuid, NVSIM_GPU_UUID_PREFIX,
-              sizeof(NVSIM_GPU_UUID_PREFIX) - 1);  // GPU 0: index 0 in the last byte
-  mp->rmCtrlFd = -1;
-  mp->hClient = client;
-  mp->hMemory = memory;
-  if (ioctl(uvm, UVM_MAP_EXTERNAL_ALLOCATION, mp.get()) != 0) return ~0u;
-  return mp->rmStatus;
+  if (UvmCreateRange(uvm, va, range ? range : size) != NV_OK) return ~0u;
+  return UvmMapOnGpu0(uvm, va, size, client, memory);
 }
 
 // The test's oracle of what the core charges one UVM mapping of [va, va + size) on one GPU for
