@@ -8,7 +8,9 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <memory>
+#include <string>
 
 #include "tests/vm/nvsim/nvsim_abi.h"
 
@@ -89,6 +91,14 @@ inline uint32_t FbInfo(int ctl, uint32_t client, uint32_t subdevice, uint32_t in
   if (Control(ctl, client, subdevice, NV2080_CTRL_CMD_FB_GET_INFO_V2, &p, sizeof(p)) != NV_OK)
     return ~0u;
   return p.fbInfoList[0].data;
+}
+
+// One of nvsim's module parameters (its counters, tests/vm/nvsim/README.md), ~0 if unreadable.
+inline uint64_t NvsimParam(const std::string& name) {
+  std::ifstream f("/sys/module/nvsim/parameters/" + name);
+  uint64_t v = ~0ull;
+  f >> v;
+  return v;
 }
 
 // UVM_CREATE_EXTERNAL_RANGE of [va, va + length) on a UVM file: its rmStatus, or ~0u.

@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
-#include <fstream>
 #include <memory>
 
 #include "nvsim_rm.h"
@@ -212,12 +211,7 @@ TEST(NvsimShare, ClosingTheExportFdDropsItsReference) {
 // tables (0 more per mapping), 1 GiB apart takes 4 KiB each (a PDE0), 512 GiB apart 8 KiB (a
 // PDE1 and a PDE0); a 4 KiB-aligned mapping adds its 4 KiB PTE table; every byte returns with the
 // mappings.
-uint64_t UvmPtableBytes() {
-  std::ifstream f("/sys/module/nvsim/parameters/uvm_ptable_bytes");
-  uint64_t v = ~0ull;
-  f >> v;
-  return v;
-}
+uint64_t UvmPtableBytes() { return NvsimParam("uvm_ptable_bytes"); }
 
 TEST(NvsimUvm, PageTablesOfExternalMappingsFollowTheH200) {
   Session a;

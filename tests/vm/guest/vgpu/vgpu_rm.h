@@ -56,12 +56,7 @@ inline bool WriteNvsimParam(const std::string& name, uint64_t value) {
   return f.good();
 }
 
-inline uint64_t ReadNvsimParam(const std::string& name) {
-  std::ifstream f("/sys/module/nvsim/parameters/" + name);
-  uint64_t v = ~0ull;
-  f >> v;
-  return v;
-}
+inline uint64_t ReadNvsimParam(const std::string& name) { return NvsimParam(name); }
 
 // Contiguous video memory of `size` owned by `owner`, 2 MiB aligned (NV01_MEMORY_LOCAL_USER).
 inline nv_memory_allocation_params VidmemParams(uint32_t owner, uint64_t size) {
