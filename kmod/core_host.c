@@ -248,6 +248,13 @@ static void vgpu_host_lock(void *lock)
 	mutex_lock(lock);
 }
 
+/* A UVM file's lock (vgpu_host_lock_create_file): a killed caller stops
+ * waiting; its ioctl then fails with -EINTR, which it never sees. */
+static int vgpu_host_lock_file_killable(void *lock)
+{
+	return mutex_lock_killable(lock) ? -VCORE_EINTR : 0;
+}
+
 static void vgpu_host_unlock(void *lock)
 {
 	mutex_unlock(lock);
@@ -327,6 +334,7 @@ const struct vcore_host_ops vgpu_host_ops = {
 	.control_copy = vgpu_trusted_control_copy,
 	.tsg_scheduled = vgpu_host_tsg_scheduled,
 	.lock_create_file = vgpu_host_lock_create_file,
+	.lock_file_killable = vgpu_host_lock_file_killable,
 };
 
 /* Client records confirmed by the driver (kmod/core/vcore.h, driver_query.c).

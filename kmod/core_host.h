@@ -36,9 +36,11 @@ void vgpu_filter_slot_config(struct vgpu_filter_slot *fs,
 /* Accepts NULL. */
 void vgpu_filter_slot_free(struct vgpu_filter_slot *fs);
 /* The core's record of a new proxy file of @kind (@priv: the host's file);
- * NULL when out of memory. vcore_file_close() ends it. */
+ * NULL with *@err (-ENOMEM, or -EMFILE past the slot's UVM-file cap).
+ * vcore_file_close() ends it. */
 struct vcore_file *vgpu_filter_file_open(struct vgpu_filter_slot *fs,
-					 enum vgpu_node_kind kind, void *priv);
+					 enum vgpu_node_kind kind, void *priv,
+					 int *err);
 u64 vgpu_filter_charged(struct vgpu_filter_slot *fs);
 u64 vgpu_filter_peak(struct vgpu_filter_slot *fs);
 void vgpu_filter_stats(struct vgpu_filter_slot *fs, struct vcore_stats *out);

@@ -145,7 +145,8 @@ void vgpu_filter_slot_free(struct vgpu_filter_slot *fs)
 }
 
 struct vcore_file *vgpu_filter_file_open(struct vgpu_filter_slot *fs,
-					 enum vgpu_node_kind kind, void *priv)
+					 enum vgpu_node_kind kind, void *priv,
+					 int *err)
 {
 	static const enum vcore_file_kind kinds[VGPU_NODE_KINDS] = {
 		[VGPU_NODE_CTL] = VCORE_FILE_CTL,
@@ -153,7 +154,8 @@ struct vcore_file *vgpu_filter_file_open(struct vgpu_filter_slot *fs,
 		[VGPU_NODE_UVM] = VCORE_FILE_UVM,
 	};
 
-	return vcore_file_open(fs->core, kinds[kind], priv);
+	/* The core's errnos are the kernel's numbers (vcore_types.h). */
+	return vcore_file_open_err(fs->core, kinds[kind], priv, err);
 }
 
 u64 vgpu_filter_charged(struct vgpu_filter_slot *fs)

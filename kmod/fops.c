@@ -74,11 +74,9 @@ static int vgpu_fops_open(struct inode *inode, struct file *file)
 	 * another entry, and go through their f_op. */
 	if (kind != VGPU_NODE_UVM)
 		vgpu_real_ioctl_learn(vf->real);
-	vf->core = vgpu_filter_file_open(slot->filter, kind, vf);
-	if (!vf->core) {
-		err = -ENOMEM;
-		goto out_fput;
-	}
+	vf->core = vgpu_filter_file_open(slot->filter, kind, vf, &err);
+	if (!vf->core)
+		goto out_fput; /* -ENOMEM, or -EMFILE: the slot's UVM files */
 	vgpu_stat_inc(slot, VGPU_STAT_OPENS);
 	file->private_data = vf;
 	return 0;

@@ -193,7 +193,8 @@ static void release_one(struct vcore_slot *slot, struct vcore_obj *obj)
 /*
  * An export hold (export.c) goes with its export file, or is replaced: its
  * charge passes to a surviving dup (an import), to another process's dup,
- * or is refunded. It is not in the table and counts as no object.
+ * or is refunded. It is not in the table and counts as no object. A UVM
+ * mapping's page tables (uvm_external.c) go with it: refunded.
  */
 void vcore_obj_drop_hold_locked(struct vcore_slot *slot, struct vcore_obj *hold)
 {
@@ -201,6 +202,10 @@ void vcore_obj_drop_hold_locked(struct vcore_slot *slot, struct vcore_obj *hold)
 	    !pass_charge_to_process(slot, hold))
 		vcore_charge_refund(slot, hold->charged);
 	slot->stats.internal_charged_bytes -= hold->internal;
+	if (hold->hold_ptables) {
+		vcore_charge_refund(slot, hold->hold_ptables);
+		slot->stats.internal_charged_bytes -= hold->hold_ptables;
+	}
 	vcore_obj_unlink_dups_locked(slot, hold);
 	if (hold->dup_src)
 		slot->n_dups--;

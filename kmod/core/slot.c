@@ -85,7 +85,7 @@ void vcore_note_peak_locked(struct vcore_slot *slot)
 }
 
 /* @bytes against the quota, all or nothing. Slot lock held. */
-static int charge_try_locked(struct vcore_slot *slot, vcore_u64 bytes)
+int vcore_charge_try_locked(struct vcore_slot *slot, vcore_u64 bytes)
 {
 	int err = slot->ledger.ops->try_charge(slot->ledger.priv, bytes,
 					       slot->cfg.mem_quota_bytes);
@@ -100,7 +100,7 @@ int vcore_charge_try(struct vcore_slot *slot, vcore_u64 bytes)
 	int err;
 
 	vcore_lock(slot);
-	err = charge_try_locked(slot, bytes);
+	err = vcore_charge_try_locked(slot, bytes);
 	vcore_unlock(slot);
 	return err;
 }
@@ -470,14 +470,17 @@ void vcore_slot_destroy(struct vcore_slot *slot)
 
 /* ---- files ---- */
 
-struct vcore_file *vcore_file_open(struct vcore_slot *slot,
-				   enum vcore_file_kind kind, void *host_priv)
+struct vcore_file *vcore_file_open_err(struct vcore_slot *slot,
+				       enum vcore_file_kind kind,
+				       void *host_priv, int *err)
 {
 	struct vcore_file *file;
+	vcore_bool uvm = kind == VCORE_FILE_UVM, full;
 
-	if (kind != VCORE_FILE_CTL && kind != VCORE_FILE_DEV &&
-	    kind != VCORE_FILE_UVM)
+	*err = -VCORE_EINVAL;
+	if (kind != VCORE_FILE_CTL && kind != VCORE_FILE_DEV && !uvm)
 		return VCORE_NULL;
+	*err = -VCORE_ENOMEM;
 	file = slot->ops->zalloc(slot->priv, sizeof(*file));
 	if (!file)
 		return VCORE_NULL;
@@ -489,13 +492,35 @@ struct vcore_file *vcore_file_open(struct vcore_slot *slot,
 		return VCORE_NULL;
 	}
 	vcore_lock(slot);
-	file->next = slot->files;
-	if (slot->files)
-		slot->files->prev = file;
-	slot->files = file;
-	slot->stats.files++;
+	full = uvm && slot->n_uvm_files >= VCORE_SLOT_MAX_UVM_FILES;
+	if (!full) {
+		slot->n_uvm_files += uvm;
+		file->next = slot->files;
+		if (slot->files)
+			slot->files->prev = file;
+		slot->files = file;
+		slot->stats.files++;
+	}
 	vcore_unlock(slot);
+	if (full) {
+		vcore_logf(slot, VCORE_LOG_INFO,
+			   "refused a UVM file: the slot has %u open",
+			   (unsigned int)VCORE_SLOT_MAX_UVM_FILES);
+		vcore_uvm_external_close(file);
+		slot->ops->free(slot->priv, file);
+		*err = -VCORE_EMFILE;
+		return VCORE_NULL;
+	}
+	*err = 0;
 	return file;
+}
+
+struct vcore_file *vcore_file_open(struct vcore_slot *slot,
+				   enum vcore_file_kind kind, void *host_priv)
+{
+	int err;
+
+	return vcore_file_open_err(slot, kind, host_priv, &err);
 }
 
 /* @bytes of @file's charged UVM mappings went. Slot lock held. */
@@ -531,6 +556,8 @@ void vcore_file_close(struct vcore_file *file)
 	if (file->next)
 		file->next->prev = file->prev;
 	slot->stats.files--;
+	if (file->kind == VCORE_FILE_UVM)
+		slot->n_uvm_files--;
 	vcore_note_peak_locked(slot);
 	vcore_unlock(slot);
 	vcore_uvm_external_close(file);
@@ -586,7 +613,7 @@ int vcore_uvm_map(struct vcore_file *file, vcore_u64 length, vcore_u64 *charged)
 		vcore_unlock(slot);
 		return 0;
 	}
-	err = charge_try_locked(slot, length);
+	err = vcore_charge_try_locked(slot, length);
 	if (err) {
 		slot->stats.denied++;
 		slot->stats.denied_quota++;

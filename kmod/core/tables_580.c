@@ -596,6 +596,48 @@ vcore_u64 vcore_va_range_ptables(vcore_u64 range)
 	       VA_PTABLE_PIECE_580;
 }
 
+/*
+ * UVM's page tables for one external mapping (issue 17 F11.1). UVM builds
+ * them in video memory when it maps (uvm_map_external.c
+ * uvm_va_range_map_rm_allocation -> uvm_mmu.c uvm_page_table_range_vec_init:
+ * try_get_ptes allocates every missing directory from depth 1 down to the
+ * mapping's page-table depth) and frees a directory with the last mapping
+ * under it (uvm_page_tree_put_ptes_async); no RM client is charged for them.
+ * Hopper's format (580.142 uvm_hopper_mmu.c): every directory and every
+ * 4 KiB-page table is a 4 KiB allocation (allocation_size_hopper; a 64 KiB-
+ * page table 256 B); a depth-1 directory covers 2^56 B, depth 2 2^47,
+ * depth 3 2^38 (256 GiB), depth 4 2^29 (512 MiB), a PTE table 2 MiB
+ * (va_base[], index_bits_hopper). The most one mapping of [base, base +
+ * length) can make UVM allocate is then, at 4 KiB pages (the deepest tree:
+ * page_table_depth_hopper; the page size is the memory's, which the core
+ * does not know, or smaller, uvm_map_external_allocation_on_gpu), a 4 KiB
+ * page for each directory of depths 1-4 and each 2 MiB PTE table the span
+ * touches, as if it were the first mapping under each: a span crossing a
+ * boundary touches two. Measured on the H200 with 580.159.04
+ * (docs/results/rm-internal-memory-h200.md): a 2 MiB mapping alone in its
+ * 1 GiB took 4 KiB (its depth-4 directory holding 2 MiB PTEs), alone in its
+ * 512 GiB 8 KiB; this charges it 20 KiB. UVM's allocator takes these pages
+ * from 2 MiB chunks (uvm_pmm_gpu.c), which this does not count.
+ */
+#define UVM_PT_PAGE_580	       0x1000ull /* one directory or PTE table */
+#define UVM_PT_TABLE_SHIFT_580 21	 /* a 4 KiB-page table: 2 MiB */
+static const vcore_u8 uvm_pt_dir_shift_580[] = {56, 47, 38, 29};
+
+vcore_u64 vcore_uvm_map_ptables(vcore_u64 base, vcore_u64 length)
+{
+	vcore_u64 last = base + length - 1, pages;
+	vcore_u32 i;
+
+	if (!length)
+		return 0;
+	pages = (last >> UVM_PT_TABLE_SHIFT_580) -
+		(base >> UVM_PT_TABLE_SHIFT_580) + 1;
+	for (i = 0; i < sizeof(uvm_pt_dir_shift_580); i++)
+		pages += (last >> uvm_pt_dir_shift_580[i]) -
+			 (base >> uvm_pt_dir_shift_580[i]) + 1;
+	return pages * UVM_PT_PAGE_580;
+}
+
 /* a class charged its RM-internal estimate */
 #define CLS_INTERNAL(c, type_, kind, internal)                                 \
 	{                                                                      \

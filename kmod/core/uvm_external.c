@@ -58,7 +58,11 @@
  *     range, no memory) leaves a candidate that is no range: a later create
  *     over it is answered IN_USE until the tenant's UVM_FREE of it or the
  *     file's close, and maps in it hold until then (a charge too many on the
- *     tenant's own slot, never one too few).
+ *     tenant's own slot, never one too few). Dropping it on a failure status
+ *     would not be safe: the status is the tenant's to forge, a real range
+ *     would then be no candidate, a later create over part of it a candidate
+ *     whose maps UVM makes in the real range, and that candidate's UVM_FREE
+ *     (a no-op in UVM) would drop holds UVM keeps.
  *   - MAP / MAP_EXTERNAL_SPARSE: a span in no candidate fails in UVM; the
  *     core answers the map (NV_ERR_INVALID_ADDRESS) and records nothing.
  *     Under a memory quota a sparse map (no memory at all) is answered
@@ -86,6 +90,16 @@
  * drop a mapping a newer range got. It is cheap: libcuda issues them once
  * per cuMemAlloc / cuMemFree / cuMemMap, and UVM itself takes the
  * va_space lock for writing in create and free and RM's lock in each dup.
+ *
+ * Page tables (F11.1): each map also makes UVM build page tables in video
+ * memory no RM client pays for. Every recorded mapping is charged the most
+ * its span can need on each GPU it names (vcore_uvm_map_ptables,
+ * tables_580.c: every directory and 4 KiB-page table the span touches),
+ * reserved in pre like memory and answered NV_ERR_NO_MEMORY past the quota,
+ * refunded when the record goes, by whichever path (UVM_FREE, UNMAP_EXTERNAL,
+ * the close, vcore_obj_drop_hold_locked); unlike the memory's charge it never
+ * passes to another dup. A slot has at most VCORE_SLOT_MAX_UVM_FILES UVM
+ * files (vcore_file_open_err), each at most VCORE_MAX_OBJECTS records.
  *
  * The model is exact when UVM reads the core's copy of the parameters: the
  * kernel host runs these calls (UVM_SEALED rows, tables_580.c) from a
@@ -202,15 +216,16 @@ static vcore_bool has_record(struct vcore_file *file,
 /*
  * Records @rec (filled but for the object) in @file: a hold of the object
  * (h_client, h_object) when the slot records it, a mapping with nothing to
- * charge otherwise. Takes @rec, recorded or freed. Under a memory quota a
- * sparse map is answered NV_ERR_NOT_SUPPORTED: it maps no memory, and no
- * trace of libcuda's makes one. A map of an object this core did not record
- * is not: in shim mode an object imported from another process's export fd
- * is recorded only in the exporter's core (one core per process), and
- * libcuda maps it (CUDA IPC with expandable segments, tests/gpu/e2e.sh part
- * ipc: refused, the importing process failed on the H200). Its charge is the
- * exporter's; its page tables are charged to nothing, as every mapping's
- * (F11.1, docs/security/kernel-lifetime-compute.md).
+ * charge otherwise; either way charged its page tables (@rec->hold_ptables,
+ * F11.1), refused with NV_ERR_NO_MEMORY past the quota as any allocation.
+ * Takes @rec, recorded or freed. Under a memory quota a sparse map is
+ * answered NV_ERR_NOT_SUPPORTED: it maps no memory, and no trace of
+ * libcuda's makes one. A map of an object this core did not record is not:
+ * in shim mode an object imported from another process's export fd is
+ * recorded only in the exporter's core (one core per process), and libcuda
+ * maps it (CUDA IPC with expandable segments, tests/gpu/e2e.sh part ipc:
+ * refused, the importing process failed on the H200). Its memory's charge is
+ * the exporter's; its page tables are charged here.
  */
 static enum vcore_verdict record_mapping(struct vcore_call *call,
 					 struct vcore_obj *rec,
@@ -219,7 +234,7 @@ static enum vcore_verdict record_mapping(struct vcore_call *call,
 	struct vcore_slot *slot = call->slot;
 	struct vcore_file *file = call->file;
 	struct vcore_obj *src = VCORE_NULL;
-	vcore_bool full = 0, uncharged = 0;
+	vcore_bool full = 0, uncharged = 0, over = 0;
 
 	vcore_lock(slot);
 	/* hClient == hMemory names the client: no memory, no dup. */
@@ -233,12 +248,17 @@ static enum vcore_verdict record_mapping(struct vcore_call *call,
 		/* UVM replaces the mapping: the one record stands for it */
 	} else if (file->uvm_holds >= VCORE_MAX_OBJECTS) {
 		full = 1;
+	} else if (vcore_charge_try_locked(slot, rec->hold_ptables)) {
+		over = 1;
+		slot->stats.denied_quota++;
 	} else {
 		if (src) {
 			rec->cls = src->cls;
 			rec->dup_src = src;
 			slot->n_dups++;
 		}
+		slot->stats.internal_charged_bytes += rec->hold_ptables;
+		vcore_note_peak_locked(slot);
 		rec->pid = call->ctx.pid;
 		rec->owner = file;
 		rec->hnext = file->holds;
@@ -255,6 +275,12 @@ static enum vcore_verdict record_mapping(struct vcore_call *call,
 	if (full)
 		return vcore_refuse_errno(call, -VCORE_ENOSPC,
 					  "too many UVM mappings on one file");
+	if (over) {
+		call->quota_refused = 1;
+		return vcore_refuse_status_at(
+			call, status_off, NV_ERR_NO_MEMORY,
+			"video memory quota exceeded (UVM page tables)");
+	}
 	return VCORE_FORWARD;
 }
 
@@ -298,6 +324,10 @@ static enum vcore_verdict map_pre(struct vcore_call *call)
 			   sizeof(h))) {
 		count = 0; /* on no GPU the core knows of: any */
 	}
+	/* Page tables on every GPU it maps on (1..UVM_MAX_GPUS, else UVM
+	 * refuses it: one). */
+	rec->hold_ptables = vcore_uvm_map_ptables(base, end - base) *
+			    (count >= 1 && count <= UVM_MAX_GPUS ? count : 1);
 	/* A sparse map's uuid is at the unmap's offset, a map's first. */
 	rec->hold_one_gpu =
 		count == 1 &&
@@ -394,8 +424,14 @@ static enum vcore_verdict release_pre(struct vcore_call *call)
 enum vcore_verdict vcore_uvm_external_pre(struct vcore_call *call)
 {
 	struct vcore_file *file = call->file;
+	const struct vcore_host_ops *ops = file->slot->ops;
 
-	file->slot->ops->lock(file->uvm_lock);
+	if (!ops->lock_file_killable)
+		ops->lock(file->uvm_lock);
+	else if (ops->lock_file_killable(file->uvm_lock))
+		return vcore_refuse_errno(call, -VCORE_EINTR,
+					  "killed waiting for the UVM file's "
+					  "lock");
 	call->uvm_locked = 1;
 	switch (call->req) {
 	case UVM_CREATE_EXTERNAL_RANGE:
@@ -455,12 +491,17 @@ void vcore_uvm_external_close(struct vcore_file *file)
  * stays at least what UVM can hold until the file goes. Past
  * VCORE_MAX_OBJECTS holds, or without memory for one, the rest go unheld: the
  * caller is being killed, and its memory then lasts only as long as the file.
+ * UVM built the page tables of one mapping of a span the core did not read:
+ * the first hold is charged those of the largest such object at the worst
+ * place (a span starting 4 KiB below a 2^56 boundary crosses every level's),
+ * on one GPU, past the quota if need be (the driver already made them).
  */
 void vcore_uvm_external_replaced(struct vcore_call *call)
 {
 	struct vcore_slot *slot = call->slot;
 	struct vcore_file *file = call->file;
-	struct vcore_obj *o, *hold;
+	struct vcore_obj *o, *hold, *first = VCORE_NULL;
+	vcore_u64 largest = 0, size;
 	vcore_u32 b;
 
 	vcore_lock(slot);
@@ -486,8 +527,20 @@ void vcore_uvm_external_replaced(struct vcore_call *call)
 			hold->hnext = file->holds;
 			file->holds = hold;
 			file->uvm_holds++;
+			if (!first)
+				first = hold;
+			size = o->charged ? o->charged : o->dup_src->charged;
+			if (size > largest)
+				largest = size;
 		}
 	}
 out:
+	if (first && largest) {
+		first->hold_ptables = vcore_uvm_map_ptables(
+			(1ull << 56) - UVM_PAGE_4K, largest);
+		vcore_charge_force(slot, first->hold_ptables);
+		slot->stats.internal_charged_bytes += first->hold_ptables;
+		vcore_note_peak_locked(slot);
+	}
 	vcore_unlock(slot);
 }

@@ -208,6 +208,13 @@ struct vcore_host_ops {
 	 * lock_create.
 	 */
 	void *(*lock_create_file)(void *priv);
+	/*
+	 * Optional: take such a file lock, giving up when the calling task is
+	 * killed while it waits (0, or -VCORE_EINTR: not taken). A UVM call
+	 * can wait behind another of the file's calls for as long as the driver
+	 * runs that one; a killed task must not stay in the wait. NULL: lock.
+	 */
+	int (*lock_file_killable)(void *lock);
 };
 
 /*
@@ -566,9 +573,15 @@ enum vcore_file_kind {
 	VCORE_FILE_UVM = 2, /* /dev/nvidia-uvm */
 };
 
-/* NULL on allocation failure. @host_priv is returned by vcore_file_priv(). */
+/* NULL on allocation failure or past a cap. @host_priv is returned by
+ * vcore_file_priv(). */
 struct vcore_file *vcore_file_open(struct vcore_slot *slot,
 				   enum vcore_file_kind kind, void *host_priv);
+/* The same, saying why in *@err: -VCORE_ENOMEM, -VCORE_EINVAL (no such
+ * kind), -VCORE_EMFILE (the slot has VCORE_SLOT_MAX_UVM_FILES UVM files). */
+struct vcore_file *vcore_file_open_err(struct vcore_slot *slot,
+				       enum vcore_file_kind kind,
+				       void *host_priv, int *err);
 /*
  * The application closed the file (after the host released the real file).
  * Frees, and refunds, every RM client the file owns, as the driver's
@@ -904,6 +917,16 @@ vcore_u32 vcore_class_params_size(const struct vcore_slot *slot, vcore_u32 cls);
  * contexts of the TSG limit need as processes of their own.
  */
 #define VCORE_SLOT_MAX_VASPACES (VCORE_SLOT_MAX_TSGS / 4 * 2 * 2)
+/*
+ * UVM files (/dev/nvidia-uvm opens) per slot (issue 17 F11.1): each is a
+ * va_space of UVM's with page trees of its own per registered GPU, and its
+ * external mappings are capped per file (VCORE_MAX_OBJECTS). libcuda opens
+ * two per process (the va_space and the UVM_MM_INITIALIZE file), and the
+ * recordings in tests/data/traces at most four (PyTorch); the VA-space cap
+ * allows VCORE_SLOT_MAX_VASPACES / 2 processes, so four each. Past it an
+ * open fails with EMFILE (vcore_file_open_err).
+ */
+#define VCORE_SLOT_MAX_UVM_FILES (VCORE_SLOT_MAX_VASPACES / 2 * 4)
 
 /*
  * A TSG (KEPLER_CHANNEL_GROUP_A 0xa06c or a successor) the slot's clients

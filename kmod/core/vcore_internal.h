@@ -214,6 +214,12 @@ struct vcore_abi {
  * SPARSE): the most a range of that size can hold (tables_580.c).
  */
 vcore_u64 vcore_va_range_ptables(vcore_u64 range);
+/*
+ * Video memory UVM can allocate for the page tables of one external mapping
+ * of [base, base + length) on one GPU: the worst case, every directory and
+ * PTE table the span touches newly made, at 4 KiB pages (tables_580.c).
+ */
+vcore_u64 vcore_uvm_map_ptables(vcore_u64 base, vcore_u64 length);
 
 /* Lookups walk the delta chain; a REMOVED row ends the search (NULL). */
 const struct vcore_esc_row *vcore_abi_esc(const struct vcore_abi *abi,
@@ -344,6 +350,10 @@ struct vcore_obj {
 	struct vcore_uvm_range *hold_range;
 	vcore_u8 hold_gpu[VCORE_UVM_UUID_SIZE];
 	vcore_bool hold_one_gpu;
+	/* ... and what the mapping's page tables are charged
+	 * (vcore_uvm_map_ptables per GPU it maps on): refunded when the record
+	 * goes, never passed on with the object's charge. */
+	vcore_u64 hold_ptables;
 };
 
 /*
@@ -414,8 +424,9 @@ struct vcore_slot {
 	/* The host's compute controller sets the TSGs' timeslices (weight
 	 * mode): the app's own SET_TIMESLICE is recorded, not forwarded. */
 	vcore_bool host_owns_timeslice;
-	vcore_u32 n_channels; /* live channels (class 0x??6f) */
-	vcore_u32 n_vaspaces; /* live VA spaces (VCORE_CLS_VASPACE) */
+	vcore_u32 n_channels;  /* live channels (class 0x??6f) */
+	vcore_u32 n_vaspaces;  /* live VA spaces (VCORE_CLS_VASPACE) */
+	vcore_u32 n_uvm_files; /* open UVM files (VCORE_SLOT_MAX_UVM_FILES) */
 	/* Driver system memory the records hold (VCORE_CLS_SYSMEM), against
 	 * cfg.sysmem_budget_bytes; reservations of calls in flight included. */
 	vcore_u64 sysmem_held;
@@ -546,6 +557,8 @@ void vcore_note_pid_locked(struct vcore_slot *slot, vcore_u32 pid);
 vcore_bool vcore_pid_in_slot(struct vcore_slot *slot, vcore_u32 pid);
 /* Ledger wrappers that keep charged/peak counters current. */
 int vcore_charge_try(struct vcore_slot *slot, vcore_u64 bytes);
+/* The same with the slot lock held. */
+int vcore_charge_try_locked(struct vcore_slot *slot, vcore_u64 bytes);
 void vcore_charge_force(struct vcore_slot *slot, vcore_u64 bytes);
 void vcore_charge_refund(struct vcore_slot *slot, vcore_u64 bytes);
 vcore_u64 vcore_charged(struct vcore_slot *slot);

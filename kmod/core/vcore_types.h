@@ -44,6 +44,7 @@ typedef vcore_u64 vcore_uptr_t;
 /* Linux errno values (include/uapi/asm-generic/errno-base.h, errno.h). */
 #define VCORE_EPERM	 1
 #define VCORE_ENOENT	 2
+#define VCORE_EINTR	 4
 #define VCORE_E2BIG	 7
 #define VCORE_ENOMEM	 12
 #define VCORE_EACCES	 13
@@ -52,6 +53,7 @@ typedef vcore_u64 vcore_uptr_t;
 #define VCORE_EEXIST	 17
 #define VCORE_EINVAL	 22
 #define VCORE_ENODEV	 19
+#define VCORE_EMFILE	 24
 #define VCORE_ENOTTY	 25
 #define VCORE_ENOSPC	 28
 #define VCORE_ERANGE	 34

@@ -31,10 +31,12 @@ bool AttachFile(int fd, DevKind kind) {
   if (st == nullptr || !st->init_error.empty()) {
     return false;
   }
-  vcore_file* vf =
-      vcore_file_open(st->slot, CoreKind(kind), reinterpret_cast<void*>(static_cast<intptr_t>(fd)));
+  int err = 0;
+  vcore_file* vf = vcore_file_open_err(st->slot, CoreKind(kind),
+                                       reinterpret_cast<void*>(static_cast<intptr_t>(fd)), &err);
   if (vf == nullptr) {
-    Logf(LogLevel::kError, "cannot track fd %d (out of memory): refused", fd);
+    Logf(LogLevel::kError, "cannot track fd %d (%s): refused", fd,
+         err == -VCORE_EMFILE ? "the slot's UVM files are at their cap" : "out of memory");
     return false;
   }
   auto* f = new ShimFile{vf, kind, {1}};

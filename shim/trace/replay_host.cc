@@ -173,8 +173,9 @@ constexpr vcore_host_ops kSimOpsBase = {
     .driver_memory = nullptr,  // the replay has no driver to ask
     .driver_class = nullptr,
     .control_copy = nullptr,
-    .tsg_scheduled = nullptr,     // no compute controller in a replay
-    .lock_create_file = nullptr,  // lock_create serves
+    .tsg_scheduled = nullptr,       // no compute controller in a replay
+    .lock_create_file = nullptr,    // lock_create serves
+    .lock_file_killable = nullptr,  // lock serves
 };
 
 constexpr vcore_host_ops WithPidInSlot(vcore_host_ops ops) {

@@ -10,120 +10,10 @@
 #include <memory>
 #include <thread>
 
-#include "tests/unit/core/core_fixture.h"
+#include "tests/unit/core/uvm_fixture.h"
 
 namespace vgpu::core_test {
 namespace {
-
-constexpr uint64_t kQuota = 64 * kMiB, kSize = 16 * kMiB;
-constexpr uint64_t kVa = 0x7f0000000000ull;  // libcuda's VA arena lies up there
-constexpr uint32_t kMem = 0xe3000001;
-constexpr uint8_t kGpuA = 0xa0, kGpuB = 0xb0;  // last byte of two GPUs' uuids
-
-using Uuid = std::array<uint8_t, VCORE_UVM_UUID_SIZE>;
-Uuid Gpu(uint8_t last) {
-  Uuid u{};
-  u.fill(0x47);
-  u[15] = last;
-  return u;
-}
-
-struct UvmOutcome {
-  vcore_verdict verdict;
-  int ret;
-  uint32_t status;  // the rmStatus the tenant reads afterwards
-};
-
-class UvmExternalTest : public CoreTest {
- protected:
-  void SetUp() override {
-    MakeSlot(kQuota);
-    Session(&client_, &device_, &subdevice_);
-    uvm_ = vcore_file_open(slot_, VCORE_FILE_UVM, nullptr);
-    ASSERT_NE(uvm_, nullptr);
-  }
-  void TearDown() override {
-    vcore_file_close(uvm_);
-    CoreTest::TearDown();
-  }
-
-  // One UVM call on params @p: UVM answers @uvm_status when the core forwards it, and a sibling
-  // stores NV_OK over it afterwards when @forge_ok.
-  UvmOutcome Uvm(uint32_t req, std::vector<uint8_t> p, uint32_t status_off, uint32_t uvm_status,
-                 bool forge_ok = false) {
-    Put(kArg, std::move(p));
-    vcore_call_ctx ctx{&mem_, kPid, kPid};
-    vcore_call* call = nullptr;
-    UvmOutcome o{};
-    o.verdict = vcore_pre(uvm_, req, kArg, &ctx, &call);
-    if (o.verdict == VCORE_FORWARD) {
-      ++forwarded_;
-      mem_.Write(kArg + status_off, &uvm_status, sizeof uvm_status);
-      if (forge_ok) {
-        const uint32_t ok = NV_OK;
-        mem_.Write(kArg + status_off, &ok, sizeof ok);
-      }
-    }
-    o.ret = vcore_post(call, 0);
-    o.status = Get<uint32_t>(mem_, kArg + status_off);
-    return o;
-  }
-  static std::vector<uint8_t> Span(size_t size, uint64_t base, uint64_t length) {
-    std::vector<uint8_t> p(size);
-    memcpy(p.data(), &base, 8);
-    memcpy(p.data() + 8, &length, 8);
-    return p;
-  }
-  UvmOutcome Create(uint64_t base, uint64_t length, uint32_t uvm_status = NV_OK) {
-    return Uvm(UVM_CREATE_EXTERNAL_RANGE, Span(24, base, length),
-               UVM_CREATE_EXTERNAL_RANGE_RMSTATUS_OFF, uvm_status);
-  }
-  UvmOutcome Map(uint64_t base, uint64_t length, uint32_t h_memory, std::vector<uint8_t> gpus,
-                 uint32_t uvm_status = NV_OK) {
-    std::vector<uint8_t> p = Span(UVM_MAP_EXTERNAL_ALLOCATION_SIZE, base, length);
-    for (size_t i = 0; i < gpus.size(); ++i) {
-      const Uuid u = Gpu(gpus[i]);
-      memcpy(
-          p.data() + UVM_MAP_EXTERNAL_ALLOCATION_GPU_UUID_OFF + i * UVM_GPU_MAPPING_ATTRIBUTES_SIZE,
-          u.data(), u.size());
-    }
-    const uint64_t count = gpus.size();
-    memcpy(p.data() + UVM_MAP_EXTERNAL_ALLOCATION_COUNT_OFF, &count, 8);
-    const int32_t no_fd = -1;
-    memcpy(p.data() + UVM_MAP_EXTERNAL_ALLOCATION_COUNT_OFF + 8, &no_fd, 4);
-    const uint32_t h[2] = {client_, h_memory};
-    memcpy(p.data() + UVM_MAP_EXTERNAL_ALLOCATION_HCLIENT_OFF, h, 8);
-    return Uvm(UVM_MAP_EXTERNAL_ALLOCATION, p, UVM_MAP_EXTERNAL_ALLOCATION_RMSTATUS_OFF,
-               uvm_status);
-  }
-  UvmOutcome Sparse(uint64_t base, uint64_t length, uint8_t gpu) {
-    std::vector<uint8_t> p = Span(40, base, length);
-    const Uuid u = Gpu(gpu);
-    memcpy(p.data() + UVM_UNMAP_EXTERNAL_GPU_UUID_OFF, u.data(), u.size());
-    return Uvm(UVM_MAP_EXTERNAL_SPARSE, p, UVM_MAP_EXTERNAL_SPARSE_RMSTATUS_OFF, NV_OK);
-  }
-  UvmOutcome UvmFree(uint64_t base, uint64_t length, uint32_t uvm_status, bool forge_ok = false) {
-    return Uvm(UVM_FREE, Span(24, base, length), UVM_FREE_RMSTATUS_OFF, uvm_status, forge_ok);
-  }
-  UvmOutcome Unmap(uint64_t base, uint64_t length, uint8_t gpu, uint32_t uvm_status,
-                   bool forge_ok = false) {
-    std::vector<uint8_t> p = Span(40, base, length);
-    const Uuid u = Gpu(gpu);
-    memcpy(p.data() + UVM_UNMAP_EXTERNAL_GPU_UUID_OFF, u.data(), u.size());
-    return Uvm(UVM_UNMAP_EXTERNAL, p, UVM_UNMAP_EXTERNAL_RMSTATUS_OFF, uvm_status, forge_ok);
-  }
-  // An allocation mapped at [va, va + kSize) on GPU A, its handle then freed (the charge must
-  // stay: UVM's dup holds the memory).
-  void MapAndFreeHandle(uint32_t h, uint64_t va) {
-    ASSERT_EQ(AllocVidmem(client_, device_, h, kSize).ret, 0);
-    ASSERT_EQ(Map(va, kSize, h, {kGpuA}).verdict, VCORE_FORWARD);
-    ASSERT_EQ(Free(client_, device_, h).ret, 0);
-  }
-
-  uint32_t client_ = 0, device_ = 0, subdevice_ = 0;
-  vcore_file* uvm_ = nullptr;
-  int forwarded_ = 0;
-};
 
 // The hole: UNMAP_EXTERNAL with a GPU the mapping is not on fails in UVM (NV_ERR_INVALID_DEVICE
 // when unregistered; nothing of that GPU to unmap otherwise); a sibling's NV_OK made the core
@@ -131,10 +21,10 @@ class UvmExternalTest : public CoreTest {
 TEST_F(UvmExternalTest, ForgedOkOnAnUnmapOfAnotherGpuKeepsTheHold) {
   ASSERT_EQ(Create(kVa, kSize).verdict, VCORE_FORWARD);
   MapAndFreeHandle(kMem, kVa);
-  ASSERT_EQ(Charged(), kSize);
+  ASSERT_EQ(Charged(), kSize + Pt(kVa, kSize));
   EXPECT_EQ(Unmap(kVa, kSize, kGpuB, NV_ERR_INVALID_DEVICE, /*forge_ok=*/true).status, NV_OK)
       << "the sibling's store landed";
-  EXPECT_EQ(Charged(), kSize) << "UVM still maps the memory on GPU A";
+  EXPECT_EQ(Charged(), kSize + Pt(kVa, kSize)) << "UVM still maps the memory on GPU A";
   EXPECT_EQ(AllocVidmem(client_, device_, kMem + 1, kQuota).verdict, VCORE_REFUSE_STATUS)
       << "and the quota counts it";
   Unmap(kVa, kSize, kGpuA, NV_OK);
@@ -147,7 +37,7 @@ TEST_F(UvmExternalTest, ForgedOkOnAFreeOfAPartOfARangeKeepsTheHold) {
   ASSERT_EQ(Create(kVa, 2 * kSize).verdict, VCORE_FORWARD);
   MapAndFreeHandle(kMem, kVa);
   UvmFree(kVa, kSize, NV_ERR_INVALID_ADDRESS, /*forge_ok=*/true);
-  EXPECT_EQ(Charged(), kSize) << "the range and its mapping are still there";
+  EXPECT_EQ(Charged(), kSize + Pt(kVa, kSize)) << "the range and its mapping are still there";
   UvmFree(kVa, 2 * kSize, NV_OK);
   EXPECT_EQ(Charged(), 0u) << "the free of the whole range lets go";
 }
@@ -181,7 +71,7 @@ TEST_F(UvmExternalTest, VmmOrderIsRefundedAtEachUnmap) {
     EXPECT_EQ(Charged(), 0u) << "mapping " << i;
   }
   MapAndFreeHandle(kMem + 10, kVa + kSize);
-  EXPECT_EQ(Charged(), kSize);
+  EXPECT_EQ(Charged(), kSize + Pt(kVa + kSize, kSize));
   UvmFree(kVa, 4 * kSize, NV_OK);
   EXPECT_EQ(Charged(), 0u);
 }
@@ -226,11 +116,12 @@ TEST_F(UvmExternalTest, AMappingAcrossTheUnmapsStartKeepsTheHoldsInside) {
   MapAndFreeHandle(kMem, kVa + kSize);
   ASSERT_EQ(AllocVidmem(client_, device_, kMem + 1, 2 * kMiB).ret, 0);
   ASSERT_EQ(Map(kVa, kSize + 2 * kMiB, kMem + 1, {kGpuA}).verdict, VCORE_FORWARD);
+  const uint64_t both = kSize + 2 * kMiB + Pt(kVa + kSize, kSize) + Pt(kVa, kSize + 2 * kMiB);
   Unmap(kVa + kSize - 0x1000, kSize + 0x1000, kGpuA, NV_ERR_INVALID_ADDRESS, /*forge_ok=*/true);
-  EXPECT_EQ(Charged(), kSize + 2 * kMiB);
+  EXPECT_EQ(Charged(), both);
   ASSERT_EQ(Free(client_, device_, kMem + 1).ret, 0);
   Unmap(kVa + kSize - 0x1000, kSize + 0x1000, kGpuB, NV_OK);
-  EXPECT_EQ(Charged(), kSize + 2 * kMiB) << "another GPU's unmap leaves GPU A's mappings";
+  EXPECT_EQ(Charged(), both) << "another GPU's unmap leaves GPU A's mappings";
   Unmap(kVa, 2 * kSize, kGpuA, NV_OK);
   EXPECT_EQ(Charged(), 0u) << "an unmap that covers both lets go";
 }
@@ -251,10 +142,14 @@ TEST_F(UvmExternalTest, UnchargedMapsAreRecordedAndSparseOnesAnsweredUnderAQuota
   ASSERT_EQ(Sparse(kVa, kSize + 0x100000, kGpuA).verdict, VCORE_FORWARD);
   ASSERT_EQ(Map(kVa + 3 * kSize, kSize, 0xdead0001, {kGpuA}).verdict, VCORE_FORWARD);
   ASSERT_EQ(Free(client_, device_, kMem).ret, 0);
+  // Each mapping is charged its page tables, the unrecorded one too (its memory is another
+  // core's, its page tables this slot's).
+  const uint64_t unrecorded = Pt(kVa + 3 * kSize, kSize);
   Unmap(kVa + kSize - 0x1000, kSize + 0x1000, kGpuA, NV_OK);
-  EXPECT_EQ(Charged(), kSize) << "the sparse map across the start keeps the hold";
+  EXPECT_EQ(Charged(), kSize + Pt(kVa + kSize, kSize) + Pt(kVa, kSize + 0x100000) + unrecorded)
+      << "the sparse map across the start keeps the hold";
   Unmap(kVa, 2 * kSize, kGpuA, NV_OK);
-  EXPECT_EQ(Charged(), 0u);
+  EXPECT_EQ(Charged(), unrecorded);
 
   vcore_file_close(uvm_);
   MakeSlot(kQuota);
@@ -268,7 +163,7 @@ TEST_F(UvmExternalTest, UnchargedMapsAreRecordedAndSparseOnesAnsweredUnderAQuota
   EXPECT_EQ(forwarded_, before) << "UVM never saw it";
   EXPECT_EQ(Map(kVa, kSize, 0xdead0001, {kGpuA}).verdict, VCORE_FORWARD)
       << "an object another process's core records (an import) maps";
-  EXPECT_EQ(Charged(), 0u);
+  EXPECT_EQ(Charged(), Pt(kVa, kSize)) << "its page tables only";
   ASSERT_EQ(AllocVidmem(client_, device_, kMem, kSize).ret, 0);
   EXPECT_EQ(Map(kVa + kSize, kSize, kMem, {kGpuA}).verdict, VCORE_FORWARD)
       << "a recorded object maps";
@@ -281,8 +176,9 @@ TEST_F(UvmExternalTest, MapsOnSeveralGpusGoWithTheirRange) {
   ASSERT_EQ(AllocVidmem(client_, device_, kMem, kSize).ret, 0);
   ASSERT_EQ(Map(kVa, kSize, kMem, {kGpuA, kGpuB}).verdict, VCORE_FORWARD);
   ASSERT_EQ(Free(client_, device_, kMem).ret, 0);
+  EXPECT_EQ(Charged(), kSize + 2 * Pt(kVa, kSize)) << "page tables on each GPU";
   Unmap(kVa, kSize, kGpuA, NV_OK);
-  EXPECT_EQ(Charged(), kSize) << "it may still be mapped on GPU B";
+  EXPECT_EQ(Charged(), kSize + 2 * Pt(kVa, kSize)) << "it may still be mapped on GPU B";
   UvmFree(kVa, kSize, NV_ERR_GENERIC);
   EXPECT_EQ(Charged(), 0u);
 
@@ -292,7 +188,7 @@ TEST_F(UvmExternalTest, MapsOnSeveralGpusGoWithTheirRange) {
   ASSERT_EQ(Map(kVa, kSize, kMem + 1, {kGpuB}).verdict, VCORE_FORWARD);
   ASSERT_EQ(Free(client_, device_, kMem + 1).ret, 0);
   Unmap(kVa, kSize, kGpuA, NV_OK);
-  EXPECT_EQ(Charged(), kSize) << "still mapped on GPU B";
+  EXPECT_EQ(Charged(), kSize + Pt(kVa, kSize)) << "still mapped on GPU B";
   Unmap(kVa, kSize, kGpuB, NV_OK);
   EXPECT_EQ(Charged(), 0u);
 }
@@ -301,7 +197,7 @@ TEST_F(UvmExternalTest, TheFilesCloseLetsGoOfEverything) {
   ASSERT_EQ(Create(kVa, 2 * kSize).verdict, VCORE_FORWARD);
   MapAndFreeHandle(kMem, kVa);
   MapAndFreeHandle(kMem + 1, kVa + kSize);
-  EXPECT_EQ(Charged(), 2 * kSize);
+  EXPECT_EQ(Charged(), 2 * kSize + Pt(kVa, kSize) + Pt(kVa + kSize, kSize));
   vcore_file_close(uvm_);
   uvm_ = vcore_file_open(slot_, VCORE_FILE_UVM, nullptr);
   EXPECT_EQ(Charged(), 0u);

@@ -8,6 +8,9 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
 
 #include "tests/vm/nvsim/nvsim_abi.h"
 
@@ -88,6 +91,39 @@ inline uint32_t FbInfo(int ctl, uint32_t client, uint32_t subdevice, uint32_t in
   if (Control(ctl, client, subdevice, NV2080_CTRL_CMD_FB_GET_INFO_V2, &p, sizeof(p)) != NV_OK)
     return ~0u;
   return p.fbInfoList[0].data;
+}
+
+// One of nvsim's module parameters (its counters, tests/vm/nvsim/README.md), ~0 if unreadable.
+inline uint64_t NvsimParam(const std::string& name) {
+  std::ifstream f("/sys/module/nvsim/parameters/" + name);
+  uint64_t v = ~0ull;
+  f >> v;
+  return v;
+}
+
+// UVM_CREATE_EXTERNAL_RANGE of [va, va + length) on a UVM file: its rmStatus, or ~0u.
+inline uint32_t UvmCreateRange(int uvm, uint64_t va, uint64_t length) {
+  uvm_create_external_range_params p{};
+  p.base = va;
+  p.length = length;
+  return ioctl(uvm, UVM_CREATE_EXTERNAL_RANGE, &p) != 0 ? ~0u : p.rmStatus;
+}
+
+// UVM_MAP_EXTERNAL_ALLOCATION of (client, memory) at [va, va + length) on GPU 0 (offset 0), as
+// libcuda maps a cuMemAlloc: its rmStatus, or ~0u.
+inline uint32_t UvmMapOnGpu0(int uvm, uint64_t va, uint64_t length, uint32_t client,
+                             uint32_t memory) {
+  auto p = std::make_unique<uvm_map_external_allocation_params>();
+  std::memset(p.get(), 0, sizeof(*p));
+  p->base = va;
+  p->length = length;
+  p->gpuAttributesCount = 1;
+  std::memcpy(p->perGpuAttributes[0].gpuUuid, NVSIM_GPU_UUID_PREFIX,
+              sizeof(NVSIM_GPU_UUID_PREFIX) - 1);  // GPU 0: index 0 in the last byte
+  p->rmCtrlFd = -1;
+  p->hClient = client;
+  p->hMemory = memory;
+  return ioctl(uvm, UVM_MAP_EXTERNAL_ALLOCATION, p.get()) != 0 ? ~0u : p->rmStatus;
 }
 
 }  // namespace nvsim_test

@@ -2,7 +2,8 @@
 // driver): RM_DUP_OBJECT under the share policies, RM_SHARE, and export fds
 // (NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECTS_TO_FD / GET_EXPORT_OBJECT_INFO /
 // IMPORT_OBJECTS_FROM_FD). The point the quota depends on: an allocation's video memory stays
-// in use while any dup, export or import of it lives, whoever freed the original.
+// in use while any dup, export or import of it lives, whoever freed the original. And UVM's
+// page tables for external mappings (tests/vm/nvsim/nvsim_uvm_ext.c) against the H200's figures.
 // guest.sh loads nvsim with num_gpus=2 vidmem_mib=1024 reserved_mib=64.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -201,6 +202,53 @@ TEST(NvsimShare, ClosingTheExportFdDropsItsReference) {
   close(efd);
   EXPECT_EQ(a.HeapFree(), free0 - size);
   ASSERT_EQ(Free(a.ctl, a.client, a.device, mem), NV_OK);
+  EXPECT_EQ(a.HeapFree(), free0);
+}
+
+// UVM's page tables for external mappings (tests/vm/nvsim/nvsim_uvm_ext.c, after the 580
+// driver's uvm_mmu.c and Hopper's format) against what the H200 showed
+// (docs/results/rm-internal-memory-h200.md): one 2 MiB allocation mapped 2 MiB apart shares its
+// tables (0 more per mapping), 1 GiB apart takes 4 KiB each (a PDE0), 512 GiB apart 8 KiB (a
+// PDE1 and a PDE0); a 4 KiB-aligned mapping adds its 4 KiB PTE table; every byte returns with the
+// mappings.
+uint64_t UvmPtableBytes() { return NvsimParam("uvm_ptable_bytes"); }
+
+TEST(NvsimUvm, PageTablesOfExternalMappingsFollowTheH200) {
+  Session a;
+  ASSERT_TRUE(a.Open());
+  const int uvm = open("/dev/nvidia-uvm", O_RDWR);
+  ASSERT_GE(uvm, 0);
+  uint32_t mem = 0;
+  uint64_t size = 2 * kMiB;
+  ASSERT_EQ(AllocVidmem(a.ctl, a.client, a.device, &mem, &size), NV_OK);
+  const uint64_t free0 = a.HeapFree(), pt0 = UvmPtableBytes();
+  ASSERT_NE(pt0, ~0ull) << "nvsim has no uvm_ptable_bytes";
+  struct Case {
+    const char* what;
+    uint64_t va0, stride, per_map;  // per_map: page tables each mapping after the first adds
+  } cases[] = {
+      {"2 MiB apart", 0x100000000000ull, 2 * kMiB, 0},
+      {"1 GiB apart", 0x200000000000ull, 1ull << 30, 4096},
+      {"512 GiB apart", 0x400000000000ull, 512ull << 30, 8192},
+  };
+  for (const Case& c : cases) {
+    ASSERT_EQ(UvmCreateRange(uvm, c.va0, 2 * kMiB), NV_OK) << c.what;
+    ASSERT_EQ(UvmMapOnGpu0(uvm, c.va0, 2 * kMiB, a.client, mem), NV_OK) << c.what;
+    const uint64_t first = UvmPtableBytes();
+    for (uint64_t i = 1; i <= 8; ++i) {
+      ASSERT_EQ(UvmCreateRange(uvm, c.va0 + i * c.stride, 2 * kMiB), NV_OK) << c.what << " " << i;
+      ASSERT_EQ(UvmMapOnGpu0(uvm, c.va0 + i * c.stride, 2 * kMiB, a.client, mem), NV_OK);
+    }
+    EXPECT_EQ(UvmPtableBytes() - first, 8 * c.per_map) << c.what;
+  }
+  // 4 KiB pages (a 4 KiB-aligned base): the PTE table as well, 4 KiB.
+  const uint64_t before = UvmPtableBytes(), va4k = 0x100000000000ull + 64 * kMiB + 4096;
+  ASSERT_EQ(UvmCreateRange(uvm, va4k - 4096, 2 * kMiB), NV_OK);
+  ASSERT_EQ(UvmMapOnGpu0(uvm, va4k, 64 * 1024, a.client, mem), NV_OK);
+  EXPECT_EQ(UvmPtableBytes() - before, 4096u) << "in an existing PDE0: one PTE table";
+  EXPECT_EQ(a.HeapFree(), free0 - (UvmPtableBytes() - pt0)) << "the page tables are video memory";
+  close(uvm);
+  EXPECT_EQ(UvmPtableBytes(), pt0) << "every table returns with the file";
   EXPECT_EQ(a.HeapFree(), free0);
 }
 

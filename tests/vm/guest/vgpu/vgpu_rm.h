@@ -30,6 +30,8 @@ inline constexpr uint64_t kKiB = 1ull << 10;
 // The per-slot caps on scheduling objects and VA spaces (kmod/core/vcore.h,
 // VCORE_SLOT_MAX_TSGS / _CHANNELS / _VASPACES).
 inline constexpr uint32_t kMaxTsgs = 64, kMaxChannels = 1024, kMaxVaspaces = 64;
+// UVM files per slot (VCORE_SLOT_MAX_UVM_FILES).
+inline constexpr uint32_t kMaxUvmFiles = 128;
 
 inline std::unique_ptr<vgpu::kmod::Client> Netlink() {
   auto c = vgpu::kmod::Client::Open();
@@ -54,12 +56,7 @@ inline bool WriteNvsimParam(const std::string& name, uint64_t value) {
   return f.good();
 }
 
-inline uint64_t ReadNvsimParam(const std::string& name) {
-  std::ifstream f("/sys/module/nvsim/parameters/" + name);
-  uint64_t v = ~0ull;
-  f >> v;
-  return v;
-}
+inline uint64_t ReadNvsimParam(const std::string& name) { return NvsimParam(name); }
 
 // A comma list into one of nvsim's array parameters.
 inline bool WriteNvsimList(const std::string& name, const std::string& list) {
@@ -247,22 +244,20 @@ inline int OpenUvmOf(const ScopedSlot& slot) {
 // outright.
 inline uint32_t MapExternal(int uvm, uint64_t va, uint64_t size, uint32_t client, uint32_t memory,
                             uint64_t range = 0) {
-  uvm_create_external_range_params cr{};
-  cr.base = va;
-  cr.length = range ? range : size;
-  if (ioctl(uvm, UVM_CREATE_EXTERNAL_RANGE, &cr) != 0 || cr.rmStatus != NV_OK) return ~0u;
-  auto mp = std::make_unique<uvm_map_external_allocation_params>();
-  std::memset(mp.get(), 0, sizeof(*mp));
-  mp->base = va;
-  mp->length = size;
-  mp->gpuAttributesCount = 1;
-  std::memcpy(mp->perGpuAttributes[0].gpuUuid, NVSIM_GPU_UUID_PREFIX,
-              sizeof(NVSIM_GPU_UUID_PREFIX) - 1);  // GPU 0: index 0 in the last byte
-  mp->rmCtrlFd = -1;
-  mp->hClient = client;
-  mp->hMemory = memory;
-  if (ioctl(uvm, UVM_MAP_EXTERNAL_ALLOCATION, mp.get()) != 0) return ~0u;
-  return mp->rmStatus;
+  if (UvmCreateRange(uvm, va, range ? range : size) != NV_OK) return ~0u;
+  return UvmMapOnGpu0(uvm, va, size, client, memory);
+}
+
+// The test's oracle of what the core charges one UVM mapping of [va, va + size) on one GPU for
+// UVM's page tables (kmod/core/tables_580.c vcore_uvm_map_ptables, issue 17 F11.1): a 4 KiB page
+// for each directory of Hopper's depths 1-4 (covering 2^56, 2^47, 2^38 and 2^29 B) and each
+// 2 MiB PTE table the span touches, as if none existed yet. nvsim builds only those the mapping
+// is the first under, at the mapping's page size (tests/vm/nvsim/nvsim_uvm_ext.c): never more.
+inline uint64_t UvmMapPtables(uint64_t va, uint64_t size) {
+  const uint64_t last = va + size - 1;
+  uint64_t pages = 0;
+  for (unsigned shift : {56u, 47u, 38u, 29u, 21u}) pages += (last >> shift) - (va >> shift) + 1;
+  return pages * 4096;
 }
 
 // UVM_FREE of the external range [va, va + size): its rmStatus, or ~0u.
