@@ -218,13 +218,16 @@ static noinline bool vgpu_unwrap_xfer(const struct vcore_call *call,
 }
 
 /*
- * pre -> (fd translation) -> real ioctl -> post. The common call (a control
- * with no fd field) allocates nothing, takes no lock and clears no large
- * stack frame (tests/vm/guest/vgpu/vgpu_bench.cc measures it). A plain
- * control (vcore_pre_lean: no handler, every test passed) comes back with no
- * call: it has no fd field, needs no fd-table witness (not an RM_ALLOC, not
- * on a UVM file), has no allocation status to settle and no post step but
- * at most a reply view, so it goes straight to the real driver.
+ * pre -> (fd translation) -> real ioctl -> post. @seal: the call's sealed
+ * copy (seal.c; every call the core decides on has one, every RM_CONTROL
+ * included), whose address @arg is, or NULL. An unsealed call allocates
+ * nothing, takes no lock and clears no large stack frame; a plain control
+ * that reaches here unsealed (vcore_pre_lean: no handler, every test passed;
+ * only one the module issues itself through vgpu_filter_ioctl, overquota.c)
+ * comes back with no call: it has no fd field, needs no fd-table
+ * witness, has no allocation status to settle and no post step but at most a
+ * reply view, so it goes straight to the real driver. The seal's cost is
+ * measured by tests/vm/guest/vgpu/vgpu_bench.cc (docs/results/kmod-bench.md).
  */
 static __always_inline long vgpu_filter_call(struct vgpu_file *vf,
 					     unsigned int cmd,
