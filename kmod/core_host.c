@@ -15,6 +15,7 @@
 
 #include "core_host.h"
 #include "driver_query.h"
+#include "seal.h"
 
 /*
  * The core's reads and writes on the hot path are small fixed headers and
@@ -86,10 +87,29 @@ efault:
 	return -EFAULT;
 }
 
+/*
+ * @uctx is the call's sealed copy, or NULL (ioctl.c, vgpu_filter_call): what
+ * lies inside it is read and written through the kernel's mapping. A store
+ * through the user mapping would make the page writable, for the caller's
+ * siblings too, before the driver read it (seal.c).
+ */
+static __always_inline void *vgpu_sealed(void *uctx, vcore_uptr_t uaddr,
+					 vcore_size_t n)
+{
+	return unlikely(uctx) ? vgpu_seal_kaddr(uctx, (unsigned long)uaddr, n)
+			      : NULL;
+}
+
 /* Called directly by the core (core.mk: VCORE_HOST_COPY_FROM_USER). */
 int vgpu_host_copy_from_user(void *uctx, void *dst, vcore_uptr_t src,
 			     vcore_size_t n)
 {
+	const void *k = vgpu_sealed(uctx, src, n);
+
+	if (k) {
+		memcpy(dst, k, n);
+		return 0;
+	}
 	if (vgpu_copy_is_small(n))
 		return vgpu_copy_small_from_user(dst, vgpu_uptr(src), n);
 	return copy_from_user(dst, vgpu_uptr(src), n) ? -EFAULT : 0;
@@ -106,7 +126,8 @@ int vgpu_host_copy_from_user2(void *uctx, void *d1, vcore_uptr_t s1,
 {
 	bool ok;
 
-	if (!vgpu_copy_is_small(n1) || !vgpu_copy_is_small(n2))
+	if (unlikely(uctx) || !vgpu_copy_is_small(n1) ||
+	    !vgpu_copy_is_small(n2))
 		return vgpu_host_copy_from_user(uctx, d1, s1, n1)
 			       ?: vgpu_host_copy_from_user(uctx, d2, s2, n2);
 	if (!access_ok(vgpu_uptr(s2), n2))
@@ -122,6 +143,12 @@ int vgpu_host_copy_from_user2(void *uctx, void *d1, vcore_uptr_t s1,
 int vgpu_host_copy_to_user(void *uctx, vcore_uptr_t dst, const void *src,
 			   vcore_size_t n)
 {
+	void *k = vgpu_sealed(uctx, dst, n);
+
+	if (k) {
+		memcpy(k, src, n);
+		return 0;
+	}
 	if (vgpu_copy_is_small(n))
 		return vgpu_copy_small_to_user(vgpu_uptr(dst), src, n);
 	return copy_to_user(vgpu_uptr(dst), src, n) ? -EFAULT : 0;

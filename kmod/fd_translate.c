@@ -85,13 +85,15 @@ static void vgpu_remove_decoy(int fd, struct file *decoy)
 }
 
 int vgpu_fd_translate(struct vgpu_file *vf, struct vgpu_fd_fix *fix,
-		      u32 __user *uaddr, int fd, enum vcore_fd_kind want)
+		      u32 __user *uaddr, int fd, enum vcore_fd_kind want,
+		      const struct vgpu_seal *seal)
 {
 	struct vgpu_file *pf;
 	struct file *f;
 	int tmp;
 
 	fix->uaddr = uaddr;
+	fix->seal = seal;
 	fix->orig = fd;
 	fix->tmp = -1;
 	fix->kthread_file = NULL;
@@ -128,7 +130,7 @@ int vgpu_fd_translate(struct vgpu_file *vf, struct vgpu_fd_fix *fix,
 	fput(f);
 	if (tmp < 0)
 		return tmp;
-	if (put_user(tmp, uaddr)) {
+	if (vgpu_seal_put_u32(seal, uaddr, tmp)) {
 		vgpu_remove_decoy(tmp, fix->decoy);
 		return -EFAULT;
 	}
@@ -142,7 +144,7 @@ void vgpu_fd_restore(struct vgpu_fd_fix *fix)
 		return;
 	/* The driver copied the whole struct back: put the caller's number
 	 * back. */
-	if (put_user(fix->orig, fix->uaddr))
+	if (vgpu_seal_put_u32(fix->seal, fix->uaddr, fix->orig))
 		pr_debug("fd field at %p no longer writable\n", fix->uaddr);
 	if (fix->kthread_file) {
 		fput(fix->kthread_file);

@@ -133,7 +133,8 @@ static long vgpu_ioctl_unprivileged(struct file *real, unsigned int cmd,
  */
 static noinline long
 vgpu_forward_translated(struct vgpu_file *vf, struct vcore_call *call,
-			unsigned int cmd, unsigned long arg, unsigned int needs)
+			unsigned int cmd, unsigned long arg, unsigned int needs,
+			const struct vgpu_seal *seal)
 {
 	struct vgpu_fd_fix fix[VGPU_MAX_FD_FIELDS];
 	struct file *real = vf->real;
@@ -152,7 +153,7 @@ vgpu_forward_translated(struct vgpu_file *vf, struct vcore_call *call,
 			break;
 		}
 		rc = vgpu_fd_translate(vf, &fix[nfix], vgpu_uptr(f->uaddr),
-				       f->value, f->kind);
+				       f->value, f->kind, seal);
 		if (!rc && !vgpu_fd_kind_ok(f->kind, fix[nfix].kind)) {
 			vgpu_fd_restore(&fix[nfix]);
 			rc = -EINVAL;
@@ -217,22 +218,28 @@ static noinline bool vgpu_unwrap_xfer(const struct vcore_call *call,
 }
 
 /*
- * pre -> (fd translation) -> real ioctl -> post. The common call (a control
- * with no fd field) allocates nothing, takes no lock and clears no large
- * stack frame (tests/vm/guest/vgpu/vgpu_bench.cc measures it). A plain
- * control (vcore_pre_lean: no handler, every test passed) comes back with no
- * call: it has no fd field, needs no fd-table witness (not an RM_ALLOC, not
- * on a UVM file), has no allocation status to settle and no post step but
- * at most a reply view, so it goes straight to the real driver.
+ * pre -> (fd translation) -> real ioctl -> post. @seal: the call's sealed
+ * copy (seal.c; every call the core decides on has one, every RM_CONTROL
+ * included), whose address @arg is, or NULL. An unsealed call allocates
+ * nothing, takes no lock and clears no large stack frame; a plain control
+ * that reaches here unsealed (vcore_pre_lean: no handler, every test passed;
+ * only one the module issues itself through vgpu_filter_ioctl, overquota.c)
+ * comes back with no call: it has no fd field, needs no fd-table
+ * witness, has no allocation status to settle and no post step but at most a
+ * reply view, so it goes straight to the real driver. The seal's cost is
+ * measured by tests/vm/guest/vgpu/vgpu_bench.cc (docs/results/kmod-bench.md).
  */
 static __always_inline long vgpu_filter_call(struct vgpu_file *vf,
 					     unsigned int cmd,
 					     unsigned long arg,
-					     const struct vgpu_uvm_seal *seal)
+					     struct vgpu_seal *seal)
 {
 	struct vcore_call_ctx ctx = {
 		.pid = task_tgid_nr(current),
 		.tid = task_pid_nr(current),
+		/* The core's user copies inside the sealed copy go through
+		 * the kernel's mapping of it (core_host.c). */
+		.uctx = seal,
 	};
 	struct file *real = vf->real;
 	struct vcore_reply reply;
@@ -242,8 +249,15 @@ static __always_inline long vgpu_filter_call(struct vgpu_file *vf,
 	unsigned int needs;
 	long rc;
 
-	v = vcore_pre_lean(vf->core, cmd, (vcore_uptr_t)arg, &ctx, &call,
-			   &reply);
+	/* A sealed call always gets a call record: a replacement of its copy
+	 * is answered through it (vcore_call_params_replaced). */
+	if (seal) {
+		reply.view = NULL;
+		v = vcore_pre(vf->core, cmd, (vcore_uptr_t)arg, &ctx, &call);
+	} else {
+		v = vcore_pre_lean(vf->core, cmd, (vcore_uptr_t)arg, &ctx,
+				   &call, &reply);
+	}
 	if (v == VCORE_ANSWERED) /* the driver ran the core's copy */
 		return vcore_post(call, 0);
 	if (v != VCORE_FORWARD && v != VCORE_FORWARD_REWRITTEN) {
@@ -255,8 +269,7 @@ static __always_inline long vgpu_filter_call(struct vgpu_file *vf,
 		return rc;
 	}
 
-	/* No UVM call comes back without a call (vcore_pre_lean): a sealed
-	 * one reaches the check before vcore_post below. */
+	/* Only an unsealed call comes back without a call record. */
 	if (likely(!call)) {
 		rc = vgpu_real_ioctl(real, cmd, arg);
 		if (reply.view)
@@ -276,13 +289,13 @@ static __always_inline long vgpu_filter_call(struct vgpu_file *vf,
 	needs = vcore_call_needs(call);
 	if (unlikely((needs & VCORE_NEED_GPU_WITNESS) ||
 		     vcore_call_fd_count(call)))
-		rc = vgpu_forward_translated(vf, call, cmd, arg, needs);
+		rc = vgpu_forward_translated(vf, call, cmd, arg, needs, seal);
 	else
 		rc = vgpu_real_ioctl(real, cmd, arg);
 
 	/* The sealed params were replaced while the driver ran: it may have
-	 * read anything (uvm_seal.c). */
-	if (unlikely(seal) && vgpu_uvm_seal_replaced(seal))
+	 * read anything (seal.c). */
+	if (unlikely(seal) && vgpu_seal_replaced(seal))
 		vcore_call_params_replaced(call);
 	/* Where an allocation's status lives, for vgpu_overquota_settle. */
 	status = vgpu_uptr(vcore_call_status_addr(call));
@@ -300,25 +313,17 @@ long vgpu_filter_ioctl(struct vgpu_file *vf, unsigned int cmd,
 }
 
 /*
- * A UVM call whose params the core decides on runs from a sealed copy of
- * them (uvm_seal.c, issue 17 F3): the core and nvidia-uvm read the same
- * bytes. Out of line: the RM files' hot path stays as it was.
+ * A call whose argument (and nested params) the core decides on runs from a
+ * sealed copy of them (seal.c, issue 17 F2/F3): the core and the driver read
+ * the same bytes. Not in module mode's shim: one address space.
  */
-static noinline long vgpu_uvm_ioctl(struct vgpu_file *vf, unsigned int cmd,
-				    unsigned long arg)
+static noinline long vgpu_sealed_ioctl(struct vgpu_file *vf, unsigned int cmd,
+				       unsigned long arg,
+				       struct vgpu_seal *seal)
 {
-	u32 size = vcore_uvm_sealed_size(vf->core, cmd);
-	struct vgpu_uvm_seal *seal = NULL;
-	long rc;
+	long rc = vgpu_filter_call(vf, cmd, vgpu_seal_addr(seal), seal);
 
-	if (size) {
-		seal = vgpu_uvm_seal(arg, size);
-		if (IS_ERR(seal))
-			return PTR_ERR(seal);
-	}
-	rc = vgpu_filter_call(vf, cmd, seal ? vgpu_uvm_seal_addr(seal) : arg,
-			      seal);
-	return seal ? vgpu_uvm_unseal(seal, arg, rc) : rc;
+	return vgpu_unseal(seal, rc);
 }
 
 /*
@@ -329,12 +334,16 @@ static noinline long vgpu_uvm_ioctl(struct vgpu_file *vf, unsigned int cmd,
 long vgpu_fops_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct vgpu_file *vf = file->private_data;
+	struct vgpu_seal *seal;
 
 	if (vgpu_file_revoked(vf))
 		return -ENODEV;
 	if (!vf->real->f_op->unlocked_ioctl)
 		return -ENOTTY;
-	if (unlikely(vf->kind == VGPU_NODE_UVM))
-		return vgpu_uvm_ioctl(vf, cmd, arg);
+	seal = vgpu_seal(vf->core, cmd, arg);
+	if (unlikely(IS_ERR(seal)))
+		return PTR_ERR(seal);
+	if (seal)
+		return vgpu_sealed_ioctl(vf, cmd, arg, seal);
 	return vgpu_filter_call(vf, cmd, arg, NULL);
 }

@@ -23,6 +23,7 @@
 
 #include "kthread_call.h"
 #include "nodes.h"
+#include "seal.h"
 #include "slot.h"
 
 struct vcore_call;
@@ -56,19 +57,6 @@ extern const struct file_operations vgpu_fops;
 long vgpu_fops_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 long vgpu_filter_ioctl(struct vgpu_file *vf, unsigned int cmd,
 		       unsigned long arg);
-/*
- * uvm_seal.c: a UVM call's params (@size bytes at @uarg, the core says which
- * calls: vcore_uvm_sealed_size) copied once into pages mapped into the
- * caller's mm that no other task can store into; the call then runs with
- * vgpu_uvm_seal_addr() as its argument. vgpu_uvm_seal_replaced(): the mapping
- * went during the call (tampering). vgpu_uvm_unseal() copies the answer back
- * to @uarg, unmaps and returns @rc (or -EFAULT).
- */
-struct vgpu_uvm_seal;
-struct vgpu_uvm_seal *vgpu_uvm_seal(unsigned long uarg, u32 size);
-unsigned long vgpu_uvm_seal_addr(const struct vgpu_uvm_seal *seal);
-bool vgpu_uvm_seal_replaced(const struct vgpu_uvm_seal *seal);
-long vgpu_uvm_unseal(struct vgpu_uvm_seal *seal, unsigned long uarg, long rc);
 
 /* The mmap policy: 0 (*@charged: what the core charged the mapping) or the
  * error to return. */
@@ -110,9 +98,13 @@ struct vgpu_fd_fix {
 	/* The core's record of that proxy file, for vcore_call_set_fd_file
 	 * (compared, never dereferenced, after the fd reference is put). */
 	struct vcore_file *core;
+	/* The call's sealed copy, or NULL: the field's stores go through it
+	 * (seal.h, vgpu_seal_put_u32). */
+	const struct vgpu_seal *seal;
 };
 int vgpu_fd_translate(struct vgpu_file *vf, struct vgpu_fd_fix *fix,
-		      u32 __user *uaddr, int fd, enum vcore_fd_kind want);
+		      u32 __user *uaddr, int fd, enum vcore_fd_kind want,
+		      const struct vgpu_seal *seal);
 void vgpu_fd_restore(struct vgpu_fd_fix *fix);
 long vgpu_fd_call(struct file *real, unsigned int cmd, unsigned long arg,
 		  const struct vgpu_fd_fix *fix, unsigned int nfix,

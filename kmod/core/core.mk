@@ -4,7 +4,8 @@
 vgpu-y += core/fmt.o core/slot.o core/objects.o core/export.o core/dispatch.o \
 	  core/call.o core/escapes.o core/uvm.o core/uvm_external.o \
 	  core/rm_alloc.o core/rm_alloc_post.o core/rm_alloc_verify.o \
-	  core/rm_control.o core/views.o core/gpus.o core/tables_580.o core/index.o
+	  core/rm_control.o core/views.o core/gpus.o core/tables_580.o core/index.o \
+	  core/seal.o
 
 # The kernel host's user copies (kmod/core_host.c), called directly by the core
 # instead of through its ops table (vcore.h, VCORE_HOST_COPY_FROM_USER).

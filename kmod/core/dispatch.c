@@ -75,14 +75,6 @@ static inline vcore_bool ctrl_passed_untouched(vcore_u32 cmd)
 	return (cmd & RM_GSS_LEGACY_MASK) || (cmd >> 16) == NV2081_BINAPI;
 }
 
-/* paramsSize must equal the registered size (control.c:453-461). */
-static inline vcore_bool ctrl_size_ok(const struct vcore_ctrl_row *row,
-				      vcore_u32 size)
-{
-	return (row->flags & VCORE_CTRL_ANY_SIZE) ? size <= row->size
-						  : size == row->size;
-}
-
 /*
  * NVOS54: dispatch on cmd. Here rather than in rm_control.c so that vcore_pre
  * inlines it: RM_CONTROL is the most frequent escape, and a small control's
@@ -116,7 +108,7 @@ rm_control_pre(struct vcore_call *call)
 			call, &call->slot->stats.unknown_controls, cmd, 0,
 			NV_ERR_NOT_SUPPORTED, "unknown control");
 	}
-	if (!ctrl_size_ok(row, size))
+	if (!vcore_ctrl_size_ok(row, size))
 		return vcore_refuse_status(call, NV_ERR_INVALID_ARGUMENT,
 					   "wrong paramsSize for control");
 	if (row->pre)
@@ -131,13 +123,6 @@ enum vcore_verdict vcore_esc_rm_control(struct vcore_call *call)
 }
 
 /* ---- the entry points ---- */
-
-static vcore_bool size_ok(const struct vcore_esc_row *row, vcore_u32 size)
-{
-	if (row->flags & VCORE_ESC_SIZE_MULTIPLE)
-		return size && row->size && size % row->size == 0;
-	return size == row->size || (row->alt_size && size == row->alt_size);
-}
 
 /* NV_ESC_IOCTL_XFER_CMD: nv.c:2406-2430 swaps in cmd/size/ptr once. */
 static enum vcore_verdict unwrap_xfer(struct vcore_call *call)
@@ -311,15 +296,13 @@ static enum vcore_verdict pre(struct vcore_file *file, vcore_u32 req,
 	}
 	call->esc = row;
 	call->status_off = row->status_off;
-	if (!size_ok(row, call->size)) {
+	if (!vcore_esc_size_ok(row, call->size)) {
 		/* RmIoctl checks dataSize per escape: -EINVAL. */
 		v = vcore_refuse_errno(call, -VCORE_EINVAL,
 				       "wrong size for escape");
 		goto malformed;
 	}
-	if (row->pre != vcore_esc_pass &&
-	    row->pre != vcore_esc_no_driver_handler &&
-	    row->pre != vcore_esc_privileged) {
+	if (vcore_esc_decided(row)) {
 		err = copy_arg(call, early);
 		if (err) {
 			v = vcore_refuse_errno(call, err,
@@ -397,8 +380,8 @@ enum vcore_verdict vcore_pre_lean(struct vcore_file *file, vcore_u32 req,
 	    file->kind == VCORE_FILE_UVM || nr == NV_ESC_IOCTL_XFER_CMD)
 		goto full;
 	row = vcore_slot_esc(slot, nr);
-	if (!row || !size_ok(row, size) || row->pre != vcore_esc_rm_control ||
-	    size != sizeof(p))
+	if (!row || !vcore_esc_size_ok(row, size) ||
+	    row->pre != vcore_esc_rm_control || size != sizeof(p))
 		goto full;
 	/* copy_arg: the one read of the argument, kept for vcore_pre. */
 	early.addr = arg;
@@ -413,7 +396,7 @@ enum vcore_verdict vcore_pre_lean(struct vcore_file *file, vcore_u32 req,
 	if (!ctrl) {
 		if (!ctrl_passed_untouched(p.cmd))
 			goto full; /* the unknown-control policy */
-	} else if (ctrl->pre || !ctrl_size_ok(ctrl, p.paramsSize)) {
+	} else if (ctrl->pre || !vcore_ctrl_size_ok(ctrl, p.paramsSize)) {
 		goto full;
 	} else if ((view = vcore_ctrl_view_of(ctrl)) &&
 		   vcore_view_wanted(slot, view)) {

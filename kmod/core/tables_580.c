@@ -756,7 +756,8 @@ static const struct vcore_class_row cls_580[] = {
 		c, size, #c, 0                                                 \
 	}
 /* The core decides on these params and the driver reads them again: the host
- * runs them from a sealed copy of exactly @size bytes (vcore_uvm_sealed_size).
+ * runs them from a sealed copy of exactly @size bytes (vcore_sealed_size,
+ * seal.c).
  */
 #define UVM_SEALED(c, size)                                                    \
 	{                                                                      \

@@ -52,25 +52,3 @@ enum vcore_verdict vcore_uvm_pre(struct vcore_call *call)
 	}
 	return VCORE_FORWARD;
 }
-
-vcore_u32 vcore_uvm_sealed_size(const struct vcore_file *file, vcore_u32 cmd)
-{
-	const struct vcore_uvm_row *row;
-
-	if (!file || file->kind != VCORE_FILE_UVM)
-		return 0;
-	row = vcore_slot_uvm(file->slot, cmd);
-	return row && (row->flags & VCORE_UVM_SEALED) ? row->size : 0;
-}
-
-void vcore_call_params_replaced(struct vcore_call *call)
-{
-	/* The holds first: the kill below must find the charge in place. */
-	if (call->req == UVM_MAP_EXTERNAL_ALLOCATION)
-		vcore_uvm_external_replaced(call);
-	vcore_tampered(call, 0, 0, "the sealed UVM parameters were replaced");
-	/* Nothing the driver answered can be believed (the reply is the
-	 * tamperer's page): no record changes on its word, and the holds stay
-	 * until the file closes. */
-	call->post = VCORE_POST_NONE;
-}

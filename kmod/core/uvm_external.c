@@ -103,7 +103,7 @@
  *
  * The model is exact when UVM reads the core's copy of the parameters: the
  * kernel host runs these calls (UVM_SEALED rows, tables_580.c) from a
- * sealed copy, kmod/uvm_seal.c. A sealed copy replaced during the call is
+ * sealed copy, kmod/seal.c. A sealed copy replaced during the call is
  * tampering (vcore_call_params_replaced): no post, the file refuses every
  * later call, and a replaced map makes holds with no range
  * (vcore_uvm_external_replaced, below), dropped only at the close; while

@@ -475,24 +475,51 @@ void vcore_uvm_unmap(struct vcore_file *file, vcore_u64 bytes);
 vcore_bool vcore_file_tampered(const struct vcore_file *file);
 
 /*
- * UVM calls whose params the core reads and decides on, and which nvidia-uvm
- * then copies in again from the same user address (UVM_MAP_EXTERNAL_ALLOCATION,
- * UVM_CREATE_EXTERNAL_RANGE, UVM_FREE, UVM_UNMAP_EXTERNAL: uvm_external.c).
- * Between the two reads a sibling thread could change them (issue 17, F3), so
- * a host that can must run such a call from a sealed copy: @return bytes
- * copied once from the caller into memory no other task can store into,
- * mapped into the caller's address space, and the whole call (vcore_pre, the
- * driver, vcore_post) run with that address as its argument. 0: not such a
- * call (or not a UVM file). The kernel host seals (kmod/uvm_seal.c); the shim
- * cannot (one address space) and does not call it.
+ * Sealing (issue 17, F2/F3; kmod/core/seal.c). The core reads a call's
+ * argument, and some nested buffers, and decides; the driver then copies them
+ * in again from the same user addresses (nvidia_ioctl, RM's
+ * rmapiParamsAcquire, nvidia-uvm's routing). Between the two reads a sibling
+ * thread could change them. A host that can must run such a call from a
+ * sealed copy: the pieces named here copied once from the caller into memory
+ * no other task can store into, mapped into the caller's address space, each
+ * nested piece's pointer in its parent's copy rewritten to the piece's copy,
+ * and the whole call (vcore_pre, the driver, vcore_post) run with the first
+ * piece's address as its argument. Afterwards each piece goes back to the
+ * caller's own address, with the caller's own pointers restored.
+ * The kernel host seals (kmod/seal.c); the shim cannot (one address space)
+ * and does not call these.
  */
-vcore_u32 vcore_uvm_sealed_size(const struct vcore_file *file, vcore_u32 cmd);
+#define VCORE_SEAL_LEAF	      0xffffffffu /* a piece with nothing nested */
+#define VCORE_SEAL_MAX_PIECES 3		  /* XFER header, argument, params */
+struct vcore_seal_piece {
+	vcore_u32 nr;	   /* the escape whose argument it is, or LEAF */
+	vcore_u32 size;	   /* bytes */
+	vcore_u32 ptr_off; /* of its u64 pointer in the previous piece */
+};
+/*
+ * The first piece of call @req on @file: @return its size (*@top filled),
+ * 0 when the call needs no seal (nothing the core decides on: a pass, an
+ * unknown or wrongly sized escape, a tampered file, a UVM call the core does
+ * not read).
+ */
+vcore_u32 vcore_sealed_size(const struct vcore_file *file, vcore_u32 req,
+			    struct vcore_seal_piece *top);
+/*
+ * The piece nested in @cur, whose sealed bytes are @bytes: @return its size
+ * (*@next filled; its pointer is the u64 at next->ptr_off of @bytes), 0 when
+ * none. Decided on the sealed bytes only, so the pieces agree with what the
+ * core will read.
+ */
+vcore_u32 vcore_sealed_next(const struct vcore_file *file,
+			    const struct vcore_seal_piece *cur,
+			    const void *bytes, struct vcore_seal_piece *next);
 /*
  * The sealed copy of @call's params was replaced during the call (unmapped,
  * or a mapping put in its place): the driver may have read anything. Before
  * vcore_post. Tampering: the file is closed to every later call and mapping
  * (vcore_file_tampered), it is logged and counted, the caller is killed (the
- * host's driver_memory op, as for any tampered call), and after a
+ * host's driver_memory op, as for any tampered call: every client the file
+ * owns is freed in the driver), and after a
  * UVM_MAP_EXTERNAL_ALLOCATION the file holds every memory object of the
  * caller's process until it closes, since UVM may have dupped any of them.
  * The call's post then changes no record (a replaced UVM_FREE drops no hold).

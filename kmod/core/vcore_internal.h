@@ -181,8 +181,8 @@ struct vcore_class_row {
 
 /*
  * A command whose params the driver must read from a sealed copy
- * (vcore_uvm_sealed_size): the core decides on what it read of them, and the
- * driver reads them again itself.
+ * (vcore_sealed_size, seal.c): the core decides on what it read of them, and
+ * the driver reads them again itself.
  */
 #define VCORE_UVM_SEALED 1u
 
@@ -456,6 +456,36 @@ vcore_slot_esc(const struct vcore_slot *slot, vcore_u32 nr)
 	if (nr >= VCORE_ARRAY_SIZE(slot->esc_by_nr))
 		return (const struct vcore_esc_row *)VCORE_NULL;
 	return slot->esc_by_nr[nr];
+}
+
+/* The escape's size as RmIoctl checks it (dataSize per escape). */
+static inline vcore_bool vcore_esc_size_ok(const struct vcore_esc_row *row,
+					   vcore_u32 size)
+{
+	if (row->flags & VCORE_ESC_SIZE_MULTIPLE)
+		return size && row->size && size % row->size == 0;
+	return size == row->size || (row->alt_size && size == row->alt_size);
+}
+
+/* paramsSize must equal the registered size (control.c:453-461). */
+static inline vcore_bool vcore_ctrl_size_ok(const struct vcore_ctrl_row *row,
+					    vcore_u32 size)
+{
+	return (row->flags & VCORE_CTRL_ANY_SIZE) ? size <= row->size
+						  : size == row->size;
+}
+
+enum vcore_verdict vcore_esc_pass(struct vcore_call *call);
+enum vcore_verdict vcore_esc_no_driver_handler(struct vcore_call *call);
+enum vcore_verdict vcore_esc_privileged(struct vcore_call *call);
+
+/* An escape whose argument the core copies and decides on (vcore_pre):
+ * every one but the size-checked passes and the refused ones. */
+static inline vcore_bool vcore_esc_decided(const struct vcore_esc_row *row)
+{
+	return row->pre != vcore_esc_pass &&
+	       row->pre != vcore_esc_no_driver_handler &&
+	       row->pre != vcore_esc_privileged;
 }
 
 static inline const struct vcore_ctrl_row *
@@ -830,9 +860,6 @@ void vcore_uvm_external_close(struct vcore_file *file);
 /* The sealed params of a UVM map were replaced (vcore_call_params_replaced):
  * the file holds every memory object of the caller's until it closes. */
 void vcore_uvm_external_replaced(struct vcore_call *call);
-enum vcore_verdict vcore_esc_pass(struct vcore_call *call);
-enum vcore_verdict vcore_esc_no_driver_handler(struct vcore_call *call);
-enum vcore_verdict vcore_esc_privileged(struct vcore_call *call);
 enum vcore_verdict vcore_esc_register_fd(struct vcore_call *call);
 enum vcore_verdict vcore_esc_map_memory(struct vcore_call *call);
 enum vcore_verdict vcore_esc_map_memory_dma(struct vcore_call *call);

@@ -288,8 +288,10 @@ void nvsim_rewrite_alloc_after(void __user *uptr, size_t size);
 void nvsim_rewrite_undo(const struct nvsim_undo *undo);
 void nvsim_rewrite_xfer(void __user *uptr);
 void nvsim_rewrite_uvm_status(unsigned int cmd, void __user *uptr, size_t size);
-/* A sibling's store into, or replacement of, a UVM map's params (nvsim_hook.c). */
+/* nvsim_sibling.c: a sibling's store into, or replacement of, a UVM map's params or an RM
+ * escape's argument or nested params, just before nvsim copies them in. */
 void nvsim_sibling_uvm(unsigned int cmd, void __user *uptr);
+void nvsim_sibling_rm(unsigned int nr, void __user *uptr, size_t size);
 
 /* nvsim_main.c: fd lookups (nvidia-rm-abi.md §9.3). */
 struct nvsim_file *nvsim_fget_rm_file(int fd, bool want_ctl, struct file **filp, u32 *status);

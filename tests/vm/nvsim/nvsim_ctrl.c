@@ -7,6 +7,7 @@
  */
 #include <linux/delay.h>
 #include <linux/mm.h>
+#include <linux/moduleparam.h>
 #include <linux/slab.h>
 
 #include "nvsim.h"
@@ -302,6 +303,18 @@ static const struct nvsim_ctrl {
 	  nvsim_ctrl_export_mem },
 };
 
+/*
+ * Test counter (not a driver behaviour): controls with cmd watch_ctrl_cmd that reached nvsim,
+ * counted at entry whatever their outcome (a control a proxy refuses from tenants must never get
+ * here; tests/vm/guest/vgpu/parts/vgpu_rm_sealed.cc). 0: off.
+ */
+static unsigned int watch_ctrl_cmd;
+module_param(watch_ctrl_cmd, uint, 0600);
+MODULE_PARM_DESC(watch_ctrl_cmd, "test counter: the control command counted in watch_ctrl_seen");
+static unsigned int watch_ctrl_seen;
+module_param(watch_ctrl_seen, uint, 0444);
+MODULE_PARM_DESC(watch_ctrl_seen, "test counter: controls with cmd watch_ctrl_cmd received");
+
 void nvsim_rm_control(const struct nvsim_caller *c, struct nvos54 *p)
 {
 	const struct nvsim_ctrl *ctl = NULL;
@@ -310,6 +323,8 @@ void nvsim_rm_control(const struct nvsim_caller *c, struct nvos54 *p)
 	u32 status;
 	size_t i;
 
+	if (p->cmd && p->cmd == READ_ONCE(watch_ctrl_cmd))
+		WRITE_ONCE(watch_ctrl_seen, watch_ctrl_seen + 1);
 	/* IRQL_RAISED and LOCK_BYPASS are refused for non-kernel callers (control.c:441-448). */
 	if (!c->kernel && (p->flags & (NVOS54_FLAGS_IRQL_RAISED | NVOS54_FLAGS_LOCK_BYPASS))) {
 		p->status = NV_ERR_INVALID_FLAGS; /* approx */

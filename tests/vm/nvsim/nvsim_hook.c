@@ -5,13 +5,8 @@
  * copy-in and copy-out; tests/vm/guest/vgpu/parts/vgpu_tamper.cc arms it through the module
  * parameters below.
  */
-#include <linux/completion.h>
-#include <linux/kthread.h>
-#include <linux/mm.h>
-#include <linux/mman.h>
 #include <linux/moduleparam.h>
 #include <linux/sched.h>
-#include <linux/slab.h>
 #include <linux/uaccess.h>
 
 #include "nvsim.h"
@@ -210,99 +205,4 @@ void nvsim_rewrite_uvm_status(unsigned int cmd, void __user *uptr, size_t size)
 {
 	if (cmd == UVM_FREE || cmd == UVM_UNMAP_EXTERNAL)
 		nvsim_rewrite(&rewrite_uvm_status, uptr, size);
-}
-
-/*
- * A SIBLING of the caller, not the caller: while sibling_uvm_map_tgid names the calling process,
- * its next UVM_MAP_EXTERNAL_ALLOCATION gets hMemory replaced by sibling_uvm_map_hmemory, at the
- * user address nvsim is given and just before nvsim copies the params in (the 580 driver copies
- * them in once at entry, __UVM_ROUTE_CMD_ALLOC in uvm_api.h), by another task: a kernel thread
- * that adopts the caller's mm (kthread_use_mm), so the store is one no caller-only protection of
- * the page lets through (issue 17, F3: a proxy that read the params before the driver does).
- * sibling_uvm_map_replace 0: the thread stores into the page that is mapped there; 1: it
- * replaces the mapping, vm_munmap of the pages the params lie on and an anonymous MAP_FIXED
- * mapping in their place holding the same bytes with the swapped hMemory (what a tamperer does to
- * a read-only page). sibling_uvm_map_tries counts armed calls, sibling_uvm_map_done the stores
- * or replacements that landed. Set the value and the mode before the tgid; root only.
- */
-static struct nvsim_rewrite sibling_uvm_map;
-module_param_named(sibling_uvm_map_tgid, sibling_uvm_map.tgid, int, 0600);
-MODULE_PARM_DESC(sibling_uvm_map_tgid, "test hook: a sibling swaps hMemory of this process's next UVM map");
-module_param_named(sibling_uvm_map_hmemory, sibling_uvm_map.value, uint, 0600);
-MODULE_PARM_DESC(sibling_uvm_map_hmemory, "test hook: the hMemory the sibling stores");
-module_param_named(sibling_uvm_map_done, sibling_uvm_map.done, uint, 0444);
-MODULE_PARM_DESC(sibling_uvm_map_done, "test hook: sibling stores or replacements that landed");
-static unsigned int sibling_uvm_map_replace;
-module_param(sibling_uvm_map_replace, uint, 0600);
-MODULE_PARM_DESC(sibling_uvm_map_replace, "test hook: 1: replace the mapping instead of storing");
-static unsigned int sibling_uvm_map_tries;
-module_param(sibling_uvm_map_tries, uint, 0444);
-MODULE_PARM_DESC(sibling_uvm_map_tries, "test hook: armed UVM maps the sibling tried");
-
-struct nvsim_sibling {
-	struct mm_struct *mm;
-	void __user *uptr;
-	u32 hmemory;
-	bool replace;
-	bool landed;
-	struct completion done;
-};
-
-/* The replacement: the same bytes, hMemory swapped, on an anonymous mapping of the same pages. */
-static bool nvsim_sibling_replace(struct nvsim_sibling *s)
-{
-	unsigned long start = (unsigned long)s->uptr & PAGE_MASK;
-	unsigned long end = PAGE_ALIGN((unsigned long)s->uptr + sizeof(struct uvm_map_external_allocation_params));
-	unsigned long len = end - start, at;
-	size_t off = (unsigned long)s->uptr - start + offsetof(struct uvm_map_external_allocation_params, hMemory);
-	bool ok = false;
-	u8 *bytes = kvmalloc(len, GFP_KERNEL);
-
-	if (!bytes)
-		return false;
-	if (copy_from_user(bytes, (void __user *)start, len))
-		goto out;
-	memcpy(bytes + off, &s->hmemory, sizeof(s->hmemory));
-	if (vm_munmap(start, len))
-		goto out;
-	at = vm_mmap(NULL, start, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, 0);
-	ok = at == start && !copy_to_user((void __user *)start, bytes, len);
-out:
-	kvfree(bytes);
-	return ok;
-}
-
-static int nvsim_sibling_fn(void *arg)
-{
-	struct nvsim_sibling *s = arg;
-	u32 __user *at = (u32 __user *)((u8 __user *)s->uptr +
-					offsetof(struct uvm_map_external_allocation_params, hMemory));
-
-	kthread_use_mm(s->mm);
-	s->landed = s->replace ? nvsim_sibling_replace(s) : !put_user(s->hmemory, at);
-	kthread_unuse_mm(s->mm);
-	complete(&s->done);
-	return 0;
-}
-
-void nvsim_sibling_uvm(unsigned int cmd, void __user *uptr)
-{
-	struct nvsim_sibling s = {.mm = current->mm, .uptr = uptr};
-	int tgid = READ_ONCE(sibling_uvm_map.tgid);
-	struct task_struct *t;
-
-	if (cmd != UVM_MAP_EXTERNAL_ALLOCATION || !tgid || tgid != task_tgid_nr(current) || !s.mm ||
-	    cmpxchg(&sibling_uvm_map.tgid, tgid, 0) != tgid)
-		return;
-	s.hmemory = READ_ONCE(sibling_uvm_map.value);
-	s.replace = READ_ONCE(sibling_uvm_map_replace);
-	init_completion(&s.done);
-	WRITE_ONCE(sibling_uvm_map_tries, sibling_uvm_map_tries + 1);
-	/* The caller waits here, so its mm outlives the thread's use of it. */
-	t = kthread_run(nvsim_sibling_fn, &s, "nvsim-sibling");
-	if (IS_ERR(t))
-		return;
-	wait_for_completion(&s.done);
-	if (s.landed)
-		WRITE_ONCE(sibling_uvm_map.done, sibling_uvm_map.done + 1);
 }

@@ -370,6 +370,7 @@ static long nvsim_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 	}
 	if (!size || size > NV_ABSOLUTE_MAX_IOCTL_SIZE)
 		return -EINVAL;
+	nvsim_sibling_rm(nr, uptr, size); /* test hook, off unless armed */
 	rewritten = nvsim_rewrite_alloc(nr, uptr, size, &undo);
 	buf = kmalloc(size, GFP_KERNEL);
 	if (!buf)

@@ -89,6 +89,10 @@ void nvsim_mem_put(struct nvsim_gpu *gpu, struct nvsim_mem *mem)
 unsigned long nvsim_ptable_bytes;
 module_param_named(ptable_bytes, nvsim_ptable_bytes, ulong, 0444);
 MODULE_PARM_DESC(ptable_bytes, "bytes of video memory held as page tables of eager VA ranges");
+/* The most ptable_bytes reached since it was last written (a test writes 0 to start a count). */
+static unsigned long nvsim_ptable_peak;
+module_param_named(ptable_peak, nvsim_ptable_peak, ulong, 0644);
+MODULE_PARM_DESC(ptable_peak, "test counter: the most ptable_bytes held since last written");
 
 static u32 nvsim_va_range(struct nvsim_gpu *gpu, struct nvsim_obj *obj,
 			  struct nv_memory_allocation_params *mem)
@@ -107,6 +111,7 @@ static u32 nvsim_va_range(struct nvsim_gpu *gpu, struct nvsim_obj *obj,
 		return NV_ERR_NO_MEMORY;
 	gpu->used_bytes += ptables;
 	nvsim_ptable_bytes += ptables;
+	WRITE_ONCE(nvsim_ptable_peak, max(READ_ONCE(nvsim_ptable_peak), nvsim_ptable_bytes));
 	obj->ptables = ptables;
 	return NV_OK;
 }

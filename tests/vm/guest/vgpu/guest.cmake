@@ -12,7 +12,7 @@ target_sources(vmguest_vgpu_vgpu_gtest PRIVATE ${CMAKE_CURRENT_LIST_DIR}/parts/v
   ${CMAKE_CURRENT_LIST_DIR}/parts/vgpu_uvm_external.cc ${CMAKE_CURRENT_LIST_DIR}/parts/vgpu_fabric.cc
   ${CMAKE_CURRENT_LIST_DIR}/parts/vgpu_call_queue.cc ${CMAKE_CURRENT_LIST_DIR}/parts/vgpu_managed.cc
   ${CMAKE_CURRENT_LIST_DIR}/parts/vgpu_uvm_sealed.cc ${CMAKE_CURRENT_LIST_DIR}/parts/vgpu_class_swap.cc
-  ${CMAKE_CURRENT_LIST_DIR}/parts/vgpu_uvm_ptables.cc)
+  ${CMAKE_CURRENT_LIST_DIR}/parts/vgpu_rm_sealed.cc ${CMAKE_CURRENT_LIST_DIR}/parts/vgpu_uvm_ptables.cc)
 foreach(tgt vmguest_vgpu_vgpu_gtest vmguest_vgpu_vgpu_bench vmguest_vgpu_vgpu_tenant)
   vmguest_use_kmodclient(${tgt})
 endforeach()

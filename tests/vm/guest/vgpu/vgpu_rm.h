@@ -58,6 +58,27 @@ inline bool WriteNvsimParam(const std::string& name, uint64_t value) {
 
 inline uint64_t ReadNvsimParam(const std::string& name) { return NvsimParam(name); }
 
+// A comma list into one of nvsim's array parameters.
+inline bool WriteNvsimList(const std::string& name, const std::string& list) {
+  std::ofstream f("/sys/module/nvsim/parameters/" + name);
+  f << list;
+  f.flush();
+  return f.good();
+}
+
+// Arms nvsim's sibling hook (tests/vm/nvsim/nvsim_sibling.c) for this process's next escape `nr`:
+// another task on this mm stores the u32 `values` at `offsets` (comma lists) of its argument
+// (nested false) or of the buffer the u64 at 16 points to (nested true), or replaces the pages
+// holding them (replace true), just before nvsim copies the argument in.
+inline bool ArmRmSibling(uint32_t nr, bool nested, const std::string& offsets,
+                         const std::string& values, bool replace) {
+  return WriteNvsimParam("sibling_rm_nr", nr) && WriteNvsimParam("sibling_rm_nested", nested) &&
+         WriteNvsimList("sibling_rm_offsets", offsets) &&
+         WriteNvsimList("sibling_rm_values", values) &&
+         WriteNvsimParam("sibling_rm_replace", replace) &&
+         WriteNvsimParam("sibling_rm_tgid", static_cast<uint64_t>(getpid()));
+}
+
 // Contiguous video memory of `size` owned by `owner`, 2 MiB aligned (NV01_MEMORY_LOCAL_USER).
 inline nv_memory_allocation_params VidmemParams(uint32_t owner, uint64_t size) {
   nv_memory_allocation_params mp{};

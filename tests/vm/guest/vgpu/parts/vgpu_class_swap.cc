@@ -289,20 +289,36 @@ TEST_F(ClassSwap, TsgCheckedAsAVaSpaceMadeKillsTheCaller) {
       });
 }
 
-// The reverse into memory: checked as a TSG, made as 32 MiB of video memory on a 16 MiB slot.
-// The driver's size query already names the class (0x40 is charged): killed before this change
-// too; kept so that the new class query does not lose it.
-TEST_F(ClassSwap, TsgCheckedAsMemoryMadeKillsTheCaller) {
-  ExpectKilledAtTheFirstRewrite(
-      16 * kMiB,
+// The reverse into memory: checked as a TSG (20 B of params), made as video memory. In module
+// mode the driver reads the swapped class's 128 B of params from the sealed copy (kmod/seal.c),
+// whose bytes past the 20 the core checked and sealed are zero: a size-0 allocation the driver
+// refuses, so nothing is made and nothing escapes (before the seal the driver read the caller's
+// own 32 MiB and the size query's class got the caller killed, 16 MiB slot). The hook stores as
+// the caller, which a sealed copy lets through; a sibling's store is refused (RmSealed.*).
+TEST_F(ClassSwap, TsgCheckedAsMemoryMakesNothing) {
+  ScopedSlot slot(16 * kMiB, "swap");
+  ASSERT_TRUE(slot.ok());
+  const int status = RunSwapTenant(
+      slot, made_,
       [](Session& s, Made* m) {
         Calls(s, m, 1, s.device, 0xd3700000, KEPLER_CHANNEL_GROUP_A, NV01_MEMORY_LOCAL_USER,
               MemoryThatIsAlsoATsg(32 * kMiB));
       },
-      [&](const ScopedSlot&, pid_t) {
-        return Line("TSG->vidmem: %u calls NV_OK, nvsim used %llu MiB on a 16 MiB slot", made_->ok,
-                    static_cast<unsigned long long>(NvsimUsedBytes() / kMiB));
+      [&](pid_t) {
+        Line(
+            "TSG->vidmem: %u calls NV_OK (first failure 0x%llx), nvsim used %llu MiB on a 16 MiB "
+            "slot",
+            made_->ok, static_cast<unsigned long long>(made_->first_fail),
+            static_cast<unsigned long long>((NvsimUsedBytes() - used_) / kMiB));
+        EXPECT_EQ(NvsimUsedBytes(), used_) << "the driver made memory the core never checked";
       });
+  EXPECT_EQ(ReadNvsimParam("rewrite_alloc_done"), done_ + 1) << "the hook's store landed";
+  EXPECT_EQ(made_->ok, 0u);
+  EXPECT_NE(made_->first_fail, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == kSurvived)
+      << "status 0x" << std::hex << status;
+  EXPECT_EQ(SettledCharge(slot, 0), 0u);
+  EXPECT_EQ(NvsimUsedBytes(), used_);
 }
 
 // The status is user memory too: a sibling's second store writes a failure over the driver's NV_OK

@@ -255,5 +255,41 @@ TEST(CallPath, AForeignGpuAttachedByARaceServesNothing) {
   EXPECT_EQ(won, kRounds) << "the residue is shown: the driver attached what the sibling wrote";
 }
 
+// The same race from a true sibling (nvsim's sibling_rm hook: another task on the caller's mm
+// stores GPU 1's id into the array just before the driver copies it in). The module runs the
+// escape from a sealed copy of its array (kmod/seal.c): the store never lands, GPU 1 is never
+// attached (issue 17, F11.3's residue). The caller-side hook above still lands (the calling task
+// may store into its own sealed copy; no user-space store is one) and is answered as shown there.
+TEST(CallPath, SiblingCannotAttachAForeignGpu) {
+  uint32_t mine = 0, other = 0;
+  ASSERT_EQ(NodeGpus(&mine, &other), "");
+  ScopedSlot slot(64 * kMiB, "attachsibling");
+  ASSERT_TRUE(slot.ok());
+  const uint64_t landed = ReadNvsimParam("sibling_rm_done");
+  ASSERT_NE(landed, ~0ull) << "nvsim has no sibling_rm_* hook";
+  const unsigned refs_before = NvsimGpuParam("gpu_fd_refs", 1);
+  constexpr int kRounds = 8;
+  int attached = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    Session s;
+    ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
+    ASSERT_TRUE(ArmRmSibling(NV_ESC_ATTACH_GPUS_TO_FD, false, "0", std::to_string(other), false));
+    uint32_t ids[32] = {mine};
+    const Rc rc = RawIoctl(s.ctl, NV_ESC_ATTACH_GPUS_TO_FD, ids, sizeof(ids));
+    WriteNvsimParam("sibling_rm_tgid", 0);
+    EXPECT_EQ(rc.ret, 0);
+    EXPECT_EQ(ids[0], mine) << "the caller's array comes back as it gave it";
+    attached += NvsimGpuParam("gpu_fd_refs", 1) != refs_before;
+  }
+  const uint64_t stores = ReadNvsimParam("sibling_rm_done") - landed;
+  std::printf(
+      "F11.3 sibling: ATTACH_GPUS_TO_FD of the slot's GPU with a sibling storing GPU 1's id: %llu "
+      "of %d stores landed, GPU 1 attached in %d rounds\n",
+      static_cast<unsigned long long>(stores), kRounds, attached);
+  EXPECT_EQ(stores, 0u) << "a task other than the caller stored into the array the driver reads";
+  EXPECT_EQ(attached, 0) << "GPU 1 attached to the tenant's real ctl file";
+  EXPECT_EQ(NvsimGpuParam("gpu_fd_refs", 1), refs_before);
+}
+
 }  // namespace
 }  // namespace vgpu_test

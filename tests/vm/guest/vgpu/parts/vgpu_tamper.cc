@@ -351,8 +351,10 @@ TEST(Tamper, GuessedClientOfAnotherTenantIsNoQuotaBypass) {
 // write between vgpu.ko's copy_to_user and the driver's read: pointed at a handle the client does
 // not have, the driver freed nothing (NV_OK) and the tenant kept the memory, uncharged (measured
 // on 6.12 with the previous module: 64 MiB held under a 16 MiB quota). Here nvsim's hooks land both
-// stores: the low half of pAllocParms, so that the driver reads a second params struct asking 64
-// MiB where the core read 2 MiB, and hObjectOld of the tenant's next RM_FREE. The free is now
+// stores: the params' size (rewrite_allocp, put back after the copy-out), so that the driver reads
+// 64 MiB where the core read 2 MiB, and hObjectOld of the tenant's next RM_FREE. (The size, not
+// the pointer: in module mode the driver reads the params from a sealed copy, kmod/seal.c, whose
+// pointer a low-half store no longer redirects to another of the caller's buffers.) The free is now
 // issued through the driver's in-kernel entry on kernel memory (kmod/driver_query.c,
 // vgpu_trusted_free), only under a client whose creation by this slot the driver confirmed: no user
 // memory is read, so the second rewrite never lands.
@@ -360,31 +362,27 @@ TEST(Tamper, CleanupFreeReadsNoUserMemory) {
   ScopedSlot slot(16 * kMiB);
   ASSERT_TRUE(slot.ok());
   const uint64_t base = NvsimUsedBytes();
-  const uint64_t done = ReadNvsimParam("rewrite_alloc_done"),
+  const uint64_t done = ReadNvsimParam("rewrite_allocp_done"),
                  freed = ReadNvsimParam("rewrite_free_done");
   ASSERT_NE(freed, ~0ull) << "nvsim has no rewrite_free_* test hook";
   Session s;
   ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
-  nv_memory_allocation_params mp[2]{};
-  for (auto& m : mp) {
-    m.owner = s.client;
-    m.flags = 0x1c101;
-    m.alignment = 2 * kMiB;
-  }
-  mp[0].size = 2 * kMiB;   // what the core copies and reserves
-  mp[1].size = 64 * kMiB;  // what the driver reads
-  const uint64_t p0 = Ptr(&mp[0]), p1 = Ptr(&mp[1]);
-  ASSERT_EQ(p0 >> 32, p1 >> 32) << "both params in one 4 GiB window (one u32 store)";
+  nv_memory_allocation_params mp{};
+  mp.owner = s.client;
+  mp.flags = 0x1c101;
+  mp.alignment = 2 * kMiB;
+  mp.size = 2 * kMiB;  // what the core copies and reserves; the driver reads 64 MiB
   ASSERT_TRUE(WriteNvsimParam("rewrite_free_offset", 8) &&  // NVOS00.hObjectOld
               WriteNvsimParam("rewrite_free_value", 0xdead0001u) &&
               WriteNvsimParam("rewrite_free_tgid", static_cast<uint64_t>(getpid())));
-  ASSERT_TRUE(WriteNvsimParam("rewrite_alloc_offset", 16) &&  // NVOS64.pAllocParms, low half
-              WriteNvsimParam("rewrite_alloc_value", static_cast<uint32_t>(p1)) &&
-              WriteNvsimParam("rewrite_alloc_tgid", static_cast<uint64_t>(getpid())));
+  ASSERT_TRUE(
+      WriteNvsimParam("rewrite_allocp_offset", offsetof(nv_memory_allocation_params, size)) &&
+      WriteNvsimParam("rewrite_allocp_value", 64 * kMiB) &&
+      WriteNvsimParam("rewrite_allocp_tgid", static_cast<uint64_t>(getpid())));
   uint32_t h = 0x2200;
-  const int64_t st = Alloc(s.ctl, s.client, s.device, &h, NV01_MEMORY_LOCAL_USER, &mp[0]);
-  ASSERT_TRUE(WriteNvsimParam("rewrite_alloc_tgid", 0) && WriteNvsimParam("rewrite_free_tgid", 0));
-  EXPECT_EQ(ReadNvsimParam("rewrite_alloc_done"), done + 1) << "nvsim read the 64 MiB params";
+  const int64_t st = Alloc(s.ctl, s.client, s.device, &h, NV01_MEMORY_LOCAL_USER, &mp);
+  ASSERT_TRUE(WriteNvsimParam("rewrite_allocp_tgid", 0) && WriteNvsimParam("rewrite_free_tgid", 0));
+  EXPECT_EQ(ReadNvsimParam("rewrite_allocp_done"), done + 1) << "nvsim read 64 MiB params";
   EXPECT_EQ(st, NV_ERR_NO_MEMORY) << "past the quota: refused as the driver refuses";
   EXPECT_EQ(ReadNvsimParam("rewrite_free_done"), freed)
       << "the cleanup free read an NVOS00 from user memory, where a sibling rewrote it";

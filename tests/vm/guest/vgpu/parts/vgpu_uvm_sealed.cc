@@ -2,7 +2,7 @@
 // params in from user memory itself, after the proxy read them (__UVM_ROUTE_CMD_*, uvm_api.h).
 // A sibling thread that swaps hMemory of UVM_MAP_EXTERNAL_ALLOCATION in between makes UVM dup
 // another object of the caller's than the one the proxy holds: that memory escapes the quota.
-// The module runs those calls from a sealed copy of the params (kmod/uvm_seal.c): a page only
+// The module runs those calls from a sealed copy of the params (kmod/seal.c): a page only
 // the calling task can store into while its call is in flight, and whose replacement (munmap,
 // MAP_FIXED over it) is tampering. nvsim's sibling hook (tests/vm/nvsim/nvsim_hook.c) stores
 // from another task that uses the caller's mm, or replaces the mapping, just before nvsim copies

@@ -1,14 +1,19 @@
-// The UVM calls that run from a sealed params copy (issue 17 F3; kmod/core/uvm.c
-// vcore_uvm_sealed_size: one definition, the UVM table's UVM_SEALED rows) and the core's answer
-// when the host says that copy was replaced during a map (vcore_call_params_replaced):
-// tampering, the caller killed, and every memory object of the caller's process held by the UVM
-// file until it closes, since UVM may have dupped any of them.
+// The calls that run from a sealed copy (issue 17 F2/F3; kmod/core/seal.c vcore_sealed_size and
+// vcore_sealed_next: one definition, from the escape, class, control and UVM tables) and the
+// core's answer when the host says that copy was replaced during a map
+// (vcore_call_params_replaced): tampering, the caller killed, and every memory object of the
+// caller's process held by the UVM file until it closes, since UVM may have dupped any of them.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <vector>
 
+#include "abi/classes.h"
+#include "abi/ctrl.h"
+#include "abi/nv_escape.h"
+#include "abi/nvos.h"
 #include "abi/uvm.h"
+#include "kmod/core/vcore_internal.h"
 #include "tests/unit/core/core_fixture.h"
 
 namespace vgpu::core_test {
@@ -31,19 +36,86 @@ vcore_host_ops KillingOps() {
 }
 const vcore_host_ops kKillingOps = KillingOps();
 
+vcore_u32 SealedSize(const vcore_file* f, vcore_u32 req) {
+  vcore_seal_piece top{};
+  return vcore_sealed_size(f, req, &top);
+}
+
 TEST_F(CoreTest, UvmCallsThatRunSealedAreTheUvmTablesSealedRows) {
   MakeSlot(0);
   vcore_file* uvm = vcore_file_open(slot_, VCORE_FILE_UVM, nullptr);
   ASSERT_NE(uvm, nullptr);
-  EXPECT_EQ(vcore_uvm_sealed_size(uvm, UVM_MAP_EXTERNAL_ALLOCATION), 9264u);
-  EXPECT_EQ(vcore_uvm_sealed_size(uvm, UVM_CREATE_EXTERNAL_RANGE), 24u);
-  EXPECT_EQ(vcore_uvm_sealed_size(uvm, UVM_FREE), 24u);
-  EXPECT_EQ(vcore_uvm_sealed_size(uvm, UVM_UNMAP_EXTERNAL), 40u);
-  EXPECT_EQ(vcore_uvm_sealed_size(uvm, UVM_MM_INITIALIZE), 0u) << "runs from a kernel thread";
-  EXPECT_EQ(vcore_uvm_sealed_size(uvm, UVM_MIGRATE), 0u);
-  EXPECT_EQ(vcore_uvm_sealed_size(uvm, 4000), 0u) << "unknown: refused by the core, not sealed";
-  EXPECT_EQ(vcore_uvm_sealed_size(ctl_, UVM_FREE), 0u) << "not a UVM file";
+  EXPECT_EQ(SealedSize(uvm, UVM_MAP_EXTERNAL_ALLOCATION), 9264u);
+  EXPECT_EQ(SealedSize(uvm, UVM_CREATE_EXTERNAL_RANGE), 24u);
+  EXPECT_EQ(SealedSize(uvm, UVM_FREE), 24u);
+  EXPECT_EQ(SealedSize(uvm, UVM_UNMAP_EXTERNAL), 40u);
+  EXPECT_EQ(SealedSize(uvm, UVM_MM_INITIALIZE), 0u) << "runs from a kernel thread";
+  EXPECT_EQ(SealedSize(uvm, UVM_MIGRATE), 0u);
+  EXPECT_EQ(SealedSize(uvm, 4000), 0u) << "unknown: refused by the core, not sealed";
+  vcore_seal_piece top{};
+  ASSERT_EQ(vcore_sealed_size(uvm, UVM_FREE, &top), 24u);
+  vcore_seal_piece next{};
+  const std::vector<uint8_t> fp(UVM_FREE_SIZE);
+  EXPECT_EQ(vcore_sealed_next(uvm, &top, fp.data(), &next), 0u) << "UVM params nest nothing";
   vcore_file_close(uvm);
+}
+
+vcore_u32 Req(vcore_u32 nr, vcore_u32 size) { return 0xc0004600u | nr | (size << 16); }
+
+// RM escapes: every one the core decides on is sealed whole (nvidia_ioctl copies _IOC_SIZE bytes
+// in again), with the nested params the core reads: RM_ALLOC's class params, sized by class as RM
+// sizes them, and a handled control's params; an XFER's payload when the core decides on its
+// escape. A plain control's params, a pass, an unknown escape or a wrong size: no seal of them.
+TEST_F(CoreTest, RmEscapesTheCoreDecidesOnAreSealedWithTheParamsItReads) {
+  MakeSlot(64 * kMiB);
+  vcore_seal_piece top{}, next{};
+
+  // RM_ALLOC (NVOS64) of a virtual range: the argument, then its class params at pAllocParms.
+  ASSERT_EQ(vcore_sealed_size(ctl_, Req(NV_ESC_RM_ALLOC, 48), &top), 48u);
+  EXPECT_EQ(top.nr, static_cast<vcore_u32>(NV_ESC_RM_ALLOC));
+  uint8_t alloc[48] = {};
+  const vcore_u32 cls = NV50_MEMORY_VIRTUAL;
+  const uint64_t params = 0x7000;
+  std::memcpy(alloc + 12, &cls, 4);
+  std::memcpy(alloc + 16, &params, 8);
+  ASSERT_EQ(vcore_sealed_next(ctl_, &top, alloc, &next), sizeof(NV_MEMORY_ALLOCATION_PARAMS));
+  EXPECT_EQ(next.ptr_off, 16u);
+  EXPECT_EQ(next.nr, VCORE_SEAL_LEAF);
+  EXPECT_EQ(vcore_sealed_next(ctl_, &next, alloc, &top), 0u) << "class params nest nothing here";
+  std::memset(alloc + 16, 0, 8);
+  top = {NV_ESC_RM_ALLOC, 48, 0};
+  EXPECT_EQ(vcore_sealed_next(ctl_, &top, alloc, &next), 0u) << "no params pointer";
+
+  // RM_CONTROL: the NVOS54 always; the params of a control with a handler.
+  ASSERT_EQ(vcore_sealed_size(ctl_, Req(NV_ESC_RM_CONTROL, 32), &top), 32u);
+  NVOS54_PARAMETERS c{};
+  c.params = 0x8000;
+  c.cmd = NVA06C_CTRL_CMD_GET_TIMESLICE;
+  c.paramsSize = 8;
+  EXPECT_EQ(vcore_sealed_next(ctl_, &top, &c, &next), 0u) << "a plain control's params";
+  c.cmd = NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS;
+  const vcore_ctrl_row* row = vcore_slot_ctrl(slot_, c.cmd);
+  ASSERT_TRUE(row != nullptr && row->pre != nullptr) << "a control the core handles";
+  c.paramsSize = row->size;
+  EXPECT_EQ(vcore_sealed_next(ctl_, &top, &c, &next), c.paramsSize);
+  EXPECT_EQ(next.ptr_off, 16u);
+  if (!(row->flags & VCORE_CTRL_ANY_SIZE)) {
+    c.paramsSize += 4;
+    EXPECT_EQ(vcore_sealed_next(ctl_, &top, &c, &next), 0u) << "wrong size: refused, not read";
+  }
+
+  // XFER: the header, then the payload of an escape the core decides on.
+  ASSERT_EQ(vcore_sealed_size(ctl_, Req(NV_ESC_IOCTL_XFER_CMD, 16), &top), 16u);
+  nv_ioctl_xfer_t x{NV_ESC_RM_ALLOC, 48, 0x9000};
+  ASSERT_EQ(vcore_sealed_next(ctl_, &top, &x, &next), 48u);
+  EXPECT_EQ(next.nr, static_cast<vcore_u32>(NV_ESC_RM_ALLOC));
+  EXPECT_EQ(next.ptr_off, 8u);
+  x.cmd = NV_ESC_IOCTL_XFER_CMD;
+  EXPECT_EQ(vcore_sealed_next(ctl_, &top, &x, &next), 0u) << "XFER in XFER is refused";
+
+  EXPECT_EQ(SealedSize(ctl_, Req(NV_ESC_RM_FREE, 16)), 16u);
+  EXPECT_EQ(SealedSize(ctl_, Req(NV_ESC_RM_ALLOC, 40)), 0u) << "wrong size: refused unread";
+  EXPECT_EQ(SealedSize(ctl_, Req(0xee, 16)), 0u) << "unknown escape";
 }
 
 TEST_F(CoreTest, ReplacedParamsOfAUvmMapAreTamperingAndHoldEveryMemoryOfTheCaller) {
