@@ -12,6 +12,7 @@
 #define VCORE_TABLES_H
 
 #include "vcore.h"
+#include "abi/nv_escape.h"
 
 /* ---------------------------------------------------------------- */
 /* ABI tables (tables_580.c): parent + delta per driver branch        */
@@ -258,6 +259,30 @@ const struct vcore_abi *vcore_abi_for_version(const char *version);
  */
 void vcore_abi_add_branch(vcore_u32 major, const struct vcore_abi *abi);
 extern const struct vcore_abi vcore_abi_580;
+
+/*
+ * The inner call of an NV_ESC_IOCTL_XFER_CMD header, as the core takes it: a
+ * payload no larger than nvidia_ioctl accepts (nv.c:2406-2433 swaps in cmd,
+ * size and ptr once and refuses a larger size), and an inner command that is
+ * an escape number (an _IOC_NR, 8 bits) other than XFER itself. vcore_pre
+ * refuses a header that fails, naming the test (dispatch.c, unwrap_xfer);
+ * the seal takes no payload from it (seal.c, sealed_xfer). One test for both,
+ * so that the core never decides on a payload the seal left unsealed.
+ */
+enum vcore_xfer_fault {
+	VCORE_XFER_OK = 0,
+	VCORE_XFER_TOO_BIG, /* payload over NV_ABSOLUTE_MAX_IOCTL_SIZE */
+	VCORE_XFER_BAD_CMD, /* inner cmd not an escape number, or XFER */
+};
+
+static inline enum vcore_xfer_fault vcore_xfer_check(const nv_ioctl_xfer_t *x)
+{
+	if (x->size > NV_ABSOLUTE_MAX_IOCTL_SIZE)
+		return VCORE_XFER_TOO_BIG;
+	if (x->cmd > 0xff || x->cmd == NV_ESC_IOCTL_XFER_CMD)
+		return VCORE_XFER_BAD_CMD;
+	return VCORE_XFER_OK;
+}
 
 /* The escape's size as RmIoctl checks it (dataSize per escape). */
 static inline vcore_bool vcore_esc_size_ok(const struct vcore_esc_row *row,
