@@ -6,6 +6,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/ktime.h>
+#include <linux/lockdep.h>
 #include <linux/mm.h>
 #include <linux/mutex.h>
 #include <linux/sched.h>
@@ -225,14 +226,20 @@ static void *vgpu_host_lock_create(void *priv)
 	return m;
 }
 
-/* A UVM file's lock: its own lockdep class (held across user copies and the
- * driver call; slot locks are taken under mmap_lock). */
+/*
+ * A UVM file's lock: the same mutex in a lockdep class of its own. It is held
+ * across user copies and the driver call, which take mmap_lock, while slot
+ * locks are taken under mmap_lock (the mmap path): in the slots' class lockdep
+ * would see a cycle that two distinct locks never close.
+ */
+static struct lock_class_key vgpu_uvm_file_lock_key;
+
 static void *vgpu_host_lock_create_file(void *priv)
 {
-	struct mutex *m = kmalloc(sizeof(*m), GFP_KERNEL);
+	struct mutex *m = vgpu_host_lock_create(priv);
 
 	if (m)
-		mutex_init(m);
+		lockdep_set_class(m, &vgpu_uvm_file_lock_key);
 	return m;
 }
 

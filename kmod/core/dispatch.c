@@ -135,12 +135,16 @@ static enum vcore_verdict unwrap_xfer(struct vcore_call *call)
 	if (vcore_user_read(call, &x, call->arg, sizeof(x)))
 		return vcore_refuse_errno(call, -VCORE_EFAULT,
 					  "XFER header unreadable");
-	if (x.size > NV_ABSOLUTE_MAX_IOCTL_SIZE)
+	switch (vcore_xfer_check(&x)) {
+	case VCORE_XFER_TOO_BIG:
 		return vcore_refuse_errno(call, -VCORE_EINVAL,
 					  "XFER payload over 16384 bytes");
-	if (x.cmd > 0xff || x.cmd == NV_ESC_IOCTL_XFER_CMD)
+	case VCORE_XFER_BAD_CMD:
 		return vcore_refuse_errno(call, -VCORE_EINVAL,
 					  "XFER inside XFER or bad inner cmd");
+	case VCORE_XFER_OK:
+		break;
+	}
 	call->xfer = 1;
 	call->nr = x.cmd;
 	call->size = x.size;

@@ -3,7 +3,7 @@
  * rm_alloc_internal.h - what the allocation escapes' three files share:
  * rm_alloc.c (pre steps, reservation), rm_alloc_post.c (settle and record)
  * and rm_alloc_verify.c (the driver's word). The escape handlers and post
- * steps that the tables and vcore_post call are in vcore_internal.h.
+ * steps that the tables and vcore_post call are in vcore_tables.h.
  */
 #ifndef VCORE_RM_ALLOC_INTERNAL_H
 #define VCORE_RM_ALLOC_INTERNAL_H

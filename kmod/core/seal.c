@@ -56,16 +56,17 @@ vcore_u32 vcore_sealed_size(const struct vcore_file *file, vcore_u32 req,
 	return size;
 }
 
-/* XFER: the payload, when the core decides on its escape (dispatch.c,
- * unwrap_xfer, makes the same tests). */
+/* XFER: the payload, when the core decides on its escape (the header test
+ * is vcore_pre's, vcore_xfer_check). A NULL payload pointer is the seal's
+ * own test, not vcore_pre's: nothing is sealed, and vcore_pre's read of the
+ * payload at address 0 fails ("argument unreadable"). */
 static vcore_u32 sealed_xfer(const struct vcore_file *file, const void *bytes,
 			     struct vcore_seal_piece *next)
 {
 	const nv_ioctl_xfer_t *x = (const nv_ioctl_xfer_t *)bytes;
 	const struct vcore_esc_row *row;
 
-	if (x->size > NV_ABSOLUTE_MAX_IOCTL_SIZE || x->cmd > 0xff ||
-	    x->cmd == NV_ESC_IOCTL_XFER_CMD || !x->ptr)
+	if (vcore_xfer_check(x) != VCORE_XFER_OK || !x->ptr)
 		return 0;
 	row = vcore_slot_esc(file->slot, x->cmd);
 	if (!row || !vcore_esc_size_ok(row, x->size) || !vcore_esc_decided(row))

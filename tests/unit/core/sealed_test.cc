@@ -112,10 +112,32 @@ TEST_F(CoreTest, RmEscapesTheCoreDecidesOnAreSealedWithTheParamsItReads) {
   EXPECT_EQ(next.ptr_off, 8u);
   x.cmd = NV_ESC_IOCTL_XFER_CMD;
   EXPECT_EQ(vcore_sealed_next(ctl_, &top, &x, &next), 0u) << "XFER in XFER is refused";
+  x = {Req(NV_ESC_RM_ALLOC, 48), 48, 0x9000};
+  EXPECT_EQ(vcore_sealed_next(ctl_, &top, &x, &next), 0u) << "a full ioctl word is refused";
+  x = {NV_ESC_RM_ALLOC, 48, 0};
+  EXPECT_EQ(vcore_sealed_next(ctl_, &top, &x, &next), 0u) << "no payload pointer";
 
   EXPECT_EQ(SealedSize(ctl_, Req(NV_ESC_RM_FREE, 16)), 16u);
   EXPECT_EQ(SealedSize(ctl_, Req(NV_ESC_RM_ALLOC, 40)), 0u) << "wrong size: refused unread";
   EXPECT_EQ(SealedSize(ctl_, Req(0xee, 16)), 0u) << "unknown escape";
+}
+
+// The XFER header test vcore_pre refuses on (dispatch.c) and the seal skips on (seal.c): one
+// predicate, which names the test that failed for vcore_pre's two refusal lines.
+TEST(XferCheck, PayloadSizeAndInnerCommand) {
+  nv_ioctl_xfer_t x{NV_ESC_RM_ALLOC, NV_ABSOLUTE_MAX_IOCTL_SIZE, 0x9000};
+  EXPECT_EQ(vcore_xfer_check(&x), VCORE_XFER_OK) << "the driver's limit itself";
+  x.size = NV_ABSOLUTE_MAX_IOCTL_SIZE + 1;
+  EXPECT_EQ(vcore_xfer_check(&x), VCORE_XFER_TOO_BIG);
+  x.cmd = NV_ESC_IOCTL_XFER_CMD;
+  EXPECT_EQ(vcore_xfer_check(&x), VCORE_XFER_TOO_BIG) << "the size is tested first";
+  x.size = 16;
+  EXPECT_EQ(vcore_xfer_check(&x), VCORE_XFER_BAD_CMD) << "XFER in XFER";
+  x.cmd = 0x100;
+  EXPECT_EQ(vcore_xfer_check(&x), VCORE_XFER_BAD_CMD) << "not an _IOC_NR";
+  x.ptr = 0;
+  x.cmd = NV_ESC_RM_FREE;
+  EXPECT_EQ(vcore_xfer_check(&x), VCORE_XFER_OK) << "a NULL payload is the seal's own test";
 }
 
 TEST_F(CoreTest, ReplacedParamsOfAUvmMapAreTamperingAndHoldEveryMemoryOfTheCaller) {
