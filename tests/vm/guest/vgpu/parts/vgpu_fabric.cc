@@ -10,7 +10,9 @@
 #include <sys/wait.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdio>
+#include <string>
 #include <thread>
 
 #include "held_fault.h"
@@ -135,6 +137,110 @@ TEST(Fabric, AFaultOfOneTenantsFabricCallHoldsUpNoOtherSlot) {
         Session t;
         return t.Open(other_slot.ctl(), other_slot.dev()).empty() && AttachGpu(t) == NV_OK;
       });
+}
+
+// Issue 17, the fabric residue (docs/security/kernel-call-path.md, "Not sealed"): EXPORT_MEM and
+// ATTACH_GPU run from a sealed copy of their NVOS54 and params like every control the core
+// decides on (kmod/seal.c), but from one of the module's kernel threads (kmod/kthread_call.c).
+// nvsim's sibling hook (tests/vm/nvsim/nvsim_sibling.c) fires in that thread's call, as the
+// caller's, and stores from another task on the caller's mm just before nvsim copies the
+// argument in. The driver must run what the core checked.
+
+// A fabric call (EXPORT_MEM on even rounds, ATTACH_GPU on odd ones).
+int64_t FabricCall(Session& s, int round) { return round % 2 ? AttachGpu(s) : ExportMem(s); }
+
+std::string Hex(int64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof(b), "0x%llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+// The sibling turns the NVOS54 into FIFO_DISABLE_CHANNELS on the tenant's subdevice (hObject,
+// cmd, paramsSize: a lever of the compute gate the core refuses from tenants, kmod/core/
+// rm_control.c; the fabric params' page holds its 536 bytes), as in
+// RmSealed.SiblingCannotSwapAControlIntoAGateLever for a control run in the calling task.
+TEST(Fabric, SiblingCannotSwapAFabricCallIntoAGateLever) {
+  ScopedSlot slot(64 * kMiB, "fabric-sealed-cmd");
+  ASSERT_TRUE(slot.ok());
+  Session s;
+  ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
+  const uint64_t tries = ReadNvsimParam("sibling_rm_tries");
+  const uint64_t landed = ReadNvsimParam("sibling_rm_done");
+  ASSERT_NE(tries, ~0ull) << "nvsim has no sibling_rm_* hook";
+  ASSERT_TRUE(WriteNvsimParam("watch_ctrl_cmd", NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS));
+  const uint64_t seen = ReadNvsimParam("watch_ctrl_seen");
+  const std::string offsets = std::to_string(offsetof(nvos54, hObject)) + "," +
+                              std::to_string(offsetof(nvos54, cmd)) + "," +
+                              std::to_string(offsetof(nvos54, paramsSize));
+  const std::string values = std::to_string(s.subdevice) + "," +
+                             std::to_string(NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS) + "," +
+                             std::to_string(sizeof(nv2080_fifo_disable_channels_params));
+  constexpr int kRounds = 4;
+  int ok = 0;
+  std::string statuses;
+  for (int round = 0; round < kRounds; ++round) {
+    ASSERT_TRUE(ArmRmSibling(NV_ESC_RM_CONTROL, false, offsets, values, false));
+    const int64_t st = FabricCall(s, round);
+    EXPECT_TRUE(WriteNvsimParam("sibling_rm_tgid", 0));
+    ok += st == NV_OK;
+    statuses += (round ? " " : "") + Hex(st);
+  }
+  const uint64_t armed = ReadNvsimParam("sibling_rm_tries") - tries;
+  const uint64_t stores = ReadNvsimParam("sibling_rm_done") - landed;
+  const uint64_t levers = ReadNvsimParam("watch_ctrl_seen") - seen;
+  std::printf(
+      "fabric cmd swap: %d fabric controls, a sibling swapping the NVOS54 into "
+      "FIFO_DISABLE_CHANNELS: the sibling ran in %llu, %llu stores landed, %llu levers reached "
+      "the driver; statuses %s\n",
+      kRounds, static_cast<unsigned long long>(armed), static_cast<unsigned long long>(stores),
+      static_cast<unsigned long long>(levers), statuses.c_str());
+  std::fflush(stdout);
+  EXPECT_TRUE(WriteNvsimParam("watch_ctrl_cmd", 0));
+  EXPECT_EQ(armed, static_cast<uint64_t>(kRounds)) << "the sibling ran in each fabric call";
+  EXPECT_EQ(stores, 0u) << "a task other than the caller stored into the NVOS54 the driver reads";
+  EXPECT_EQ(levers, 0u) << "a gate lever reached the driver";
+  EXPECT_EQ(ok, kRounds) << "the fabric calls the core checked ran: " << statuses;
+}
+
+// The sibling renumbers devDescriptor (the fd the core checked as a /dev/vgpuN of the slot, and
+// the module replaced by the real file's number in its thread's table) in the params: to a
+// number that names no file there, so the driver would answer NV_ERR_INVALID_DEVICE for a call
+// whose device the core let through; with another tenant's file on that table it would be that
+// tenant's GPU.
+TEST(Fabric, SiblingCannotRenumberAFabricCallsDevice) {
+  ScopedSlot slot(64 * kMiB, "fabric-sealed-fd");
+  ASSERT_TRUE(slot.ok());
+  Session s;
+  ASSERT_EQ(s.Open(slot.ctl(), slot.dev()), "");
+  const uint64_t tries = ReadNvsimParam("sibling_rm_tries");
+  const uint64_t landed = ReadNvsimParam("sibling_rm_done");
+  ASSERT_NE(tries, ~0ull) << "nvsim has no sibling_rm_* hook";
+  constexpr uint32_t kNoFile = 999999;
+  constexpr int kRounds = 4;
+  int ok = 0, invalid_device = 0;
+  std::string statuses;
+  for (int round = 0; round < kRounds; ++round) {
+    const size_t off = round % 2 ? offsetof(AttachGpuParams, devDescriptor)
+                                 : offsetof(ExportMemParams, devDescriptor);
+    ASSERT_TRUE(
+        ArmRmSibling(NV_ESC_RM_CONTROL, true, std::to_string(off), std::to_string(kNoFile), false));
+    const int64_t st = FabricCall(s, round);
+    EXPECT_TRUE(WriteNvsimParam("sibling_rm_tgid", 0));
+    ok += st == NV_OK;
+    invalid_device += st == NV_ERR_INVALID_DEVICE;
+    statuses += (round ? " " : "") + Hex(st);
+  }
+  const uint64_t armed = ReadNvsimParam("sibling_rm_tries") - tries;
+  const uint64_t stores = ReadNvsimParam("sibling_rm_done") - landed;
+  std::printf(
+      "fabric fd renumber: %d fabric controls, a sibling renumbering devDescriptor: the sibling "
+      "ran in %llu, %llu stores landed, %d calls answered NV_ERR_INVALID_DEVICE; statuses %s\n",
+      kRounds, static_cast<unsigned long long>(armed), static_cast<unsigned long long>(stores),
+      invalid_device, statuses.c_str());
+  std::fflush(stdout);
+  EXPECT_EQ(armed, static_cast<uint64_t>(kRounds)) << "the sibling ran in each fabric call";
+  EXPECT_EQ(stores, 0u) << "a task other than the caller stored into the params RM reads";
+  EXPECT_EQ(ok, kRounds) << "the driver looked up a device the core never checked: " << statuses;
 }
 
 }  // namespace
