@@ -77,7 +77,9 @@
 #include <linux/mm.h>
 #include <linux/mman.h>
 #include <linux/sched.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
+#include <linux/spinlock.h>
 #include <linux/uaccess.h>
 #include <linux/version.h>
 #include <linux/vmalloc.h>
@@ -98,6 +100,14 @@ struct vgpu_seal {
 	/* The caller, the one task whose stores pass while in flight;
 	 * compared, never dereferenced. */
 	const struct task_struct *task;
+	/* The kernel thread that runs the call in the caller's stead
+	 * (kthread_call.c) while it does: its stores pass too, and a
+	 * replacement of the mapping or the caller's death sends it SIGKILL.
+	 * Under @lock, with @abandoned and the setting of @replaced; read
+	 * lock-free by ->pfn_mkwrite (compared, never dereferenced there). */
+	struct task_struct *lent;
+	bool abandoned; /* the caller was killed: no thread may take the call */
+	spinlock_t lock;
 	void *buf;	    /* the sealed copy, whole pages */
 	unsigned long len;  /* bytes mapped */
 	unsigned long addr; /* where, in the caller's mm */
@@ -140,8 +150,11 @@ static vm_fault_t vgpu_seal_pfn_mkwrite(struct vm_fault *vmf)
 {
 	const struct vgpu_seal *seal = vmf->vma->vm_private_data;
 
-	if (current == seal->task && READ_ONCE(seal->in_flight))
-		return 0; /* the driver's copy-out, in the calling task */
+	/* The driver's copy-out, in the calling task or in the kernel thread
+	 * it lent the copy to. */
+	if ((current == seal->task || current == READ_ONCE(seal->lent)) &&
+	    READ_ONCE(seal->in_flight))
+		return 0;
 	return VM_FAULT_SIGBUS;
 }
 
@@ -149,8 +162,15 @@ static void vgpu_seal_close(struct vm_area_struct *vma)
 {
 	struct vgpu_seal *seal = vma->vm_private_data;
 
-	if (READ_ONCE(seal->in_flight))
-		WRITE_ONCE(seal->replaced, true);
+	if (!READ_ONCE(seal->in_flight))
+		return;
+	/* The thread the copy is lent to may wait on a fault of what now
+	 * lies there (a userfaultfd range): end it at once. */
+	spin_lock(&seal->lock);
+	WRITE_ONCE(seal->replaced, true);
+	if (seal->lent)
+		send_sig(SIGKILL, seal->lent, 1);
+	spin_unlock(&seal->lock);
 }
 
 static int vgpu_seal_may_split(struct vm_area_struct *vma, unsigned long addr)
@@ -316,6 +336,7 @@ struct vgpu_seal *vgpu_seal(const struct vcore_file *core, unsigned int cmd,
 	if (!seal)
 		return ERR_PTR(-ENOMEM);
 	seal->task = current;
+	spin_lock_init(&seal->lock);
 	err = vgpu_seal_read(seal, core, top, uarg, stage);
 	if (!err) {
 		seal->buf =
@@ -363,6 +384,37 @@ void *vgpu_seal_kaddr(const struct vgpu_seal *seal, unsigned long uaddr,
 	    uaddr - seal->addr > seal->len - n)
 		return NULL;
 	return (u8 *)seal->buf + (uaddr - seal->addr);
+}
+
+int vgpu_seal_lend(struct vgpu_seal *seal)
+{
+	int err = 0;
+
+	spin_lock(&seal->lock);
+	if (seal->replaced)
+		err = -EFAULT; /* the driver would read someone else's page */
+	else if (seal->abandoned)
+		err = -EINTR;
+	else
+		WRITE_ONCE(seal->lent, current);
+	spin_unlock(&seal->lock);
+	return err;
+}
+
+void vgpu_seal_unlend(struct vgpu_seal *seal)
+{
+	spin_lock(&seal->lock);
+	WRITE_ONCE(seal->lent, NULL);
+	spin_unlock(&seal->lock);
+}
+
+void vgpu_seal_abandon(struct vgpu_seal *seal)
+{
+	spin_lock(&seal->lock);
+	seal->abandoned = true;
+	if (seal->lent)
+		send_sig(SIGKILL, seal->lent, 1);
+	spin_unlock(&seal->lock);
 }
 
 int vgpu_seal_put_u32(const struct vgpu_seal *seal, u32 __user *uaddr, u32 v)

@@ -10,10 +10,13 @@
 #include <sys/wait.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdio>
+#include <fstream>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "held_fault.h"
 #include "vgpu_rm.h"
@@ -241,6 +244,119 @@ TEST(Fabric, SiblingCannotRenumberAFabricCallsDevice) {
   EXPECT_EQ(armed, static_cast<uint64_t>(kRounds)) << "the sibling ran in each fabric call";
   EXPECT_EQ(stores, 0u) << "a task other than the caller stored into the params RM reads";
   EXPECT_EQ(ok, kRounds) << "the driver looked up a device the core never checked: " << statuses;
+}
+
+// The sealed copy's mapping, [start, end) in this process, or {0, 0}.
+std::pair<uintptr_t, uintptr_t> SealMapping() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.find("[vgpu-params]") == std::string::npos) continue;
+    unsigned long start = 0, end = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx", &start, &end) == 2) return {start, end};
+  }
+  return {0, 0};
+}
+
+// What the tenant's sibling thread did (reported through a pipe).
+constexpr char kReplaced = 'R', kNoUserfaultfd = 'N', kNoSeal = 'S', kReplaceFailed = 'F';
+
+// A sibling thread of the caller replaces the sealed copy while the fabric call is in the driver
+// (nvsim's fabric_ctrl_delay_us holds it after its copy-in): munmap, an anonymous MAP_FIXED
+// mapping in its place, registered with a userfaultfd whose faults nobody answers. The driver's
+// copy-out then faults there, from the module's call thread: without the SIGKILL the seal's
+// ->close sends that thread, it would wait for ever, the caller with it, and every slot's fabric
+// calls behind it (they run one at a time). The replacement is tampering: the tenant is killed,
+// and another slot's fabric call goes through.
+TEST(Fabric, AReplacedSealEndsTheFabricCallThread) {
+  ScopedSlot tenant_slot(64 * kMiB, "replacer"), other_slot(64 * kMiB, "other");
+  ASSERT_TRUE(tenant_slot.ok() && other_slot.ok());
+  const auto delay = std::chrono::milliseconds(DebianKernel() ? 2000 : 8000);
+  ASSERT_TRUE(WriteNvsimParam("fabric_ctrl_delay_us", delay.count() * 1000));
+  int report[2];
+  ASSERT_EQ(pipe(report), 0);
+  std::fflush(stdout);  // a child that flushes must not print the parent's buffer again
+  const pid_t tenant = fork();
+  if (tenant == 0) {
+    close(report[0]);
+    Session s;
+    if (!s.Open(tenant_slot.ctl(), tenant_slot.dev()).empty()) _exit(2);
+    std::thread sibling([&] {
+      char what = kNoSeal;
+      const auto end = held_fault::Clock::now() + delay / 2;
+      std::pair<uintptr_t, uintptr_t> seal{0, 0};
+      while (!seal.first && held_fault::Clock::now() < end) seal = SealMapping();
+      // Well inside the driver's hold: the call thread has long taken the copy.
+      std::this_thread::sleep_until(end);
+      const int uffd = static_cast<int>(syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK));
+      if (uffd < 0 && errno == ENOSYS) {
+        what = kNoUserfaultfd;
+      } else if (seal.first) {
+        void* at = reinterpret_cast<void*>(seal.first);
+        const size_t len = seal.second - seal.first;
+        uffdio_api api{UFFD_API, 0, 0};
+        uffdio_register reg{{seal.first, len}, UFFDIO_REGISTER_MODE_MISSING, 0};
+        what = uffd >= 0 && munmap(at, len) == 0 &&
+                       mmap(at, len, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == at &&
+                       ioctl(uffd, UFFDIO_API, &api) == 0 && ioctl(uffd, UFFDIO_REGISTER, &reg) == 0
+                   ? kReplaced
+                   : kReplaceFailed;
+      }
+      if (write(report[1], &what, 1) != 1) _exit(5);
+      // The uffd stays open and unanswered until the process goes.
+    });
+    const int64_t st = AttachGpu(s);
+    sibling.join();
+    std::printf("replaced seal: the tenant's ATTACH_GPU returned 0x%llx\n",
+                static_cast<unsigned long long>(st));
+    std::fflush(stdout);
+    _exit(3);
+  }
+  ASSERT_GT(tenant, 0);
+  close(report[1]);
+  char what = 0;
+  const bool reported = read(report[0], &what, 1) == 1;
+  close(report[0]);
+  const auto t0 = held_fault::Clock::now();
+  int status = held_fault::ReapWithin(tenant, delay + held_fault::kBound);
+  const double died_after = held_fault::Seconds(held_fault::Clock::now() - t0);
+  const bool died = status != -1;
+  if (!died) {
+    kill(tenant, SIGKILL);
+    status = held_fault::ReapWithin(tenant, held_fault::kBound);
+  }
+  WriteNvsimParam("fabric_ctrl_delay_us", 0);
+  if (reported && what == kNoUserfaultfd) GTEST_SKIP() << "this kernel has no userfaultfd";
+  const auto t1 = held_fault::Clock::now();
+  std::fflush(stdout);
+  const pid_t other = fork();
+  if (other == 0) {
+    Session t;
+    _exit(t.Open(other_slot.ctl(), other_slot.dev()).empty() && AttachGpu(t) == NV_OK ? 0 : 1);
+  }
+  ASSERT_GT(other, 0);
+  int other_status = held_fault::ReapWithin(other, held_fault::kBound);
+  const double other_after = held_fault::Seconds(held_fault::Clock::now() - t1);
+  const bool other_in_time = other_status != -1;
+  std::printf(
+      "replaced seal: sibling '%c'; the tenant %s %.3f s after the replacement (%s); another "
+      "slot's ATTACH_GPU %s after %.3f s\n",
+      reported ? what : '-', died ? "ended" : "had not ended", died_after,
+      held_fault::Describe(status).c_str(), other_in_time ? "returned" : "had not returned",
+      other_after);
+  std::fflush(stdout);
+  if (!other_in_time) {
+    // Only a killed tenant's call thread can still hold the queue: the next test must not wait.
+    other_status = held_fault::Reap(other);
+  }
+  EXPECT_TRUE(reported && what == kReplaced) << "the sibling did not replace the seal: " << what;
+  EXPECT_TRUE(died) << "the tenant's call stayed in a thread waiting on the replaced mapping";
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+      << "the replacement was not treated as tampering: " << held_fault::Describe(status);
+  EXPECT_TRUE(other_in_time) << "another slot's fabric call waited on the tenant's call thread";
+  EXPECT_TRUE(WIFEXITED(other_status) && WEXITSTATUS(other_status) == 0)
+      << held_fault::Describe(other_status);
 }
 
 }  // namespace
