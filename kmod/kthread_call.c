@@ -64,10 +64,12 @@
  * signal pending fails the copy, do_user_addr_fault), and the call is
  * tampering (vcore_call_params_replaced). Killed, the caller does the same
  * (vgpu_seal_abandon), then waits for the thread's end. Not covered: the
- * fault takes the caller's mmap lock (6.1; on 6.12 a write fault on a
- * ->pfn_mkwrite VMA retries under it too), killably; a tenant that holds its
- * own mmap lock for long holds the call, and the calls of that kind queued
- * behind it, until it lets go or dies (they wait killably).
+ * fault takes the caller's mmap lock, killably (lock_mm_and_find_vma,
+ * mm/memory.c, in 6.1 and 6.12; on 6.12 a write fault on a ->pfn_mkwrite VMA
+ * goes back to it from the per-VMA lock, wp_pfn_shared and
+ * vmf_can_call_fault); a tenant that holds its own mmap lock for long holds
+ * its call, and the calls of that kind queued behind it, until it lets go or
+ * dies (they wait killably).
  *
  * credentials: the uvm path checks none (uvm.c:59-139 and the routing), but
  * a kernel thread's own are the kernel's full ones: the caller's stand for the
