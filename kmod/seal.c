@@ -22,17 +22,20 @@
  * The mapping is of a per-call anonymous-inode file (never in a fd table;
  * i915's GEM mmap ioctl maps from an ioctl with vm_mmap too), and:
  * - no task but the caller stores into it, and the caller only while its call
- *   is in flight (the driver's copy-out). The VMA is shared and writable but
- *   has ->pfn_mkwrite, so vma_wants_writenotify() asks for write-notify and
- *   vma_set_page_prot() leaves the write bit out of vm_page_prot (mm/mmap.c,
- *   mmap_region at 6.1 and 6.12); vmf_insert_pfn() maps with vm_page_prot
- *   (insert_pfn(..., mkwrite=false), mm/memory.c), so the first store to a
- *   page, by anyone, faults into do_wp_page() -> wp_pfn_shared() ->
- *   ->pfn_mkwrite (mm/memory.c), which lets only the caller through. A write
- *   fault on an absent page is first a read-only insert (do_shared_fault ->
- *   ->fault returns VM_FAULT_NOPAGE), then the same write-protect fault. A
- *   refused store from user mode is SIGBUS, from the kernel (a sibling's
- *   read(2) into it, an io_uring worker, a kthread using the mm) -EFAULT
+ *   is in flight (the driver's copy-out); or the kernel thread that runs the
+ *   call in its stead, while the copy is lent to it (vgpu_seal_lend). The
+ *   VMA is shared and writable but has ->pfn_mkwrite, so
+ *   vma_wants_writenotify() asks for write-notify and vma_set_page_prot()
+ *   leaves the write bit out of vm_page_prot (mm/mmap.c, mmap_region at 6.1
+ *   and 6.12); vmf_insert_pfn() maps with vm_page_prot (insert_pfn(...,
+ *   mkwrite=false), mm/memory.c), so the first store to a page, by anyone,
+ *   faults into do_wp_page() -> wp_pfn_shared() -> ->pfn_mkwrite
+ *   (mm/memory.c), which lets only the caller and the lent thread through.
+ *   A write fault on an absent page is first a read-only insert
+ *   (do_shared_fault -> ->fault returns VM_FAULT_NOPAGE), then the same
+ *   write-protect fault. A refused store from user mode is SIGBUS, from the
+ *   kernel (a sibling's read(2) into it, an io_uring worker, a kthread using
+ *   the mm) -EFAULT
  *   (kernelmode_fixup_or_oops, arch/x86/mm/fault.c).
  * - no other route to the pages: GUP refuses VM_IO | VM_PFNMAP
  *   (check_vma_flags, mm/gup.c) and gup-fast skips special PTEs (pte_special,
@@ -56,11 +59,14 @@
  * what tests/vm/guest/vgpu/parts/vgpu_uvm_sealed.cc and vgpu_rm_sealed.cc
  * show on both kernels: a store from another task on the caller's mm never
  * lands, a replacement is caught.
- * Open while the driver runs: a call the driver must run from one of the
- * module's kernel threads (kthread_call.c: NV00E0 EXPORT_MEM and NV00FD
- * ATTACH_GPU, whose fd the driver tests by f_op). The thread cannot fault, so
- * the caller faults the pages in writable first, which opens them to its
- * siblings for that call.
+ * A call the driver must run from a kernel thread (kthread_call.c: NV00E0
+ * EXPORT_MEM, NV00FD ATTACH_GPU and UVM_MM_INITIALIZE, whose fd the driver
+ * tests by f_op) is lent the copy: that thread's stores pass too, and while it
+ * is lent, ->close and the caller's death (vgpu_seal_abandon) send it SIGKILL,
+ * so a fault of it on whatever replaced the mapping (a userfaultfd range) ends
+ * at once (Fabric.AReplacedSealEndsTheFabricCallThread). Until then the caller
+ * faulted the pages in writable for that thread, which opened them to its
+ * siblings (Fabric.SiblingCannotSwapAFabricCallIntoAGateLever).
  * The pages are freed only at the file's release, after the last VMA that
  * maps them went. Not sealed: the driver's output. Its copy-out makes the
  * PTEs writable, so a sibling may change the reply before the core's post
