@@ -86,7 +86,7 @@ static void vgpu_remove_decoy(int fd, struct file *decoy)
 
 int vgpu_fd_translate(struct vgpu_file *vf, struct vgpu_fd_fix *fix,
 		      u32 __user *uaddr, int fd, enum vcore_fd_kind want,
-		      const struct vgpu_seal *seal)
+		      struct vgpu_seal *seal)
 {
 	struct vgpu_file *pf;
 	struct file *f;
@@ -159,7 +159,8 @@ void vgpu_fd_restore(struct vgpu_fd_fix *fix)
  * The real call, @real's unlocked_ioctl(@cmd, @arg). A field whose file the
  * driver tests by f_op (uvmFd, devDescriptor) makes it a call from a kernel
  * thread, with that file in the thread's table and its number in the field
- * (kthread_call.h). No call has two such fields, nor one and a witness.
+ * of the call's sealed copy (kthread_call.h). No call has two such fields,
+ * nor one and a witness.
  */
 long vgpu_fd_call(struct file *real, unsigned int cmd, unsigned long arg,
 		  const struct vgpu_fd_fix *fix, unsigned int nfix,
@@ -169,7 +170,8 @@ long vgpu_fd_call(struct file *real, unsigned int cmd, unsigned long arg,
 		if (fix[nfix].kthread_file)
 			return vgpu_kthread_ioctl(fix[nfix].kthread, real, cmd,
 						  arg, fix[nfix].kthread_file,
-						  fix[nfix].uaddr, call);
+						  fix[nfix].uaddr, call,
+						  fix[nfix].seal);
 	}
 	return real->f_op->unlocked_ioctl(real, cmd, arg);
 }

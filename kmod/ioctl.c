@@ -134,7 +134,7 @@ static long vgpu_ioctl_unprivileged(struct file *real, unsigned int cmd,
 static noinline long
 vgpu_forward_translated(struct vgpu_file *vf, struct vcore_call *call,
 			unsigned int cmd, unsigned long arg, unsigned int needs,
-			const struct vgpu_seal *seal)
+			struct vgpu_seal *seal)
 {
 	struct vgpu_fd_fix fix[VGPU_MAX_FD_FIELDS];
 	struct file *real = vf->real;

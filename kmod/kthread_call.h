@@ -14,8 +14,9 @@
 #include <linux/types.h>
 
 struct vcore_call;
+struct vgpu_seal;
 
-/* One thread each, one call at a time on each (kthread_call.c). */
+/* A thread per call, one call at a time of each kind (kthread_call.c). */
 enum vgpu_kthread {
 	/* nvidia-uvm's UVM_MM_INITIALIZE (uvmFd) */
 	VGPU_KTHREAD_UVM,
@@ -29,18 +30,19 @@ int vgpu_kthread_call_init(void);
 void vgpu_kthread_call_exit(void);
 
 /*
- * @real's unlocked_ioctl(@cmd, @arg), run from kernel thread @t in the
- * caller's mm and with its credentials, while @file stands on a fd of that
- * thread's table whose number is stored at @fd_uaddr (the field the driver
- * reads) first. The caller first faults in @call's buffers (the core's list
- * of the user memory the call carries); the thread runs with page faults
- * disabled, so a fault there fails a copy instead of waiting. The caller
- * waits, killably until the call starts; one call at a time on @t. Returns
- * the driver's result, -EFAULT if the number cannot be stored, -EINTR if
- * the caller was killed before the call started, or -EMFILE.
+ * @real's unlocked_ioctl(@cmd, @arg), run from a kernel thread of kind @t in
+ * the caller's mm and with its credentials, while @file stands on a fd of the
+ * kernel threads' table whose number is stored at @fd_uaddr (the field the
+ * driver reads) first. Every buffer of @call (the core's list of the user
+ * memory the call carries) and @fd_uaddr must lie in @seal, the call's sealed
+ * copy, which is lent to the thread for the call (seal.h); else -EFAULT. The
+ * caller waits, killably; one call at a time of kind @t. Returns the
+ * driver's result, -EINTR if the caller was killed before the call started,
+ * -EFAULT if the copy was replaced before it started, or -EMFILE.
  */
 long vgpu_kthread_ioctl(enum vgpu_kthread t, struct file *real,
 			unsigned int cmd, unsigned long arg, struct file *file,
-			u32 __user *fd_uaddr, const struct vcore_call *call);
+			u32 __user *fd_uaddr, const struct vcore_call *call,
+			struct vgpu_seal *seal);
 
 #endif /* VGPU_KMOD_KTHREAD_CALL_H */

@@ -99,12 +99,13 @@ struct vgpu_fd_fix {
 	 * (compared, never dereferenced, after the fd reference is put). */
 	struct vcore_file *core;
 	/* The call's sealed copy, or NULL: the field's stores go through it
-	 * (seal.h, vgpu_seal_put_u32). */
-	const struct vgpu_seal *seal;
+	 * (seal.h, vgpu_seal_put_u32), and a kernel thread's call is lent it.
+	 */
+	struct vgpu_seal *seal;
 };
 int vgpu_fd_translate(struct vgpu_file *vf, struct vgpu_fd_fix *fix,
 		      u32 __user *uaddr, int fd, enum vcore_fd_kind want,
-		      const struct vgpu_seal *seal);
+		      struct vgpu_seal *seal);
 void vgpu_fd_restore(struct vgpu_fd_fix *fix);
 long vgpu_fd_call(struct file *real, unsigned int cmd, unsigned long arg,
 		  const struct vgpu_fd_fix *fix, unsigned int nfix,

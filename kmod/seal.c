@@ -22,17 +22,20 @@
  * The mapping is of a per-call anonymous-inode file (never in a fd table;
  * i915's GEM mmap ioctl maps from an ioctl with vm_mmap too), and:
  * - no task but the caller stores into it, and the caller only while its call
- *   is in flight (the driver's copy-out). The VMA is shared and writable but
- *   has ->pfn_mkwrite, so vma_wants_writenotify() asks for write-notify and
- *   vma_set_page_prot() leaves the write bit out of vm_page_prot (mm/mmap.c,
- *   mmap_region at 6.1 and 6.12); vmf_insert_pfn() maps with vm_page_prot
- *   (insert_pfn(..., mkwrite=false), mm/memory.c), so the first store to a
- *   page, by anyone, faults into do_wp_page() -> wp_pfn_shared() ->
- *   ->pfn_mkwrite (mm/memory.c), which lets only the caller through. A write
- *   fault on an absent page is first a read-only insert (do_shared_fault ->
- *   ->fault returns VM_FAULT_NOPAGE), then the same write-protect fault. A
- *   refused store from user mode is SIGBUS, from the kernel (a sibling's
- *   read(2) into it, an io_uring worker, a kthread using the mm) -EFAULT
+ *   is in flight (the driver's copy-out); or the kernel thread that runs the
+ *   call in its stead, while the copy is lent to it (vgpu_seal_lend). The
+ *   VMA is shared and writable but has ->pfn_mkwrite, so
+ *   vma_wants_writenotify() asks for write-notify and vma_set_page_prot()
+ *   leaves the write bit out of vm_page_prot (mm/mmap.c, mmap_region at 6.1
+ *   and 6.12); vmf_insert_pfn() maps with vm_page_prot (insert_pfn(...,
+ *   mkwrite=false), mm/memory.c), so the first store to a page, by anyone,
+ *   faults into do_wp_page() -> wp_pfn_shared() -> ->pfn_mkwrite
+ *   (mm/memory.c), which lets only the caller and the lent thread through.
+ *   A write fault on an absent page is first a read-only insert
+ *   (do_shared_fault -> ->fault returns VM_FAULT_NOPAGE), then the same
+ *   write-protect fault. A refused store from user mode is SIGBUS, from the
+ *   kernel (a sibling's read(2) into it, an io_uring worker, a kthread using
+ *   the mm) -EFAULT
  *   (kernelmode_fixup_or_oops, arch/x86/mm/fault.c).
  * - no other route to the pages: GUP refuses VM_IO | VM_PFNMAP
  *   (check_vma_flags, mm/gup.c) and gup-fast skips special PTEs (pte_special,
@@ -56,11 +59,14 @@
  * what tests/vm/guest/vgpu/parts/vgpu_uvm_sealed.cc and vgpu_rm_sealed.cc
  * show on both kernels: a store from another task on the caller's mm never
  * lands, a replacement is caught.
- * Open while the driver runs: a call the driver must run from one of the
- * module's kernel threads (kthread_call.c: NV00E0 EXPORT_MEM and NV00FD
- * ATTACH_GPU, whose fd the driver tests by f_op). The thread cannot fault, so
- * the caller faults the pages in writable first, which opens them to its
- * siblings for that call.
+ * A call the driver must run from a kernel thread (kthread_call.c: NV00E0
+ * EXPORT_MEM, NV00FD ATTACH_GPU and UVM_MM_INITIALIZE, whose fd the driver
+ * tests by f_op) is lent the copy: that thread's stores pass too, and while it
+ * is lent, ->close and the caller's death (vgpu_seal_abandon) send it SIGKILL,
+ * so a fault of it on whatever replaced the mapping (a userfaultfd range) ends
+ * at once (Fabric.AReplacedSealEndsTheFabricCallThread). Until then the caller
+ * faulted the pages in writable for that thread, which opened them to its
+ * siblings (Fabric.SiblingCannotSwapAFabricCallIntoAGateLever).
  * The pages are freed only at the file's release, after the last VMA that
  * maps them went. Not sealed: the driver's output. Its copy-out makes the
  * PTEs writable, so a sibling may change the reply before the core's post
@@ -77,7 +83,9 @@
 #include <linux/mm.h>
 #include <linux/mman.h>
 #include <linux/sched.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
+#include <linux/spinlock.h>
 #include <linux/uaccess.h>
 #include <linux/version.h>
 #include <linux/vmalloc.h>
@@ -98,6 +106,14 @@ struct vgpu_seal {
 	/* The caller, the one task whose stores pass while in flight;
 	 * compared, never dereferenced. */
 	const struct task_struct *task;
+	/* The kernel thread that runs the call in the caller's stead
+	 * (kthread_call.c) while it does: its stores pass too, and a
+	 * replacement of the mapping or the caller's death sends it SIGKILL.
+	 * Under @lock, with @abandoned and the setting of @replaced; read
+	 * lock-free by ->pfn_mkwrite (compared, never dereferenced there). */
+	struct task_struct *lent;
+	bool abandoned; /* the caller was killed: no thread may take the call */
+	spinlock_t lock;
 	void *buf;	    /* the sealed copy, whole pages */
 	unsigned long len;  /* bytes mapped */
 	unsigned long addr; /* where, in the caller's mm */
@@ -140,8 +156,11 @@ static vm_fault_t vgpu_seal_pfn_mkwrite(struct vm_fault *vmf)
 {
 	const struct vgpu_seal *seal = vmf->vma->vm_private_data;
 
-	if (current == seal->task && READ_ONCE(seal->in_flight))
-		return 0; /* the driver's copy-out, in the calling task */
+	/* The driver's copy-out, in the calling task or in the kernel thread
+	 * it lent the copy to. */
+	if ((current == seal->task || current == READ_ONCE(seal->lent)) &&
+	    READ_ONCE(seal->in_flight))
+		return 0;
 	return VM_FAULT_SIGBUS;
 }
 
@@ -149,8 +168,15 @@ static void vgpu_seal_close(struct vm_area_struct *vma)
 {
 	struct vgpu_seal *seal = vma->vm_private_data;
 
-	if (READ_ONCE(seal->in_flight))
-		WRITE_ONCE(seal->replaced, true);
+	if (!READ_ONCE(seal->in_flight))
+		return;
+	/* The thread the copy is lent to may wait on a fault of what now
+	 * lies there (a userfaultfd range): end it at once. */
+	spin_lock(&seal->lock);
+	WRITE_ONCE(seal->replaced, true);
+	if (seal->lent)
+		send_sig(SIGKILL, seal->lent, 1);
+	spin_unlock(&seal->lock);
 }
 
 static int vgpu_seal_may_split(struct vm_area_struct *vma, unsigned long addr)
@@ -316,6 +342,7 @@ struct vgpu_seal *vgpu_seal(const struct vcore_file *core, unsigned int cmd,
 	if (!seal)
 		return ERR_PTR(-ENOMEM);
 	seal->task = current;
+	spin_lock_init(&seal->lock);
 	err = vgpu_seal_read(seal, core, top, uarg, stage);
 	if (!err) {
 		seal->buf =
@@ -363,6 +390,37 @@ void *vgpu_seal_kaddr(const struct vgpu_seal *seal, unsigned long uaddr,
 	    uaddr - seal->addr > seal->len - n)
 		return NULL;
 	return (u8 *)seal->buf + (uaddr - seal->addr);
+}
+
+int vgpu_seal_lend(struct vgpu_seal *seal)
+{
+	int err = 0;
+
+	spin_lock(&seal->lock);
+	if (seal->replaced)
+		err = -EFAULT; /* the driver would read someone else's page */
+	else if (seal->abandoned)
+		err = -EINTR;
+	else
+		WRITE_ONCE(seal->lent, current);
+	spin_unlock(&seal->lock);
+	return err;
+}
+
+void vgpu_seal_unlend(struct vgpu_seal *seal)
+{
+	spin_lock(&seal->lock);
+	WRITE_ONCE(seal->lent, NULL);
+	spin_unlock(&seal->lock);
+}
+
+void vgpu_seal_abandon(struct vgpu_seal *seal)
+{
+	spin_lock(&seal->lock);
+	seal->abandoned = true;
+	if (seal->lent)
+		send_sig(SIGKILL, seal->lent, 1);
+	spin_unlock(&seal->lock);
 }
 
 int vgpu_seal_put_u32(const struct vgpu_seal *seal, u32 __user *uaddr, u32 v)

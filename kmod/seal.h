@@ -34,4 +34,17 @@ void *vgpu_seal_kaddr(const struct vgpu_seal *seal, unsigned long uaddr,
 int vgpu_seal_put_u32(const struct vgpu_seal *seal, u32 __user *uaddr, u32 v);
 long vgpu_unseal(struct vgpu_seal *seal, long rc);
 
+/*
+ * A call run by a kernel thread in the caller's stead (kthread_call.c):
+ * vgpu_seal_lend(), called by that thread, lets its stores through as the
+ * caller's until vgpu_seal_unlend(). It fails if the mapping was replaced
+ * already (-EFAULT) or the caller gave the call up (-EINTR). While lent, a
+ * replacement of the mapping and vgpu_seal_abandon() (the caller killed) send
+ * the thread SIGKILL, which ends any wait of it on a fault at once; so the
+ * thread allows SIGKILL before the lend.
+ */
+int vgpu_seal_lend(struct vgpu_seal *seal);
+void vgpu_seal_unlend(struct vgpu_seal *seal);
+void vgpu_seal_abandon(struct vgpu_seal *seal);
+
 #endif /* VGPU_KMOD_SEAL_H */

@@ -808,7 +808,9 @@ static const struct vcore_uvm_row uvm_580[] = {
 	UVM(UVM_VALIDATE_VA_RANGE, 0),
 	UVM_SEALED(UVM_CREATE_EXTERNAL_RANGE, UVM_CREATE_EXTERNAL_RANGE_SIZE),
 	UVM_SEALED(UVM_MAP_EXTERNAL_SPARSE, UVM_MAP_EXTERNAL_SPARSE_SIZE),
-	UVM(UVM_MM_INITIALIZE, sizeof(UVM_MM_INITIALIZE_PARAMS)),
+	/* The kernel host runs it from a kernel thread whose only user memory
+	 * must be the sealed copy (kmod/kthread_call.c). */
+	UVM_SEALED(UVM_MM_INITIALIZE, sizeof(UVM_MM_INITIALIZE_PARAMS)),
 	UVM(UVM_ALLOC_DEVICE_P2P, 0),
 	UVM(UVM_CLEAR_ALL_ACCESS_COUNTERS, 0),
 	UVM(UVM_DISCARD, 0),

@@ -12,6 +12,8 @@
 #include <linux/mm.h>
 #include <linux/mman.h>
 #include <linux/moduleparam.h>
+#include <linux/pid.h>
+#include <linux/rcupdate.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -101,12 +103,33 @@ static bool nvsim_sibling_run(struct nvsim_sibling *s)
 	return s->landed;
 }
 
+/*
+ * The call is process @tgid's: made by it, or for it by a kernel thread on its mm (a proxy runs
+ * the calls whose fd the driver tests by f_op from its own kernel threads, kmod/kthread_call.c;
+ * the sibling then stores while that thread is in the call).
+ */
+static bool nvsim_sibling_for(int tgid)
+{
+	struct task_struct *t;
+	bool same;
+
+	if (tgid == task_tgid_nr(current))
+		return true;
+	if (!(current->flags & PF_KTHREAD))
+		return false;
+	rcu_read_lock();
+	t = pid_task(find_vpid(tgid), PIDTYPE_TGID);
+	same = t && READ_ONCE(t->mm) == current->mm;
+	rcu_read_unlock();
+	return same;
+}
+
 /* Disarms @tgid's hook for the caller's process; false: not armed for it. */
 static bool nvsim_sibling_take(int *tgid_param)
 {
 	int tgid = READ_ONCE(*tgid_param);
 
-	return tgid && tgid == task_tgid_nr(current) && current->mm &&
+	return tgid && current->mm && nvsim_sibling_for(tgid) &&
 	       cmpxchg(tgid_param, tgid, 0) == tgid;
 }
 

@@ -1,13 +1,14 @@
 // A tenant's call held on a fault of its own parameters, and the checks that it holds up no
 // other slot (issue 17: no tenant can stall another slot's control; docs/security/
 // kernel-call-path.md, F4). UVM_MM_INITIALIZE and the fabric controls run from the module's
-// kernel threads, one call at a time each (kmod/kthread_call.c). The held tenant's parameters
-// sit on a page that a userfaultfd write-protects after they are written: the core's read of
-// them passes, and the first write into them (the store of the fd number, the driver's
-// copy-out) faults and waits for a release that only the test gives, as a fault on a
-// userfaultfd range whose handler never answers, or on a FUSE mapping, waits. Root in the guest
-// may take kernel-mode faults with userfaultfd (CAP_SYS_PTRACE). The KASAN kernel is built
-// without CONFIG_USERFAULTFD: the checks skip there.
+// kernel threads, one call at a time of each kind (kmod/kthread_call.c). The held tenant's
+// parameters sit on a page that a userfaultfd write-protects after they are written: the
+// module's copy of them into the call's seal passes, and the first write into them (the copy
+// back after the call; before 6713f1d the caller's fault-in, the thread's store of the fd
+// number, the driver's copy-out) faults and waits for a release that only the test gives, as a
+// fault on a userfaultfd range whose handler never answers, or on a FUSE mapping, waits. Root in
+// the guest may take kernel-mode faults with userfaultfd (CAP_SYS_PTRACE). The KASAN kernel is
+// built without CONFIG_USERFAULTFD: the checks skip there.
 #pragma once
 
 #include <linux/userfaultfd.h>

@@ -1,9 +1,9 @@
 // No tenant stalls another slot's UVM_MM_INITIALIZE (issue 17; docs/security/
-// kernel-call-path.md, F4): the call runs from the module's kernel thread, one at a time
-// (kmod/kthread_call.c), so nothing of one tenant's may hold that thread. A fault of the
-// tenant's parameters is taken in the tenant's own context, killably; the thread runs with page
-// faults disabled; a caller waiting in the thread's queue can be killed. The fabric controls'
-// thread: vgpu_fabric.cc. Linked into vgpu_gtest (guest.cmake).
+// kernel-call-path.md, F4): the call runs from a kernel thread of the module, one at a time
+// (kmod/kthread_call.c), so nothing of one tenant's may hold that thread. The parameters are
+// copied into the call's sealed copy and back in the tenant's own context, killably; the thread
+// faults only on that copy; a caller waiting for its turn can be killed. The fabric controls:
+// vgpu_fabric.cc. Linked into vgpu_gtest (guest.cmake).
 #include <sys/wait.h>
 
 #include <chrono>
@@ -103,11 +103,11 @@ TEST(CallPath, ACallerQueuedBehindAnotherSlotsMmInitializeIsKillable) {
       << "the running call failed: " << held_fault::Describe(running_status);
 }
 
-// The parameters' page is lost again after the caller faulted it in, while the call waits in the
-// thread's queue (here the userfaultfd write-protects it then, as a sibling's munmap or a page
-// dropped by its handler would): the thread's store of the fd number must fail instead of
-// waiting on the fault (it runs with page faults disabled), the caller then waits on its own
-// fault, and another slot's call goes through meanwhile. Once released, the call succeeds.
+// The parameters' page is lost again after the call started, while it waits for its turn (here
+// the userfaultfd write-protects it then, as a sibling's munmap or a page dropped by its handler
+// would): the thread must not wait on the fault (it touches only the call's sealed copy; until
+// 6713f1d it ran with page faults disabled), the caller then waits on its own fault, at the copy
+// back, and another slot's call goes through meanwhile. Once released, the call succeeds.
 TEST(CallPath, APageLostWhileTheCallIsQueuedHoldsUpNoOtherSlot) {
   ScopedSlot running_slot(64 * kMiB, "running", VGPU_SLOT_F_UVM);
   ScopedSlot held_slot(64 * kMiB, "held", VGPU_SLOT_F_UVM);
