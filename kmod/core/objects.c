@@ -205,6 +205,7 @@ void vcore_obj_drop_hold_locked(struct vcore_slot *slot, struct vcore_obj *hold)
 	if (hold->hold_ptables) {
 		vcore_charge_refund(slot, hold->hold_ptables);
 		slot->stats.internal_charged_bytes -= hold->hold_ptables;
+		slot->uvm_ptables -= hold->hold_ptables;
 	}
 	vcore_obj_unlink_dups_locked(slot, hold);
 	if (hold->dup_src)

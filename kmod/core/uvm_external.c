@@ -101,6 +101,20 @@
  * passes to another dup. A slot has at most VCORE_SLOT_MAX_UVM_FILES UVM
  * files (vcore_file_open_err), each at most VCORE_MAX_OBJECTS records.
  *
+ * Under a quota the page tables are also capped (vcore_uvm_ptables_cap),
+ * because UVM does not free what the charge refunds: it takes page tables
+ * from 2 MiB chunks of its per-GPU pool (phys_mem_allocate_vidmem,
+ * uvm_mmu.c:171-199; uvm_pmm_gpu_alloc_kernel, uvm_pmm_gpu.c:604) and gives
+ * a chunk back to RM only once every table in it went (free_chunk and
+ * free_next_available_root_chunk, uvm_pmm_gpu.c:2400-2468). A slot that
+ * fills chunks and keeps one table in each holds the chunks while charged
+ * the one table. Only a request no free piece of the pool can serve takes a
+ * new chunk (alloc_chunk_with_splits, uvm_pmm_gpu.c:1723-1760), and Hopper's
+ * tables are 4 KiB or 256 B (allocation_size_hopper, uvm_hopper_mmu.c:118),
+ * so what the pool holds beyond what is charged stays below twice the
+ * largest page-table charge the GPU's slots ever had at once: the cap
+ * bounds it per slot (docs/security.md, F11.1).
+ *
  * The model is exact when UVM reads the core's copy of the parameters: the
  * kernel host runs these calls (UVM_SEALED rows, tables_580.c) from a
  * sealed copy, kmod/seal.c. A sealed copy replaced during the call is
@@ -234,7 +248,7 @@ static enum vcore_verdict record_mapping(struct vcore_call *call,
 	struct vcore_slot *slot = call->slot;
 	struct vcore_file *file = call->file;
 	struct vcore_obj *src = VCORE_NULL;
-	vcore_bool full = 0, uncharged = 0, over = 0;
+	vcore_bool full = 0, uncharged = 0, over = 0, capped = 0;
 
 	vcore_lock(slot);
 	/* hClient == hMemory names the client: no memory, no dup. */
@@ -248,6 +262,11 @@ static enum vcore_verdict record_mapping(struct vcore_call *call,
 		/* UVM replaces the mapping: the one record stands for it */
 	} else if (file->uvm_holds >= VCORE_MAX_OBJECTS) {
 		full = 1;
+	} else if (slot->cfg.mem_quota_bytes &&
+		   slot->uvm_ptables + rec->hold_ptables >
+			   vcore_uvm_ptables_cap(slot->cfg.mem_quota_bytes)) {
+		capped = 1;
+		slot->stats.denied_quota++;
 	} else if (vcore_charge_try_locked(slot, rec->hold_ptables)) {
 		over = 1;
 		slot->stats.denied_quota++;
@@ -258,6 +277,7 @@ static enum vcore_verdict record_mapping(struct vcore_call *call,
 			slot->n_dups++;
 		}
 		slot->stats.internal_charged_bytes += rec->hold_ptables;
+		slot->uvm_ptables += rec->hold_ptables;
 		vcore_note_peak_locked(slot);
 		rec->pid = call->ctx.pid;
 		rec->owner = file;
@@ -275,11 +295,12 @@ static enum vcore_verdict record_mapping(struct vcore_call *call,
 	if (full)
 		return vcore_refuse_errno(call, -VCORE_ENOSPC,
 					  "too many UVM mappings on one file");
-	if (over) {
+	if (over || capped) {
 		call->quota_refused = 1;
 		return vcore_refuse_status_at(
 			call, status_off, NV_ERR_NO_MEMORY,
-			"video memory quota exceeded (UVM page tables)");
+			over ? "video memory quota exceeded (UVM page tables)"
+			     : "UVM page tables past the slot's cap");
 	}
 	return VCORE_FORWARD;
 }
@@ -540,6 +561,7 @@ out:
 			(1ull << 56) - UVM_PAGE_4K, largest);
 		vcore_charge_force(slot, first->hold_ptables);
 		slot->stats.internal_charged_bytes += first->hold_ptables;
+		slot->uvm_ptables += first->hold_ptables;
 		vcore_note_peak_locked(slot);
 	}
 	vcore_unlock(slot);

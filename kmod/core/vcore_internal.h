@@ -123,6 +123,7 @@ struct vcore_slot {
 	vcore_u32 n_channels;  /* live channels (class 0x??6f) */
 	vcore_u32 n_vaspaces;  /* live VA spaces (VCORE_CLS_VASPACE) */
 	vcore_u32 n_uvm_files; /* open UVM files (VCORE_SLOT_MAX_UVM_FILES) */
+	vcore_u64 uvm_ptables; /* charged for them (vcore_uvm_ptables_cap) */
 	/* Driver system memory the records hold (VCORE_CLS_SYSMEM), against
 	 * cfg.sysmem_budget_bytes; reservations of calls in flight included. */
 	vcore_u64 sysmem_held;

@@ -3,10 +3,10 @@
  * vcore_registry.h - what a slot holds, for the hosts that follow its objects
  * (the compute controllers in kmod/compute*.c and shim/preload, the
  * recorder): the role of an RM class on the slot's driver branch, the
- * per-slot caps on TSGs, channels, VA spaces and UVM files, the TSG registry
- * a controller walks, and the switch by which it takes over the timeslices.
- * Hosts include vcore.h, which includes this header; the core's files get it
- * through vcore_internal.h.
+ * per-slot caps on TSGs, channels, VA spaces, UVM files and their page tables,
+ * the TSG registry a controller walks, and the switch by which it takes over
+ * the timeslices. Hosts include vcore.h, which includes this header; the core's
+ * files get it through vcore_internal.h.
  */
 #ifndef VCORE_REGISTRY_H
 #define VCORE_REGISTRY_H
@@ -79,6 +79,25 @@ vcore_u32 vcore_class_params_size(const struct vcore_slot *slot, vcore_u32 cls);
  * open fails with EMFILE (vcore_file_open_err).
  */
 #define VCORE_SLOT_MAX_UVM_FILES (VCORE_SLOT_MAX_VASPACES / 2 * 4)
+/*
+ * The most a slot's UVM page tables may be charged under a memory quota
+ * (kmod/core/uvm_external.c says why there is a cap): a 32nd of the quota,
+ * at least 16 MiB. Honest processes stay far below: libcuda's mappings are
+ * charged 16 KiB + 4 KiB per 2 MiB each
+ * (UvmPtables.WhatLibcudasAllocationsPay), about a 100th of a quota filled with
+ * 2 MiB allocations, and a PyTorch process that filled 4 GiB on the H200 about
+ * a 440th (9.35 MiB, docs/results/e2e-h200.md, run O).
+ */
+#define VCORE_UVM_PTABLES_QUOTA_SHARE 32
+#define VCORE_UVM_PTABLES_FLOOR	      (16ull << 20)
+
+static inline vcore_u64 vcore_uvm_ptables_cap(vcore_u64 quota)
+{
+	vcore_u64 share = quota / VCORE_UVM_PTABLES_QUOTA_SHARE;
+
+	return share > VCORE_UVM_PTABLES_FLOOR ? share
+					       : VCORE_UVM_PTABLES_FLOOR;
+}
 
 /*
  * A TSG (KEPLER_CHANNEL_GROUP_A 0xa06c or a successor) the slot's clients

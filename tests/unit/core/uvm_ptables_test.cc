@@ -73,32 +73,46 @@ TEST(UvmPtables, WhatLibcudasAllocationsPay) {
   }
 }
 
-class UvmPageTablesTest : public UvmExternalTest {};
+class UvmPageTablesTest : public UvmExternalTest {
+ protected:
+  static constexpr uint64_t kStride = 512 * kGiB, kBase = 1ull << 40;
+  static constexpr uint32_t kFiller = kMem + 1;
 
-// One 2 MiB allocation mapped 512 GiB apart on a 64 MiB slot: each map is charged its page
-// tables (20 KiB) before UVM sees it; the map that does not fit is answered NV_ERR_NO_MEMORY and
-// never forwarded; UVM_FREE, UNMAP_EXTERNAL and the close refund exactly what each map charged.
-TEST_F(UvmPageTablesTest, EachMapIsChargedAndThePastTheQuotaMapIsAnswered) {
-  constexpr uint64_t kStride = 512 * kGiB, kBase = 1ull << 40;
-  ASSERT_EQ(AllocVidmem(client_, device_, kMem, 2 * kMiB).ret, 0);
-  uint64_t granted = 0;
-  UvmOutcome last{};
-  for (;;) {
-    const uint64_t va = kBase + granted * kStride, before = Charged();
-    ASSERT_EQ(Create(va, 2 * kMiB).verdict, VCORE_FORWARD);
-    const int forwarded = forwarded_;
-    last = Map(va, 2 * kMiB, kMem, {kGpuA});
-    if (last.verdict != VCORE_FORWARD) {
-      EXPECT_EQ(forwarded_, forwarded) << "UVM never saw it";
-      EXPECT_EQ(Charged(), before) << "a refused map charges nothing";
-      break;
+  // One 2 MiB allocation created and mapped kStride apart until a map is refused: each granted
+  // map is charged 20 KiB before UVM sees it; the refused one is never forwarded and charges
+  // nothing. Returns how many were granted; *last is the refused map's outcome.
+  uint64_t MapFarApartUntilRefused(UvmOutcome* last) {
+    uint64_t granted = 0;
+    for (;;) {
+      const uint64_t va = kBase + granted * kStride, before = Charged();
+      EXPECT_EQ(Create(va, 2 * kMiB).verdict, VCORE_FORWARD);
+      const int forwarded = forwarded_;
+      *last = Map(va, 2 * kMiB, kMem, {kGpuA});
+      if (last->verdict != VCORE_FORWARD) {
+        EXPECT_EQ(forwarded_, forwarded) << "UVM never saw it";
+        EXPECT_EQ(Charged(), before) << "a refused map charges nothing";
+        return granted;
+      }
+      EXPECT_EQ(Charged(), before + 20 * kKiB) << "map " << granted;
+      if (Charged() != before + 20 * kKiB) return granted;
+      ++granted;
     }
-    ASSERT_EQ(Charged(), before + 20 * kKiB) << "map " << granted;
-    ++granted;
   }
+};
+
+// One 2 MiB allocation mapped 512 GiB apart on a 64 MiB slot that a 48 MiB allocation half fills
+// (so the quota, not the page-table cap, is what runs out): each map is charged its page tables
+// (20 KiB) before UVM sees it; the map that does not fit is answered NV_ERR_NO_MEMORY and never
+// forwarded; UVM_FREE, UNMAP_EXTERNAL and the close refund exactly what each map charged.
+TEST_F(UvmPageTablesTest, EachMapIsChargedAndThePastTheQuotaMapIsAnswered) {
+  ASSERT_EQ(AllocVidmem(client_, device_, kMem, 2 * kMiB).ret, 0);
+  ASSERT_EQ(AllocVidmem(client_, device_, kFiller, 48 * kMiB).ret, 0);
+  UvmOutcome last{};
+  const uint64_t granted = MapFarApartUntilRefused(&last);
   EXPECT_EQ(last.verdict, VCORE_REFUSE_STATUS);
   EXPECT_EQ(last.status, NV_ERR_NO_MEMORY);
-  EXPECT_EQ(granted, (kQuota - 2 * kMiB) / (20 * kKiB)) << "every byte of the quota used";
+  EXPECT_EQ(granted, (kQuota - 50 * kMiB) / (20 * kKiB)) << "every byte of the quota used";
+  ASSERT_LT(granted * 20 * kKiB, vcore_uvm_ptables_cap(kQuota)) << "the cap never came into it";
   EXPECT_GE(Stats().denied_quota, 1u);
   EXPECT_EQ(Stats().internal_charged_bytes, granted * 20 * kKiB);
 
@@ -109,10 +123,45 @@ TEST_F(UvmPageTablesTest, EachMapIsChargedAndThePastTheQuotaMapIsAnswered) {
   EXPECT_EQ(Charged(), full - 40 * kKiB) << "UNMAP_EXTERNAL";
   vcore_file_close(uvm_);
   uvm_ = vcore_file_open(slot_, VCORE_FILE_UVM, nullptr);
-  EXPECT_EQ(Charged(), 2 * kMiB) << "the close: the allocation's charge stays with its handle";
+  EXPECT_EQ(Charged(), 50 * kMiB) << "the close: the allocations' charges stay with their handles";
   EXPECT_EQ(Stats().internal_charged_bytes, 0u);
   ASSERT_EQ(Free(client_, device_, kMem).ret, 0);
+  ASSERT_EQ(Free(client_, device_, kFiller).ret, 0);
   EXPECT_EQ(Charged(), 0u);
+}
+
+// UVM gives a 2 MiB chunk of page tables back only when every table in it went
+// (kmod/core/uvm_external.c), so a slot's page tables are capped below its quota: a 32nd of it,
+// at least 16 MiB. On the 64 MiB slot the floor holds: 819 maps of 20 KiB fit in 16 MiB, the
+// 820th is answered NV_ERR_NO_MEMORY with 46 MiB of the quota still free and is never
+// forwarded; a UVM_FREE makes room for exactly one more; the close frees the whole cap.
+TEST_F(UvmPageTablesTest, PageTablesPastTheSlotsCapAreAnsweredWithQuotaLeft) {
+  EXPECT_EQ(vcore_uvm_ptables_cap(kQuota), 16 * kMiB) << "the floor";
+  EXPECT_EQ(vcore_uvm_ptables_cap(4 * kGiB), 128 * kMiB) << "a 32nd";
+  EXPECT_EQ(vcore_uvm_ptables_cap(141 * kGiB), 141 * kGiB / 32);
+
+  ASSERT_EQ(AllocVidmem(client_, device_, kMem, 2 * kMiB).ret, 0);
+  UvmOutcome last{};
+  const uint64_t granted = MapFarApartUntilRefused(&last);
+  EXPECT_EQ(granted, 16 * kMiB / (20 * kKiB));
+  EXPECT_EQ(last.verdict, VCORE_REFUSE_STATUS);
+  EXPECT_EQ(last.status, NV_ERR_NO_MEMORY);
+  EXPECT_EQ(Charged(), 2 * kMiB + granted * 20 * kKiB);
+  EXPECT_GT(kQuota - Charged(), 45 * kMiB) << "the cap, not the quota, answered";
+  EXPECT_GE(Stats().denied_quota, 1u);
+
+  UvmFree(kBase, 2 * kMiB, NV_OK);
+  const uint64_t va = kBase + granted * kStride;
+  EXPECT_EQ(Map(va, 2 * kMiB, kMem, {kGpuA}).verdict, VCORE_FORWARD) << "the free made room";
+  EXPECT_EQ(Create(va + kStride, 2 * kMiB).verdict, VCORE_FORWARD);
+  EXPECT_EQ(Map(va + kStride, 2 * kMiB, kMem, {kGpuA}).status, NV_ERR_NO_MEMORY) << "for one";
+
+  vcore_file_close(uvm_);
+  uvm_ = vcore_file_open(slot_, VCORE_FILE_UVM, nullptr);
+  EXPECT_EQ(Charged(), 2 * kMiB);
+  ASSERT_EQ(Create(kBase, 2 * kMiB).verdict, VCORE_FORWARD);
+  EXPECT_EQ(Map(kBase, 2 * kMiB, kMem, {kGpuA}).verdict, VCORE_FORWARD) << "the close freed it";
+  ASSERT_EQ(Free(client_, device_, kMem).ret, 0);
 }
 
 // A map repeated on the same span and GPU replaces UVM's mapping (one set of tables): one
