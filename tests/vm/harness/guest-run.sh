@@ -11,7 +11,7 @@ P=/payload
 SPLAT='BUG:|WARNING:|Oops|KASAN|UBSAN|general protection|possible recursive locking|circular locking|list_(add|del) corruption|inconsistent lock state|sleeping function called'
 export KREL=$(uname -r)
 VMTEST_FAULT=$(sed -n 's/.*vmtest\.fault=\([a-z]*\).*/\1/p' /proc/cmdline); export VMTEST_FAULT
-SUITE_TIMEOUT=$(sed -n 's/.*vmtest\.suite_timeout=\([0-9]*\).*/\1/p' /proc/cmdline); SUITE_TIMEOUT=${SUITE_TIMEOUT:-240}
+SUITE_TIMEOUT=$(sed -n 's/.*vmtest\.suite_timeout=\([0-9]*\).*/\1/p' /proc/cmdline); SUITE_TIMEOUT=${SUITE_TIMEOUT:-360}
 KML=/sys/kernel/debug/kmemleak
 if [ -w $KML ]; then
   # Forget what boot itself left behind: only leaks made by the suites count.
