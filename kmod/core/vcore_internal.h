@@ -5,7 +5,7 @@
  * Lock: slot->lock (host lock) protects everything reachable from the slot:
  * the object table, the file list, counters, the pid set and the TSG
  * generation. It is never held across a host copy op or the real ioctl.
- * Helpers whose name ends in _locked require it (vcore_assert_locked).
+ * Helpers whose name ends in _locked require it.
  * Lock-free, so that a call that creates or frees nothing takes no lock:
  * the spare calls, the ioctl and view counters and each file's last noted
  * pid (vcore_atomic_*), and the lookup index (read-only once built).
