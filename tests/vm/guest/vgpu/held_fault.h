@@ -7,8 +7,9 @@
 // back after the call; before 6713f1d the caller's fault-in, the thread's store of the fd
 // number, the driver's copy-out) faults and waits for a release that only the test gives, as a
 // fault on a userfaultfd range whose handler never answers, or on a FUSE mapping, waits. Root in
-// the guest may take kernel-mode faults with userfaultfd (CAP_SYS_PTRACE). The KASAN kernel is
-// built without CONFIG_USERFAULTFD: the checks skip there.
+// the guest may take kernel-mode faults with userfaultfd (CAP_SYS_PTRACE). Every guest kernel
+// has CONFIG_USERFAULTFD (tests/vm/kdebug/debug.config too); on a kernel without it the checks
+// skip.
 #pragma once
 
 #include <linux/userfaultfd.h>
@@ -102,7 +103,7 @@ class HeldCall {
   HeldCall(const HeldCall&) = delete;
   HeldCall& operator=(const HeldCall&) = delete;
 
-  // This kernel has no userfaultfd (the KASAN kernel's configuration).
+  // This kernel has no userfaultfd.
   bool Unsupported() const {
     return pid_ < 0 && status_ != -1 && WIFEXITED(status_) &&
            WEXITSTATUS(status_) == kNoUserfaultfd;
