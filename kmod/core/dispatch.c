@@ -142,6 +142,9 @@ static enum vcore_verdict unwrap_xfer(struct vcore_call *call)
 	case VCORE_XFER_BAD_CMD:
 		return vcore_refuse_errno(call, -VCORE_EINVAL,
 					  "XFER inside XFER or bad inner cmd");
+	case VCORE_XFER_NO_PAYLOAD:
+		return vcore_refuse_errno(call, -VCORE_EFAULT,
+					  "XFER payload pointer NULL");
 	case VCORE_XFER_OK:
 		break;
 	}

@@ -57,16 +57,15 @@ vcore_u32 vcore_sealed_size(const struct vcore_file *file, vcore_u32 req,
 }
 
 /* XFER: the payload, when the core decides on its escape (the header test
- * is vcore_pre's, vcore_xfer_check). A NULL payload pointer is the seal's
- * own test, not vcore_pre's: nothing is sealed, and vcore_pre's read of the
- * payload at address 0 fails ("argument unreadable"). */
+ * is vcore_pre's, vcore_xfer_check: a header that fails it, a NULL payload
+ * pointer included, is refused there, so nothing is sealed for it). */
 static vcore_u32 sealed_xfer(const struct vcore_file *file, const void *bytes,
 			     struct vcore_seal_piece *next)
 {
 	const nv_ioctl_xfer_t *x = (const nv_ioctl_xfer_t *)bytes;
 	const struct vcore_esc_row *row;
 
-	if (vcore_xfer_check(x) != VCORE_XFER_OK || !x->ptr)
+	if (vcore_xfer_check(x) != VCORE_XFER_OK)
 		return 0;
 	row = vcore_slot_esc(file->slot, x->cmd);
 	if (!row || !vcore_esc_size_ok(row, x->size) || !vcore_esc_decided(row))

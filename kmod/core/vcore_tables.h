@@ -264,15 +264,18 @@ extern const struct vcore_abi vcore_abi_580;
  * The inner call of an NV_ESC_IOCTL_XFER_CMD header, as the core takes it: a
  * payload no larger than nvidia_ioctl accepts (nv.c:2406-2433 swaps in cmd,
  * size and ptr once and refuses a larger size), and an inner command that is
- * an escape number (an _IOC_NR, 8 bits) other than XFER itself. vcore_pre
+ * an escape number (an _IOC_NR, 8 bits) other than XFER itself, at a non-NULL
+ * address (the driver's copy-in from 0 fails with -EFAULT; only a task with
+ * CAP_SYS_RAWIO could map page 0, mmap_min_addr). vcore_pre
  * refuses a header that fails, naming the test (dispatch.c, unwrap_xfer);
  * the seal takes no payload from it (seal.c, sealed_xfer). One test for both,
  * so that the core never decides on a payload the seal left unsealed.
  */
 enum vcore_xfer_fault {
 	VCORE_XFER_OK = 0,
-	VCORE_XFER_TOO_BIG, /* payload over NV_ABSOLUTE_MAX_IOCTL_SIZE */
-	VCORE_XFER_BAD_CMD, /* inner cmd not an escape number, or XFER */
+	VCORE_XFER_TOO_BIG,    /* payload over NV_ABSOLUTE_MAX_IOCTL_SIZE */
+	VCORE_XFER_BAD_CMD,    /* inner cmd not an escape number, or XFER */
+	VCORE_XFER_NO_PAYLOAD, /* ptr is NULL */
 };
 
 static inline enum vcore_xfer_fault vcore_xfer_check(const nv_ioctl_xfer_t *x)
@@ -281,6 +284,8 @@ static inline enum vcore_xfer_fault vcore_xfer_check(const nv_ioctl_xfer_t *x)
 		return VCORE_XFER_TOO_BIG;
 	if (x->cmd > 0xff || x->cmd == NV_ESC_IOCTL_XFER_CMD)
 		return VCORE_XFER_BAD_CMD;
+	if (!x->ptr)
+		return VCORE_XFER_NO_PAYLOAD;
 	return VCORE_XFER_OK;
 }
 

@@ -132,6 +132,19 @@ TEST_F(CoreTest, MalformedXferIsRefused) {
   EXPECT_EQ(Stats().denied, 7u);
 }
 
+// An XFER whose payload pointer is NULL is refused before anything reads there, as the driver's
+// copy-in from 0 fails (-EFAULT): the core never decides on a payload at address 0, which a task
+// with CAP_SYS_RAWIO could map (mmap_min_addr), and which the seal would not seal (seal.c).
+TEST_F(CoreTest, XferWithANullPayloadIsRefusedUnread) {
+  MakeSlot(0);
+  Put(0, Bytes(NVOS00_PARAMETERS{}));  // readable in this host's memory
+  nv_ioctl_xfer_t x{NV_ESC_RM_FREE, sizeof(NVOS00_PARAMETERS), 0};
+  Put(kArg, Bytes(x));
+  const Outcome o = Call(Req(NV_ESC_IOCTL_XFER_CMD, 16), kArg);
+  EXPECT_FALSE(o.forwarded) << "the driver never saw it";
+  EXPECT_EQ(o.ret, -VCORE_EFAULT);
+}
+
 TEST_F(CoreTest, UnknownsFollowThePolicyAndAreCountedByNumber) {
   MakeSlot(0, VCORE_UNKNOWN_STRICT);
   uint32_t c, d, s;

@@ -138,7 +138,9 @@ TEST(XferCheck, PayloadSizeAndInnerCommand) {
   EXPECT_EQ(vcore_xfer_check(&x), VCORE_XFER_BAD_CMD) << "not an _IOC_NR";
   x.ptr = 0;
   x.cmd = NV_ESC_RM_FREE;
-  EXPECT_EQ(vcore_xfer_check(&x), VCORE_XFER_OK) << "a NULL payload is the seal's own test";
+  EXPECT_EQ(vcore_xfer_check(&x), VCORE_XFER_NO_PAYLOAD);
+  x.ptr = 0x9000;
+  EXPECT_EQ(vcore_xfer_check(&x), VCORE_XFER_OK);
 }
 
 TEST_F(CoreTest, ReplacedParamsOfAUvmMapAreTamperingAndHoldEveryMemoryOfTheCaller) {
