@@ -617,7 +617,9 @@ vcore_u64 vcore_va_range_ptables(vcore_u64 range)
  * (docs/results/rm-internal-memory-h200.md): a 2 MiB mapping alone in its
  * 1 GiB took 4 KiB (its depth-4 directory holding 2 MiB PTEs), alone in its
  * 512 GiB 8 KiB; this charges it 20 KiB. UVM's allocator takes these pages
- * from 2 MiB chunks (uvm_pmm_gpu.c), which this does not count.
+ * from 2 MiB chunks (uvm_pmm_gpu.c), which this does not count: the slot's
+ * cap on these charges bounds what the chunks keep (vcore_uvm_ptables_cap,
+ * uvm_external.c).
  */
 #define UVM_PT_PAGE_580	       0x1000ull /* one directory or PTE table */
 #define UVM_PT_TABLE_SHIFT_580 21	 /* a 4 KiB-page table: 2 MiB */
