@@ -18,11 +18,13 @@
 // Invariants checked (abort = finding): no host allocation leaks, the charge stays within the
 // quota unless an over-quota event was counted, and after every file is closed nothing is
 // charged and no object is left.
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "shim/trace/replay_host.h"
@@ -58,6 +60,24 @@ struct Reader {
   }
 };
 
+// The harness runs every call on one thread. A UVM call on a file whose earlier UVM call is still
+// between pre and post (it holds the file's lock, kmod/core/uvm_external.c) would wait for that
+// call on this thread forever; a real host runs it on another thread, which waits killably. So it
+// is answered as a caller killed while waiting (-EINTR): the in-flight calls still interleave with
+// every other call, and the refusal path is fuzzed too.
+int LockFileOrKilled(void* lock) {
+  return static_cast<std::mutex*>(lock)->try_lock() ? 0 : -VCORE_EINTR;
+}
+
+const vcore_host_ops* FuzzOps(bool with_pids) {
+  static const std::array<vcore_host_ops, 2> ops = [] {
+    std::array<vcore_host_ops, 2> o = {SimHost::kOps, vgpu::trace::kSimOpsWithPids};
+    for (vcore_host_ops& op : o) op.lock_file_killable = LockFileOrKilled;
+    return o;
+  }();
+  return &ops[with_pids ? 1 : 0];
+}
+
 // A call between its vcore_pre and its vcore_post, with its own user memory.
 struct InFlight {
   unsigned file = 0;
@@ -80,8 +100,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   cfg.mem_quota_bytes = (flags & 1) ? 64ull << 20 : 0;
   cfg.unknown_policy = (flags & 2) ? VCORE_UNKNOWN_PERMISSIVE : VCORE_UNKNOWN_STRICT;
   strcpy(cfg.driver_version, "580.159.04");
-  vcore_slot* slot = vcore_slot_create((flags & 4) ? &vgpu::trace::kSimOpsWithPids : &SimHost::kOps,
-                                       &host, &cfg, nullptr, nullptr);
+  vcore_slot* slot = vcore_slot_create(FuzzOps(flags & 4), &host, &cfg, nullptr, nullptr);
   if (slot == nullptr) abort();
   vcore_file* files[4] = {vcore_file_open(slot, VCORE_FILE_CTL, nullptr),
                           vcore_file_open(slot, VCORE_FILE_CTL, nullptr),
