@@ -189,24 +189,28 @@ out:
  * Every buffer the core lists for @call, and the fd field, in @seal's copy:
  * the thread's faults are then the seal's own. Every call that comes here is
  * sealed so (above); anything else would let a fault of the tenant's hold
- * the thread.
+ * the thread. Returns the fd field's address in the kernel's mapping of the
+ * copy (where the thread stores the number), or NULL.
  */
-static bool vgpu_kthread_sealed(const struct vcore_call *call,
+static u32 *vgpu_kthread_sealed(const struct vcore_call *call,
 				const struct vgpu_seal *seal,
 				u32 __user *fd_uaddr)
 {
 	struct vcore_buf_info b;
 	unsigned int i;
+	u32 *fd_kaddr;
 
-	if (!seal ||
-	    !vgpu_seal_kaddr(seal, (unsigned long)fd_uaddr, sizeof(u32)))
-		return false;
+	if (!seal)
+		return NULL;
+	fd_kaddr = vgpu_seal_kaddr(seal, (unsigned long)fd_uaddr, sizeof(u32));
+	if (!fd_kaddr)
+		return NULL;
 	for (i = 0; !vcore_call_buffer(call, i, &b); i++) {
 		if (b.len &&
 		    !vgpu_seal_kaddr(seal, (unsigned long)b.uaddr, b.len))
-			return false;
+			return NULL;
 	}
-	return true;
+	return fd_kaddr;
 }
 
 long vgpu_kthread_ioctl(enum vgpu_kthread t, struct file *real,
@@ -227,7 +231,8 @@ long vgpu_kthread_ioctl(enum vgpu_kthread t, struct file *real,
 	struct task_struct *task;
 	long rc;
 
-	if (!vgpu_kthread_sealed(call, seal, fd_uaddr)) {
+	c.fd_kaddr = vgpu_kthread_sealed(call, seal, fd_uaddr);
+	if (!c.fd_kaddr) {
 		pr_warn_ratelimited("pid %d (%s): cmd 0x%x cmd/class 0x%x: "
 				    "parameters outside the sealed copy, "
 				    "refused\n",
@@ -235,8 +240,6 @@ long vgpu_kthread_ioctl(enum vgpu_kthread t, struct file *real,
 				    vcore_call_cmd(call));
 		return -EFAULT;
 	}
-	c.fd_kaddr =
-		vgpu_seal_kaddr(seal, (unsigned long)fd_uaddr, sizeof(u32));
 	if (mutex_lock_killable(&vgpu_kthread_locks[t]))
 		return -EINTR;	     /* the driver never saw it */
 	c.cred = get_current_cred(); /* pairs with the put below */
